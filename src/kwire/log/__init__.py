@@ -1,0 +1,3 @@
+"""kwire.log."""
+
+__all__: list[str] = []

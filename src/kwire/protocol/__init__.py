@@ -1,0 +1,3 @@
+"""kwire.protocol."""
+
+__all__: list[str] = []

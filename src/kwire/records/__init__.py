@@ -1,0 +1,3 @@
+"""kwire.records."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""kwire.spark."""
+
+__all__: list[str] = []
