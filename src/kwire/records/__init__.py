@@ -1,3 +1,57 @@
-"""kwire.records."""
+"""kwire.records: Kafka's record formats (magic 0/1 message sets, magic 2 batches), sans-IO.
 
-__all__: list[str] = []
+``read_batches(buffer)`` iterates the batches of any magic in a bytes-like object without copying
+it; each ``Batch`` exposes its header fields and decodes its ``Record`` objects lazily, with keys,
+values and header values as ``memoryview`` slices (they keep the buffer alive; ``bytes(view)`` or
+``Record.copy()`` detaches). ``BatchBuilder`` writes batches of any magic and codec. Control
+records (transaction markers, KRaft) are in ``decode_control_record`` / ``build_control_batch``;
+the opt-in typed header values of KIP-82's draft are in ``kwire.records.typed_headers``.
+"""
+
+from kwire.records._batch import BatchReader, read_batch, read_batches
+from kwire.records._builder import BatchBuilder, build_batch
+from kwire.records._codecs import DEFAULT_MAX_DECOMPRESSED_SIZE, Compression, compress, decompress
+from kwire.records._control import (
+    ControlRecord,
+    ControlRecordType,
+    EndTransactionMarker,
+    build_control_batch,
+    build_end_txn_marker,
+    decode_control_record,
+)
+from kwire.records._legacy import LegacyBatch
+from kwire.records._model import (
+    CREATE_TIME,
+    LOG_APPEND_TIME,
+    NO_TIMESTAMP,
+    NO_TIMESTAMP_TYPE,
+    Batch,
+    Record,
+)
+from kwire.records._v2 import RecordBatch
+
+__all__ = [
+    "CREATE_TIME",
+    "DEFAULT_MAX_DECOMPRESSED_SIZE",
+    "LOG_APPEND_TIME",
+    "NO_TIMESTAMP",
+    "NO_TIMESTAMP_TYPE",
+    "Batch",
+    "BatchBuilder",
+    "BatchReader",
+    "Compression",
+    "ControlRecord",
+    "ControlRecordType",
+    "EndTransactionMarker",
+    "LegacyBatch",
+    "Record",
+    "RecordBatch",
+    "build_batch",
+    "build_control_batch",
+    "build_end_txn_marker",
+    "compress",
+    "decode_control_record",
+    "decompress",
+    "read_batch",
+    "read_batches",
+]

@@ -1,0 +1,373 @@
+"""Compression codecs of Kafka record batches, keyed by the codec bits of the attributes.
+
+Approach: every codec is a well-kept library (cramjam for snappy/lz4 blocks/zstd, zlib for gzip,
+xxhash for lz4 frame checksums); this module only does Kafka's framing around them and bounds the
+output. Each codec sits in a table entry (compress, decompress) imported lazily on first use, so a
+missing library is reported as ``UnsupportedCodecError`` naming what to install.
+
+Framing, as Kafka's Java client writes and reads it:
+
+- gzip: one gzip member (RFC 1952) written; concatenated members read, trailing garbage after a
+  complete member ignored (as ``java.util.zip.GZIPInputStream``).
+- snappy: written in snappy-java's "xerial" stream framing (8-byte magic ``\\x82SNAPPY\\0``,
+  version and compatible version int32, then int32-length-prefixed raw snappy chunks of 32 KiB);
+  read either that framing or one raw snappy block (snappy-java falls back to raw too).
+- lz4: Kafka's LZ4 frame (``Lz4BlockOutputStream``): FLG 0x60 (v1, independent blocks), BD 0x40
+  (64 KiB blocks), no content size, no checksums. Magic 0 writes the historical *broken* header
+  checksum (xxHash32 over magic number + FLG + BD instead of FLG + BD) and its reader ignores the
+  header checksum, as Kafka does. Frames from other writers, with block checksums, content size or
+  content checksum, are read and their checksums verified.
+- zstd: a plain zstd frame; only magic 2 may use it.
+
+Decompression never allocates more than ``max_size`` bytes of output: gzip through zlib's
+``max_length``, snappy by reading the declared length first, lz4 block by block into buffers of
+the declared block maximum, zstd into a bounded buffer that grows by doubling up to the cap.
+Output beyond the cap raises ``CorruptRecordError`` (a compression bomb or a too-small cap).
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable
+from enum import IntEnum
+from typing import Any, Final
+
+from kwire.errors import CorruptRecordError, UnsupportedCodecError
+
+__all__ = [
+    "DEFAULT_MAX_DECOMPRESSED_SIZE",
+    "Compression",
+    "compress",
+    "decompress",
+]
+
+#: Default cap on the decompressed size of one batch (or legacy wrapper): 64 MiB. Kafka's own
+#: limits (message.max.bytes 1 MiB, fetch.max.bytes 50 MiB) bound the *compressed* size; a
+#: realistic batch decompresses to well under this, a compression bomb does not.
+DEFAULT_MAX_DECOMPRESSED_SIZE: Final = 64 * 1024 * 1024
+
+
+class Compression(IntEnum):
+    """Codec ids as stored in attribute bits 0-2 (Kafka's ``CompressionType``)."""
+
+    NONE = 0
+    GZIP = 1
+    SNAPPY = 2
+    LZ4 = 3
+    ZSTD = 4
+
+
+_Codec = tuple[
+    Callable[[bytes | memoryview, int], bytes], Callable[[bytes | memoryview, int, int], bytes]
+]
+
+
+def _library(name: str) -> Any:
+    try:
+        if name == "cramjam":
+            import cramjam
+
+            return cramjam
+        import xxhash
+
+        return xxhash
+    except ImportError as exc:  # pragma: no cover - both are core dependencies
+        raise UnsupportedCodecError(
+            f"the {name} package is needed for this codec: pip install {name}"
+        ) from exc
+
+
+def _bomb(max_size: int) -> CorruptRecordError:
+    return CorruptRecordError(
+        f"decompressed size exceeds the limit of {max_size} bytes "
+        "(compression bomb, or raise max_decompressed_size)"
+    )
+
+
+# -- gzip ----------------------------------------------------------------------------------------
+
+
+def _gzip_compress(data: bytes | memoryview, magic: int) -> bytes:
+    co = zlib.compressobj(6, zlib.DEFLATED, 31)
+    return co.compress(data) + co.flush()
+
+
+def _gzip_decompress(data: bytes | memoryview, magic: int, max_size: int) -> bytes:
+    parts: list[bytes] = []
+    total = 0
+    rest: bytes | memoryview = data
+    first = True
+    while first or (len(rest) >= 2 and rest[0] == 0x1F and rest[1] == 0x8B):
+        d = zlib.decompressobj(31)
+        try:
+            chunk = d.decompress(rest, max_size - total + 1)
+        except zlib.error as exc:
+            if first:
+                raise CorruptRecordError(f"invalid gzip data: {exc}") from None
+            break  # trailing bytes that are not a gzip member are ignored, as Java does
+        total += len(chunk)
+        if total > max_size:
+            raise _bomb(max_size)
+        if not d.eof:
+            if d.unconsumed_tail:
+                raise _bomb(max_size)
+            if first:
+                raise CorruptRecordError("truncated gzip data")
+            break
+        parts.append(chunk)
+        rest = d.unused_data
+        first = False
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+# -- snappy --------------------------------------------------------------------------------------
+
+_XERIAL_MAGIC: Final = b"\x82SNAPPY\x00"
+_XERIAL_HEADER: Final = _XERIAL_MAGIC + b"\x00\x00\x00\x01\x00\x00\x00\x01"
+_XERIAL_BLOCK: Final = 32 * 1024
+
+
+def _snappy_compress(data: bytes | memoryview, magic: int) -> bytes:
+    cramjam = _library("cramjam")
+    out = bytearray(_XERIAL_HEADER)
+    view = memoryview(data)
+    for start in range(0, len(view), _XERIAL_BLOCK):
+        chunk = bytes(cramjam.snappy.compress_raw(view[start : start + _XERIAL_BLOCK]))
+        out += len(chunk).to_bytes(4, "big")
+        out += chunk
+    return bytes(out)
+
+
+def _snappy_raw(cramjam: Any, block: bytes | memoryview, limit: int, max_size: int) -> bytes:
+    try:
+        size = int(cramjam.snappy.decompress_raw_len(block))
+    except Exception as exc:
+        raise CorruptRecordError(f"invalid snappy data: {exc}") from None
+    if size > limit:
+        raise _bomb(max_size)
+    out = bytearray(size)
+    try:
+        written = int(cramjam.snappy.decompress_raw_into(block, out))
+    except Exception as exc:
+        raise CorruptRecordError(f"invalid snappy data: {exc}") from None
+    if written != size:
+        raise CorruptRecordError("invalid snappy data: short output")
+    return bytes(out)
+
+
+def _snappy_decompress(data: bytes | memoryview, magic: int, max_size: int) -> bytes:
+    cramjam = _library("cramjam")
+    view = memoryview(data)
+    if bytes(view[:8]) != _XERIAL_MAGIC:
+        return _snappy_raw(cramjam, view, max_size, max_size)
+    if len(view) < 16:
+        raise CorruptRecordError("truncated xerial snappy header")
+    pos = 16
+    end = len(view)
+    parts: list[bytes] = []
+    total = 0
+    while pos < end:
+        if end - pos < 4:
+            raise CorruptRecordError("truncated xerial snappy chunk length", offset=pos)
+        size = int.from_bytes(view[pos : pos + 4], "big", signed=True)
+        pos += 4
+        if size < 0 or size > end - pos:
+            raise CorruptRecordError(
+                f"xerial snappy chunk length {size} out of range", offset=pos - 4
+            )
+        chunk = _snappy_raw(cramjam, view[pos : pos + size], max_size - total, max_size)
+        total += len(chunk)
+        parts.append(chunk)
+        pos += size
+    return b"".join(parts)
+
+
+# -- lz4 -----------------------------------------------------------------------------------------
+
+_LZ4_MAGIC: Final = b"\x04\x22\x4d\x18"
+_LZ4_BLOCK: Final = 64 * 1024
+_LZ4_FLG: Final = 0x60  # version 01, block independence, no checksums, no content size
+_LZ4_BD: Final = 0x40  # 64 KiB maximum block size
+_LZ4_INCOMPRESSIBLE: Final = 0x80000000
+
+
+def _xxh32(data: bytes | memoryview) -> int:
+    return int(_library("xxhash").xxh32_intdigest(bytes(data)))
+
+
+def _lz4_compress(data: bytes | memoryview, magic: int) -> bytes:
+    cramjam = _library("cramjam")
+    descriptor = bytes((_LZ4_FLG, _LZ4_BD))
+    # Kafka's magic-0 writer hashed the magic number too (KAFKA-1718); readers of magic 0 ignore HC.
+    hashed = _LZ4_MAGIC + descriptor if magic == 0 else descriptor
+    out = bytearray(_LZ4_MAGIC)
+    out += descriptor
+    out.append((_xxh32(hashed) >> 8) & 0xFF)
+    view = memoryview(data)
+    for start in range(0, len(view), _LZ4_BLOCK):
+        raw = view[start : start + _LZ4_BLOCK]
+        packed = bytes(cramjam.lz4.compress_block(raw, store_size=False))
+        if len(packed) >= len(raw):
+            out += (len(raw) | _LZ4_INCOMPRESSIBLE).to_bytes(4, "little")
+            out += raw
+        else:
+            out += len(packed).to_bytes(4, "little")
+            out += packed
+    out += b"\x00\x00\x00\x00"
+    return bytes(out)
+
+
+def _lz4_decompress(data: bytes | memoryview, magic: int, max_size: int) -> bytes:
+    cramjam = _library("cramjam")
+    view = memoryview(data)
+    end = len(view)
+    if end < 7:
+        raise CorruptRecordError("truncated lz4 frame header")
+    if bytes(view[:4]) != _LZ4_MAGIC:
+        raise CorruptRecordError("not an lz4 frame (bad magic number)", offset=0)
+    flg = view[4]
+    bd = view[5]
+    if flg >> 6 != 1 or flg & 0x03:
+        raise CorruptRecordError(f"unsupported lz4 frame FLG byte 0x{flg:02x}", offset=4)
+    if not flg & 0x20:
+        raise CorruptRecordError("lz4 frames with dependent blocks are not supported", offset=4)
+    block_checksum = bool(flg & 0x10)
+    content_size = bool(flg & 0x08)
+    content_checksum = bool(flg & 0x04)
+    if bd & 0x8F or not 4 <= (bd >> 4) & 7 <= 7:
+        raise CorruptRecordError(f"invalid lz4 frame BD byte 0x{bd:02x}", offset=5)
+    block_max = 1 << (2 * ((bd >> 4) & 7) + 8)
+    pos = 6
+    if content_size:
+        if end - pos < 9:
+            raise CorruptRecordError("truncated lz4 frame header")
+        declared = int.from_bytes(view[pos : pos + 8], "little")
+        if declared > max_size:
+            raise _bomb(max_size)
+        pos += 8
+    if magic != 0:  # Kafka ignores the header checksum of magic 0 (historically computed wrongly)
+        expected = (_xxh32(view[4:pos]) >> 8) & 0xFF
+        if view[pos] != expected:
+            raise CorruptRecordError("lz4 frame descriptor checksum mismatch", offset=pos)
+    pos += 1
+    parts: list[bytes] = []
+    total = 0
+    xxhash = _library("xxhash") if content_checksum else None
+    hasher = xxhash.xxh32() if xxhash is not None else None
+    while True:
+        if end - pos < 4:
+            raise CorruptRecordError("truncated lz4 frame (no end mark)", offset=pos)
+        word = int.from_bytes(view[pos : pos + 4], "little")
+        pos += 4
+        if word == 0:
+            break
+        size = word & ~_LZ4_INCOMPRESSIBLE
+        if size > block_max:
+            raise CorruptRecordError(
+                f"lz4 block size {size} exceeds the frame's maximum {block_max}", offset=pos - 4
+            )
+        if size > end - pos:
+            raise CorruptRecordError("truncated lz4 block", offset=pos)
+        block = view[pos : pos + size]
+        pos += size
+        if block_checksum:
+            if end - pos < 4:
+                raise CorruptRecordError("truncated lz4 block checksum", offset=pos)
+            if _xxh32(block) != int.from_bytes(view[pos : pos + 4], "little"):
+                raise CorruptRecordError("lz4 block checksum mismatch", offset=pos)
+            pos += 4
+        if word & _LZ4_INCOMPRESSIBLE:
+            chunk = bytes(block)
+        else:
+            buf = bytearray(min(block_max, max_size - total + 1))
+            try:
+                n = int(cramjam.lz4.decompress_block_into(block, buf))
+            except Exception:
+                if len(buf) <= max_size - total:
+                    raise CorruptRecordError("invalid lz4 block", offset=pos - size) from None
+                raise _bomb(max_size) from None
+            chunk = bytes(buf[:n])
+        total += len(chunk)
+        if total > max_size:
+            raise _bomb(max_size)
+        if hasher is not None:
+            hasher.update(chunk)
+        parts.append(chunk)
+    if hasher is not None:
+        if end - pos < 4:
+            raise CorruptRecordError("truncated lz4 content checksum", offset=pos)
+        if hasher.intdigest() != int.from_bytes(view[pos : pos + 4], "little"):
+            raise CorruptRecordError("lz4 content checksum mismatch", offset=pos)
+    return b"".join(parts)
+
+
+# -- zstd ----------------------------------------------------------------------------------------
+
+
+def _zstd_compress(data: bytes | memoryview, magic: int) -> bytes:
+    return bytes(_library("cramjam").zstd.compress(data, level=3))
+
+
+def _zstd_decompress(data: bytes | memoryview, magic: int, max_size: int) -> bytes:
+    cramjam = _library("cramjam")
+    size = min(max_size, max(64 * 1024, 4 * len(data)))
+    while True:
+        buf = bytearray(size)
+        try:
+            n = int(cramjam.zstd.decompress_into(data, buf))
+        except Exception as exc:
+            if "whole buffer" not in str(exc):  # cramjam's "output buffer full"
+                raise CorruptRecordError(f"invalid zstd data: {exc}") from None
+            if size >= max_size:
+                raise _bomb(max_size) from None
+            size = min(max_size, size * 2)
+            continue
+        return bytes(buf[:n]) if n < size else bytes(buf)
+
+
+# -- table ---------------------------------------------------------------------------------------
+
+_CODECS: Final[dict[int, _Codec]] = {
+    Compression.GZIP: (_gzip_compress, _gzip_decompress),
+    Compression.SNAPPY: (_snappy_compress, _snappy_decompress),
+    Compression.LZ4: (_lz4_compress, _lz4_decompress),
+    Compression.ZSTD: (_zstd_compress, _zstd_decompress),
+}
+
+
+def _codec(codec: int, magic: int) -> _Codec:
+    entry = _CODECS.get(codec)
+    if entry is None:
+        if codec == Compression.NONE:
+            raise UnsupportedCodecError("Compression.NONE has no codec")
+        raise UnsupportedCodecError(f"unknown compression codec id {codec}")
+    if codec == Compression.ZSTD and magic < 2:
+        raise UnsupportedCodecError(f"zstd compression needs magic 2, not magic {magic}")
+    return entry
+
+
+def compress(codec: int, data: bytes | bytearray | memoryview, *, magic: int = 2) -> bytes:
+    """Compress ``data`` as Kafka's writer for ``magic`` does (see the module docstring)."""
+    if codec == Compression.NONE:
+        return bytes(data)
+    return _codec(codec, magic)[0](memoryview(data), magic)
+
+
+def decompress(
+    codec: int,
+    data: bytes | bytearray | memoryview,
+    *,
+    magic: int = 2,
+    max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+) -> bytes:
+    """Decompress ``data`` (Kafka's framing for ``codec``), never producing more than ``max_size``.
+
+    Raises ``CorruptRecordError`` for invalid data or output above ``max_size`` and
+    ``UnsupportedCodecError`` for an unknown codec id or zstd below magic 2. Byte offsets in the
+    errors are positions in ``data``.
+    """
+    if codec == Compression.NONE:
+        if len(data) > max_size:
+            raise _bomb(max_size)
+        return bytes(data)
+    return _codec(codec, magic)[1](memoryview(data), magic, max_size)

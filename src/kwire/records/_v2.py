@@ -1,0 +1,582 @@
+"""Magic 2 record batches (Kafka's ``DefaultRecordBatch`` / ``DefaultRecord``), read and write.
+
+Layout (big-endian; 61-byte header)::
+
+    baseOffset int64 | batchLength int32 | partitionLeaderEpoch int32 | magic int8 | crc uint32
+    | attributes int16 | lastOffsetDelta int32 | baseTimestamp int64 | maxTimestamp int64
+    | producerId int64 | producerEpoch int16 | baseSequence int32 | recordCount int32 | records
+
+The CRC is CRC32C over attributes..end. Attribute bits: 0-2 codec, 3 timestamp type (1 =
+LogAppendTime), 4 transactional, 5 control, 6 delete horizon (baseTimestamp then holds it).
+A record is ``length varint | attributes int8 | timestampDelta varlong | offsetDelta varint |
+keyLength varint | key | valueLength varint | value | headerCount varint | headers``, a header is
+``keyLength varint | key (UTF-8) | valueLength varint | value`` (length -1 = null). Varints are
+zigzag (Kafka's ``ByteUtils.readVarint``).
+
+Approach: the header is one ``struct.unpack_from``; records decode lazily in one tight generator
+with local-variable binding and the one-byte varint case inlined; encoding writes each record into
+one ``bytearray`` using a table of pre-encoded small varints. Header keys are decoded with
+``surrogateescape`` so that bytes which are not valid UTF-8 survive a read/write round trip.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Iterator
+from typing import Final
+
+import crc32c as _crc32c_mod
+
+from kwire._wire import read_varint, read_varlong
+from kwire.errors import CorruptRecordError, DecodeError, EncodeError, UnsupportedCodecError
+from kwire.records._codecs import DEFAULT_MAX_DECOMPRESSED_SIZE, Compression, compress, decompress
+from kwire.records._model import LOG_APPEND_TIME, NO_TIMESTAMP, Batch, Header, Record
+
+__all__ = [
+    "ATTRIBUTES_OFFSET",
+    "BATCH_LENGTH_OFFSET",
+    "CRC_OFFSET",
+    "HEADER",
+    "HEADER_SIZE",
+    "MAGIC_OFFSET",
+    "MAX_TIMESTAMP_OFFSET",
+    "PARTITION_LEADER_EPOCH_OFFSET",
+    "RECORDS_COUNT_OFFSET",
+    "RecordBatch",
+    "crc32c",
+    "encode_batch",
+    "encode_records",
+]
+
+_crc32c = _crc32c_mod.crc32c
+
+#: The 61-byte v2 header as one struct (see the module docstring for the fields).
+HEADER: Final = struct.Struct(">qiibIhiqqqhii")
+HEADER_SIZE: Final = 61
+BASE_OFFSET_OFFSET: Final = 0
+BATCH_LENGTH_OFFSET: Final = 8
+PARTITION_LEADER_EPOCH_OFFSET: Final = 12
+MAGIC_OFFSET: Final = 16
+CRC_OFFSET: Final = 17
+ATTRIBUTES_OFFSET: Final = 21
+LAST_OFFSET_DELTA_OFFSET: Final = 23
+BASE_TIMESTAMP_OFFSET: Final = 27
+MAX_TIMESTAMP_OFFSET: Final = 35
+PRODUCER_ID_OFFSET: Final = 43
+PRODUCER_EPOCH_OFFSET: Final = 51
+BASE_SEQUENCE_OFFSET: Final = 53
+RECORDS_COUNT_OFFSET: Final = 57
+#: Bytes counted by batchLength start after baseOffset and batchLength.
+LOG_OVERHEAD: Final = 12
+
+ATTR_CODEC_MASK: Final = 0x07
+ATTR_TIMESTAMP_TYPE: Final = 0x08
+ATTR_TRANSACTIONAL: Final = 0x10
+ATTR_CONTROL: Final = 0x20
+ATTR_DELETE_HORIZON: Final = 0x40
+
+_NO_HEADERS: Final[tuple[Header, ...]] = ()
+_AFTER_CRC: Final = struct.Struct(">hiqqqhii")  # attributes .. recordCount (40 bytes)
+
+
+def crc32c(data: bytes | bytearray | memoryview) -> int:
+    """CRC32C (Castagnoli) as v2 batches use it."""
+    return int(_crc32c(data))
+
+
+class RecordBatch(Batch):
+    """A magic 2 record batch; see ``Batch`` for the fields and what keeps the buffer alive."""
+
+    __slots__ = (
+        "_base_offset",
+        "_base_timestamp",
+        "_last_offset_delta",
+        "_record_count",
+    )
+
+    HEADER_SIZE = HEADER_SIZE
+
+    _base_offset: int
+    _base_timestamp: int
+    _last_offset_delta: int
+    _record_count: int
+
+    def __init__(
+        self,
+        view: memoryview,
+        position: int = 0,
+        *,
+        verify_crc: bool = True,
+        max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+    ) -> None:
+        """Parse the header of the batch that ``view`` holds exactly (caller checked the length)."""
+        size = len(view)
+        if size < HEADER_SIZE:
+            raise CorruptRecordError(
+                f"record batch of {size} bytes is smaller than the 61-byte v2 header",
+                offset=position,
+            )
+        (
+            base_offset,
+            batch_length,
+            self.partition_leader_epoch,
+            self.magic,
+            crc,
+            attributes,
+            last_offset_delta,
+            base_timestamp,
+            self.max_timestamp,
+            self.producer_id,
+            self.producer_epoch,
+            self.base_sequence,
+            count,
+        ) = HEADER.unpack_from(view, 0)
+        if batch_length + LOG_OVERHEAD != size:
+            raise CorruptRecordError(
+                f"batch length {batch_length} does not match the {size - LOG_OVERHEAD} bytes given",
+                offset=position + BATCH_LENGTH_OFFSET,
+                context=f"batch at base offset {base_offset}",
+            )
+        if verify_crc:
+            actual = _crc32c(view[ATTRIBUTES_OFFSET:])
+            if actual != crc:
+                raise CorruptRecordError(
+                    f"CRC32C mismatch: stored 0x{crc:08x}, computed 0x{actual:08x}",
+                    offset=position + CRC_OFFSET,
+                    context=f"batch at base offset {base_offset}",
+                )
+        if count < 0:
+            raise CorruptRecordError(
+                f"negative record count {count}",
+                offset=position + RECORDS_COUNT_OFFSET,
+                context=f"batch at base offset {base_offset}",
+            )
+        if attributes & ATTR_CODEC_MASK > 4:
+            raise CorruptRecordError(
+                f"unknown compression codec id {attributes & ATTR_CODEC_MASK}",
+                offset=position + ATTRIBUTES_OFFSET,
+                context=f"batch at base offset {base_offset}",
+            )
+        self.view = view
+        self.position = position
+        self.size = size
+        self.crc = crc
+        self.attributes = attributes
+        self.timestamp_type = 1 if attributes & ATTR_TIMESTAMP_TYPE else 0
+        self.is_transactional = bool(attributes & ATTR_TRANSACTIONAL)
+        self.is_control = bool(attributes & ATTR_CONTROL)
+        self._base_offset = base_offset
+        self._last_offset_delta = last_offset_delta
+        self._base_timestamp = base_timestamp
+        self._record_count = count
+        self._max_decompressed_size = max_decompressed_size
+
+    @property
+    def base_offset(self) -> int:
+        return self._base_offset
+
+    @property
+    def last_offset(self) -> int:
+        return self._base_offset + self._last_offset_delta
+
+    @property
+    def offset_delta(self) -> int:
+        """The header's lastOffsetDelta."""
+        return self._last_offset_delta
+
+    last_offset_delta = offset_delta
+
+    @property
+    def base_timestamp(self) -> int:
+        return self._base_timestamp
+
+    @property
+    def delete_horizon_ms(self) -> int:
+        """The delete horizon (KIP-534) if the attribute bit is set, else -1."""
+        return self._base_timestamp if self.attributes & ATTR_DELETE_HORIZON else NO_TIMESTAMP
+
+    @property
+    def has_delete_horizon(self) -> bool:
+        return bool(self.attributes & ATTR_DELETE_HORIZON)
+
+    @property
+    def record_count(self) -> int:
+        return self._record_count
+
+    @property
+    def stored_crc(self) -> int:
+        return self.crc
+
+    def compute_crc(self) -> int:
+        return _crc32c(self.view[ATTRIBUTES_OFFSET:])
+
+    def is_valid(self) -> bool:
+        return self.compute_crc() == self.crc
+
+    def verify(self) -> None:
+        """Check the CRC32C, then decode every record (raises ``CorruptRecordError``)."""
+        actual = self.compute_crc()
+        if actual != self.crc:
+            raise CorruptRecordError(
+                f"CRC32C mismatch: stored 0x{self.crc:08x}, computed 0x{actual:08x}",
+                offset=self.position + CRC_OFFSET,
+                context=self._where(),
+            )
+        for _ in self.records():
+            pass
+
+    def _where(self) -> str:
+        return f"batch at base offset {self._base_offset}"
+
+    def records_view(self) -> tuple[memoryview, int]:
+        """The (decompressed) record bytes and their start position in the caller's buffer.
+
+        For a compressed batch the position is -1: offsets in errors are then relative to the
+        decompressed bytes.
+        """
+        codec = self.attributes & ATTR_CODEC_MASK
+        body = self.view[HEADER_SIZE:]
+        if codec == 0:
+            return body, self.position + HEADER_SIZE
+        try:
+            data = decompress(codec, body, magic=2, max_size=self._max_decompressed_size)
+        except CorruptRecordError as exc:
+            raise CorruptRecordError(
+                f"{Compression(codec).name.lower()} records: {exc.reason}",
+                offset=self.position + HEADER_SIZE + (exc.offset or 0),
+                context=self._where(),
+            ) from None
+        except UnsupportedCodecError as exc:  # pragma: no cover - ids checked in __init__
+            raise CorruptRecordError(str(exc), context=self._where()) from None
+        return memoryview(data), -1
+
+    def records(self) -> Iterator[Record]:
+        """Decode the records lazily (for a compressed batch, decompress first, once per call)."""
+        view, base = self.records_view()
+        return _iter_records(self, view, base)
+
+    def header_dict(self) -> dict[str, int | bool]:
+        """The header fields as a plain dict (for printing and tests)."""
+        return {
+            "base_offset": self._base_offset,
+            "batch_length": self.size - LOG_OVERHEAD,
+            "partition_leader_epoch": self.partition_leader_epoch,
+            "magic": self.magic,
+            "crc": self.crc,
+            "attributes": self.attributes,
+            "last_offset_delta": self._last_offset_delta,
+            "base_timestamp": self._base_timestamp,
+            "max_timestamp": self.max_timestamp,
+            "producer_id": self.producer_id,
+            "producer_epoch": self.producer_epoch,
+            "base_sequence": self.base_sequence,
+            "record_count": self._record_count,
+        }
+
+
+def _iter_records(batch: RecordBatch, view: memoryview, base: int) -> Iterator[Record]:
+    end = len(view)
+    pos = 0
+    count = batch._record_count
+    base_offset = batch._base_offset
+    base_ts = batch._base_timestamp
+    log_append = batch.timestamp_type == LOG_APPEND_TIME
+    max_ts = batch.max_timestamp
+    no_headers = _NO_HEADERS
+    rvarint = read_varint
+    rvarlong = read_varlong
+    new = Record
+    field = "record length"
+    index = 0
+    try:
+        for index in range(count):  # noqa: B007 (read by the error handlers)
+            start = pos
+            field = "record length"
+            b = view[pos]
+            if b < 0x80:
+                length = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                length, pos = rvarint(view, pos)
+            rec_end = pos + length
+            if length < 6 or rec_end > end:  # 6 = attributes + five 1-byte varints
+                raise CorruptRecordError(
+                    f"record length {length} out of range ({end - pos} bytes left)",
+                    offset=start,
+                )
+            field = "record timestamp delta"
+            pos += 1  # record attributes: unused
+            b = view[pos]
+            if b < 0x80:
+                ts_delta = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                ts_delta, pos = rvarlong(view, pos)
+            field = "record offset delta"
+            b = view[pos]
+            if b < 0x80:
+                off_delta = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                off_delta, pos = rvarint(view, pos)
+            field = "record key"
+            b = view[pos]
+            if b < 0x80:
+                n = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                n, pos = rvarint(view, pos)
+            if n >= 0:
+                if pos + n > rec_end:
+                    raise CorruptRecordError(f"key length {n} past the record end", offset=pos)
+                key: memoryview | None = view[pos : pos + n]
+                pos += n
+            elif n == -1:
+                key = None
+            else:
+                raise CorruptRecordError(f"invalid key length {n}", offset=pos)
+            field = "record value"
+            b = view[pos]
+            if b < 0x80:
+                n = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                n, pos = rvarint(view, pos)
+            if n >= 0:
+                if pos + n > rec_end:
+                    raise CorruptRecordError(f"value length {n} past the record end", offset=pos)
+                value: memoryview | None = view[pos : pos + n]
+                pos += n
+            elif n == -1:
+                value = None
+            else:
+                raise CorruptRecordError(f"invalid value length {n}", offset=pos)
+            field = "record header count"
+            b = view[pos]
+            if b == 0:
+                headers = no_headers
+                pos += 1
+            else:
+                headers, pos = _read_headers(view, pos, rec_end)
+            if pos != rec_end:
+                raise CorruptRecordError(
+                    f"record length {length} does not match its {pos - start} decoded bytes",
+                    offset=start,
+                )
+            yield new(
+                base_offset + off_delta,
+                max_ts if log_append else base_ts + ts_delta,
+                key,
+                value,
+                headers,
+                batch,
+            )
+        if pos != end:
+            index = count
+            raise CorruptRecordError(
+                f"{end - pos} bytes left after the batch's {count} records", offset=pos
+            )
+    except CorruptRecordError as exc:
+        raise _relocate(exc, batch, base, index, field) from None
+    except (DecodeError, IndexError):
+        raise _relocate(
+            CorruptRecordError(f"truncated or malformed {field}", offset=pos),
+            batch,
+            base,
+            index,
+            field,
+        ) from None
+
+
+def _relocate(
+    exc: CorruptRecordError, batch: RecordBatch, base: int, index: int, field: str
+) -> CorruptRecordError:
+    """Turn a position in the record bytes into one in the caller's buffer (when there is one)."""
+    where = f"batch at base offset {batch._base_offset}"
+    path = f"records[{index}]"
+    if base < 0:
+        where += ", decompressed records"
+        offset = exc.offset
+    else:
+        offset = None if exc.offset is None else base + exc.offset
+    return CorruptRecordError(exc.reason, offset=offset, path=path, context=where)
+
+
+def _read_headers(view: memoryview, pos: int, rec_end: int) -> tuple[tuple[Header, ...], int]:
+    count, pos = read_varint(view, pos)
+    if count < 0 or count > rec_end - pos:
+        raise CorruptRecordError(f"invalid header count {count}", offset=pos)
+    headers: list[Header] = []
+    for _ in range(count):
+        n, pos = read_varint(view, pos)
+        if n < 0 or pos + n > rec_end:
+            raise CorruptRecordError(f"invalid header key length {n}", offset=pos)
+        key = str(view[pos : pos + n], "utf-8", "surrogateescape")
+        pos += n
+        n, pos = read_varint(view, pos)
+        if n >= 0:
+            if pos + n > rec_end:
+                raise CorruptRecordError(f"header value length {n} past the record end", offset=pos)
+            headers.append((key, view[pos : pos + n]))
+            pos += n
+        elif n == -1:
+            headers.append((key, None))
+        else:
+            raise CorruptRecordError(f"invalid header value length {n}", offset=pos)
+    return tuple(headers), pos
+
+
+# -- encoding ------------------------------------------------------------------------------------
+
+
+def _zigzag_bytes(value: int) -> bytes:
+    raw = (value << 1) ^ (value >> 63) if value < 0 else value << 1
+    out = bytearray()
+    while raw >= 0x80:
+        out.append((raw & 0x7F) | 0x80)
+        raw >>= 7
+    out.append(raw)
+    return bytes(out)
+
+
+#: Pre-encoded zigzag varints for -1 .. 16383 (index value + 1).
+_SMALL_MIN: Final = -1
+_SMALL_MAX: Final = 16383
+_SMALL: Final = [_zigzag_bytes(v) for v in range(_SMALL_MIN, _SMALL_MAX + 1)]
+
+_INT32_MIN: Final = -(2**31)
+_INT32_MAX: Final = 2**31 - 1
+_INT64_MIN: Final = -(2**63)
+_INT64_MAX: Final = 2**63 - 1
+
+
+def _vb(value: int) -> bytes:
+    if _SMALL_MIN <= value <= _SMALL_MAX:
+        return _SMALL[value + 1]
+    return _zigzag_bytes(value)
+
+
+RecordInput = tuple[
+    int,  # offset delta
+    int,  # timestamp delta
+    "bytes | bytearray | memoryview | None",  # key
+    "bytes | bytearray | memoryview | None",  # value
+    "Iterable[tuple[str, bytes | bytearray | memoryview | None]]",  # headers
+]
+
+
+def encode_records(out: bytearray, records: Iterable[RecordInput]) -> int:
+    """Append v2 records (offset delta, timestamp delta, key, value, headers) to ``out``.
+
+    Returns how many records were written. Deltas are checked to fit their varint widths.
+    """
+    small = _SMALL
+    vb = _vb
+    n_written = 0
+    for off_delta, ts_delta, key, value, headers in records:
+        if not 0 <= off_delta <= _INT32_MAX:
+            raise EncodeError(f"offset delta {off_delta} out of the int32 range")
+        if not _INT64_MIN <= ts_delta <= _INT64_MAX:
+            raise EncodeError(f"timestamp delta {ts_delta} out of the int64 range")
+        body = bytearray(b"\x00")
+        body += small[ts_delta + 1] if -1 <= ts_delta <= _SMALL_MAX else _zigzag_bytes(ts_delta)
+        body += small[off_delta + 1] if off_delta <= _SMALL_MAX else _zigzag_bytes(off_delta)
+        if key is None:
+            body += b"\x01"
+        else:
+            body += vb(len(key))
+            body += key
+        if value is None:
+            body += b"\x01"
+        else:
+            body += vb(len(value))
+            body += value
+        if not headers:
+            body += b"\x00"
+        else:
+            _encode_headers(body, headers)
+        out += vb(len(body))
+        out += body
+        n_written += 1
+    return n_written
+
+
+def _encode_headers(
+    body: bytearray, headers: Iterable[tuple[str, bytes | bytearray | memoryview | None]]
+) -> None:
+    items = list(headers)
+    body += _vb(len(items))
+    for key, value in items:
+        if not isinstance(key, str):
+            raise EncodeError(f"header key must be a str, not {type(key).__name__}")
+        raw = key.encode("utf-8", "surrogateescape")
+        body += _vb(len(raw))
+        body += raw
+        if value is None:
+            body += b"\x01"
+        else:
+            body += _vb(len(value))
+            body += value
+
+
+def encode_batch(
+    out: bytearray,
+    records: bytes | bytearray | memoryview,
+    *,
+    count: int,
+    base_offset: int,
+    last_offset_delta: int,
+    base_timestamp: int,
+    max_timestamp: int,
+    compression: int = Compression.NONE,
+    timestamp_type: int = 0,
+    is_transactional: bool = False,
+    is_control: bool = False,
+    delete_horizon: bool = False,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    partition_leader_epoch: int = -1,
+) -> int:
+    """Append one v2 batch around already-encoded ``records`` to ``out``; returns its start.
+
+    The records are compressed here with ``compression``; the CRC32C is computed last.
+    """
+    if compression not in (0, 1, 2, 3, 4):
+        raise UnsupportedCodecError(f"unknown compression codec id {compression}")
+    payload = compress(compression, records, magic=2) if compression else records
+    attributes = compression
+    if timestamp_type == LOG_APPEND_TIME:
+        attributes |= ATTR_TIMESTAMP_TYPE
+    if is_transactional:
+        attributes |= ATTR_TRANSACTIONAL
+    if is_control:
+        attributes |= ATTR_CONTROL
+    if delete_horizon:
+        attributes |= ATTR_DELETE_HORIZON
+    start = len(out)
+    batch_length = HEADER_SIZE - LOG_OVERHEAD + len(payload)
+    if batch_length > _INT32_MAX:
+        raise EncodeError(f"batch of {batch_length} bytes is too large")
+    try:
+        out += HEADER.pack(
+            base_offset,
+            batch_length,
+            partition_leader_epoch,
+            2,
+            0,
+            attributes,
+            last_offset_delta,
+            base_timestamp,
+            max_timestamp,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            count,
+        )
+    except struct.error as exc:
+        raise EncodeError(f"v2 batch header field out of range: {exc}") from None
+    out += payload
+    crc = _crc32c(memoryview(out)[start + ATTRIBUTES_OFFSET :])
+    out[start + CRC_OFFSET : start + ATTRIBUTES_OFFSET] = crc.to_bytes(4, "big")
+    return start
