@@ -6,12 +6,14 @@
  * (kafka-clients.jar), with no reimplementation in between. Two modes:
  *
  *   java ProtocolOracle dump [FILE]
- *       Enumerates every org.apache.kafka.common.message.*Data class in the jar and writes, for every
- *       supported version of each, the wire schema Kafka declares for it (the generated SCHEMAS array:
- *       ordered fields, their types and nullability, the tagged-field section with its tag numbers),
- *       plus the JSON that Kafka's generated JsonConverter writes for a freshly constructed instance
- *       (the defaults). Nested structs are described inline, each with its own defaults. The output is
- *       one JSON document (to FILE, or to stdout). Its layout is described at dump() below.
+ *       Enumerates every message class Kafka generated into org.apache.kafka.common.message (the
+ *       *Data classes of requests, responses and headers, and the other generated specs such as
+ *       LeaderChangeMessage) and writes, for every supported version of each, the wire schema Kafka
+ *       declares for it (the generated SCHEMAS array: ordered fields, their types and nullability,
+ *       the tagged-field section with its tag numbers), plus the JSON that Kafka's generated
+ *       JsonConverter writes for a freshly constructed instance (the defaults). Nested structs are
+ *       described inline, each with its own defaults. The output is one JSON document (to FILE, or
+ *       to stdout). Its layout is described at dump() below.
  *
  *   java ProtocolOracle serve
  *       A long-lived JSON-lines server on stdin/stdout (one JVM serves a whole test session). Every
@@ -95,9 +97,11 @@ import java.util.regex.Pattern;
 
 public final class ProtocolOracle {
     private static final String PACKAGE = "org.apache.kafka.common.message.";
-    /** Generated message classes: top-level classes (no '$') named <Something>Data. */
-    private static final Pattern DATA_CLASS =
-        Pattern.compile("^org/apache/kafka/common/message/([A-Za-z0-9]+)Data\\.class$");
+    /** Kafka generates a top-level JsonConverter class next to every message class it generates. */
+    private static final Pattern CONVERTER_CLASS =
+        Pattern.compile("^org/apache/kafka/common/message/([A-Za-z0-9]+)JsonConverter\\.class$");
+    /** Requests, responses and headers get a "Data" suffix on their class name; other specs do not. */
+    private static final Pattern DATA_SUFFIXED = Pattern.compile("^(.*(Request|Response|Header))Data$");
     private static final ObjectMapper MAPPER = new ObjectMapper();
     private static final JsonNodeFactory NODES = JsonNodeFactory.instance;
 
@@ -137,7 +141,7 @@ public final class ProtocolOracle {
 
         MessageInfo(String name) throws ReflectiveOperationException {
             this.name = name;
-            this.dataClass = Class.forName(PACKAGE + name + "Data");
+            this.dataClass = Class.forName(PACKAGE + className(name));
             this.readConstructor = dataClass.getConstructor(
                 org.apache.kafka.common.protocol.Readable.class, short.class);
             this.lowest = dataClass.getField("LOWEST_SUPPORTED_VERSION").getShort(null);
@@ -164,20 +168,33 @@ public final class ProtocolOracle {
         return info;
     }
 
-    /** The spec names of all generated message classes in the jar that holds Kafka's protocol code. */
+    /**
+     * The spec names of all message classes generated into the jar that holds Kafka's protocol code:
+     * the *Data classes of requests, responses and headers (MetadataResponseData is the spec
+     * "MetadataResponse") and the other generated specs, whose classes keep the spec name
+     * (DefaultPrincipalData, LeaderChangeMessage, ConsumerProtocolAssignment...).
+     */
     static List<String> messageNames() throws Exception {
         File jarPath = new File(ApiMessage.class.getProtectionDomain().getCodeSource().getLocation().toURI());
         List<String> names = new ArrayList<>();
         try (JarFile jar = new JarFile(jarPath)) {
             for (Iterator<JarEntry> it = jar.entries().asIterator(); it.hasNext(); ) {
-                Matcher m = DATA_CLASS.matcher(it.next().getName());
+                Matcher m = CONVERTER_CLASS.matcher(it.next().getName());
                 if (m.matches()) {
-                    names.add(m.group(1));
+                    Matcher suffixed = DATA_SUFFIXED.matcher(m.group(1));
+                    names.add(suffixed.matches() ? suffixed.group(1) : m.group(1));
                 }
             }
         }
         Collections.sort(names);
         return names;
+    }
+
+    /** The generated class name for a spec name (see messageNames). */
+    static String className(String specName) {
+        boolean suffixed = specName.endsWith("Request") || specName.endsWith("Response")
+            || specName.endsWith("Header");
+        return suffixed ? specName + "Data" : specName;
     }
 
     /**
@@ -265,7 +282,8 @@ public final class ProtocolOracle {
      * The dump document:
      * <pre>
      * {"kafkaVersion": "3.9.1", "kafkaCommitId": "...",
-     *  "messageCount": 179, "messageVersionCount": 652,
+     *  "messageCount": 186, "messageVersionCount": 666,        // every generated message class
+     *  "dataClassCount": 179, "dataClassVersionCount": 652,     // those named *Data
      *  "messages": {"MetadataResponse": {"class": "MetadataResponseData", "apiKey": 3,  // -1: not an API
      *                                    "lowestVersion": 0, "highestVersion": 12,
      *                                    "versions": {"0": STRUCT, ..., "12": STRUCT}}, ...}}
@@ -274,7 +292,8 @@ public final class ProtocolOracle {
      *           "flexible": true,                 // has a tagged-field section at this version
      *           "fields": [FIELD, ...],           // in wire order, without the tagged ones
      *           "taggedFields": [FIELD, ...],     // ascending tag order (empty when not flexible)
-     *           "default": {...}}                 // JsonConverter.write(new X(), version)
+     *           "default": {...}}                 // JsonConverter.write(new X(), version), except
+     *                                             // that a null records field is null, not ""
      * FIELD  = {"name": "topic_id",               // Kafka's schema name (snake case)
      *           "json": "topicId",                // the JSON (and Java) name
      *           "tag": 0,                         // tagged fields only
@@ -294,8 +313,15 @@ public final class ProtocolOracle {
         root.put("kafkaCommitId", AppInfoParser.getCommitId());
         ObjectNode messages = NODES.objectNode();
         int versionCount = 0;
+        int dataClassCount = 0;         // the subset whose class name ends in "Data"
+        int dataClassVersionCount = 0;
         for (String name : messageNames()) {
             MessageInfo info = message(name);
+            boolean dataClass = info.dataClass.getSimpleName().endsWith("Data");
+            if (dataClass) {
+                dataClassCount++;
+                dataClassVersionCount += info.highest - info.lowest + 1;
+            }
             ObjectNode entry = messages.putObject(name);
             entry.put("class", info.dataClass.getSimpleName());
             Object instance = info.dataClass.getConstructor().newInstance();
@@ -314,6 +340,8 @@ public final class ProtocolOracle {
         }
         root.put("messageCount", messages.size());
         root.put("messageVersionCount", versionCount);
+        root.put("dataClassCount", dataClassCount);
+        root.put("dataClassVersionCount", dataClassVersionCount);
         root.set("messages", messages);
         return root;
     }
@@ -343,8 +371,22 @@ public final class ProtocolOracle {
         out.put("flexible", flexible);
         out.set("fields", fields);
         out.set("taggedFields", tagged);
-        JsonNode defaults = jsonWrite(struct, struct.getConstructor().newInstance(), version);
+        Object fresh = struct.getConstructor().newInstance();
+        JsonNode defaults = jsonWrite(struct, fresh, version);
         checkDefaultKeys(struct, version, defaults, fields, tagged);
+        // The converter writes every records field as "" when it does not check for null (it does
+        // not for non-nullable ones), even though a fresh instance holds null there: record the
+        // value the instance really holds.
+        for (JsonNode f : fields) {
+            String kind = f.get("type").get("type").asText();
+            if (kind.endsWith("RECORDS")) {
+                java.lang.reflect.Field javaField = javaFields.get(f.get("name").asText());
+                javaField.setAccessible(true);
+                if (javaField.get(fresh) == null) {
+                    ((ObjectNode) defaults).putNull(javaField.getName());
+                }
+            }
+        }
         out.set("default", defaults);
         return out;
     }

@@ -1,0 +1,141 @@
+"""kwire's bundled specs give exactly the jar's wire schema and defaults, for every message-version.
+
+The comparison is tools/check_specs.py's (the same code the developer tool runs): kwire's spec model
+against the schema dump of Kafka's generated classes (tools/java/ProtocolOracle.java), defaults
+included (the codec's own defaults are checked in test_protocol_roundtrip.py). The mutation tests show the comparison notices each kind of difference it claims to check.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import check_specs
+import pytest
+
+from kwire.protocol import bundled_specs
+from kwire.protocol._bundled import SPEC_DIR
+from kwire.protocol._spec import load_spec_dir, strip_comments
+
+pytestmark = pytest.mark.oracle
+
+
+def test_bundled_specs_give_the_jars_wire_schema_and_defaults(
+    kafka_schemas: dict[str, Any],
+) -> None:
+    specs = bundled_specs()
+    differences = check_specs.compare(kafka_schemas, specs)
+    assert not differences, f"{len(differences)} differences:\n" + "\n".join(differences[:50])
+    # Every message and message-version was compared: 186 messages, 666 versions.
+    assert set(specs) == set(kafka_schemas["messages"])
+    assert (
+        sum(len(s.versions()) for s in specs.values())
+        == kafka_schemas["messageVersionCount"]
+        == 666
+    )
+
+
+# -- the comparison can fail ------------------------------------------------------------------
+
+
+def _mutated_spec_dir(tmp_path: Path, edits: dict[str, Any]) -> Path:
+    """A copy of the bundled specs where ``edits[file](spec_dict)`` has changed some files."""
+    target = tmp_path / "specs"
+    shutil.copytree(SPEC_DIR, target)
+    for file_name, edit in edits.items():
+        path = target / file_name
+        spec = json.loads(strip_comments(path.read_text(encoding="utf-8")))
+        edit(spec)
+        path.write_text(json.dumps(spec, indent=1), encoding="utf-8")
+    return target
+
+
+def _field(fields: list[dict[str, Any]], *names: str) -> dict[str, Any]:
+    for name in names[:-1]:
+        fields = next(f for f in fields if f["name"] == name)["fields"]
+    return next(f for f in fields if f["name"] == names[-1])
+
+
+def _set(*names: str, **changes: Any) -> Any:
+    def edit(spec: dict[str, Any]) -> None:
+        _field(spec["fields"], *names).update(changes)
+
+    return edit
+
+
+def _both(*edits: Any) -> Any:
+    def edit(spec: dict[str, Any]) -> None:
+        for e in edits:
+            e(spec)
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    ("file_name", "edit", "expected"),
+    [
+        (
+            "MetadataResponse.json",
+            _set("ThrottleTimeMs", type="int64"),
+            "MetadataResponse v3.throttleTimeMs: type kwire INT64, jar INT32",
+        ),
+        (
+            "MetadataResponse.json",
+            _set("Topics", "Name", nullableVersions="8+"),
+            "MetadataResponse v8.topics[].name: type kwire NULLABLE_STRING (nullable), jar STRING",
+        ),
+        (
+            "ApiVersionsResponse.json",
+            _both(_set("FinalizedFeaturesEpoch", tag=2), _set("FinalizedFeatures", tag=1)),
+            "ApiVersionsResponse v3.finalizedFeaturesEpoch: tag kwire 2, jar 1",
+        ),
+        (
+            "MetadataRequest.json",
+            _set("AllowAutoTopicCreation", default="false"),
+            "MetadataRequest v4 default.allowAutoTopicCreation: kwire False, jar True",
+        ),
+        (
+            "ApiVersionsRequest.json",
+            _set("ClientSoftwareName", versions="4+"),
+            "ApiVersionsRequest v3: fields kwire ['client_software_version'], "
+            "jar ['client_software_name', 'client_software_version']",
+        ),
+        (
+            "FetchSnapshotResponse.json",
+            _set("Topics", "Partitions", "UnalignedRecords", nullableVersions="0+"),
+            "FetchSnapshotResponse v0.topics[].partitions[].unalignedRecords: "
+            "type kwire COMPACT_RECORDS (nullable), jar COMPACT_RECORDS",
+        ),
+        (
+            "ProduceRequest.json",
+            _set("TopicData", "PartitionData", "Index", type="int16"),
+            "ProduceRequest v0.topicData[].partitionData[].index: type kwire INT16, jar INT32",
+        ),
+        (
+            "ConsumerGroupHeartbeatResponse.json",
+            _set("Assignment", nullableVersions="none", default=""),
+            "ConsumerGroupHeartbeatResponse v0.assignment: type kwire STRUCT, jar STRUCT (nullable)",
+        ),
+    ],
+)
+def test_check_specs_notices_each_kind_of_difference(
+    kafka_schemas: dict[str, Any], tmp_path: Path, file_name: str, edit: Any, expected: str
+) -> None:
+    specs = load_spec_dir(_mutated_spec_dir(tmp_path, {file_name: edit}))
+    differences = check_specs.compare(kafka_schemas, specs)
+    assert expected in differences, "\n".join(differences[:20])
+
+
+def test_check_specs_command(kafka_schemas: dict[str, Any], tmp_path: Path, capsys: Any) -> None:
+    dump = tmp_path / "dump.json"
+    dump.write_text(json.dumps(kafka_schemas), encoding="utf-8")
+    assert check_specs.main(["--dump", str(dump)]) == 0
+    assert "0 differences" in capsys.readouterr().err
+    mutated = _mutated_spec_dir(
+        tmp_path, {"MetadataResponse.json": _set("ThrottleTimeMs", type="int16")}
+    )
+    assert check_specs.main(["--dump", str(dump), "--spec-dir", str(mutated)]) == 1
+    out = capsys.readouterr().out
+    assert "MetadataResponse v3.throttleTimeMs: type kwire INT16, jar INT32" in out
