@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
 from typing import Any
 
 import crc32c
@@ -209,7 +208,7 @@ def test_each_codec_kwire_builder(codec: Compression) -> None:
             1_700_000_000_000 + i,
             None if i % 7 == 0 else b"key-%d" % i,
             None if i % 11 == 0 else bytes([i % 256]) * (i % 50),
-            [("h%d" % j, None if j == 1 else b"v" * j) for j in range(i % 3)],
+            [(f"h{j}", None if j == 1 else b"v" * j) for j in range(i % 3)],
         )
     rb = assert_matches_row_api(builder.build())
     assert rb.num_rows == 300
@@ -428,7 +427,3 @@ def test_without_numba_falls_back_with_a_warning() -> None:
         pa.py_buffer(bytes.fromhex(report["ipc"])), records_arrow_schema()
     )
     assert rb.equals(decode_to_arrow(data))
-
-
-def _names(columns: Sequence[str] | None) -> list[str]:
-    return list(RECORD_COLUMNS if columns is None else columns)
