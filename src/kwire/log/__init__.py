@@ -1,3 +1,96 @@
-"""kwire.log."""
+"""kwire.log: Kafka's log on disk (segments, indexes, producer state, checkpoints) and a writer.
 
-__all__: list[str] = []
+Reading is sans-IO wherever it can be (``Segment``, ``OffsetIndex``, ``TimeIndex``,
+``TransactionIndex``, ``scan_batches``, ``partitions_from_paths`` take bytes or path strings), so
+the same code serves local files (``open_segment``/``list_log_dir``, read-only ``mmap``) and object
+stores (read the bytes yourself). Batches are parsed by ``kwire.records``.
+"""
+
+from kwire.log._checkpoint import (
+    EpochEntry,
+    PartitionMetadata,
+    encode_leader_epoch_checkpoint,
+    encode_partition_metadata,
+    read_leader_epoch_checkpoint,
+    read_partition_metadata,
+)
+from kwire.log._files import MappedFile, list_log_dir, open_segment, read_small_file
+from kwire.log._index import (
+    OffsetIndex,
+    OffsetPosition,
+    TimeIndex,
+    TimestampOffset,
+    offset_index_sanity_problem,
+    time_index_sanity_problem,
+)
+from kwire.log._layout import (
+    PartitionDir,
+    SegmentFiles,
+    TopicPartition,
+    parse_partition_dir,
+    parse_segment_file_name,
+    partitions_from_paths,
+    segment_file_name,
+)
+from kwire.log._segment import (
+    BatchScan,
+    Segment,
+    SkippedBytes,
+    TimestampAndOffset,
+    scan_batches,
+    split_ranges,
+)
+from kwire.log._snapshot import (
+    ProducerSnapshot,
+    ProducerSnapshotEntry,
+    encode_producer_snapshot,
+    read_producer_snapshot,
+)
+from kwire.log._txnindex import (
+    AbortedTxn,
+    TransactionIndex,
+    collect_aborted_transactions,
+    encode_txn_index,
+    read_txn_index,
+)
+
+__all__ = [
+    "AbortedTxn",
+    "BatchScan",
+    "EpochEntry",
+    "MappedFile",
+    "OffsetIndex",
+    "OffsetPosition",
+    "PartitionDir",
+    "PartitionMetadata",
+    "ProducerSnapshot",
+    "ProducerSnapshotEntry",
+    "Segment",
+    "SegmentFiles",
+    "SkippedBytes",
+    "TimeIndex",
+    "TimestampAndOffset",
+    "TimestampOffset",
+    "TopicPartition",
+    "TransactionIndex",
+    "collect_aborted_transactions",
+    "encode_leader_epoch_checkpoint",
+    "encode_partition_metadata",
+    "encode_producer_snapshot",
+    "encode_txn_index",
+    "list_log_dir",
+    "offset_index_sanity_problem",
+    "open_segment",
+    "parse_partition_dir",
+    "parse_segment_file_name",
+    "partitions_from_paths",
+    "read_leader_epoch_checkpoint",
+    "read_partition_metadata",
+    "read_producer_snapshot",
+    "read_small_file",
+    "read_txn_index",
+    "scan_batches",
+    "segment_file_name",
+    "split_ranges",
+    "time_index_sanity_problem",
+]
