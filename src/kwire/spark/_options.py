@@ -1,0 +1,239 @@
+# Options of the "kafka-log" data source, parsed once on the driver into plain, picklable values.
+#
+# Names and JSON shapes follow Spark's Kafka source, so a job written against a broker reads a log
+# directory by changing only the format and the path:
+#   startingOffsets / endingOffsets        "earliest" | "latest" | {"topic": {"0": 23, "1": -2}}
+#                                          (-2 = earliest, -1 = latest, as Spark spells them)
+#   startingTimestamp / endingTimestamp    one timestamp (ms) for every partition
+#   startingOffsetsByTimestamp / endingOffsetsByTimestamp   {"topic": {"0": 1700000000000}}
+#   subscribe / subscribePattern / assign  which topics and partitions to read
+# plus kwire's own: isolationLevel, includeControl, mode, maxSplitBytes, verifyCrc, reportPath.
+# Precedence is Spark's: a timestamp option beats the ByTimestamp JSON, which beats the offsets.
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from kwire.errors import KwireError
+
+__all__ = ["EARLIEST", "LATEST", "ReadOptions", "WriteOptions", "parse_read_options"]
+
+EARLIEST = -2
+LATEST = -1
+
+MODES = ("PERMISSIVE", "DROPMALFORMED", "FAILFAST")
+ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
+DEFAULT_SPLIT_BYTES = 128 << 20  # Spark's spark.sql.files.maxPartitionBytes default
+
+# A bound per (topic, partition); a key of None stands for "every partition".
+Bounds = dict[tuple[str, int] | None, int]
+
+
+class OptionError(KwireError, ValueError):
+    """An option of the kafka-log data source that cannot be used (says which and why)."""
+
+
+def _get(options: Mapping[str, str], name: str) -> str | None:
+    # Spark hands data sources a case-insensitive dict already; plain dicts (tests) get the same.
+    lowered = {k.lower(): v for k, v in options.items()}
+    value = lowered.get(name.lower())
+    return None if value is None else str(value)
+
+
+def _parse_bool(options: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = _get(options, name)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value in ("true", "1", "yes"):
+        return True
+    if value in ("false", "0", "no"):
+        return False
+    raise OptionError(f"option {name}: expected true or false, got {raw!r}")
+
+
+def _parse_int(options: Mapping[str, str], name: str, default: int, *, minimum: int = 1) -> int:
+    raw = _get(options, name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise OptionError(f"option {name}: expected an integer, got {raw!r}") from None
+    if value < minimum:
+        raise OptionError(f"option {name}: must be >= {minimum}, got {value}")
+    return value
+
+
+def _parse_per_partition(name: str, raw: str) -> Bounds:
+    try:
+        doc = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise OptionError(f"option {name}: not valid JSON ({exc.msg} at char {exc.pos})") from None
+    if not isinstance(doc, dict):
+        raise OptionError(f'option {name}: expected {{"topic": {{"partition": value}}}}')
+    bounds: Bounds = {}
+    for topic, parts in doc.items():
+        if not isinstance(parts, dict):
+            raise OptionError(f"option {name}: topic {topic!r} must map partitions to values")
+        for part, value in parts.items():
+            try:
+                partition = int(part)
+            except ValueError:
+                raise OptionError(f"option {name}: partition {part!r} is not an integer") from None
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise OptionError(f"option {name}: {topic}-{part}: expected an integer")
+            bounds[(str(topic), partition)] = value
+    return bounds
+
+
+def _parse_offsets(options: Mapping[str, str], name: str, default: int) -> Bounds:
+    raw = _get(options, name)
+    if raw is None or raw.strip().lower() in ("earliest", "latest"):
+        word = (raw or "").strip().lower()
+        return {None: EARLIEST if word == "earliest" else LATEST if word == "latest" else default}
+    bounds = _parse_per_partition(name, raw)
+    for key, value in bounds.items():
+        if value < EARLIEST:
+            raise OptionError(f"option {name}: {key}: offsets are >= 0, or -2 / -1")
+    return bounds
+
+
+def _parse_timestamps(options: Mapping[str, str], single: str, by: str) -> Bounds | None:
+    raw = _get(options, single)
+    if raw is not None:
+        try:
+            return {None: int(raw)}
+        except ValueError:
+            raise OptionError(f"option {single}: expected milliseconds, got {raw!r}") from None
+    raw = _get(options, by)
+    return None if raw is None else _parse_per_partition(by, raw)
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """Every read option, parsed and checked (see the module comment for their meaning)."""
+
+    starting_offsets: Bounds = field(default_factory=lambda: {None: EARLIEST})
+    ending_offsets: Bounds = field(default_factory=lambda: {None: LATEST})
+    starting_timestamps: Bounds | None = None
+    ending_timestamps: Bounds | None = None
+    topics: frozenset[str] | None = None
+    topic_pattern: str | None = None
+    assign: frozenset[tuple[str, int]] | None = None
+    read_committed: bool = False
+    include_control: bool = False
+    mode: str = "PERMISSIVE"
+    max_split_bytes: int = DEFAULT_SPLIT_BYTES
+    verify_crc: bool = True
+    report_path: str | None = None
+
+    def wants(self, topic: str, partition: int) -> bool:
+        """Whether the subscribe/subscribePattern/assign options select this topic-partition."""
+        if self.assign is not None and (topic, partition) not in self.assign:
+            return False
+        if self.topics is not None and topic not in self.topics:
+            return False
+        return self.topic_pattern is None or re.fullmatch(self.topic_pattern, topic) is not None
+
+
+def bound_for(bounds: Bounds, topic: str, partition: int, default: int) -> int:
+    """The bound a per-partition option gives (topic, partition), or the global one, or default."""
+    if (topic, partition) in bounds:
+        return bounds[(topic, partition)]
+    return bounds.get(None, default)
+
+
+def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
+    mode = (_get(options, "mode") or "PERMISSIVE").upper()
+    if mode not in MODES:
+        raise OptionError(f"option mode: expected one of {', '.join(MODES)}, got {mode!r}")
+    isolation = (_get(options, "isolationLevel") or "read_uncommitted").lower()
+    if isolation not in ISOLATION_LEVELS:
+        raise OptionError(f"option isolationLevel: expected one of {', '.join(ISOLATION_LEVELS)}")
+    starting = _parse_offsets(options, "startingOffsets", EARLIEST)
+    if starting.get(None) == LATEST:
+        raise OptionError('option startingOffsets: "latest" is not allowed for a batch query')
+    ending = _parse_offsets(options, "endingOffsets", LATEST)
+    if ending.get(None) == EARLIEST or any(
+        v == EARLIEST for k, v in ending.items() if k is not None
+    ):
+        raise OptionError('option endingOffsets: "earliest" (-2) is not allowed for a batch query')
+    subscribe = _get(options, "subscribe")
+    assign_raw = _get(options, "assign")
+    assign: frozenset[tuple[str, int]] | None = None
+    if assign_raw is not None:
+        try:
+            doc = json.loads(assign_raw)
+            assign = frozenset((str(t), int(p)) for t, parts in doc.items() for p in parts)
+        except (json.JSONDecodeError, AttributeError, TypeError, ValueError):
+            raise OptionError('option assign: expected {"topic": [0, 1]}') from None
+    pattern = _get(options, "subscribePattern")
+    if pattern is not None:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise OptionError(f"option subscribePattern: {exc}") from None
+    return ReadOptions(
+        starting_offsets=starting,
+        ending_offsets=ending,
+        starting_timestamps=_parse_timestamps(
+            options, "startingTimestamp", "startingOffsetsByTimestamp"
+        ),
+        ending_timestamps=_parse_timestamps(options, "endingTimestamp", "endingOffsetsByTimestamp"),
+        topics=None
+        if subscribe is None
+        else frozenset(t.strip() for t in subscribe.split(",") if t.strip()),
+        topic_pattern=pattern,
+        assign=assign,
+        read_committed=isolation == "read_committed",
+        include_control=_parse_bool(options, "includeControl", False),
+        mode=mode,
+        max_split_bytes=_parse_int(options, "maxSplitBytes", DEFAULT_SPLIT_BYTES),
+        verify_crc=_parse_bool(options, "verifyCrc", True),
+        report_path=_get(options, "reportPath"),
+    )
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    """Options of ``df.write.format("kafka-log")`` (see kwire.spark._sink)."""
+
+    magic: int = 2
+    compression: str = "none"
+    records_per_batch: int = 1000
+    segment_bytes: int = 1 << 30
+    index_interval_bytes: int = 4096
+    topic: str | None = None
+    num_partitions: int = 1
+
+
+COMPRESSION_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
+
+
+def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
+    magic = _parse_int(options, "magic", 2, minimum=0)
+    if magic > 2:
+        raise OptionError(f"option magic: expected 0, 1 or 2, got {magic}")
+    compression = (_get(options, "compression") or "none").lower()
+    if compression == "uncompressed":
+        compression = "none"
+    if compression not in COMPRESSION_NAMES:
+        raise OptionError(
+            f"option compression: expected one of {', '.join(COMPRESSION_NAMES)}, got {compression!r}"
+        )
+    if compression == "zstd" and magic < 2:
+        raise OptionError(
+            "option compression: zstd needs magic 2 (Kafka allows it only in v2 batches)"
+        )
+    return WriteOptions(
+        magic=magic,
+        compression=compression,
+        records_per_batch=_parse_int(options, "recordsPerBatch", 1000),
+        segment_bytes=_parse_int(options, "segmentBytes", 1 << 30, minimum=14),
+        index_interval_bytes=_parse_int(options, "indexIntervalBytes", 4096, minimum=0),
+        topic=_get(options, "topic"),
+        num_partitions=_parse_int(options, "numPartitions", 1),
+    )

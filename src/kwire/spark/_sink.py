@@ -1,0 +1,365 @@
+# The "kafka-log" sink: a DataFrame with Spark's Kafka sink columns becomes Kafka log directories.
+#
+# Input columns (as Spark's Kafka sink): `value` (binary or string, required), `key`, `headers`
+# (array<struct<key string, value binary>>), `topic` (or the `topic` option), `partition` (or
+# Kafka's default partitioner, murmur2 of the key modulo the `numPartitions` option), `timestamp`
+# (or the time of writing). Options: magic (2; 0 and 1 for legacy readers), compression (codec),
+# recordsPerBatch, segmentBytes, indexIntervalBytes.
+#
+# Commit protocol. Offsets are per topic-partition and must be dense and increasing, but a Spark
+# task does not know how many records other tasks hold for the same topic-partition. So each task
+# writes whatever topic-partitions it sees into its own staging folder
+# (`<path>/_kwire_staging/<job>/<task>-<attempt>/<topic>-<partition>/`), with offsets from 0, as
+# complete segments (kwire.log's LogWriter: .log, .index, .timeindex, written under temporary
+# names), and returns the list as its commit message. On the driver, `commit` takes, per
+# topic-partition, the chunks in task order: a single chunk (the normal case after
+# `repartition("topic", "partition")`, which `write_kafka_log` does) is renamed into place without
+# reading a byte; several chunks are merged by re-appending their batches with offsets shifted
+# (kwire.records' broker append path patches offsets in place), which reads those chunks on the
+# driver, so it is the slow path and logs a warning. `abort` deletes the staging folder.
+# mode("overwrite") replaces every topic-partition folder under the path; otherwise the path must
+# not hold any yet.
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
+
+from kwire.errors import KwireError
+from kwire.log._layout import parse_partition_dir
+from kwire.records import BatchBuilder, Compression
+from kwire.spark._fs import list_files, resolve
+from kwire.spark._options import WriteOptions
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql.types import StructType
+
+__all__ = ["KafkaLogWriter", "TaskCommit", "murmur2"]
+
+log = logging.getLogger("kwire.spark")
+
+STAGING = "_kwire_staging"
+_CODECS = {
+    "none": Compression.NONE,
+    "gzip": Compression.GZIP,
+    "snappy": Compression.SNAPPY,
+    "lz4": Compression.LZ4,
+    "zstd": Compression.ZSTD,
+}
+
+
+def murmur2(data: bytes) -> int:
+    """Kafka's ``Utils.murmur2`` (the default partitioner's hash), as a signed 32-bit int."""
+    m, r = 0x5BD1E995, 24
+    length = len(data)
+    h = (0x9747B28C ^ length) & 0xFFFFFFFF
+    i = 0
+    while length - i >= 4:
+        k = int.from_bytes(data[i : i + 4], "little")
+        k = (k * m) & 0xFFFFFFFF
+        k ^= k >> r
+        k = (k * m) & 0xFFFFFFFF
+        h = (h * m) & 0xFFFFFFFF
+        h ^= k
+        i += 4
+    rest = length - i
+    if rest == 3:
+        h ^= data[i + 2] << 16
+    if rest >= 2:
+        h ^= data[i + 1] << 8
+    if rest >= 1:
+        h ^= data[i]
+        h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 15
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def default_partition(key: bytes | None, num_partitions: int, counter: int) -> int:
+    """Kafka's default partitioner for a keyed record; round robin (by ``counter``) without key."""
+    if key is None:
+        return counter % num_partitions
+    return (murmur2(key) & 0x7FFFFFFF) % num_partitions
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One topic-partition as one task wrote it into staging."""
+
+    topic: str
+    partition: int
+    path: str  # staging folder `<topic>-<partition>` (URI)
+    records: int
+    next_offset: int
+    bytes: int
+
+
+@dataclass(frozen=True)
+class TaskCommit(WriterCommitMessage):  # type: ignore[misc]
+    task: int
+    attempt: int
+    chunks: tuple[Chunk, ...]
+
+
+class _PartitionSink:
+    """One topic-partition of one task: a builder for the open batch, a LogWriter for the rest."""
+
+    def __init__(self, root: str, topic: str, partition: int, options: WriteOptions) -> None:
+        from kwire.log import LogWriter
+
+        self.options = options
+        self.writer = LogWriter(
+            root,
+            topic,
+            partition,
+            segment_bytes=options.segment_bytes,
+            index_interval_bytes=options.index_interval_bytes,
+        )
+        self.writer.__enter__()
+        self.codec = _CODECS[options.compression]
+        self.builder = self._builder()
+        self.records = 0
+        self.bytes = 0
+
+    def _builder(self) -> BatchBuilder:
+        return BatchBuilder(self.options.magic, self.codec, base_offset=self.writer.next_offset)
+
+    def append(self, timestamp: int, key: bytes | None, value: bytes | None, headers: Any) -> None:
+        self.builder.append(timestamp=timestamp, key=key, value=value, headers=headers)
+        self.records += 1
+        if len(self.builder) >= self.options.records_per_batch:
+            self.flush()
+
+    def flush(self) -> None:
+        if len(self.builder):
+            data = self.builder.build()
+            self.writer.append(data)
+            self.bytes += len(data)
+            self.builder = self._builder()
+
+    def close(self) -> int:
+        self.flush()
+        self.writer.close()
+        return int(self.writer.next_offset)
+
+
+def _as_bytes(value: Any) -> bytes | None:
+    if value is None or isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode()
+    return bytes(value)
+
+
+class KafkaLogWriter(DataSourceArrowWriter):  # type: ignore[misc]
+    """Writes Kafka log directories; see the module comment for the commit protocol."""
+
+    def __init__(
+        self, uri: str, options: WriteOptions, schema: StructType, overwrite: bool
+    ) -> None:
+        names = set(schema.fieldNames())
+        if "value" not in names:
+            raise KwireError("kafka-log sink: the DataFrame needs a `value` column")
+        if "topic" not in names and options.topic is None:
+            raise KwireError('kafka-log sink: give a `topic` column or .option("topic", ...)')
+        unknown = names - {"key", "value", "headers", "topic", "partition", "timestamp"}
+        if unknown:
+            raise KwireError(
+                f"kafka-log sink: unexpected columns {sorted(unknown)} (Spark's Kafka sink "
+                "columns are key, value, headers, topic, partition, timestamp)"
+            )
+        self.uri = uri
+        self.options = options
+        self.names = names
+        self.overwrite = overwrite
+        self.job = uuid.uuid4().hex[:12]
+        if not overwrite:
+            existing = self._existing_partitions()
+            if existing:
+                raise KwireError(
+                    f"kafka-log sink: {uri} already holds {len(existing)} topic-partition "
+                    f'folders (e.g. {existing[0]}); use .mode("overwrite") to replace them'
+                )
+
+    # ---- driver helpers ---------------------------------------------------------------------
+    def _existing_partitions(self) -> list[str]:
+        import pyarrow.fs as pafs
+
+        fs, root = resolve(self.uri)
+        try:
+            infos = fs.get_file_info(pafs.FileSelector(root, allow_not_found=True))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        return sorted(
+            i.path
+            for i in infos
+            if i.type == pafs.FileType.Directory
+            and parse_partition_dir(i.path.rstrip("/").rsplit("/", 1)[-1]) is not None
+        )
+
+    def _staging(self) -> str:
+        return f"{self.uri.rstrip('/')}/{STAGING}/{self.job}"
+
+    # ---- executors ----------------------------------------------------------------------------
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskCommit:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        task = ctx.partitionId() if ctx is not None else 0
+        attempt = ctx.attemptNumber() if ctx is not None else 0
+        target = f"{self._staging()}/{task:05d}-{attempt}"
+        local = "://" not in target
+        root = target if local else tempfile.mkdtemp(prefix="kwire-sink-")
+        opts = self.options
+        sinks: dict[tuple[str, int], _PartitionSink] = {}
+        now = int(time.time() * 1000)
+        counter = 0
+        try:
+            for batch in iterator:
+                n = batch.num_rows
+                cols = {name: batch.column(name) for name in batch.schema.names}
+                values = cols["value"].to_pylist()
+                keys = cols["key"].to_pylist() if "key" in cols else [None] * n
+                topics = cols["topic"].to_pylist() if "topic" in cols else [opts.topic] * n
+                if opts.topic is not None:
+                    topics = [opts.topic] * n
+                parts = cols["partition"].to_pylist() if "partition" in cols else [None] * n
+                if "timestamp" in cols:
+                    ts = pc.cast(cols["timestamp"], pa.timestamp("ms", tz="UTC"), safe=False)
+                    stamps = pc.cast(ts, pa.int64()).to_pylist()
+                else:
+                    stamps = [now] * n
+                headers = cols["headers"].to_pylist() if "headers" in cols else [None] * n
+                for i in range(n):
+                    topic = topics[i]
+                    if topic is None:
+                        raise KwireError(f"kafka-log sink: row {i} of a batch has no topic")
+                    key = _as_bytes(keys[i])
+                    part = parts[i]
+                    if part is None:
+                        part = default_partition(key, opts.num_partitions, counter)
+                        counter += 1
+                    sink = sinks.get((topic, part))
+                    if sink is None:
+                        sink = sinks[(topic, part)] = _PartitionSink(root, topic, part, opts)
+                    hdrs = headers[i]
+                    sink.append(
+                        now if stamps[i] is None else stamps[i],
+                        key,
+                        _as_bytes(values[i]),
+                        [(h["key"], _as_bytes(h["value"])) for h in hdrs] if hdrs else (),
+                    )
+            chunks = []
+            for (topic, part), sink in sorted(sinks.items()):
+                next_offset = sink.close()
+                chunks.append(
+                    Chunk(
+                        topic,
+                        part,
+                        f"{target}/{topic}-{part}",
+                        sink.records,
+                        next_offset,
+                        sink.bytes,
+                    )
+                )
+            if not local and sinks:
+                import pyarrow.fs as pafs
+
+                fs, path = resolve(target)
+                pafs.copy_files(root, path, destination_filesystem=fs)
+        finally:
+            if not local:
+                shutil.rmtree(root, ignore_errors=True)
+        return TaskCommit(task, attempt, tuple(chunks))
+
+    # ---- driver: commit / abort ---------------------------------------------------------------
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        fs, root = resolve(self.uri)
+        by_tp: dict[tuple[str, int], list[tuple[int, Chunk]]] = {}
+        for message in messages:
+            if not isinstance(message, TaskCommit):
+                continue
+            for chunk in message.chunks:
+                by_tp.setdefault((chunk.topic, chunk.partition), []).append((message.task, chunk))
+        if self.overwrite:
+            for path in self._existing_partitions():
+                fs.delete_dir(path)
+        for (topic, part), chunks in sorted(by_tp.items()):
+            chunks.sort(key=lambda tc: tc[0])
+            final = f"{root.rstrip('/')}/{topic}-{part}"
+            if len(chunks) == 1:
+                _, src_path = resolve(chunks[0][1].path)
+                fs.move(src_path, final)
+            else:
+                log.warning(
+                    "kwire: %s-%d came from %d Spark tasks; merging them on the driver "
+                    "(repartition by topic and partition, or use write_kafka_log, to avoid this)",
+                    topic,
+                    part,
+                    len(chunks),
+                )
+                self._merge(topic, part, [c for _, c in chunks], final)
+        self._cleanup()
+
+    def _merge(self, topic: str, part: int, chunks: list[Chunk], final: str) -> None:
+        from kwire.log import LogWriter
+        from kwire.records._append import TopicConfig, validate_and_assign
+
+        fs, _ = resolve(self.uri)
+        config = TopicConfig(message_format=self.options.magic)
+        now = int(time.time() * 1000)
+        local = "://" not in self.uri
+        out_root = os.path.dirname(final) if local else tempfile.mkdtemp(prefix="kwire-merge-")
+        with LogWriter(
+            out_root,
+            topic,
+            part,
+            segment_bytes=self.options.segment_bytes,
+            index_interval_bytes=self.options.index_interval_bytes,
+        ) as writer:
+            for chunk in chunks:
+                _, chunk_path = resolve(chunk.path)
+                logs = sorted(p for p in list_files(fs, chunk_path) if p.endswith(".log"))
+                for log_path in logs:
+                    with fs.open_input_file(log_path) as f:
+                        data = f.read()
+                    if not data:
+                        continue
+                    result = validate_and_assign(
+                        data, next_offset=writer.next_offset, now_ms=now, config=config
+                    )
+                    for batch in result.batches:
+                        writer.append(batch)
+        if not local:
+            import pyarrow.fs as pafs
+
+            _, final_path = resolve(final)
+            pafs.copy_files(f"{out_root}/{topic}-{part}", final_path, destination_filesystem=fs)
+            shutil.rmtree(out_root, ignore_errors=True)
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        self._cleanup()
+
+    def _cleanup(self) -> None:
+        import pyarrow.fs as pafs
+
+        fs, staging = resolve(self._staging())
+        with contextlib.suppress(OSError):
+            fs.delete_dir(staging)
+        parent = staging.rsplit("/", 1)[0]
+        with contextlib.suppress(OSError):
+            if not fs.get_file_info(pafs.FileSelector(parent)):
+                fs.delete_dir(parent)
