@@ -224,3 +224,22 @@ def test_bad_requests_are_errors(
         {"op": "decode", "message": "ApiVersionsRequest", "version": 3, "bytes": "AQEA"}
     )
     assert ok == {"json": {"clientSoftwareName": "", "clientSoftwareVersion": ""}}
+
+
+def test_reencode_keeps_unknown_tags_in_tag_order(protocol_oracle: JavaProcess) -> None:
+    # ApiVersionsResponse v3: errorCode 0, no apiKeys, throttleTimeMs 0, then a tag section with the
+    # known tag 1 (finalizedFeaturesEpoch = 5, an int64) and the unknown tags 4 and 9.
+    body = b"\x00\x00" + b"\x01" + b"\x00\x00\x00\x00"
+    tags = b"\x03" + b"\x01\x08" + (5).to_bytes(8, "big") + b"\x04\x01x" + b"\x09\x02yz"
+    data = body + tags
+    reply = protocol_oracle.request(
+        {
+            "op": "reencode",
+            "message": "ApiVersionsResponse",
+            "version": 3,
+            "bytes": base64.b64encode(data).decode(),
+        }
+    )
+    assert base64.b64decode(reply["bytes"]) == data
+    assert reply["json"]["finalizedFeaturesEpoch"] == 5
+    assert "4" not in reply["json"] and "9" not in reply["json"]

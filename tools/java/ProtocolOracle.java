@@ -28,6 +28,9 @@
  *         {"op": "decode", "message": "MetadataResponse", "version": 12, "bytes": <base64>}
  *             x = new MetadataResponseData(bytes, 12); every byte must be consumed.
  *             Reply: {"json": <MetadataResponseDataJsonConverter.write(x, 12)>}
+ *         {"op": "reencode", "message": "MetadataResponse", "version": 12, "bytes": <base64>}
+ *             x = new MetadataResponseData(bytes, 12), serialized again at version 12 (unknown tagged
+ *             fields that x kept are written back). Reply: {"bytes": <base64>, "json": <as decode>}
  *         {"op": "dump"}
  *             Reply: the document that dump mode writes.
  *
@@ -605,6 +608,8 @@ public final class ProtocolOracle {
                     return encode(request);
                 case "decode":
                     return decode(request);
+                case "reencode":
+                    return reencode(request);
                 case "dump":
                     return dump();
                 default:
@@ -641,6 +646,19 @@ public final class ProtocolOracle {
         byte[] bytes = Base64.getDecoder().decode(request.path("bytes").asText());
         ObjectNode reply = NODES.objectNode();
         reply.set("json", jsonWrite(info.dataClass, deserialize(info, bytes, version), version));
+        return reply;
+    }
+
+    /** bytes -> Kafka object -> bytes again (unknown tagged fields included) and Kafka's JSON. */
+    private static JsonNode reencode(JsonNode request) throws Exception {
+        MessageInfo info = message(request.path("message").asText());
+        short version = version(request);
+        info.checkVersion(version);
+        byte[] bytes = Base64.getDecoder().decode(request.path("bytes").asText());
+        Message value = deserialize(info, bytes, version);
+        ObjectNode reply = NODES.objectNode();
+        reply.put("bytes", Base64.getEncoder().encodeToString(serialize(value, version)));
+        reply.set("json", jsonWrite(info.dataClass, value, version));
         return reply;
     }
 
