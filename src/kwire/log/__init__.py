@@ -53,11 +53,13 @@ from kwire.log._txnindex import (
     encode_txn_index,
     read_txn_index,
 )
+from kwire.log._writer import LogWriter
 
 __all__ = [
     "AbortedTxn",
     "BatchScan",
     "EpochEntry",
+    "LogWriter",
     "MappedFile",
     "OffsetIndex",
     "OffsetPosition",
