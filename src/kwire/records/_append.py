@@ -852,18 +852,27 @@ class _Validator:
                     position=first.position,
                 )
         log_append_time = self.now
-        builder = BatchBuilder(
-            magic=to_magic,
-            compression=codec,
-            base_offset=self.next_offset,
-            timestamp_type=self.ts_type,
-            log_append_time=log_append_time,
-            producer_id=first.producer_id,
-            producer_epoch=first.producer_epoch,
-            base_sequence=first.base_sequence,
-            is_transactional=first.is_transactional,
-            partition_leader_epoch=self.leader_epoch,
-        )
+        if to_magic >= 2:
+            builder = BatchBuilder(
+                2,
+                codec,
+                base_offset=self.next_offset,
+                timestamp_type=self.ts_type,
+                log_append_time=log_append_time,
+                producer_id=first.producer_id,
+                producer_epoch=first.producer_epoch,
+                base_sequence=first.base_sequence,
+                is_transactional=first.is_transactional,
+                partition_leader_epoch=self.leader_epoch,
+            )
+        else:  # validate_batch already refused producer state and transactions below magic 2
+            builder = BatchBuilder(
+                to_magic,
+                codec,
+                base_offset=self.next_offset,
+                timestamp_type=self.ts_type,
+                log_append_time=log_append_time,
+            )
         offset = self.next_offset
         max_ts = NO_TIMESTAMP
         offset_of_max = -1
@@ -879,7 +888,7 @@ class _Validator:
             builder.append(
                 offset=offset, timestamp=ts, key=record.key, value=record.value, headers=headers
             )
-            if ts > max_ts:
+            if to_magic > 0 and ts > max_ts:  # magic 0 keeps no timestamp
                 max_ts, offset_of_max = ts, offset
             offset += 1
         data = builder.build() if records else b""
