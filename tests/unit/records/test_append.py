@@ -22,7 +22,7 @@ from kwire.records import (
     BatchBuilder,
     Compression,
     build_batch,
-    build_control_batch,
+    build_end_txn_marker,
     compress,
     read_batches,
 )
@@ -239,9 +239,6 @@ def test_magic1_log_append_time_stamps_the_wrapper_only() -> None:
 
 
 def test_uncompressed_control_batch_from_coordinator_stays_uncompressed() -> None:
-    marker = build_control_batch  # noqa: F841 - the helper's name, for the reader
-    from kwire.records import build_end_txn_marker
-
     data = build_end_txn_marker(
         producer_id=5, producer_epoch=1, coordinator_epoch=3, commit=True, timestamp=NOW
     )
