@@ -206,3 +206,15 @@ def _diff_fields(a: tuple[Field, ...], b: tuple[Field, ...], path: str) -> str |
             if d:
                 return d
     return None
+
+
+def _anon(fields: tuple[Field, ...]) -> tuple[Field, ...]:
+    return tuple(
+        Field("", f.type, f.nullable, f.tag, None if f.children is None else _anon(f.children))
+        for f in fields
+    )
+
+
+def wire_equal(a: Layout, b: Layout) -> bool:
+    """Do two layouts give the same bytes (field names aside)?"""
+    return a.flexible == b.flexible and _anon(a.fields) == _anon(b.fields)
