@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import merge_specs
 import pytest
 
-import merge_specs
 from kwire.protocol import VersionRange
 from kwire.protocol.releases import (
-    RELEASES,
     _TABLES,
+    RELEASES,
     api_key,
     api_name,
     match_releases,

@@ -11,10 +11,10 @@ import copy
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 import merge_specs
+import pytest
 import spec_layout as sl
+
 from kwire.protocol._spec import load_spec_dir
 from kwire.protocol.releases import RELEASES, supported_versions
 
