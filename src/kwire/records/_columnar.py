@@ -445,6 +445,9 @@ class _Decoder:
         v2 = magic == 2
         if self.verify_crc:
             self._check_crcs(table, np.flatnonzero(v2), keep)
+        for i in np.flatnonzero(v2 & ((attrs & 7) > 4) & keep).tolist():
+            reason = f"unknown compression codec id {int(attrs[i]) & 7}"
+            self._fail(table, i, reason, int(table[i, k.BT_POS]) + _V2_CRC_START, keep)
 
         sections = np.zeros((n, k.SC_NFIELDS), dtype=np.int64)
         sections[:, k.SC_START] = table[:, k.BT_POS] + _V2_HEADER
@@ -714,7 +717,7 @@ class _Decoder:
             if name == "offset":
                 arrays.append(_fixed(typ, off_out))
             elif name == "timestamp":
-                arrays.append(_fixed(typ, ts_out))
+                arrays.append(_timestamps(typ, ts_out))
             elif name == "key":
                 arrays.append(_binary(typ, nrec, *key))
             elif name == "value":
@@ -740,6 +743,19 @@ def _fixed(typ: pa.DataType, values: np.ndarray) -> pa.Array:
     import pyarrow as pa
 
     return pa.Array.from_buffers(typ, len(values), [None, pa.py_buffer(values)])
+
+
+def _timestamps(typ: pa.DataType, values: np.ndarray) -> pa.Array:
+    """Timestamps in microseconds; Kafka timestamps beyond what int64 microseconds hold are null."""
+    import pyarrow as pa
+
+    from kwire.records._columnar_kernels import TS_NULL
+
+    out_of_range = values == TS_NULL
+    if not out_of_range.any():
+        return _fixed(typ, values)
+    bitmap, nulls = _validity(~out_of_range)
+    return pa.Array.from_buffers(typ, len(values), [bitmap, pa.py_buffer(values)], null_count=nulls)
 
 
 def _validity(valid: np.ndarray) -> tuple[Any, int]:
@@ -810,7 +826,7 @@ def _sequences(offsets: np.ndarray, counts: np.ndarray, meta: dict[str, np.ndarr
 
 
 def _encode_legacy_section(
-    records: list[tuple[int, int | None, memoryview | bytes | None, memoryview | bytes | None]],
+    records: Sequence[tuple[int, int, memoryview | bytes | None, memoryview | bytes | None]],
 ) -> bytes:
     """Re-encode legacy messages as v2 records (absolute timestamps, offsets from the first)."""
     from kwire._wire import write_varint
@@ -826,7 +842,7 @@ def _encode_legacy_section(
             raise CorruptRecordError(f"inner offset {offset} too far from the first ({first})")
         body.clear()
         body.append(0)
-        write_varint(body, -1 if timestamp is None else timestamp)
+        write_varint(body, timestamp)
         write_varint(body, delta)
         for blob in (key, value):
             if blob is None:

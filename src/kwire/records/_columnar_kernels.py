@@ -50,6 +50,7 @@ __all__ = [
     "SC_NFIELDS",
     "SC_SRC",
     "SC_START",
+    "TS_NULL",
     "T_HDR_KEY_BYTES",
     "T_HDR_VALUE_BYTES",
     "T_HEADERS",
@@ -79,7 +80,6 @@ E_HEADER_KEY_LENGTH: Final = 12
 E_HEADER_VALUE_LENGTH: Final = 13
 E_TOO_FEW_RECORDS: Final = 14
 E_TRAILING_BYTES: Final = 15
-E_TIMESTAMP_RANGE: Final = 16
 E_RECORD_COUNT: Final = 17  # negative record count in the header
 E_OUTPUT: Final = 18  # second pass disagrees with the first (the buffer changed under us)
 
@@ -99,7 +99,6 @@ ERROR_MESSAGES: Final[dict[int, str]] = {
     E_HEADER_VALUE_LENGTH: "invalid header value length",
     E_TOO_FEW_RECORDS: "records section ends before the declared record count",
     E_TRAILING_BYTES: "bytes left after the declared number of records",
-    E_TIMESTAMP_RANGE: "record timestamp out of range",
     E_RECORD_COUNT: "negative record count",
     E_OUTPUT: "buffer changed while it was being decoded",
 }
@@ -144,6 +143,7 @@ T_NFIELDS: Final = 6
 _V2_HEADER: Final = 61
 _LOG_OVERHEAD: Final = 12
 _MAX_TS_MS: Final = 9_223_372_036_854_775  # largest |ms| whose microseconds fit in int64
+TS_NULL: Final = -(2**63)  # written for such timestamps; the Python layer turns it into a null
 
 
 def _be_int(buf: Any, p: int, n: int) -> int:
@@ -372,9 +372,6 @@ def walk_records(
                 break
             p = q
             ts = max_ts if log_append else base_ts + ts_delta
-            if ts > _MAX_TS_MS or ts < -_MAX_TS_MS:
-                err = E_TIMESTAMP_RANGE
-                break
             # key
             klen, q = _varint(buf, p, rend)
             if q < 0:
@@ -415,7 +412,8 @@ def walk_records(
                     err = E_OUTPUT
                     break
                 off_out[r] = base_off + off_delta
-                ts_out[r] = ts * 1000
+                # microseconds for Arrow/Spark; a timestamp they cannot hold becomes null
+                ts_out[r] = ts * 1000 if -_MAX_TS_MS <= ts <= _MAX_TS_MS else TS_NULL
                 if want_key:
                     if klen >= 0:
                         if kp + klen > key_data.shape[0]:
