@@ -1,6 +1,6 @@
 """``kwire run``: kwire's main job on its embedded default (what ``make run`` calls).
 
-For now a short protocol demonstration; the Spark pipeline takes this over (issue 4).
+For now the protocol demonstration of ``kwire demo``; the Spark pipeline takes this over (issue 4).
 """
 
 from __future__ import annotations
@@ -15,5 +15,6 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    print("kwire: nothing to run yet")
-    return 0
+    from kwire.cli._demo import demo
+
+    return demo()

@@ -1,16 +1,35 @@
 """kwire.protocol: Kafka's RPC protocol, every API and version, generated from Kafka's JSON specs.
 
-Public names (see docs/protocol.md):
+Sans-IO: bytes in, objects out (and back). Public names (see docs/protocol.md):
 
-- ``message_class(name)`` / ``message_class(api_key=3, kind="response")``: the generated class;
-  ``cls.decode(data, version)``, ``msg.encode(version)``, ``msg.to_json(version)``,
-  ``cls.from_json(obj, version)``.
-- ``load_specs(path)``: a registry for any Kafka spec directory, with the same ``message_class``.
+- ``message_class(name)`` / ``message_class(api_key=3, kind="response")``: a generated class;
+  ``cls.decode(data, version)``, ``msg.encode(version)``, ``msg.encode_into(buf, version)``,
+  ``msg.to_json(version)``, ``cls.from_json(obj, version)``.
+- ``load_specs(path)``: a ``ProtocolRegistry`` for any Kafka spec directory (same ``message_class``).
+- ``inspect(cls_or_name, version)``: the ``KField`` metadata of the fields present at a version.
+- frames: ``encode_request_frame``, ``decode_request_frame``, ``encode_response_frame``,
+  ``decode_response_frame``, ``request_header_version``, ``response_header_version``,
+  ``ClientConnection``, ``ServerConnection``, ``FrameBuffer``.
 - spec model: ``message_spec(name)``, ``iter_message_versions()``, ``bundled_specs()``,
   ``VersionRange``, ``MessageSpec``, ``StructSpec``, ``FieldSpec``, ``SpecError``.
 """
 
 from kwire.protocol._bundled import bundled_specs, iter_message_versions, message_spec, spec_source
+from kwire.protocol._frames import (
+    ClientConnection,
+    FrameBuffer,
+    Request,
+    Response,
+    ServerConnection,
+    decode_request_frame,
+    decode_response_frame,
+    encode_request_frame,
+    encode_response_frame,
+    request_header_version,
+    response_header_version,
+)
+from kwire.protocol._registry import ProtocolRegistry, inspect, load_specs, message_class
+from kwire.protocol._runtime import KafkaMessage, KafkaStruct, KField, uuid_from_str, uuid_to_str
 from kwire.protocol._spec import (
     FieldSpec,
     FieldType,
@@ -22,15 +41,35 @@ from kwire.protocol._spec import (
 )
 
 __all__ = [
+    "ClientConnection",
     "FieldSpec",
     "FieldType",
+    "FrameBuffer",
+    "KField",
+    "KafkaMessage",
+    "KafkaStruct",
     "MessageSpec",
+    "ProtocolRegistry",
+    "Request",
+    "Response",
+    "ServerConnection",
     "SpecError",
     "StructSpec",
     "VersionRange",
     "bundled_specs",
+    "decode_request_frame",
+    "decode_response_frame",
+    "encode_request_frame",
+    "encode_response_frame",
+    "inspect",
     "iter_message_versions",
+    "load_specs",
+    "message_class",
     "message_spec",
+    "request_header_version",
+    "response_header_version",
     "snake_case",
     "spec_source",
+    "uuid_from_str",
+    "uuid_to_str",
 ]
