@@ -6,8 +6,19 @@ values and header values as ``memoryview`` slices (they keep the buffer alive; `
 ``Record.copy()`` detaches). ``BatchBuilder`` writes batches of any magic and codec. Control
 records (transaction markers, KRaft) are in ``decode_control_record`` / ``build_control_batch``;
 the opt-in typed header values of KIP-82's draft are in ``kwire.records.typed_headers``.
+The broker's append path (KIP-31 offsets, Kafka's ``LogValidator``) is ``validate_and_assign``;
+conversion between magics, with a report of what was lost, is ``convert`` / ``convert_for_fetch``.
 """
 
+from kwire.records._append import (
+    AppendError,
+    AppendOrigin,
+    AppendResult,
+    RecordError,
+    TopicConfig,
+    magic_for_message_format_version,
+    validate_and_assign,
+)
 from kwire.records._batch import BatchReader, read_batch, read_batches
 from kwire.records._builder import BatchBuilder, build_batch
 from kwire.records._codecs import DEFAULT_MAX_DECOMPRESSED_SIZE, Compression, compress, decompress
@@ -18,6 +29,14 @@ from kwire.records._control import (
     build_control_batch,
     build_end_txn_marker,
     decode_control_record,
+)
+from kwire.records._convert import (
+    ConversionLoss,
+    ConversionResult,
+    convert,
+    convert_for_fetch,
+    magic_for_fetch_version,
+    magic_for_produce_version,
 )
 from kwire.records._legacy import LegacyBatch
 from kwire.records._model import (
@@ -36,22 +55,35 @@ __all__ = [
     "LOG_APPEND_TIME",
     "NO_TIMESTAMP",
     "NO_TIMESTAMP_TYPE",
+    "AppendError",
+    "AppendOrigin",
+    "AppendResult",
     "Batch",
     "BatchBuilder",
     "BatchReader",
     "Compression",
     "ControlRecord",
     "ControlRecordType",
+    "ConversionLoss",
+    "ConversionResult",
     "EndTransactionMarker",
     "LegacyBatch",
     "Record",
     "RecordBatch",
+    "RecordError",
+    "TopicConfig",
     "build_batch",
     "build_control_batch",
     "build_end_txn_marker",
     "compress",
+    "convert",
+    "convert_for_fetch",
     "decode_control_record",
     "decompress",
+    "magic_for_fetch_version",
+    "magic_for_message_format_version",
+    "magic_for_produce_version",
     "read_batch",
     "read_batches",
+    "validate_and_assign",
 ]
