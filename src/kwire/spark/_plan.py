@@ -21,7 +21,6 @@
 # read too).
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -35,6 +34,7 @@ from kwire.log import (
     TimeIndex,
     TransactionIndex,
     partitions_from_paths,
+    split_ranges,
 )
 from kwire.spark._options import EARLIEST, LATEST, ReadOptions, bound_for
 
@@ -73,20 +73,6 @@ class SegmentSplit(InputPartition):  # type: ignore[misc]
 
     def __repr__(self) -> str:
         return f"SegmentSplit({self.uri}[{self.start}:{self.end}])"
-
-
-def split_ranges(index: OffsetIndex, log_size: int, target_bytes: int) -> list[tuple[int, int]]:
-    """Cut [0, log_size) into ranges of about ``target_bytes`` at offset-index positions.
-
-    Index positions are batch starts, so no batch crosses a cut; a segment without index entries
-    (or smaller than the target) is one range.
-    """
-    cuts = [0]
-    for position in index.positions:
-        if position - cuts[-1] >= target_bytes and position < log_size:
-            cuts.append(position)
-    cuts.append(log_size)
-    return [(a, b) for a, b in itertools.pairwise(cuts) if b > a]
 
 
 def _max_timestamp(timeindex: TimeIndex | None) -> int | None:

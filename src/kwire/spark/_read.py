@@ -233,9 +233,12 @@ class _SplitReader:
                 window = np.zeros(n, dtype=bool)
                 window[lo:hi] = True
                 masks.append(pa.array(window))
-        for mask in masks:
-            table = table.filter(mask)
-        return table
+        if not masks:
+            return table
+        mask = masks[0]
+        for other in masks[1:]:
+            mask = pc.and_(mask, other)
+        return table.filter(mask)
 
     def finish(self, table: pa.RecordBatch, corrupt: str | None) -> pa.RecordBatch:
         """Order and cast the columns to the target schema, adding ``_corrupt_record``."""
