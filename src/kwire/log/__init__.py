@@ -6,6 +6,13 @@ the same code serves local files (``open_segment``/``list_log_dir``, read-only `
 stores (read the bytes yourself). Batches are parsed by ``kwire.records``.
 """
 
+from kwire.log._check import (
+    DEFAULT_MAX_MESSAGE_SIZE,
+    OffsetIndexEntryCheck,
+    TimeIndexEntryCheck,
+    walk_offset_index,
+    walk_time_index,
+)
 from kwire.log._checkpoint import (
     EpochEntry,
     PartitionMetadata,
@@ -56,12 +63,14 @@ from kwire.log._txnindex import (
 from kwire.log._writer import LogWriter
 
 __all__ = [
+    "DEFAULT_MAX_MESSAGE_SIZE",
     "AbortedTxn",
     "BatchScan",
     "EpochEntry",
     "LogWriter",
     "MappedFile",
     "OffsetIndex",
+    "OffsetIndexEntryCheck",
     "OffsetPosition",
     "PartitionDir",
     "PartitionMetadata",
@@ -71,6 +80,7 @@ __all__ = [
     "SegmentFiles",
     "SkippedBytes",
     "TimeIndex",
+    "TimeIndexEntryCheck",
     "TimestampAndOffset",
     "TimestampOffset",
     "TopicPartition",
@@ -95,4 +105,6 @@ __all__ = [
     "segment_file_name",
     "split_ranges",
     "time_index_sanity_problem",
+    "walk_offset_index",
+    "walk_time_index",
 ]

@@ -40,9 +40,7 @@ from kwire.log._index import (
     as_byte_view,
 )
 from kwire.log._txnindex import AbortedTxn, TransactionIndex
-from kwire.records._batch import BatchReader
-from kwire.records._codecs import DEFAULT_MAX_DECOMPRESSED_SIZE
-from kwire.records._model import Batch
+from kwire.records import DEFAULT_MAX_DECOMPRESSED_SIZE, Batch, BatchReader
 
 __all__ = [
     "BatchScan",

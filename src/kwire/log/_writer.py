@@ -64,8 +64,7 @@ from kwire.log._layout import (
     segment_file_name,
 )
 from kwire.log._txnindex import AbortedTxn, encode_aborted_txn
-from kwire.records._batch import read_batches
-from kwire.records._model import Batch
+from kwire.records import Batch, read_batches
 
 __all__ = ["TMP_SUFFIX", "LogWriter"]
 
