@@ -30,6 +30,7 @@ from kwire.log._index import (
     offset_index_sanity_problem,
     time_index_sanity_problem,
 )
+from kwire.log._isolation import committed_batches, is_abort_marker
 from kwire.log._layout import (
     PartitionDir,
     SegmentFiles,
@@ -39,6 +40,7 @@ from kwire.log._layout import (
     partitions_from_paths,
     segment_file_name,
 )
+from kwire.log._partition import PartitionLog
 from kwire.log._segment import (
     BatchScan,
     Segment,
@@ -73,6 +75,7 @@ __all__ = [
     "OffsetIndexEntryCheck",
     "OffsetPosition",
     "PartitionDir",
+    "PartitionLog",
     "PartitionMetadata",
     "ProducerSnapshot",
     "ProducerSnapshotEntry",
@@ -86,10 +89,12 @@ __all__ = [
     "TopicPartition",
     "TransactionIndex",
     "collect_aborted_transactions",
+    "committed_batches",
     "encode_leader_epoch_checkpoint",
     "encode_partition_metadata",
     "encode_producer_snapshot",
     "encode_txn_index",
+    "is_abort_marker",
     "list_log_dir",
     "offset_index_sanity_problem",
     "open_segment",
