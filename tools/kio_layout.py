@@ -51,6 +51,18 @@ def names_match(kafka_name: str, kio_name: str) -> bool:
     return k == o or k == o + "ms" or k == o + "s"
 
 
+def outer_optional(f: Any) -> bool:
+    """Is the field itself optional (``X | None``)? kio's own ``is_optional`` also answers yes for
+    an array whose *elements* are optional (``tuple[UUID | None, ...]``), which is not nullability."""
+    import types
+    import typing
+
+    t = f.type
+    return typing.get_origin(t) in (types.UnionType, typing.Union) and type(
+        None
+    ) in typing.get_args(t)
+
+
 def entity_layout(cls: Any) -> Layout:
     """The layout of one kio entity class (a request, response, header or data message)."""
     return Layout(bool(cls.__flexible__), _fields(cls))
@@ -63,7 +75,6 @@ def _fields(cls: Any) -> tuple[Field, ...]:
         PrimitiveField,
         PrimitiveTupleField,
         classify_field,
-        is_optional,
     )
 
     regular: list[Field] = []
@@ -72,7 +83,10 @@ def _fields(cls: Any) -> tuple[Field, ...]:
         tag = f.metadata.get("tag")
         kind = classify_field(f)
         # kio types the zero UUID and the -1 timestamp as None: not wire nullability.
-        nullable = is_optional(f) and f.metadata.get("kafka_type") not in _NOT_NULLABLE
+        nullable = outer_optional(f) and (
+            isinstance(kind, PrimitiveTupleField | EntityTupleField)
+            or f.metadata.get("kafka_type") not in _NOT_NULLABLE
+        )
         children: tuple[Field, ...] | None = None
         if isinstance(kind, PrimitiveField | PrimitiveTupleField):
             kt = f.metadata["kafka_type"]

@@ -208,12 +208,12 @@ class KioField:
 
 
 def kio_fields(cls: Any) -> list[KioField]:
+    import kio_layout
     from kio.serial._introspect import (
         EntityField,
         EntityTupleField,
         PrimitiveTupleField,
         classify_field,
-        is_optional,
     )
 
     docs = _docstrings(cls)
@@ -223,7 +223,7 @@ def kio_fields(cls: Any) -> list[KioField]:
         kt = f.metadata.get("kafka_type")
         struct = kind.type_ if isinstance(kind, EntityField | EntityTupleField) else None
         array = isinstance(kind, EntityTupleField | PrimitiveTupleField)
-        nullable = is_optional(f) and kt not in ("uuid", "datetime_i64")
+        nullable = kio_layout.outer_optional(f) and (array or kt not in ("uuid", "datetime_i64"))
         if f.default is not dataclasses.MISSING:
             default = f.default
         elif f.default_factory is not dataclasses.MISSING:
@@ -371,8 +371,6 @@ def stage_fields(
         field["versions"] = range_text(versions, top)
         # nullability
         nullable = {v for v, kf in present.items() if kf.nullable}
-        if newest.kafka_type in ("uuid", "datetime_i64"):
-            nullable = set()
         if base is not None and "nullableVersions" in base:
             if vset(base["nullableVersions"]) & versions != nullable:
                 field["nullableVersions"] = cover_text(nullable, versions, top)
