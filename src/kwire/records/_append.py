@@ -38,6 +38,8 @@ from kwire._wire import INT16, INT32, INT64, UINT32
 from kwire.errors import DecodeError, KwireError
 from kwire.records import _legacy as legacy
 from kwire.records import _v2 as v2
+from kwire.records._append_scan import OK as SCAN_OK
+from kwire.records._append_scan import scanner
 from kwire.records._batch import read_batches
 from kwire.records._builder import BatchBuilder
 from kwire.records._codecs import DEFAULT_MAX_DECOMPRESSED_SIZE, Compression
@@ -469,7 +471,9 @@ class _Validator:
         leader_epoch: int,
         origin: AppendOrigin,
         mutate: bool,
+        fast: bool = True,
     ) -> None:
+        self.fast = fast
         self.inp = inp
         self.config = config
         self.next_offset = next_offset
@@ -677,17 +681,22 @@ class _Validator:
         patches: list[tuple[Batch, int, int]] = []  # (batch, last offset, its max timestamp)
         for batch in self.inp.batches:
             self.validate_batch(first, batch)
-            errors: list[tuple[str, RecordError]] = []
-            batch_max = NO_TIMESTAMP
-            magics = self.inner_magics(batch)
-            for index, record in enumerate(self.records_of(batch)):
-                err = self.validate_record(batch, record, index, magics)
-                if err is not None:
-                    errors.append(err)
-                counter += 1
-                if batch.magic > 0 and record.timestamp > batch_max:
-                    batch_max = record.timestamp
-            self.raise_record_errors(errors, batch.position)
+            fast = self.fast_walk(batch, need_contiguous=False)
+            if fast is not None:
+                counter += batch.record_count
+                batch_max = fast
+            else:
+                errors: list[tuple[str, RecordError]] = []
+                batch_max = NO_TIMESTAMP
+                magics = self.inner_magics(batch)
+                for index, record in enumerate(self.records_of(batch)):
+                    err = self.validate_record(batch, record, index, magics)
+                    if err is not None:
+                        errors.append(err)
+                    counter += 1
+                    if batch.magic > 0 and record.timestamp > batch_max:
+                        batch_max = record.timestamp
+                self.raise_record_errors(errors, batch.position)
             if batch.magic > 0 and batch_max > max_ts:
                 max_ts = batch_max
                 shallow = counter - 1
@@ -768,6 +777,11 @@ class _Validator:
         if self.source == Compression.NONE and first.is_control:
             in_place, reason = True, None  # control records stay uncompressed
         walk = _Walk(records=[])
+        fast = self.fast_walk(first, need_contiguous=True) if in_place else None
+        if fast is not None:
+            self.validate_batch(first, first)
+            walk.max_timestamp = fast
+            return self.patch_in_place(first, first.record_count, walk.max_timestamp)
         expected = 0
         for batch in self.inp.batches:
             self.validate_batch(first, batch)
@@ -793,10 +807,13 @@ class _Validator:
         if not in_place:
             assert reason is not None
             return self.rebuild(first, walk.records, self.target, reason)
-        count = len(walk.records)
+        return self.patch_in_place(first, len(walk.records), walk.max_timestamp)
+
+    def patch_in_place(self, first: Batch, count: int, records_max_ts: int) -> AppendResult:
+        """The in-place end of the compressed path: one batch, header fields only."""
         last = self.next_offset + count - 1
         buf = self.output_buffer()
-        max_ts = self.now if self.ts_type == LOG_APPEND_TIME else walk.max_timestamp
+        max_ts = self.now if self.ts_type == LOG_APPEND_TIME else records_max_ts
         if first.magic >= 2:
             _patch_v2(
                 buf,
@@ -828,6 +845,48 @@ class _Validator:
             converted=0,
             compression=first.compression,
         )
+
+    def fast_walk(self, batch: Batch, *, need_contiguous: bool) -> int | None:
+        """The records' max timestamp when the compiled walk finds nothing to report, else None.
+
+        Only for one v2 CreateTime batch (see ``_append_scan``); ``None`` sends the caller to the
+        per-record walk, which is the reference and produces the exact errors.
+        """
+        if (
+            batch.magic != 2
+            or len(self.inp.batches) != 1
+            or batch.timestamp_type != CREATE_TIME
+            or batch.has_delete_horizon
+            or not self.fast
+        ):
+            return None
+        compiled = scanner()
+        if compiled is None:
+            return None
+        kernel, np = compiled
+        assert isinstance(batch, v2.RecordBatch)
+        try:
+            data, _ = batch.records_view()
+        except DecodeError:
+            return None
+        arr = np.frombuffer(data, dtype=np.uint8)
+        check_ts = self.ts_type == CREATE_TIME
+        low = max(self.now - self.config.timestamp_before_max_ms, -LONG_MAX - 1)
+        high = min(self.now + self.config.timestamp_after_max_ms, LONG_MAX)
+        status, max_ts, contiguous = kernel(
+            arr,
+            0,
+            len(arr),
+            batch.record_count,
+            batch.base_timestamp,
+            check_ts,
+            low,
+            high,
+            self.config.compacted,
+        )
+        if status != SCAN_OK or (need_contiguous and not contiguous):
+            return None
+        return int(max_ts)
 
     # -- building blocks
 
@@ -1045,6 +1104,7 @@ def validate_and_assign(
     verify_crc: bool = True,
     mutate: bool = False,
     max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+    compiled: bool = True,
 ) -> AppendResult:
     """Validate one partition's Produce records and assign offsets from ``next_offset``.
 
@@ -1053,6 +1113,8 @@ def validate_and_assign(
     would return. ``produce_version`` adds ``ProduceRequest``'s own checks for that version.
     ``verify_crc=False`` skips the batch CRC check (only for bytes already verified).
     ``mutate=True`` patches the caller's (writable) buffer in place instead of a copy.
+    ``compiled=False`` forces the per-record reference walk even where the compiled walk of
+    ``_append_scan`` would do (both give the same result; tests compare them).
 
     A trailing partial batch is dropped, as Kafka trims it; when no complete batch remains the
     result is empty (offsets -1) and nothing is to be appended. ``origin=REPLICATION`` checks and
@@ -1084,4 +1146,5 @@ def validate_and_assign(
         leader_epoch=partition_leader_epoch,
         origin=origin,
         mutate=mutate,
+        fast=compiled,
     ).run()

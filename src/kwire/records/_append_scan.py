@@ -1,0 +1,148 @@
+"""A fast verdict on the records of one v2 batch, for the append path's in-place case.
+
+Approach: ``LogValidator`` walks every record of a producer batch even when it keeps the batch's
+bytes (count, offsets, timestamps, keys). Doing that with one Python ``Record`` per record costs
+far more than patching the header, so this module walks the (decompressed) record bytes in one
+compiled loop (numba over a numpy view, no copy) and answers one question: is every record well
+formed, with offset deltas 0, 1, 2, ..., timestamps inside the bounds and keys where required? If
+yes it also returns the largest timestamp. Any other answer (including "numba is not installed")
+sends the caller to the reference path, the per-record walk in ``_append``, which then says
+exactly what is wrong. The walk accepts a subset of what the reference decoder accepts, so the
+fast path never accepts bytes the reference would reject.
+
+The kernel is plain Python in the subset numba compiles; it is compiled on first use (and cached
+on disk). Tests run the same function interpreted to compare it with the reference path.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Final
+
+__all__ = ["OK", "scan_v2_records", "scanner"]
+
+OK: Final = 0
+_BAD: Final = 1  # any malformed or out-of-rule record: the reference path will say which
+_INT64_MAX: Final = (1 << 63) - 1
+_INT64_MIN: Final = -(1 << 63)
+
+
+def _varint(buf: Any, p: int, end: int, max_bytes: int) -> tuple[int, int, bool]:
+    """Zigzag varint at ``p``: (value, next position, ok)."""
+    raw = 0
+    shift = 0
+    i = 0
+    while True:
+        if p >= end or i >= max_bytes:
+            return 0, p, False
+        b = int(buf[p])
+        p += 1
+        i += 1
+        raw |= (b & 0x7F) << shift
+        if b < 0x80:
+            break
+        shift += 7
+    if max_bytes == 5 and raw > 0xFFFFFFFF:
+        return 0, p, False
+    return (raw >> 1) ^ -(raw & 1), p, True
+
+
+def scan_v2_records(
+    buf: Any,
+    start: int,
+    end: int,
+    count: int,
+    base_ts: int,
+    check_ts: bool,
+    ts_low: int,
+    ts_high: int,
+    need_key: bool,
+) -> tuple[int, int, bool]:
+    """Walk ``count`` records in ``buf[start:end]``: (status, max timestamp, offsets contiguous).
+
+    ``status`` is ``OK`` when every record is well formed (and, with ``check_ts``, has a timestamp
+    of -1 or inside ``[ts_low, ts_high]``; with ``need_key``, a key), with nothing left over.
+    """
+    p = start
+    max_ts = -1
+    contiguous = True
+    for i in range(count):
+        length, p, ok = _varint(buf, p, end, 5)
+        if not ok or length < 6 or length > end - p:
+            return _BAD, max_ts, contiguous
+        rec_end = p + length
+        p += 1  # attributes (unused)
+        ts_delta, p, ok = _varint(buf, p, rec_end, 10)
+        if not ok:
+            return _BAD, max_ts, contiguous
+        off_delta, p, ok = _varint(buf, p, rec_end, 5)
+        if not ok:
+            return _BAD, max_ts, contiguous
+        if off_delta != i:
+            contiguous = False
+        key_len, p, ok = _varint(buf, p, rec_end, 5)
+        if not ok or key_len < -1 or key_len > rec_end - p:
+            return _BAD, max_ts, contiguous
+        if key_len == -1 and need_key:
+            return _BAD, max_ts, contiguous
+        if key_len > 0:
+            p += key_len
+        value_len, p, ok = _varint(buf, p, rec_end, 5)
+        if not ok or value_len < -1 or value_len > rec_end - p:
+            return _BAD, max_ts, contiguous
+        if value_len > 0:
+            p += value_len
+        n_headers, p, ok = _varint(buf, p, rec_end, 5)
+        if not ok or n_headers < 0 or n_headers > rec_end - p:
+            return _BAD, max_ts, contiguous
+        for _ in range(n_headers):
+            hk, p, ok = _varint(buf, p, rec_end, 5)
+            if not ok or hk < 0 or hk > rec_end - p:
+                return _BAD, max_ts, contiguous
+            p += hk
+            hv, p, ok = _varint(buf, p, rec_end, 5)
+            if not ok or hv < -1 or hv > rec_end - p:
+                return _BAD, max_ts, contiguous
+            if hv > 0:
+                p += hv
+        if p != rec_end:
+            return _BAD, max_ts, contiguous
+        if (ts_delta > 0 and base_ts > _INT64_MAX - ts_delta) or (
+            ts_delta < 0 and base_ts < _INT64_MIN - ts_delta
+        ):
+            return _BAD, max_ts, contiguous
+        ts = base_ts + ts_delta
+        if check_ts and ts != -1 and (ts < ts_low or ts > ts_high):
+            return _BAD, max_ts, contiguous
+        if ts > max_ts:
+            max_ts = ts
+    if p != end:
+        return _BAD, max_ts, contiguous
+    return OK, max_ts, contiguous
+
+
+_SCANNER: Any = None
+_TRIED = False
+
+
+def scanner() -> Any:
+    """The compiled ``(kernel, numpy)`` pair, or ``None`` (no numba/numpy, or disabled).
+
+    ``KWIRE_DISABLE_NUMBA`` set in the environment disables it, as for the columnar decoder.
+    Compiling replaces this module's ``_varint`` by its compiled self (numba code can only call
+    compiled code); the interpreted ``scan_v2_records`` keeps working on top of it.
+    """
+    global _SCANNER, _TRIED, _varint
+    if _TRIED:
+        return _SCANNER
+    _TRIED = True
+    if os.environ.get("KWIRE_DISABLE_NUMBA"):
+        return None
+    try:
+        import numba
+        import numpy as np
+    except ImportError:
+        return None  # the reference path is complete on its own; nothing to warn about
+    _varint = numba.njit(cache=True, nogil=True)(_varint)
+    _SCANNER = (numba.njit(cache=True, nogil=True)(scan_v2_records), np)
+    return _SCANNER
