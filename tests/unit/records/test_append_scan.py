@@ -1,0 +1,145 @@
+"""The compiled record walk of the append path agrees with the per-record reference walk.
+
+``validate_and_assign(..., compiled=False)`` is the reference (one ``Record`` per record). The
+compiled walk (``kwire.records._append_scan``) may only *accept* what the reference accepts, with
+the same result; when it declines, the reference decides. Hypothesis drives both over batches with
+null keys, headers, timestamps on both sides of the bounds and offset gaps, and over bit flips.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import crc32c
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kwire.records import BatchBuilder, Compression, read_batches
+from kwire.records._append import AppendError, AppendResult, TopicConfig, validate_and_assign
+from kwire.records._append_scan import OK, scan_v2_records, scanner
+
+NOW = 1_700_000_000_000
+
+record_st = st.tuples(
+    st.integers(-3, 3),  # timestamp offset from NOW, in thousands of ms
+    st.one_of(st.none(), st.binary(max_size=6)),
+    st.one_of(st.none(), st.binary(max_size=6)),
+    st.lists(
+        st.tuples(st.text(max_size=3), st.one_of(st.none(), st.binary(max_size=3))), max_size=2
+    ),
+)
+
+
+def outcome(data: bytes, cfg: TopicConfig, compiled: bool) -> tuple[object, ...]:
+    try:
+        r: AppendResult = validate_and_assign(
+            data, next_offset=77, now_ms=NOW, config=cfg, compiled=compiled
+        )
+    except AppendError as exc:
+        return ("error", exc.error_name, tuple((e.index, e.message) for e in exc.record_errors))
+    return (
+        "ok",
+        bytes(r.records),
+        r.first_offset,
+        r.last_offset,
+        r.max_timestamp,
+        r.shallow_offset_of_max_timestamp,
+        r.in_place,
+        r.rebuild_reason,
+    )
+
+
+def test_the_compiled_walk_is_available() -> None:
+    # numba is part of the dev environment: the fast path must really be exercised here.
+    assert scanner() is not None
+
+
+@given(
+    st.lists(record_st, min_size=1, max_size=12),
+    st.sampled_from([0, 1, 3, 4]),
+    st.booleans(),
+    st.sampled_from([(2**62, 2**62), (1500, 500), (0, 0)]),
+    st.booleans(),
+)
+@settings(max_examples=120, deadline=None)
+def test_compiled_and_reference_walks_agree(
+    recs: list[tuple[int, bytes | None, bytes | None, list[tuple[str, bytes | None]]]],
+    codec: int,
+    compacted: bool,
+    bounds: tuple[int, int],
+    log_append: bool,
+) -> None:
+    b = BatchBuilder(2, codec)
+    for ts, key, value, headers in recs:
+        b.append(timestamp=NOW + 1000 * ts, key=key, value=value, headers=headers)
+    data = b.build()
+    cfg = TopicConfig(
+        compacted=compacted,
+        timestamp_before_max_ms=bounds[0],
+        timestamp_after_max_ms=bounds[1],
+        timestamp_type=int(log_append),
+    )
+    assert outcome(data, cfg, True) == outcome(data, cfg, False)
+
+
+@given(st.data())
+@settings(max_examples=150, deadline=None)
+def test_bit_flips_in_records_give_the_same_verdict(data: st.DataObject) -> None:
+    b = BatchBuilder(2)
+    for i in range(4):
+        b.append(
+            timestamp=NOW + i,
+            key=b"k%d" % i if i != 2 else None,
+            value=b"v" * i,
+            headers=[("h", b"x")] if i % 2 else (),
+        )
+    raw = bytearray(b.build())
+    bit = data.draw(st.integers(61 * 8, len(raw) * 8 - 1))
+    raw[bit // 8] ^= 1 << (bit % 8)
+    struct.pack_into(">I", raw, 17, crc32c.crc32c(bytes(raw[21:])))  # a producer's own CRC
+    cfg = TopicConfig(compacted=data.draw(st.booleans()))
+    assert outcome(bytes(raw), cfg, True) == outcome(bytes(raw), cfg, False)
+
+
+def test_interpreted_and_compiled_kernels_agree_on_garbage() -> None:
+    compiled = scanner()
+    assert compiled is not None
+    kernel, _ = compiled
+    rng = np.random.default_rng(5)
+    for size in (0, 1, 7, 40, 300):
+        for _ in range(30):
+            buf = rng.integers(0, 256, size, dtype=np.uint8)
+            count = int(rng.integers(0, 5))
+            args = (buf, 0, size, count, NOW, True, NOW - 10, NOW + 10, bool(rng.integers(0, 2)))
+            assert kernel(*args) == scan_v2_records(*args)
+
+
+def test_kernel_facts_on_a_known_batch() -> None:
+    b = BatchBuilder(2)
+    for off, ts in ((0, NOW - 5), (1, NOW + 3), (3, NOW)):
+        b.append(offset=off, timestamp=ts, key=b"k", value=b"v")
+    (batch,) = read_batches(b.build())
+    view, _ = batch.records_view()
+    arr = np.frombuffer(view, dtype=np.uint8)
+    status, max_ts, contiguous = scan_v2_records(
+        arr, 0, len(arr), 3, batch.base_timestamp, False, 0, 0, True
+    )
+    assert (status, max_ts, contiguous) == (OK, NOW + 3, False)
+    assert scan_v2_records(arr, 0, len(arr), 2, batch.base_timestamp, False, 0, 0, True)[0] != OK
+    assert (
+        scan_v2_records(arr, 0, len(arr), 3, batch.base_timestamp, True, NOW - 4, NOW + 9, False)[0]
+        != OK
+    )
+
+
+@pytest.mark.parametrize("codec", [Compression.GZIP, Compression.LZ4])
+def test_compiled_path_keeps_the_producer_bytes(codec: int) -> None:
+    b = BatchBuilder(2, codec)
+    for i in range(50):
+        b.append(timestamp=NOW - i, key=b"key", value=b"value %d" % i)
+    data = b.build()
+    fast = validate_and_assign(data, next_offset=1, now_ms=NOW)
+    assert fast.in_place and bytes(fast.records)[61:] == data[61:]
+    assert fast.max_timestamp == NOW
