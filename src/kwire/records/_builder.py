@@ -25,7 +25,7 @@ from kwire.errors import EncodeError, UnsupportedCodecError
 from kwire.records._codecs import Compression, compress
 from kwire.records._legacy import ATTR_TIMESTAMP_TYPE, encode_message
 from kwire.records._model import CREATE_TIME, LOG_APPEND_TIME, NO_TIMESTAMP
-from kwire.records._v2 import encode_batch, encode_records
+from kwire.records._v2 import _SMALL, encode_batch, encode_headers, zigzag_bytes
 
 __all__ = ["BatchBuilder", "build_batch"]
 
@@ -33,8 +33,6 @@ BytesLike = bytes | bytearray | memoryview
 HeaderInput = tuple[str, BytesLike | None]
 
 _INT32_MAX: Final = 2**31 - 1
-_INT64_MAX: Final = 2**63 - 1
-_INT64_MIN: Final = -(2**63)
 
 
 class BatchBuilder:
@@ -46,6 +44,10 @@ class BatchBuilder:
     """
 
     __slots__ = (
+        "_base_ts",
+        "_body",
+        "_count",
+        "_max_ts",
         "_records",
         "base_offset",
         "base_sequence",
@@ -114,12 +116,15 @@ class BatchBuilder:
         self.is_control = is_control
         self.partition_leader_epoch = partition_leader_epoch
         self.delete_horizon_ms = delete_horizon_ms
-        self._records: list[
-            tuple[int, int, BytesLike | None, BytesLike | None, tuple[HeaderInput, ...]]
-        ] = []
+        # legacy formats: the records, encoded at build(); v2: encoded as they are appended
+        self._records: list[tuple[int, int, BytesLike | None, BytesLike | None]] = []
+        self._body = bytearray()
+        self._count = 0
+        self._base_ts: int | None = delete_horizon_ms  # Kafka: the delete horizon is the base
+        self._max_ts = NO_TIMESTAMP
 
     def __len__(self) -> int:
-        return len(self._records)
+        return self._count
 
     def append(
         self,
@@ -140,10 +145,51 @@ class BatchBuilder:
             )
         if timestamp < 0 and timestamp != NO_TIMESTAMP:
             raise EncodeError(f"invalid negative timestamp {timestamp}")
-        hdrs = tuple(headers) if headers else ()
-        if hdrs and self.magic < 2:
-            raise EncodeError(f"magic {self.magic} does not support record headers")
-        self._records.append((offset, timestamp, key, value, hdrs))
+        if self.magic != 2:
+            if headers:
+                raise EncodeError(f"magic {self.magic} does not support record headers")
+            self._records.append((offset, timestamp, key, value))
+        else:
+            # v2: encode now (one pass, no per-record tuples kept); see _v2.encode_record
+            base_ts = self._base_ts
+            if base_ts is None:
+                base_ts = self._base_ts = timestamp
+            if timestamp > self._max_ts:
+                self._max_ts = timestamp
+            off_delta = offset - self.base_offset
+            ts_delta = timestamp - base_ts
+            if off_delta > _INT32_MAX:
+                raise EncodeError(f"offset delta {off_delta} does not fit a v2 batch")
+            small = _SMALL
+            if key is None:
+                kpart = b"\x01"
+                key = b""
+            else:
+                n = len(key)
+                kpart = small[n + 1] if n <= 16383 else zigzag_bytes(n)
+            if value is None:
+                vpart = b"\x01"
+                value = b""
+            else:
+                n = len(value)
+                vpart = small[n + 1] if n <= 16383 else zigzag_bytes(n)
+            body = b"".join(
+                (
+                    b"\x00",
+                    small[ts_delta + 1] if -1 <= ts_delta <= 16383 else zigzag_bytes(ts_delta),
+                    small[off_delta + 1] if off_delta <= 16383 else zigzag_bytes(off_delta),
+                    kpart,
+                    key,
+                    vpart,
+                    value,
+                    encode_headers(headers) if headers else b"\x00",
+                )
+            )
+            n = len(body)
+            out = self._body
+            out += small[n + 1] if n <= 16383 else zigzag_bytes(n)
+            out += body
+        self._count += 1
         self.next_offset = offset + 1
         return offset
 
@@ -156,7 +202,7 @@ class BatchBuilder:
     def build_into(self, out: bytearray) -> int:
         """Append the encoding to ``out``; returns the number of bytes written."""
         start = len(out)
-        if not self._records:
+        if not self._count:
             return 0
         if self.magic == 2:
             self._build_v2(out)
@@ -167,31 +213,18 @@ class BatchBuilder:
         return len(out) - start
 
     def _build_v2(self, out: bytearray) -> None:
-        recs = self._records
-        base_offset = self.base_offset
-        base_ts = recs[0][1]
-        max_ts = NO_TIMESTAMP
-        for r in recs:
-            if r[1] > max_ts:
-                max_ts = r[1]
-        last_offset_delta = recs[-1][0] - base_offset
-        if last_offset_delta > _INT32_MAX:
-            raise EncodeError(f"offset span {last_offset_delta} does not fit a v2 batch")
+        assert self._base_ts is not None
+        max_ts = self._max_ts
         if self.timestamp_type == LOG_APPEND_TIME:
             assert self.log_append_time is not None
             max_ts = self.log_append_time
-        if self.delete_horizon_ms is not None:
-            # Kafka stores the delete horizon in baseTimestamp; timestamp deltas are relative to it.
-            base_ts = self.delete_horizon_ms
-        body = bytearray()
-        encode_records(body, [(o - base_offset, t - base_ts, k, v, h) for o, t, k, v, h in recs])
         encode_batch(
             out,
-            body,
-            count=len(recs),
-            base_offset=base_offset,
-            last_offset_delta=last_offset_delta,
-            base_timestamp=base_ts,
+            self._body,
+            count=self._count,
+            base_offset=self.base_offset,
+            last_offset_delta=self.next_offset - 1 - self.base_offset,
+            base_timestamp=self._base_ts,
             max_timestamp=max_ts,
             compression=self.compression,
             timestamp_type=self.timestamp_type,
@@ -218,7 +251,7 @@ class BatchBuilder:
     def _build_legacy_plain(self, out: bytearray) -> None:
         magic = self.magic
         attrs = self._legacy_attrs()
-        for offset, ts, key, value, _ in self._records:
+        for offset, ts, key, value in self._records:
             encode_message(
                 out,
                 offset=offset,
@@ -235,7 +268,7 @@ class BatchBuilder:
         inner = bytearray()
         base = self.base_offset
         max_ts = NO_TIMESTAMP
-        for offset, ts, key, value, _ in self._records:
+        for offset, ts, key, value in self._records:
             stamp = self._legacy_timestamp(ts)
             max_ts = max(max_ts, stamp)
             encode_message(

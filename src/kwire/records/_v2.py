@@ -45,7 +45,10 @@ __all__ = [
     "RecordBatch",
     "crc32c",
     "encode_batch",
+    "encode_headers",
+    "encode_record",
     "encode_records",
+    "zigzag_bytes",
 ]
 
 _crc32c = _crc32c_mod.crc32c
@@ -274,7 +277,16 @@ class RecordBatch(Batch):
         }
 
 
+#: Zigzag decoding of every raw varint value below 2**14 (one- and two-byte varints), by lookup.
+_UNZIGZAG: Final = [(raw >> 1) ^ -(raw & 1) for raw in range(1 << 14)]
+
+
 def _iter_records(batch: RecordBatch, view: memoryview, base: int) -> Iterator[Record]:
+    # The hot loop of the row API. Varints of one and two bytes (almost every record field) are
+    # decoded inline, zigzag through a lookup table; longer ones go through ``_wire``. Bounds:
+    # slices of a memoryview never read past it, a key or value running past its record is caught
+    # by the final ``pos != rec_end`` check, and single-byte reads past the view raise IndexError,
+    # translated below.
     end = len(view)
     pos = 0
     count = batch._record_count
@@ -283,77 +295,108 @@ def _iter_records(batch: RecordBatch, view: memoryview, base: int) -> Iterator[R
     log_append = batch.timestamp_type == LOG_APPEND_TIME
     max_ts = batch.max_timestamp
     no_headers = _NO_HEADERS
+    unzz = _UNZIGZAG
     rvarint = read_varint
     rvarlong = read_varlong
     new = Record
-    field = "record length"
     index = 0
+    start = 0
     try:
         for index in range(count):  # noqa: B007 (read by the error handlers)
             start = pos
-            field = "record length"
             b = view[pos]
             if b < 0x80:
-                length = (b >> 1) ^ -(b & 1)
+                length = unzz[b]
                 pos += 1
             else:
-                length, pos = rvarint(view, pos)
+                c = view[pos + 1]
+                if c < 0x80:
+                    length = unzz[(b & 0x7F) | (c << 7)]
+                    pos += 2
+                else:
+                    length, pos = rvarint(view, pos)
             rec_end = pos + length
             if length < 6 or rec_end > end:  # 6 = attributes + five 1-byte varints
                 raise CorruptRecordError(
                     f"record length {length} out of range ({end - pos} bytes left)",
                     offset=start,
                 )
-            field = "record timestamp delta"
-            pos += 1  # record attributes: unused
+            # timestamp delta (after the unused attributes byte)
+            b = view[pos + 1]
+            if b < 0x80:
+                ts_delta = unzz[b]
+                pos += 2
+            else:
+                c = view[pos + 2]
+                if c < 0x80:
+                    ts_delta = unzz[(b & 0x7F) | (c << 7)]
+                    pos += 3
+                else:
+                    d = view[pos + 3]
+                    if d < 0x80:
+                        b = (b & 0x7F) | ((c & 0x7F) << 7) | (d << 14)
+                        ts_delta = (b >> 1) ^ -(b & 1)
+                        pos += 4
+                    else:
+                        ts_delta, pos = rvarlong(view, pos + 1)
+            # offset delta
             b = view[pos]
             if b < 0x80:
-                ts_delta = (b >> 1) ^ -(b & 1)
+                off_delta = unzz[b]
                 pos += 1
             else:
-                ts_delta, pos = rvarlong(view, pos)
-            field = "record offset delta"
+                c = view[pos + 1]
+                if c < 0x80:
+                    off_delta = unzz[(b & 0x7F) | (c << 7)]
+                    pos += 2
+                else:
+                    d = view[pos + 2]
+                    if d < 0x80:
+                        b = (b & 0x7F) | ((c & 0x7F) << 7) | (d << 14)
+                        off_delta = (b >> 1) ^ -(b & 1)
+                        pos += 3
+                    else:
+                        off_delta, pos = rvarint(view, pos)
+            # key
             b = view[pos]
             if b < 0x80:
-                off_delta = (b >> 1) ^ -(b & 1)
+                n = unzz[b]
                 pos += 1
             else:
-                off_delta, pos = rvarint(view, pos)
-            field = "record key"
-            b = view[pos]
-            if b < 0x80:
-                n = (b >> 1) ^ -(b & 1)
-                pos += 1
-            else:
-                n, pos = rvarint(view, pos)
+                c = view[pos + 1]
+                if c < 0x80:
+                    n = unzz[(b & 0x7F) | (c << 7)]
+                    pos += 2
+                else:
+                    n, pos = rvarint(view, pos)
             if n >= 0:
-                if pos + n > rec_end:
-                    raise CorruptRecordError(f"key length {n} past the record end", offset=pos)
                 key: memoryview | None = view[pos : pos + n]
                 pos += n
             elif n == -1:
                 key = None
             else:
                 raise CorruptRecordError(f"invalid key length {n}", offset=pos)
-            field = "record value"
+            # value
             b = view[pos]
             if b < 0x80:
-                n = (b >> 1) ^ -(b & 1)
+                n = unzz[b]
                 pos += 1
             else:
-                n, pos = rvarint(view, pos)
+                c = view[pos + 1]
+                if c < 0x80:
+                    n = unzz[(b & 0x7F) | (c << 7)]
+                    pos += 2
+                else:
+                    n, pos = rvarint(view, pos)
             if n >= 0:
-                if pos + n > rec_end:
-                    raise CorruptRecordError(f"value length {n} past the record end", offset=pos)
                 value: memoryview | None = view[pos : pos + n]
                 pos += n
             elif n == -1:
                 value = None
             else:
                 raise CorruptRecordError(f"invalid value length {n}", offset=pos)
-            field = "record header count"
-            b = view[pos]
-            if b == 0:
+            # headers
+            if view[pos] == 0:
                 headers = no_headers
                 pos += 1
             else:
@@ -377,19 +420,15 @@ def _iter_records(batch: RecordBatch, view: memoryview, base: int) -> Iterator[R
                 f"{end - pos} bytes left after the batch's {count} records", offset=pos
             )
     except CorruptRecordError as exc:
-        raise _relocate(exc, batch, base, index, field) from None
+        raise _relocate(exc, batch, base, index) from None
     except (DecodeError, IndexError):
         raise _relocate(
-            CorruptRecordError(f"truncated or malformed {field}", offset=pos),
-            batch,
-            base,
-            index,
-            field,
+            CorruptRecordError("truncated or malformed record", offset=start), batch, base, index
         ) from None
 
 
 def _relocate(
-    exc: CorruptRecordError, batch: RecordBatch, base: int, index: int, field: str
+    exc: CorruptRecordError, batch: RecordBatch, base: int, index: int
 ) -> CorruptRecordError:
     """Turn a position in the record bytes into one in the caller's buffer (when there is one)."""
     where = f"batch at base offset {batch._base_offset}"
@@ -429,7 +468,7 @@ def _read_headers(view: memoryview, pos: int, rec_end: int) -> tuple[tuple[Heade
 # -- encoding ------------------------------------------------------------------------------------
 
 
-def _zigzag_bytes(value: int) -> bytes:
+def _zigzag_slow(value: int) -> bytes:
     raw = (value << 1) ^ (value >> 63) if value < 0 else value << 1
     out = bytearray()
     while raw >= 0x80:
@@ -439,10 +478,10 @@ def _zigzag_bytes(value: int) -> bytes:
     return bytes(out)
 
 
-#: Pre-encoded zigzag varints for -1 .. 16383 (index value + 1).
+#: Pre-encoded zigzag varints for -1 .. 16383 (index: value + 1).
 _SMALL_MIN: Final = -1
 _SMALL_MAX: Final = 16383
-_SMALL: Final = [_zigzag_bytes(v) for v in range(_SMALL_MIN, _SMALL_MAX + 1)]
+_SMALL: Final = [_zigzag_slow(v) for v in range(_SMALL_MIN, _SMALL_MAX + 1)]
 
 _INT32_MIN: Final = -(2**31)
 _INT32_MAX: Final = 2**31 - 1
@@ -450,73 +489,93 @@ _INT64_MIN: Final = -(2**63)
 _INT64_MAX: Final = 2**63 - 1
 
 
-def _vb(value: int) -> bytes:
-    if _SMALL_MIN <= value <= _SMALL_MAX:
+def zigzag_bytes(value: int) -> bytes:
+    """The zigzag varint encoding of ``value`` (table lookup for small values)."""
+    if -1 <= value <= 16383:
         return _SMALL[value + 1]
-    return _zigzag_bytes(value)
+    raw = (value << 1) ^ (value >> 63) if value < 0 else value << 1
+    if raw < 0x200000:
+        return bytes(((raw & 0x7F) | 0x80, ((raw >> 7) & 0x7F) | 0x80, raw >> 14))
+    return _zigzag_slow(value)
 
 
-RecordInput = tuple[
-    int,  # offset delta
-    int,  # timestamp delta
-    "bytes | bytearray | memoryview | None",  # key
-    "bytes | bytearray | memoryview | None",  # value
-    "Iterable[tuple[str, bytes | bytearray | memoryview | None]]",  # headers
-]
+_vb = zigzag_bytes
+
+BytesLike = bytes | bytearray | memoryview
+HeaderInput = tuple[str, BytesLike | None]
+#: (offset delta, timestamp delta, key, value, headers)
+RecordInput = tuple[int, int, BytesLike | None, BytesLike | None, Iterable[HeaderInput]]
+
+
+def encode_record(
+    off_delta: int,
+    ts_delta: int,
+    key: BytesLike | None,
+    value: BytesLike | None,
+    headers: Iterable[HeaderInput] = (),
+) -> bytes:
+    """One v2 record, length prefix included. Deltas must fit int32 / int64 (checked)."""
+    if not 0 <= off_delta <= _INT32_MAX:
+        raise EncodeError(f"offset delta {off_delta} out of the int32 range")
+    if not _INT64_MIN <= ts_delta <= _INT64_MAX:
+        raise EncodeError(f"timestamp delta {ts_delta} out of the int64 range")
+    small = _SMALL
+    if key is None:
+        kpart = b"\x01"
+        key = b""
+    else:
+        n = len(key)
+        kpart = small[n + 1] if n <= 16383 else _vb(n)
+    if value is None:
+        vpart = b"\x01"
+        value = b""
+    else:
+        n = len(value)
+        vpart = small[n + 1] if n <= 16383 else _vb(n)
+    body = b"".join(
+        (
+            b"\x00",
+            small[ts_delta + 1] if -1 <= ts_delta <= 16383 else _vb(ts_delta),
+            small[off_delta + 1] if off_delta <= 16383 else _vb(off_delta),
+            kpart,
+            key,
+            vpart,
+            value,
+            encode_headers(headers) if headers else b"\x00",
+        )
+    )
+    n = len(body)
+    return (small[n + 1] if n <= 16383 else _vb(n)) + body
 
 
 def encode_records(out: bytearray, records: Iterable[RecordInput]) -> int:
-    """Append v2 records (offset delta, timestamp delta, key, value, headers) to ``out``.
+    """Append v2 records ``(offset delta, timestamp delta, key, value, headers)`` to ``out``.
 
-    Returns how many records were written. Deltas are checked to fit their varint widths.
+    Returns how many records were written.
     """
-    small = _SMALL
-    vb = _vb
     n_written = 0
     for off_delta, ts_delta, key, value, headers in records:
-        if not 0 <= off_delta <= _INT32_MAX:
-            raise EncodeError(f"offset delta {off_delta} out of the int32 range")
-        if not _INT64_MIN <= ts_delta <= _INT64_MAX:
-            raise EncodeError(f"timestamp delta {ts_delta} out of the int64 range")
-        body = bytearray(b"\x00")
-        body += small[ts_delta + 1] if -1 <= ts_delta <= _SMALL_MAX else _zigzag_bytes(ts_delta)
-        body += small[off_delta + 1] if off_delta <= _SMALL_MAX else _zigzag_bytes(off_delta)
-        if key is None:
-            body += b"\x01"
-        else:
-            body += vb(len(key))
-            body += key
-        if value is None:
-            body += b"\x01"
-        else:
-            body += vb(len(value))
-            body += value
-        if not headers:
-            body += b"\x00"
-        else:
-            _encode_headers(body, headers)
-        out += vb(len(body))
-        out += body
+        out += encode_record(off_delta, ts_delta, key, value, headers)
         n_written += 1
     return n_written
 
 
-def _encode_headers(
-    body: bytearray, headers: Iterable[tuple[str, bytes | bytearray | memoryview | None]]
-) -> None:
+def encode_headers(headers: Iterable[HeaderInput]) -> bytes:
+    """The header count and headers of one record (keys UTF-8, surrogateescape)."""
     items = list(headers)
-    body += _vb(len(items))
+    parts = [_vb(len(items))]
     for key, value in items:
         if not isinstance(key, str):
             raise EncodeError(f"header key must be a str, not {type(key).__name__}")
         raw = key.encode("utf-8", "surrogateescape")
-        body += _vb(len(raw))
-        body += raw
+        parts.append(_vb(len(raw)))
+        parts.append(raw)
         if value is None:
-            body += b"\x01"
+            parts.append(b"\x01")
         else:
-            body += _vb(len(value))
-            body += value
+            parts.append(_vb(len(value)))
+            parts.append(bytes(value))
+    return b"".join(parts)
 
 
 def encode_batch(
