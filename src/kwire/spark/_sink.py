@@ -36,7 +36,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from kwire.errors import KwireError
 from kwire.log._layout import parse_partition_dir
-from kwire.records import BatchBuilder, Compression
+from kwire.records import Batch, BatchBuilder, Compression, read_batches
 from kwire.spark._fs import list_files, resolve
 from kwire.spark._options import WriteOptions
 
@@ -160,6 +160,32 @@ def _as_bytes(value: Any) -> bytes | None:
     if isinstance(value, str):
         return value.encode()
     return bytes(value)
+
+
+def _shifted(batch: Batch, shift: int, now_ms: int) -> bytes | memoryview:
+    """The batch with every offset moved by ``shift`` (no record is rebuilt when avoidable).
+
+    The offset in front of a v2 batch, a magic 1 message (inner offsets are relative: KIP-31) and
+    an uncompressed magic 0 message lies outside its CRC, so it is patched; a compressed magic 0
+    message carries absolute inner offsets and goes through the broker append path.
+    """
+    if shift == 0:
+        return batch.view
+    if batch.magic == 0 and batch.compression != Compression.NONE:
+        from kwire.records._append import TopicConfig, validate_and_assign
+
+        result = validate_and_assign(
+            batch.view,
+            next_offset=batch.base_offset + shift,
+            now_ms=now_ms,
+            config=TopicConfig(message_format=0),
+        )
+        return result.records
+    out = bytearray(batch.view)
+    out[0:8] = (int.from_bytes(out[0:8], "big", signed=True) + shift).to_bytes(
+        8, "big", signed=True
+    )
+    return out
 
 
 class KafkaLogWriter(DataSourceArrowWriter):  # type: ignore[misc]
@@ -316,10 +342,8 @@ class KafkaLogWriter(DataSourceArrowWriter):  # type: ignore[misc]
 
     def _merge(self, topic: str, part: int, chunks: list[Chunk], final: str) -> None:
         from kwire.log import LogWriter
-        from kwire.records._append import TopicConfig, validate_and_assign
 
         fs, _ = resolve(self.uri)
-        config = TopicConfig(message_format=self.options.magic)
         now = int(time.time() * 1000)
         local = "://" not in self.uri
         out_root = os.path.dirname(final) if local else tempfile.mkdtemp(prefix="kwire-merge-")
@@ -338,11 +362,8 @@ class KafkaLogWriter(DataSourceArrowWriter):  # type: ignore[misc]
                         data = f.read()
                     if not data:
                         continue
-                    result = validate_and_assign(
-                        data, next_offset=writer.next_offset, now_ms=now, config=config
-                    )
-                    for batch in result.batches:
-                        writer.append(batch)
+                    for batch in read_batches(data):
+                        writer.append(_shifted(batch, writer.next_offset - batch.base_offset, now))
         if not local:
             import pyarrow.fs as pafs
 
