@@ -25,6 +25,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
@@ -163,11 +164,18 @@ def records_arrow_schema(columns: Sequence[str] | None = None) -> pa.Schema:
     It equals what PySpark's ``to_arrow_schema`` makes of Spark's Kafka source schema (plus kwire's
     batch columns) with timezone UTC, so record batches built with it pass the Python data source's
     exact schema check. Every field is nullable; ``key``, ``value`` and a header's ``value`` hold
-    nulls, ``headers`` is null for a record without headers, the other columns never are.
+    nulls, ``headers`` is null for a record without headers, ``timestamp`` is null only for a
+    Kafka timestamp that int64 microseconds cannot hold (beyond ±292,000 years), and the constant
+    columns are null when the caller gives no value; the other columns never are.
     """
+    return _schema(_resolve_columns(columns))
+
+
+@functools.lru_cache(maxsize=256)
+def _schema(names: tuple[str, ...]) -> pa.Schema:
     import pyarrow as pa
 
-    return pa.schema([pa.field(name, _arrow_type(name)) for name in _resolve_columns(columns)])
+    return pa.schema([pa.field(name, _arrow_type(name)) for name in names])
 
 
 def records_spark_ddl(columns: Sequence[str] | None = None) -> str:
@@ -710,7 +718,7 @@ class _Decoder:
     ) -> pa.RecordBatch:
         import pyarrow as pa
 
-        schema = records_arrow_schema(self.names)
+        schema = _schema(self.names)
         arrays: list[pa.Array] = []
         for name in self.names:
             typ = schema.field(name).type
