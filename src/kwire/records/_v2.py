@@ -494,6 +494,10 @@ def zigzag_bytes(value: int) -> bytes:
     if -1 <= value <= 16383:
         return _SMALL[value + 1]
     raw = (value << 1) ^ (value >> 63) if value < 0 else value << 1
+    if raw < 0x80:
+        return bytes((raw,))
+    if raw < 0x4000:
+        return bytes(((raw & 0x7F) | 0x80, raw >> 7))
     if raw < 0x200000:
         return bytes(((raw & 0x7F) | 0x80, ((raw >> 7) & 0x7F) | 0x80, raw >> 14))
     return _zigzag_slow(value)

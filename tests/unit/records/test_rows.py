@@ -176,3 +176,14 @@ def test_crc_checked_and_skippable() -> None:
         list(read_batches(data))
     (batch,) = read_batches(data, verify_crc=False)
     assert bytes(next(iter(batch)).value or b"") == b"helln"
+
+
+def test_zigzag_bytes_is_canonical() -> None:
+    from kwire._wire import write_varint
+    from kwire.records._v2 import zigzag_bytes
+
+    values = [*range(-20000, 20000, 7), 2**21, -(2**21), 2**31 - 1, -(2**31), 2**63 - 1, -(2**63)]
+    for v in values:
+        expected = bytearray()
+        write_varint(expected, v)
+        assert zigzag_bytes(v) == bytes(expected), v
