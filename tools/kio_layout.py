@@ -32,7 +32,6 @@ _NOT_NULLABLE = frozenset({"uuid", "datetime_i64"})
 # CamelCase conversion does not give Kafka's spelling.
 _STEM_OVERRIDES = {
     "k_raft_version_record": "KRaftVersionRecord",
-    "control_record_type_schema": "ControlRecordType",
 }
 
 

@@ -519,9 +519,10 @@ def stage_spec(
     kind = newest.__type__.name
     if "apiKey" not in spec and kind in ("request", "response"):
         spec["apiKey"] = int(newest.__api_key__)
-    spec["type"] = "metadata" if kind == "data" and base is None else spec.get("type", kind)
+    spec["type"] = spec.get("type", kind)
+    for k, v in attrs.get(name, {}).get("__message__", {}).items():
+        spec[k] = v
     spec["name"] = name
-    spec.update(attrs.get(name, {}).get("__message__", {}))
     spec["validVersions"] = range_text(versions, top, open_ended=False)
     flex = [v for v in versions if classes[v].__flexible__]
     spec["flexibleVersions"] = range_text(flex, top) if flex else "none"
