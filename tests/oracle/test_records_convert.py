@@ -400,3 +400,58 @@ def test_kwire_reads_what_kafka_builds_for_every_rebuild_codec(oracle: Any) -> N
         assert [r["offset"] for r in records_of_batches(kafka_read(oracle, result.records))] == [
             NEXT + i for i in range(5)
         ]
+
+
+@pytest.mark.parametrize("codec", LEGACY_CODECS, ids=lambda c: Compression(c).name)
+@pytest.mark.parametrize("magic", [0, 1])
+def test_kafka_built_legacy_producer_sets_through_the_append_path(
+    oracle: Any, magic: int, codec: int
+) -> None:
+    """Message sets written by Kafka's own builder (its lz4/snappy framing, its relative offsets)."""
+    request = {
+        "op": "build",
+        "magic": magic,
+        "compression": int(codec),
+        "timestampType": 0,
+        "baseOffset": 0,
+        "logAppendTime": -1,
+        "producerId": -1,
+        "producerEpoch": -1,
+        "baseSequence": -1,
+        "transactional": False,
+        "partitionLeaderEpoch": -1,
+        "records": [
+            {
+                "offset": i,
+                "timestamp": NOW - 3 + i if magic else -1,
+                "key": b64(b"k%d" % i),
+                "value": b64(b"v" * (i + 1)),
+                "headers": [],
+            }
+            for i in range(4)
+        ],
+    }
+    data = unb64(ask(oracle, request)["bytes"])
+    result = validate_and_assign(
+        data, next_offset=NEXT, now_ms=NOW, config=TopicConfig(message_format=magic)
+    )
+    got = records_of(kafka_read(oracle, result.records))
+    want = [
+        (NEXT + i, NOW - 3 + i if magic else -1, b64(b"k%d" % i), b64(b"v" * (i + 1)), ())
+        for i in range(4)
+    ]
+    assert got == want
+    if magic == 1 or codec == Compression.NONE:
+        # In place: exactly what Kafka's setters make of the same bytes.
+        assert result.in_place
+        src = kafka_read(oracle, data)
+        ops = []
+        for i, batch in enumerate(src):
+            op: dict[str, Any] = {"lastOffset": NEXT + (i if codec == Compression.NONE else 3)}
+            if magic:
+                op["maxTimestamp"] = {"type": 0, "value": _max_ts(batch)}
+            ops.append(op)
+        kafka = unb64(ask(oracle, {"op": "patch", "bytes": b64(data), "batches": ops})["bytes"])
+        assert bytes(result.records) == kafka
+    else:
+        assert not result.in_place  # magic 0 inner offsets are absolute: rebuilt
