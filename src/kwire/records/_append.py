@@ -32,8 +32,6 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Final
 
-import crc32c
-
 from kwire._wire import INT16, INT32, INT64, UINT32
 from kwire.errors import DecodeError, KwireError
 from kwire.records import _legacy as legacy
@@ -346,7 +344,7 @@ def _patch_v2(
     INT16.pack_into(buf, pos + v2.ATTRIBUTES_OFFSET, attrs)
     INT64.pack_into(buf, pos + v2.MAX_TIMESTAMP_OFFSET, max_timestamp)
     end = pos + batch.size
-    crc = crc32c.crc32c(memoryview(buf)[pos + v2.ATTRIBUTES_OFFSET : end])
+    crc = v2.crc32c(memoryview(buf)[pos + v2.ATTRIBUTES_OFFSET : end])
     UINT32.pack_into(buf, pos + v2.CRC_OFFSET, crc)
 
 
@@ -372,14 +370,8 @@ def _patch_legacy(
     buf[pos + legacy.ATTRIBUTES_OFFSET] = attrs
     INT64.pack_into(buf, pos + legacy.TIMESTAMP_OFFSET, max_timestamp)
     end = pos + batch.size
-    crc = _crc32(memoryview(buf)[pos + legacy.MAGIC_OFFSET : end])
+    crc = legacy.legacy_crc(memoryview(buf)[pos + legacy.MAGIC_OFFSET : end])
     UINT32.pack_into(buf, pos + legacy.CRC_OFFSET, crc)
-
-
-def _crc32(data: memoryview) -> int:
-    import zlib
-
-    return zlib.crc32(data) & 0xFFFFFFFF
 
 
 # --- validation ---------------------------------------------------------------------------------
@@ -1009,7 +1001,7 @@ class _Validator:
         )
 
 
-def _empty_result(config: TopicConfig, magic: int) -> AppendResult:
+def _empty_result(magic: int) -> AppendResult:
     return AppendResult(
         records=b"",
         batches=(),
@@ -1133,7 +1125,7 @@ def validate_and_assign(
         max_decompressed_size=max_decompressed_size,
     )
     if not inp.batches:
-        return _empty_result(config, config.message_format)
+        return _empty_result(config.message_format)
     if produce_version is not None:
         _check_produce_version(inp, produce_version)
     if origin is AppendOrigin.REPLICATION:
