@@ -546,44 +546,104 @@ class _Decoder:
         arena_parts: list[bytes],
         arena_len: int,
     ) -> int:
-        """Magic 0/1 messages: decode with the row API, re-encode as v2 records into the arena."""
-        from kwire.records import _columnar_kernels as k
-        from kwire.records import read_batches  # type: ignore[attr-defined,unused-ignore]
+        """Magic 0/1 entries: plain messages are read in place, wrappers are decompressed.
 
-        for i in rows.tolist():
+        The kernel walks both (``KIND_LEGACY`` sections); here only the per-entry work Python
+        must do: CRC32 (zlib) checks, the wrapper's own fields, and decompression.
+        """
+        import zlib
+
+        from kwire.records import _columnar_kernels as k
+        from kwire.records._codecs import decompress
+
+        view = self.view
+        pos_all = table[rows, k.BT_POS]
+        size_all = table[rows, k.BT_SIZE]
+        sections[rows, k.SC_KIND] = k.KIND_LEGACY
+        sections[rows, k.SC_START] = pos_all
+        sections[rows, k.SC_END] = pos_all + size_all
+        sections[rows, k.SC_COUNT] = 0
+        if self.verify_crc:
+            crc32 = zlib.crc32
+            stored = table[rows, k.BT_CRC].tolist()
+            for j, (pos, size) in enumerate(zip(pos_all.tolist(), size_all.tolist(), strict=True)):
+                actual = crc32(view[pos + 16 : pos + size])
+                if actual != stored[j]:
+                    reason = f"CRC32 mismatch: stored {stored[j]:#010x}, computed {actual:#010x}"
+                    self._fail(table, int(rows[j]), reason, pos + 12, keep)
+        codecs = table[rows, k.BT_ATTRS] & 7
+        for j in np.flatnonzero(codecs).tolist():
+            i = int(rows[j])
+            if not keep[i]:
+                continue
             pos = int(table[i, k.BT_POS])
             end = pos + int(table[i, k.BT_SIZE])
+            magic = int(table[i, k.BT_MAGIC])
+            codec = int(codecs[j])
+            if codec > 3:
+                reason = f"compression codec id {codec} is not valid for magic {magic}"
+                self._fail(table, i, reason, pos + 17, keep)
+                continue
+            # the wrapper's key (ignored) and value (the compressed inner message set)
+            p = pos + (26 if magic == 1 else 18)
+            klen = int.from_bytes(view[p : p + 4], "big", signed=True)
+            p += 4 + max(klen, 0)
+            if klen < -1 or p + 4 > end:
+                self._fail(table, i, "invalid wrapper key length", pos, keep)
+                continue
+            vlen = int.from_bytes(view[p : p + 4], "big", signed=True)
+            p += 4
+            if vlen < 0 or vlen != end - p:
+                reason = (
+                    "compressed message set with a null value"
+                    if vlen == -1
+                    else f"wrapper value length {vlen} does not match the message"
+                )
+                self._fail(table, i, reason, p - 4, keep)
+                continue
             try:
-                records = [
-                    (r.offset, r.timestamp, r.key, r.value)
-                    for batch in read_batches(
-                        self.view[pos:end],
-                        verify_crc=self.verify_crc,
-                        max_decompressed_size=self.max_size,
-                    )
-                    for r in batch
-                ]
-                section = _encode_legacy_section(records)
-            except DecodeError as exc:
-                self._fail(table, i, exc.reason, pos + (exc.offset or 0), keep)
+                data = decompress(codec, view[p:end], magic=magic, max_size=self.max_size)
+            except CorruptRecordError as exc:
+                self._fail(table, i, exc.reason, p, keep)
                 continue
-            except UnsupportedCodecError as exc:
-                if not self.skip_corrupt:
-                    raise
-                self._fail(table, i, str(exc), pos, keep)
+            if self.verify_crc and not self._inner_crcs_ok(table, i, data, keep):
                 continue
-            first = records[0][0] if records else int(table[i, k.BT_BASE_OFFSET])
             sections[i, k.SC_SRC] = 1
             sections[i, k.SC_START] = arena_len
-            sections[i, k.SC_END] = arena_len + len(section)
-            sections[i, k.SC_COUNT] = len(records)
-            sections[i, k.SC_BASE_OFFSET] = first
-            sections[i, k.SC_BASE_TS] = 0
-            sections[i, k.SC_LOG_APPEND] = 0
-            meta["batchOffset"][i] = first
-            arena_parts.append(section)
-            arena_len += len(section)
+            sections[i, k.SC_END] = arena_len + len(data)
+            sections[i, k.SC_INNER] = 1
+            wrapper_offset = int(table[i, k.BT_BASE_OFFSET])
+            sections[i, k.SC_RELATIVE] = 1 if magic == 1 and wrapper_offset != 0 else 0
+            if magic == 1 and (int(table[i, k.BT_ATTRS]) >> 3) & 1:
+                sections[i, k.SC_LOG_APPEND] = 1
+                sections[i, k.SC_MAX_TS] = int.from_bytes(
+                    view[pos + 18 : pos + 26], "big", signed=True
+                )
+            arena_parts.append(data)
+            arena_len += len(data)
         return arena_len
+
+    def _inner_crcs_ok(self, table: np.ndarray, i: int, data: bytes, keep: np.ndarray) -> bool:
+        import zlib
+
+        from kwire.records import _columnar_kernels as k
+
+        arr = _as_uint8(data)[1]
+        ranges = np.empty((len(data) // 26 + 1, 3), dtype=np.int64)
+        fn = k.legacy_crc_ranges if self.walk is k.walk_records else k.PY_LEGACY_CRC_RANGES
+        n = fn(arr, 0, len(data), ranges)
+        crc32 = zlib.crc32
+        mv = memoryview(data)
+        for index, (start, end, stored) in enumerate(ranges[:n].tolist()):
+            actual = crc32(mv[start:end])
+            if actual != stored:
+                reason = (
+                    f"CRC32 mismatch in inner message {index}: stored {stored:#010x}, "
+                    f"computed {actual:#010x} (at byte {start - 4} of the decompressed messages)"
+                )
+                self._fail(table, i, reason, int(table[i, k.BT_POS]), keep)
+                return False
+        return True
 
     def _records(
         self,
@@ -609,18 +669,25 @@ class _Decoder:
         sec = np.ascontiguousarray(sections[rows])
         totals = np.zeros(k.T_NFIELDS, dtype=np.int64)
         errors = np.zeros((sec.shape[0], 2), dtype=np.int64)
+        sec_info = np.zeros((sec.shape[0], 2), dtype=np.int64)
         # pass 1: validate and count
         failed = self.walk(
             self.buf, arena, sec, False, not self.skip_corrupt,
             want_key, want_value, want_headers, totals, errors,
-            i64, i64, i32, u8, u8, i32, u8, u8, i32, u8, i32, u8, i32, u8, u8,
+            i64, i64, i32, u8, u8, i32, u8, u8, i32, u8, i32, u8, i32, u8, u8, sec_info,
         )  # fmt: skip
         if failed:
             for j in np.flatnonzero(errors[:, 0]).tolist():
                 self._section_error(table, int(rows[j]), sec[j], errors[j], keep)
+            ok = errors[:, 0] == 0
+            sec_info = np.ascontiguousarray(sec_info[ok])
             rows = np.flatnonzero(keep)
             sec = np.ascontiguousarray(sections[rows])
             errors = np.zeros((sec.shape[0], 2), dtype=np.int64)
+        # a legacy batch's base offset is its first record's (a wrapper's first inner offset)
+        legacy = sec[:, k.SC_KIND] == k.KIND_LEGACY
+        if legacy.any():
+            meta["batchOffset"][rows[legacy]] = sec_info[legacy, 0]
 
         nrec = int(totals[k.T_RECORDS])
         for what, t in (
@@ -662,7 +729,7 @@ class _Decoder:
                 self.buf, arena, sec, True, True,
                 want_key, want_value, want_headers, np.zeros(k.T_NFIELDS, dtype=np.int64), errors,
                 off_out, ts_out, key_offs, key_data, key_valid, val_offs, val_data, val_valid,
-                hdr_offs, hdr_valid, hk_offs, hk_data, hv_offs, hv_data, hv_valid,
+                hdr_offs, hdr_valid, hk_offs, hk_data, hv_offs, hv_data, hv_valid, sec_info,
             )  # fmt: skip
             if failed:
                 j = int(np.flatnonzero(errors[:, 0])[0])
@@ -676,7 +743,7 @@ class _Decoder:
                 if arr.shape[0]:
                     arr[0] = 0
 
-        counts = sec[:, k.SC_COUNT] if sec.shape[0] else np.zeros(0, dtype=np.int64)
+        counts = sec_info[:, 1]
         per_batch = {name: values[rows] for name, values in meta.items()}
         batch = self._build(
             nrec, counts, per_batch, off_out, ts_out,
@@ -831,34 +898,3 @@ def _sequences(offsets: np.ndarray, counts: np.ndarray, meta: dict[str, np.ndarr
     seq = np.where(seq > _INT32_MAX, seq - _INT32_MAX - 1, seq)
     seq = np.where(base < 0, -1, seq)
     return seq.astype(np.int32)
-
-
-def _encode_legacy_section(
-    records: Sequence[tuple[int, int, memoryview | bytes | None, memoryview | bytes | None]],
-) -> bytes:
-    """Re-encode legacy messages as v2 records (absolute timestamps, offsets from the first)."""
-    from kwire._wire import write_varint
-
-    out = bytearray()
-    if not records:
-        return b""
-    first = records[0][0]
-    body = bytearray()
-    for offset, timestamp, key, value in records:
-        delta = offset - first
-        if not -(2**31) <= delta <= _INT32_MAX:
-            raise CorruptRecordError(f"inner offset {offset} too far from the first ({first})")
-        body.clear()
-        body.append(0)
-        write_varint(body, timestamp)
-        write_varint(body, delta)
-        for blob in (key, value):
-            if blob is None:
-                write_varint(body, -1)
-            else:
-                write_varint(body, len(blob))
-                body += blob
-        body.append(0)  # no headers
-        write_varint(out, len(body))
-        out += body
-    return bytes(out)

@@ -41,13 +41,21 @@ __all__ = [
     "BT_SIZE",
     "ENGINE",
     "ERROR_MESSAGES",
+    "KIND_LEGACY",
+    "KIND_V2",
+    "PY_LEGACY_CRC_RANGES",
+    "PY_SCAN_BATCHES",
+    "PY_WALK_RECORDS",
     "SC_BASE_OFFSET",
     "SC_BASE_TS",
     "SC_COUNT",
     "SC_END",
+    "SC_INNER",
+    "SC_KIND",
     "SC_LOG_APPEND",
     "SC_MAX_TS",
     "SC_NFIELDS",
+    "SC_RELATIVE",
     "SC_SRC",
     "SC_START",
     "TS_NULL",
@@ -58,6 +66,7 @@ __all__ = [
     "T_NFIELDS",
     "T_RECORDS",
     "T_VALUE_BYTES",
+    "legacy_crc_ranges",
     "numba_cache_dir",
     "scan_batches",
     "walk_records",
@@ -82,6 +91,11 @@ E_TOO_FEW_RECORDS: Final = 14
 E_TRAILING_BYTES: Final = 15
 E_RECORD_COUNT: Final = 17  # negative record count in the header
 E_OUTPUT: Final = 18  # second pass disagrees with the first (the buffer changed under us)
+E_LEGACY_TRUNCATED: Final = 19
+E_LEGACY_SIZE: Final = 20
+E_LEGACY_NESTED: Final = 21
+E_LEGACY_EMPTY: Final = 22
+E_LEGACY_WRAPPER_OFFSET: Final = 23
 
 ERROR_MESSAGES: Final[dict[int, str]] = {
     E_TRUNCATED: "truncated batch: its length runs past the end of the buffer",
@@ -101,6 +115,11 @@ ERROR_MESSAGES: Final[dict[int, str]] = {
     E_TRAILING_BYTES: "bytes left after the declared number of records",
     E_RECORD_COUNT: "negative record count",
     E_OUTPUT: "buffer changed while it was being decoded",
+    E_LEGACY_TRUNCATED: "truncated inner message header",
+    E_LEGACY_SIZE: "message size out of range",
+    E_LEGACY_NESTED: "inner messages must not be compressed",
+    E_LEGACY_EMPTY: "compressed message set with no inner messages",
+    E_LEGACY_WRAPPER_OFFSET: "wrapper offset is less than the last inner offset and is not zero",
 }
 
 # --- batch table columns (scan_batches fills an int64 [n, BT_NFIELDS] table) --------------------
@@ -128,8 +147,14 @@ SC_COUNT: Final = 3  # declared record count (checked against the bytes)
 SC_BASE_OFFSET: Final = 4
 SC_BASE_TS: Final = 5
 SC_MAX_TS: Final = 6
-SC_LOG_APPEND: Final = 7  # 1: every record takes SC_MAX_TS (v2 LogAppendTime)
-SC_NFIELDS: Final = 8
+SC_LOG_APPEND: Final = 7  # 1: every record takes SC_MAX_TS (v2 / magic 1 LogAppendTime)
+SC_KIND: Final = 8  # KIND_V2 or KIND_LEGACY
+SC_INNER: Final = 9  # legacy: 1 for the decompressed message set of a wrapper
+SC_RELATIVE: Final = 10  # legacy: 1 for magic 1 relative inner offsets (KIP-31)
+SC_NFIELDS: Final = 11
+
+KIND_V2: Final = 0  # v2 records (length-prefixed varint records), SC_COUNT of them
+KIND_LEGACY: Final = 1  # magic 0/1 entries (offset, size, crc, magic, attributes, ...) to the end
 
 # --- totals (walk_records sums these in its counting pass) ---------------------------------------
 T_RECORDS: Final = 0
@@ -294,13 +319,15 @@ def walk_records(
     hv_offs: Any,
     hv_data: Any,
     hv_valid: Any,
+    sec_info: Any,
 ) -> int:
-    """Walk the v2 records of every section; count (``fill=False``) or write the columns.
+    """Walk the records of every section (v2 records or legacy entries); count (``fill=False``) or write the columns.
 
     Counting sums the sizes each column needs into ``totals`` and records per-section failures in
     ``errors[i] = (code, position)``; with ``stop_on_error`` it stops at the first. Filling writes
     offsets (int64), timestamps (int64 microseconds) and the Arrow offsets/data/validity of the
-    requested binary columns. Returns the number of sections that failed.
+    requested binary columns; ``sec_info[i]`` gets the first offset and the record count of section ``i``. Returns
+    the number of sections that failed.
     """
     r = 0  # record index
     kp = 0  # write positions in the data buffers
@@ -327,6 +354,7 @@ def walk_records(
         base_ts = sections[si, SC_BASE_TS]
         log_append = sections[si, SC_LOG_APPEND] == 1
         max_ts = sections[si, SC_MAX_TS]
+        kind = sections[si, SC_KIND]
         err = E_OK
         err_pos = p
         # counts of this section, committed to the totals only when it decodes cleanly
@@ -336,11 +364,12 @@ def walk_records(
         nh = 0
         nhk = 0
         nhv = 0
-        if declared < 0:
+        if kind == KIND_V2 and declared < 0:
             err = E_RECORD_COUNT
-        if end > buf.shape[0] or p > end:
+        if end > buf.shape[0] or p > end or p < 0:
             err = E_OUTPUT
-        while err == E_OK and n < declared:
+        sec_info[si, 0] = base_off
+        while kind == KIND_V2 and err == E_OK and n < declared:
             rec_start = p
             err_pos = p
             if p >= end:
@@ -412,6 +441,8 @@ def walk_records(
                     err = E_OUTPUT
                     break
                 off_out[r] = base_off + off_delta
+                if n == 0:
+                    sec_info[si, 0] = base_off + off_delta
                 # microseconds for Arrow/Spark; a timestamp they cannot hold becomes null
                 ts_out[r] = ts * 1000 if -_MAX_TS_MS <= ts <= _MAX_TS_MS else TS_NULL
                 if want_key:
@@ -499,9 +530,121 @@ def walk_records(
                 nv += vlen
             if fill:
                 r += 1
-        if err == E_OK and n == declared and p != end and declared > 0:
+        if kind == KIND_V2 and err == E_OK and n == declared and p != end and declared > 0:
             err = E_TRAILING_BYTES
             err_pos = p
+        if kind == KIND_LEGACY and err == E_OK:
+            inner = sections[si, SC_INNER] == 1
+            adjust = 0
+            if sections[si, SC_RELATIVE] == 1:
+                # KIP-31: absolute = wrapper offset - last inner offset + inner offset. Find the
+                # last inner offset by hopping over the framing (the walk below checks it).
+                last = -1
+                pp = p
+                whole = True
+                while pp < end:
+                    if end - pp < _LOG_OVERHEAD:
+                        whole = False
+                        break
+                    size = _be_int(buf, pp + 8, 4)
+                    if size < 14 or size > end - pp - _LOG_OVERHEAD:
+                        whole = False
+                        break
+                    last = _be_int(buf, pp, 8)
+                    pp += _LOG_OVERHEAD + size
+                if whole and last >= 0 and base_off < last:
+                    err = E_LEGACY_WRAPPER_OFFSET
+                    err_pos = p
+                adjust = base_off - last if whole else 0
+            while err == E_OK and p < end:
+                err_pos = p
+                if end - p < _LOG_OVERHEAD:
+                    err = E_LEGACY_TRUNCATED
+                    break
+                size = _be_int(buf, p + 8, 4)
+                if size < 14 or size > end - p - _LOG_OVERHEAD:
+                    err = E_LEGACY_SIZE
+                    break
+                mend = p + _LOG_OVERHEAD + size
+                m = int(buf[p + 16])
+                q = p + 18
+                ts = -1
+                if m == 1:
+                    if size < 22:
+                        err = E_LEGACY_SIZE
+                        break
+                    ts = max_ts if log_append else _be_int(buf, q, 8)
+                    q += 8
+                elif m != 0:
+                    err = E_MAGIC
+                    break
+                if inner and (int(buf[p + 17]) & 7) != 0:
+                    err = E_LEGACY_NESTED
+                    break
+                klen = _be_int(buf, q, 4)
+                q += 4
+                kstart = q
+                if klen >= 0:
+                    if klen > mend - 4 - q:
+                        err = E_KEY_LENGTH
+                        err_pos = q - 4
+                        break
+                    q += klen
+                elif klen != -1:
+                    err = E_KEY_LENGTH
+                    err_pos = q - 4
+                    break
+                vlen = _be_int(buf, q, 4)
+                q += 4
+                vstart = q
+                if (vlen >= 0 and vlen != mend - q) or (vlen == -1 and q != mend) or vlen < -1:
+                    err = E_VALUE_LENGTH
+                    err_pos = q - 4
+                    break
+                offset = _be_int(buf, p, 8) + adjust
+                if fill:
+                    if r >= off_out.shape[0]:
+                        err = E_OUTPUT
+                        break
+                    off_out[r] = offset
+                    ts_out[r] = ts * 1000 if -_MAX_TS_MS <= ts <= _MAX_TS_MS else TS_NULL
+                    if want_key:
+                        if klen >= 0:
+                            if kp + klen > key_data.shape[0]:
+                                err = E_OUTPUT
+                                break
+                            key_data[kp : kp + klen] = buf[kstart : kstart + klen]
+                            kp += klen
+                            key_valid[r] = 1
+                        else:
+                            key_valid[r] = 0
+                        key_offs[r + 1] = kp
+                    if want_value:
+                        if vlen >= 0:
+                            if vp + vlen > val_data.shape[0]:
+                                err = E_OUTPUT
+                                break
+                            val_data[vp : vp + vlen] = buf[vstart : vstart + vlen]
+                            vp += vlen
+                            val_valid[r] = 1
+                        else:
+                            val_valid[r] = 0
+                        val_offs[r + 1] = vp
+                    if want_headers:
+                        hdr_offs[r + 1] = h
+                        hdr_valid[r] = 0
+                    r += 1
+                if n == 0:
+                    sec_info[si, 0] = offset
+                n += 1
+                if klen > 0:
+                    nk += klen
+                if vlen > 0:
+                    nv += vlen
+                p = mend
+            if err == E_OK and inner and n == 0:
+                err = E_LEGACY_EMPTY
+                err_pos = p
         if err != E_OK:
             failed += 1
             errors[si, 0] = err
@@ -511,6 +654,7 @@ def walk_records(
             continue
         errors[si, 0] = E_OK
         errors[si, 1] = 0
+        sec_info[si, 1] = n
         totals[T_RECORDS] += n
         totals[T_KEY_BYTES] += nk
         totals[T_VALUE_BYTES] += nv
@@ -520,9 +664,39 @@ def walk_records(
     return failed
 
 
+def legacy_crc_ranges(buf: Any, start: int, end: int, out: Any) -> int:
+    """(crc start, crc end, stored CRC32) of each legacy entry in ``buf[start:end]`` into ``out``.
+
+    Returns the number of entries written; stops early at broken framing (``walk_records``
+    reports it) or when ``out`` is full.
+    """
+    p = start
+    n = 0
+    while p < end and n < out.shape[0]:
+        if end - p < _LOG_OVERHEAD + 5:
+            break
+        size = _be_int(buf, p + 8, 4)
+        if size < 14 or size > end - p - _LOG_OVERHEAD:
+            break
+        out[n, 0] = p + 16
+        out[n, 1] = p + _LOG_OVERHEAD + size
+        out[n, 2] = _be_uint32(buf, p + 12)
+        n += 1
+        p += _LOG_OVERHEAD + size
+    return n
+
+
 # --- engine selection ----------------------------------------------------------------------------
 
-_KERNELS: Final = ("_be_int", "_be_uint32", "_varint", "_varlong", "scan_batches", "walk_records")
+_KERNELS: Final = (
+    "_be_int",
+    "_be_uint32",
+    "_varint",
+    "_varlong",
+    "scan_batches",
+    "walk_records",
+    "legacy_crc_ranges",
+)
 
 
 def numba_cache_dir() -> str:
@@ -568,5 +742,6 @@ ENGINE: Final[str] = _jit_kernels()
 # The interpreted versions, kept for tests that compare both engines in one process.
 PY_SCAN_BATCHES: Final = getattr(scan_batches, "py_func", scan_batches)
 PY_WALK_RECORDS: Final = getattr(walk_records, "py_func", walk_records)
+PY_LEGACY_CRC_RANGES: Final = getattr(legacy_crc_ranges, "py_func", legacy_crc_ranges)
 
 _ = np  # numpy is what callers pass in; imported here so a missing numpy fails at import
