@@ -219,3 +219,75 @@ def test_mutations_agree_with_the_row_api(buf: bytes, data: st.DataObject) -> No
         return
     names = set(expected[0]) if expected else set()
     assert [{k: v for k, v in g.items() if k in names} for g in got] == expected
+
+
+# -- legacy magic 0/1 -----------------------------------------------------------------------------
+
+
+def _wrapper(
+    magic: int, wrapper_offset: int, inner: bytes, codec: int = Compression.GZIP, attrs: int = 0
+) -> bytes:
+    from kwire.records import compress
+    from kwire.records._legacy import encode_message
+
+    out = bytearray()
+    encode_message(out, offset=wrapper_offset, magic=magic, attributes=attrs | codec,
+                   timestamp=77, key=None, value=compress(codec, inner, magic=magic))  # fmt: skip
+    return bytes(out)
+
+
+def _inner(magic: int, offsets: list[int], attrs: int = 0) -> bytearray:
+    from kwire.records._legacy import encode_message
+
+    out = bytearray()
+    for o in offsets:
+        encode_message(out, offset=o, magic=magic, attributes=attrs, timestamp=5 + o,
+                       key=b"k%d" % o, value=b"v%d" % o)  # fmt: skip
+    return out
+
+
+def test_legacy_relative_offsets_and_wrapper_rules() -> None:
+    # KIP-31: absolute = wrapper offset - last inner + inner (holes kept)
+    rb = decode_to_arrow(_wrapper(1, 100, bytes(_inner(1, [0, 2, 3]))))
+    assert rb.column("offset").to_pylist() == [97, 99, 100]
+    assert rb.column("batchOffset").to_pylist() == [97] * 3
+    assert rb.column("timestamp").cast("int64").to_pylist() == [5000, 7000, 8000]
+    # wrapper offset 0: inner offsets used as they are
+    assert decode_to_arrow(_wrapper(1, 0, bytes(_inner(1, [0, 1])))).column(
+        "offset"
+    ).to_pylist() == [0, 1]
+    # magic 0 inner offsets are absolute; LogAppendTime wrappers stamp their inner messages
+    rb = decode_to_arrow(_wrapper(0, 9, bytes(_inner(0, [7, 9]))))
+    assert rb.column("offset").to_pylist() == [7, 9]
+    assert rb.column("timestampType").to_pylist() == [-1, -1]
+    rb = decode_to_arrow(_wrapper(1, 50, bytes(_inner(1, [0, 1])), attrs=0x08))
+    assert rb.column("timestamp").cast("int64").to_pylist() == [77_000, 77_000]
+    assert rb.column("timestampType").to_pylist() == [1, 1]
+    for bad, reason in [
+        (_wrapper(1, 1, bytes(_inner(1, [0, 1, 2]))), "less than the last inner offset"),
+        (_wrapper(1, 5, bytes(_inner(1, [0], attrs=Compression.GZIP))), "must not be compressed"),
+        (_wrapper(1, 5, b""), "no inner messages"),
+        (_wrapper(1, 5, bytes(_inner(1, [0]))[:-1]), "message size out of range"),
+    ]:
+        with pytest.raises(CorruptRecordError, match=reason):
+            decode_to_arrow(bad)
+        with pytest.raises(CorruptRecordError):
+            reference_rows(bad)
+
+
+def test_legacy_crcs() -> None:
+    inner = _inner(1, [0, 1, 2])
+    inner[-1] ^= 0x01  # the last inner message's value, under its CRC32
+    wrapper = _wrapper(1, 10, bytes(inner))
+    with pytest.raises(CorruptRecordError, match="CRC32 mismatch in inner message 2"):
+        decode_to_arrow(wrapper)
+    rb = decode_to_arrow(wrapper, verify_crc=False)
+    assert rb.column("value").to_pylist()[2] == b"v3"
+    plain = bytearray(_inner(0, [4, 5]))
+    plain[-1] ^= 0x02
+    with pytest.raises(CorruptRecordError, match="CRC32 mismatch") as info:
+        decode_to_arrow(bytes(plain))
+    assert info.value.offset == len(plain) // 2 + 12
+    result = decode_columnar(bytes(plain) + wrapper, on_corrupt="skip")
+    assert result.batch.column("offset").to_pylist() == [4]
+    assert [s.position for s in result.skipped] == [len(plain) // 2, len(plain)]
