@@ -143,6 +143,15 @@ def scanner() -> Any:
         import numpy as np
     except ImportError:
         return None  # the reference path is complete on its own; nothing to warn about
+    if not os.environ.get("NUMBA_CACHE_DIR"):
+        # The columnar decoder's cache location (writable even when site-packages is not).
+        from kwire.records._columnar_kernels import numba_cache_dir
+
+        try:
+            os.makedirs(numba_cache_dir(), exist_ok=True)
+            setattr(numba.config, "CACHE_DIR", numba_cache_dir())  # noqa: B010 (untyped module)
+        except OSError:
+            pass
     _varint = numba.njit(cache=True, nogil=True)(_varint)
     _SCANNER = (numba.njit(cache=True, nogil=True)(scan_v2_records), np)
     return _SCANNER
