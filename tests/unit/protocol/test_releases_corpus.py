@@ -71,14 +71,31 @@ def test_verify_catches_a_lost_version(merged: dict[str, dict[str, Any]]) -> Non
     assert any(p.startswith("FetchRequest: versions") for p in problems)
 
 
-def test_counts(merged: dict[str, dict[str, Any]]) -> None:
+def _versions(specs: dict[str, dict[str, Any]]) -> int:
+    return sum(len(sl.valid_versions(s)) for s in specs.values())
+
+
+def _keys(specs: dict[str, dict[str, Any]]) -> int:
+    return len({s["apiKey"] for s in specs.values() if s.get("type") == "request"})
+
+
+def test_counts_in_docs(merged: dict[str, dict[str, Any]]) -> None:
+    # The numbers docs/versions.md states, recomputed.
     old = merge_specs.load_dir(merge_specs.OLD_DIR)
-    old_versions = sum(len(sl.valid_versions(s)) for s in old.values())
-    merged_versions = sum(len(sl.valid_versions(s)) for s in merged.values())
-    assert len(old) == 186 and len(merged) == 198
-    # ListClientMetricsResources (3.9.1) became ListConfigResources (4.x, same key).
+    new = merge_specs.load_dir(merge_specs.NEW_DIR)
+    assert (len(old), len(new), len(merged)) == (186, 190, 198)
+    assert (_versions(old), _versions(new), _versions(merged)) == (666, 625, 744)
+    assert (_keys(old), _keys(new), _keys(merged)) == (88, 89, 93)
+    # No 3.9.1 version is lost (ListClientMetricsResources v0 lives on as ListConfigResources v0).
     assert "ListClientMetricsResourcesRequest" not in merged
-    assert merged_versions > old_versions
+    assert _versions(merged) - _versions(old) == 78
+    doc = (merge_specs.ROOT / "docs" / "versions.md").read_text(encoding="utf-8")
+    for text in ("| 186 | 190 | 198 |", "| 666 | 625 | 744 |", "| 88 | 89 | 93 |", "adds 78"):
+        assert text in doc
+
+
+def test_docs_table_is_up_to_date() -> None:
+    assert merge_specs.write_docs(check_only=True) == 0
 
 
 def test_kwire_loader_accepts_the_merged_corpus() -> None:
