@@ -271,15 +271,17 @@ class BatchScan(Iterator[Batch]):
         """Report the bad bytes at ``rel`` and move the reader past them (or stop)."""
         reason = None if exc is None else (exc.reason if isinstance(exc, DecodeError) else str(exc))
         framing = self._framing(rel)
+        nxt = self._resync(rel)
         if exc is not None and framing is not None:
-            # Sound framing, bad batch (CRC, header): if a valid batch (or the end of the data)
-            # follows it, the length was right and exactly this batch is skipped.
+            # Sound framing, bad batch (CRC, header). When the next valid batch starts right after
+            # it (or nothing valid follows), the length was right: exactly this batch is skipped.
+            # A valid batch starting *inside* it means its length field is wrong: report only the
+            # bytes up to that batch, so no intact batch is swallowed.
             after = rel + LOG_OVERHEAD + framing[0]
-            if after == self._data_end or self._valid_batch_at(after):
+            if nxt is None or nxt == after:
                 self._report(rel, after - rel, f"corrupt batch: {reason}")
                 self._reader = self._reader_at(after)
                 return
-        nxt = self._resync(rel)
         if nxt is not None:
             why = reason if reason is not None else "batch length runs past the end of the data"
             self._report(

@@ -307,3 +307,15 @@ def test_open_segment_maps_files_read_only(tmp_path: Path) -> None:
         pass
     with open_segment(other, base_offset=0) as seg3:
         assert seg3.next_offset() == 12
+
+
+def test_a_length_field_swallowing_the_next_batch_loses_only_the_bad_batch() -> None:
+    data, positions = log_of(4)
+    bad = bytearray(data)
+    # Batch 1's length now covers batch 2 exactly (and still lands on batch 3's start).
+    (size,) = struct.unpack_from(">i", bad, positions[1] + 8)
+    struct.pack_into(">i", bad, positions[1] + 8, size + positions[3] - positions[2])
+    scan = scan_batches(bad)
+    assert [b.base_offset for b in scan] == [0, 6, 9]
+    (skipped,) = scan.skipped
+    assert (skipped.position, skipped.length) == (positions[1], positions[2] - positions[1])
