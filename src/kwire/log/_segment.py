@@ -55,8 +55,9 @@ LOG_OVERHEAD: Final = 12  # offset int64 + size int32, in front of every batch o
 MIN_BATCH_SIZE: Final = 14  # Kafka's LegacyRecord.RECORD_OVERHEAD_V0: the smallest size field
 _PREFIX: Final = struct.Struct(">qi")
 _MAGIC_AT: Final = 16
-_CHUNK: Final = 1 << 16
+_CHUNK: Final = 1 << 20
 _ZERO_SIZE: Final = b"\0\0\0\0"
+_ZEROS: Final = bytes(_CHUNK)
 
 ErrorMode = Literal["report", "strict"]
 
@@ -85,9 +86,8 @@ def _next_nonzero(view: memoryview, start: int, stop: int) -> int | None:
     while pos < stop:
         n = min(_CHUNK, stop - pos)
         chunk = bytes(view[pos : pos + n])
-        rest = chunk.lstrip(b"\0")
-        if rest:
-            return pos + n - len(rest)
+        if chunk != (_ZEROS if n == _CHUNK else bytes(n)):  # memcmp: fast on long zero runs
+            return pos + n - len(chunk.lstrip(b"\0"))
         pos += n
     return None
 
@@ -283,10 +283,12 @@ class BatchScan(Iterator[Batch]):
                 self._reader = self._reader_at(after)
                 return
         if nxt is not None:
-            why = reason if reason is not None else "batch length runs past the end of the data"
-            self._report(
-                rel, nxt - rel, f"unreadable bytes ({why}); resumed at the next valid batch"
-            )
+            if _next_nonzero(self._view, rel, nxt) is None:
+                what = "zero-filled bytes"
+            else:
+                why = reason if reason is not None else "batch length runs past the end of the data"
+                what = f"unreadable bytes ({why})"
+            self._report(rel, nxt - rel, f"{what}; resumed at the next valid batch")
             self._reader = self._reader_at(nxt)
             return
         stop = max(self._end, rel)

@@ -129,6 +129,7 @@ def test_zero_hole_in_the_middle() -> None:
     scan = scan_batches(holed)
     assert [b.base_offset for b in scan] == [0, 3, 6]
     assert (scan.skipped[0].position, scan.skipped[0].length) == (positions[1], 5000)
+    assert scan.skipped[0].reason == "zero-filled bytes; resumed at the next valid batch"
 
 
 def test_unreadable_tail_without_any_later_batch() -> None:
