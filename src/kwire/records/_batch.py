@@ -55,6 +55,7 @@ class BatchReader(Iterator[Batch]):
         "_allow_truncated_tail",
         "_end",
         "_max_decompressed_size",
+        "_src",
         "_verify_crc",
         "_view",
         "position",
@@ -73,6 +74,12 @@ class BatchReader(Iterator[Batch]):
     ) -> None:
         view = as_view(buffer)
         self._view = view
+        # the caller's bytes object itself, when the view covers all of it: batches read
+        # integers from it (faster than through the memoryview), in the same coordinates
+        obj = view.obj
+        self._src: bytes | memoryview = (
+            obj if isinstance(obj, bytes) and len(obj) == len(view) else view
+        )
         self._end = len(view) if end is None else min(end, len(view))
         self._verify_crc = verify_crc
         self._max_decompressed_size = max_decompressed_size
@@ -121,6 +128,8 @@ class BatchReader(Iterator[Batch]):
             pos,
             verify_crc=self._verify_crc,
             max_decompressed_size=self._max_decompressed_size,
+            whole=view,
+            src=self._src,
         )
         self.position = nxt
         return batch

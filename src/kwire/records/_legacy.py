@@ -175,8 +175,14 @@ class LegacyBatch(Batch):
         *,
         verify_crc: bool = True,
         max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+        whole: memoryview | None = None,
+        src: bytes | memoryview | None = None,
     ) -> None:
-        """Parse the entry that ``view`` holds exactly (offset and size prefix included)."""
+        """Parse the entry that ``view`` holds exactly (offset and size prefix included).
+
+        ``whole`` and ``src`` (the reader's buffer) are accepted for symmetry with
+        ``RecordBatch`` and not used.
+        """
         size = len(view) - LOG_OVERHEAD
         try:
             entry = _parse_entry(view, 0, size, verify_crc)
@@ -291,7 +297,9 @@ class LegacyBatch(Batch):
     def records(self) -> Iterator[Record]:
         if not self.attributes & 0x07:
             e = self._entry
-            return iter((Record(e.offset, e.timestamp, e.key, e.value, (), self),))
+            return iter(
+                (Record(e.offset, e.timestamp, e.key, e.value, (), self, self.timestamp_type),)
+            )
         return iter(self._records())
 
     def inner_entries(self) -> list[tuple[int, int, int, int]]:
@@ -370,7 +378,8 @@ class LegacyBatch(Batch):
                 base = wrapper.offset - last
         else:
             base = 0
-        log_append = self.timestamp_type == LOG_APPEND_TIME
+        ts_type = self.timestamp_type
+        log_append = ts_type == LOG_APPEND_TIME
         wrapper_ts = wrapper.timestamp
         records = [
             Record(
@@ -380,6 +389,7 @@ class LegacyBatch(Batch):
                 e.value,
                 (),
                 self,
+                ts_type if e.magic == 1 else NO_TIMESTAMP_TYPE,
             )
             for e in entries
         ]

@@ -63,7 +63,7 @@ class Record:
     batch otherwise. ``copy()`` returns a record holding ``bytes`` instead, bound to nothing.
     """
 
-    __slots__ = ("_batch", "headers", "key", "offset", "timestamp", "value")
+    __slots__ = ("_batch", "headers", "key", "offset", "timestamp", "timestamp_type", "value")
 
     def __init__(
         self,
@@ -73,6 +73,7 @@ class Record:
         value: memoryview | bytes | None,
         headers: tuple[Header, ...],
         batch: Batch | _BatchFacts,
+        timestamp_type: int,
     ) -> None:
         self.offset = offset
         self.timestamp = timestamp
@@ -80,11 +81,8 @@ class Record:
         self.value = value
         self.headers = headers
         self._batch = batch
-
-    @property
-    def timestamp_type(self) -> int:
-        """0 CreateTime, 1 LogAppendTime, -1 none (magic 0)."""
-        return self._batch.timestamp_type
+        #: 0 CreateTime, 1 LogAppendTime, -1 none (magic 0).
+        self.timestamp_type = timestamp_type
 
     @property
     def is_control(self) -> bool:
@@ -116,6 +114,7 @@ class Record:
             None if self.value is None else bytes(self.value),
             tuple((k, None if v is None else bytes(v)) for k, v in self.headers),
             facts,
+            self.timestamp_type,
         )
 
     def __eq__(self, other: object) -> bool:

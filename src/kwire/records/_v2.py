@@ -95,6 +95,8 @@ class RecordBatch(Batch):
         "_base_timestamp",
         "_last_offset_delta",
         "_record_count",
+        "_src",
+        "_whole",
     )
 
     HEADER_SIZE = HEADER_SIZE
@@ -111,8 +113,15 @@ class RecordBatch(Batch):
         *,
         verify_crc: bool = True,
         max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+        whole: memoryview | None = None,
+        src: bytes | memoryview | None = None,
     ) -> None:
-        """Parse the header of the batch that ``view`` holds exactly (caller checked the length)."""
+        """Parse the header of the batch that ``view`` holds exactly (caller checked the length).
+
+        ``whole`` is the reader's buffer (``view`` is ``whole[position : position + size]``) and
+        ``src`` the same bytes as a ``bytes``/``bytearray`` when that is what the caller passed:
+        record fields are then read from ``src`` (faster indexing) and sliced from ``whole``.
+        """
         size = len(view)
         if size < HEADER_SIZE:
             raise CorruptRecordError(
@@ -173,6 +182,8 @@ class RecordBatch(Batch):
         self._base_timestamp = base_timestamp
         self._record_count = count
         self._max_decompressed_size = max_decompressed_size
+        self._whole = whole
+        self._src = src if whole is not None else None
 
     @property
     def base_offset(self) -> int:
@@ -255,8 +266,12 @@ class RecordBatch(Batch):
 
     def records(self) -> Iterator[Record]:
         """Decode the records lazily (for a compressed batch, decompress first, once per call)."""
+        if self.attributes & ATTR_CODEC_MASK == 0 and self._whole is not None:
+            start = self.position
+            src = self._src if self._src is not None else self._whole
+            return _iter_records(self, src, self._whole, start + HEADER_SIZE, start + self.size, 0)
         view, base = self.records_view()
-        return _iter_records(self, view, base)
+        return _iter_records(self, view, view, 0, len(view), base)
 
     def header_dict(self) -> dict[str, int | bool]:
         """The header fields as a plain dict (for printing and tests)."""
@@ -281,18 +296,27 @@ class RecordBatch(Batch):
 _UNZIGZAG: Final = [(raw >> 1) ^ -(raw & 1) for raw in range(1 << 14)]
 
 
-def _iter_records(batch: RecordBatch, view: memoryview, base: int) -> Iterator[Record]:
+def _iter_records(
+    batch: RecordBatch,
+    data: bytes | memoryview,
+    view: memoryview,
+    pos: int,
+    end: int,
+    base: int,
+) -> Iterator[Record]:
     # The hot loop of the row API. Varints of one and two bytes (almost every record field) are
     # decoded inline, zigzag through a lookup table; longer ones go through ``_wire``. Bounds:
     # slices of a memoryview never read past it, a key or value running past its record is caught
     # by the final ``pos != rec_end`` check, and single-byte reads past the view raise IndexError,
-    # translated below.
-    end = len(view)
-    pos = 0
+    # translated below. ``data`` and ``view`` hold the same bytes: integers are read from
+    # ``data`` (a bytes object when there is one: faster to index), slices taken from ``view``.
+    # Positions run from ``pos`` to ``end``; ``base`` maps them to the caller's buffer (-1:
+    # decompressed bytes).
     count = batch._record_count
     base_offset = batch._base_offset
     base_ts = batch._base_timestamp
-    log_append = batch.timestamp_type == LOG_APPEND_TIME
+    ts_type = batch.timestamp_type
+    log_append = ts_type == LOG_APPEND_TIME
     max_ts = batch.max_timestamp
     no_headers = _NO_HEADERS
     unzz = _UNZIGZAG
@@ -304,71 +328,71 @@ def _iter_records(batch: RecordBatch, view: memoryview, base: int) -> Iterator[R
     try:
         for index in range(count):  # noqa: B007 (read by the error handlers)
             start = pos
-            b = view[pos]
+            b = data[pos]
             if b < 0x80:
                 length = unzz[b]
                 pos += 1
             else:
-                c = view[pos + 1]
+                c = data[pos + 1]
                 if c < 0x80:
                     length = unzz[(b & 0x7F) | (c << 7)]
                     pos += 2
                 else:
-                    length, pos = rvarint(view, pos)
+                    length, pos = rvarint(data, pos)
             rec_end = pos + length
-            if length < 6 or rec_end > end:  # 6 = attributes + five 1-byte varints
+            if rec_end > end:  # a too short length fails the rec_end check below
                 raise CorruptRecordError(
                     f"record length {length} out of range ({end - pos} bytes left)",
                     offset=start,
                 )
             # timestamp delta (after the unused attributes byte)
-            b = view[pos + 1]
+            b = data[pos + 1]
             if b < 0x80:
                 ts_delta = unzz[b]
                 pos += 2
             else:
-                c = view[pos + 2]
+                c = data[pos + 2]
                 if c < 0x80:
                     ts_delta = unzz[(b & 0x7F) | (c << 7)]
                     pos += 3
                 else:
-                    d = view[pos + 3]
+                    d = data[pos + 3]
                     if d < 0x80:
                         b = (b & 0x7F) | ((c & 0x7F) << 7) | (d << 14)
                         ts_delta = (b >> 1) ^ -(b & 1)
                         pos += 4
                     else:
-                        ts_delta, pos = rvarlong(view, pos + 1)
+                        ts_delta, pos = rvarlong(data, pos + 1)
             # offset delta
-            b = view[pos]
+            b = data[pos]
             if b < 0x80:
                 off_delta = unzz[b]
                 pos += 1
             else:
-                c = view[pos + 1]
+                c = data[pos + 1]
                 if c < 0x80:
                     off_delta = unzz[(b & 0x7F) | (c << 7)]
                     pos += 2
                 else:
-                    d = view[pos + 2]
+                    d = data[pos + 2]
                     if d < 0x80:
                         b = (b & 0x7F) | ((c & 0x7F) << 7) | (d << 14)
                         off_delta = (b >> 1) ^ -(b & 1)
                         pos += 3
                     else:
-                        off_delta, pos = rvarint(view, pos)
+                        off_delta, pos = rvarint(data, pos)
             # key
-            b = view[pos]
+            b = data[pos]
             if b < 0x80:
                 n = unzz[b]
                 pos += 1
             else:
-                c = view[pos + 1]
+                c = data[pos + 1]
                 if c < 0x80:
                     n = unzz[(b & 0x7F) | (c << 7)]
                     pos += 2
                 else:
-                    n, pos = rvarint(view, pos)
+                    n, pos = rvarint(data, pos)
             if n >= 0:
                 key: memoryview | None = view[pos : pos + n]
                 pos += n
@@ -377,17 +401,17 @@ def _iter_records(batch: RecordBatch, view: memoryview, base: int) -> Iterator[R
             else:
                 raise CorruptRecordError(f"invalid key length {n}", offset=pos)
             # value
-            b = view[pos]
+            b = data[pos]
             if b < 0x80:
                 n = unzz[b]
                 pos += 1
             else:
-                c = view[pos + 1]
+                c = data[pos + 1]
                 if c < 0x80:
                     n = unzz[(b & 0x7F) | (c << 7)]
                     pos += 2
                 else:
-                    n, pos = rvarint(view, pos)
+                    n, pos = rvarint(data, pos)
             if n >= 0:
                 value: memoryview | None = view[pos : pos + n]
                 pos += n
@@ -396,7 +420,7 @@ def _iter_records(batch: RecordBatch, view: memoryview, base: int) -> Iterator[R
             else:
                 raise CorruptRecordError(f"invalid value length {n}", offset=pos)
             # headers
-            if view[pos] == 0:
+            if data[pos] == 0:
                 headers = no_headers
                 pos += 1
             else:
@@ -413,6 +437,7 @@ def _iter_records(batch: RecordBatch, view: memoryview, base: int) -> Iterator[R
                 value,
                 headers,
                 batch,
+                ts_type,
             )
         if pos != end:
             index = count
