@@ -2,7 +2,9 @@
 
 The comparison is tools/check_specs.py's (the same code the developer tool runs): kwire's spec model
 against the schema dump of Kafka's generated classes (tools/java/ProtocolOracle.java), defaults
-included (the codec's own defaults are checked in test_protocol_roundtrip.py). The mutation tests show the comparison notices each kind of difference it claims to check.
+included. Then the codec itself: a freshly constructed kwire message writes the same JSON as a
+fresh Java one, for every message-version. The mutation tests show that the comparison notices
+each kind of difference it claims to check.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 import check_specs
 import pytest
 
-from kwire.protocol import bundled_specs
+from kwire.protocol import bundled_specs, message_class
 from kwire.protocol._bundled import SPEC_DIR
 from kwire.protocol._spec import load_spec_dir, strip_comments
 
@@ -35,6 +37,73 @@ def test_bundled_specs_give_the_jars_wire_schema_and_defaults(
         == kafka_schemas["messageVersionCount"]
         == 666
     )
+
+
+def _struct_defaults(
+    cls: Any, struct: dict[str, Any], version: int, path: str
+) -> tuple[int, list[str]]:
+    """Compares ``cls()`` with the jar's defaults for ``struct``, then every nested struct class."""
+    count = 1
+    try:
+        differences = check_specs.json_diff(path, cls().to_json(version), struct["default"])
+    except Exception as exc:  # reported with the others
+        differences = [
+            f"{path}: {cls.__name__}().to_json({version}) raised {type(exc).__name__}: {exc}"
+        ]
+    by_json = {f.json_name: f for f in cls.__kafka_fields__}
+    for field in struct["fields"] + struct["taggedFields"]:
+        t = field["type"]
+        while t["type"] in ("ARRAY", "COMPACT_ARRAY"):
+            t = t["items"]
+        if t["type"] == "STRUCT":
+            nested = by_json[field["json"]].struct
+            n, d = _struct_defaults(nested, t["struct"], version, f"{path}.{field['json']}")
+            count += n
+            differences += d
+    return count, differences
+
+
+#: kwire bug: ``to_json`` of a fresh FetchSnapshotResponse PartitionSnapshot raises EncodeError
+#: ("null in non-nullable field unaligned_records"); Java's fresh instance holds null there too and
+#: its converter writes it without complaint. Checked (strict xfail) by the test below this one.
+KNOWN_BUG_PATHS = (
+    "FetchSnapshotResponse v0.topics.partitions",
+    "FetchSnapshotResponse v1.topics.partitions",
+)
+
+
+def test_fresh_kwire_messages_write_the_jars_defaults(kafka_schemas: dict[str, Any]) -> None:
+    """``X()`` of every message class and every nested struct class, at every version, writes the
+    JSON that Kafka's converter writes for a fresh Java instance."""
+    failures = [
+        f for f in _all_default_differences(kafka_schemas) if not f.startswith(KNOWN_BUG_PATHS)
+    ]
+    assert not failures, f"{len(failures)} differences:\n" + "\n".join(failures[:50])
+
+
+@pytest.mark.xfail(
+    strict=True, reason="kwire bug: to_json of a fresh struct with null records raises"
+)
+def test_fresh_struct_with_null_non_nullable_records_writes_json(
+    kafka_schemas: dict[str, Any],
+) -> None:
+    failures = [f for f in _all_default_differences(kafka_schemas) if f.startswith(KNOWN_BUG_PATHS)]
+    assert not failures, "\n".join(failures)
+
+
+def _all_default_differences(kafka_schemas: dict[str, Any]) -> list[str]:
+    failures: list[str] = []
+    versions = structs = 0
+    for name, entry in sorted(kafka_schemas["messages"].items()):
+        cls = message_class(name)
+        for version, struct in entry["versions"].items():
+            versions += 1
+            n, differences = _struct_defaults(cls, struct, int(version), f"{name} v{version}")
+            structs += n
+            failures += differences
+    assert versions == 666
+    assert structs > 2 * versions  # nested structs were compared too (1636 structs)
+    return failures
 
 
 # -- the comparison can fail ------------------------------------------------------------------
