@@ -458,3 +458,32 @@ def test_json_lines(
     assert objs[3]["key"] == "k0" and objs[3]["headerKeys"] == ["h1", "h2"]
     assert objs[4].get("key") is None and objs[4]["payload"] == "world"
     assert objs[-1]["reason"] == "zero-filled tail" and objs[-1]["length"] == 30
+
+
+def test_legacy_compressed_wrapper(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    import gzip
+
+    # KIP-31: magic 1 inner offsets are relative (0, 1); the wrapper carries the last absolute
+    # offset (11) and the largest inner timestamp.
+    inner0, crc0 = legacy_message(0, 1, b"a", b"x", ts=500)
+    inner1, crc1 = legacy_message(1, 1, None, b"yy", ts=700)
+    value = gzip.compress(inner0 + inner1)
+    body = (
+        struct.pack(">bbq", 1, 1, 700)
+        + struct.pack(">i", -1)
+        + struct.pack(">i", len(value))
+        + value
+    )
+    wrapper_crc = zlib.crc32(body)
+    wrapper = struct.pack(">qiI", 11, 4 + len(body), wrapper_crc) + body
+    log = tmp_path / "00000000000000000010.log"
+    log.write_bytes(wrapper)
+    code, out, _ = dump(capsys, "--files", str(log), "--print-data-log")
+    assert code == 0
+    assert out[1:] == [
+        "Log starting offset: 10",
+        f"offset: 11 position: 0 CreateTime: 700 size: {len(wrapper)} magic: 1 compresscodec: gzip "
+        f"crc: {wrapper_crc} isvalid: true",
+        f"| offset: 10 CreateTime: 500 keySize: 1 valueSize: 1 isValid: true crc: {crc0}}} key: a payload: x",
+        f"| offset: 11 CreateTime: 700 keySize: -1 valueSize: 2 isValid: true crc: {crc1}}} payload: yy",
+    ]
