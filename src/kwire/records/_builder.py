@@ -151,15 +151,15 @@ class BatchBuilder:
             self._records.append((offset, timestamp, key, value))
         else:
             # v2: encode now (one pass, no per-record tuples kept); see _v2.encode_record
+            off_delta = offset - self.base_offset
+            if off_delta > _INT32_MAX:
+                raise EncodeError(f"offset delta {off_delta} does not fit a v2 batch")
             base_ts = self._base_ts
             if base_ts is None:
                 base_ts = self._base_ts = timestamp
             if timestamp > self._max_ts:
                 self._max_ts = timestamp
-            off_delta = offset - self.base_offset
             ts_delta = timestamp - base_ts
-            if off_delta > _INT32_MAX:
-                raise EncodeError(f"offset delta {off_delta} does not fit a v2 batch")
             small = _SMALL
             if key is None:
                 kpart = b"\x01"
