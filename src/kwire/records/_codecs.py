@@ -308,9 +308,30 @@ def _zstd_compress(data: bytes | memoryview, magic: int) -> bytes:
     return bytes(_library("cramjam").zstd.compress(data, level=3))
 
 
+def _zstd_content_size(data: bytes | memoryview) -> int | None:
+    """The Frame_Content_Size of a zstd frame header, when the writer put one there."""
+    if len(data) < 6 or bytes(data[:4]) != b"\x28\xb5\x2f\xfd":
+        return None
+    fhd = data[4]
+    single_segment = (fhd >> 5) & 1
+    fcs_flag = fhd >> 6
+    size = (1 if single_segment else 0, 2, 4, 8)[fcs_flag]
+    if not size:
+        return None
+    at = 5 + (0 if single_segment else 1) + (0, 1, 2, 4)[fhd & 3]
+    if len(data) < at + size:
+        return None
+    value = int.from_bytes(data[at : at + size], "little")
+    return value + 256 if size == 2 else value
+
+
 def _zstd_decompress(data: bytes | memoryview, magic: int, max_size: int) -> bytes:
     cramjam = _library("cramjam")
-    size = min(max_size, max(64 * 1024, 4 * len(data)))
+    declared = _zstd_content_size(data)
+    if declared is not None and declared > max_size:
+        raise _bomb(max_size)
+    # start from the declared size (a hint only: the loop below still bounds the output)
+    size = min(max_size, max(64 * 1024, 4 * len(data), declared or 0))
     while True:
         buf = bytearray(size)
         try:
