@@ -30,7 +30,7 @@ from conftest import JavaProcess
 from test_protocol_roundtrip import MESSAGE_VERSIONS, b64, generate_cases, restore_records
 
 from kwire.errors import DecodeError
-from kwire.protocol import message_spec
+from kwire.protocol import message_class, message_spec
 
 pytestmark = pytest.mark.oracle
 
@@ -61,8 +61,6 @@ def same_json(mine: dict[str, Any], kafka: dict[str, Any], spec: Any, version: i
 
 @pytest.mark.parametrize("name", sorted({n for n, _ in MESSAGE_VERSIONS}))
 def test_damaged_bytes_read_as_kafka_reads_them(protocol_oracle: JavaProcess, name: str) -> None:
-    from kwire.protocol import message_class
-
     cls = message_class(name)
     spec = message_spec(name)
     failures: list[str] = []
@@ -156,8 +154,6 @@ def _with_other_version_tag(
 ) -> list[tuple[str, int, str, bytes, dict[str, Any]]]:
     """kwire writes the "max" case with the other version's tag added (as an unknown tag) to the
     struct at the path; returns (message, version, where, bytes, Kafka's reply to decoding them)."""
-    from kwire.protocol import message_class
-
     made = []
     for name, version, path, tag in OTHER_VERSION_TAGS:
         _, sent = generate_cases(name, version)[1]  # "max": every array has elements
@@ -194,8 +190,6 @@ def test_kafka_rejects_tags_declared_for_other_versions(protocol_oracle: JavaPro
 def test_kwire_rejects_tags_declared_for_other_versions(protocol_oracle: JavaProcess) -> None:
     """Kafka's generated readers throw "Tag N is not valid for version V" for such a tag (and so a
     broker rejects the request); kwire keeps it in ``unknown_tags`` and would write it back."""
-    from kwire.protocol import message_class
-
     accepted = []
     for name, version, where, data, _ in _with_other_version_tag(protocol_oracle):
         try:

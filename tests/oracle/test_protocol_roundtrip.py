@@ -15,8 +15,9 @@ other bytes or nothing. Kafka's JsonConverter reads each one and Kafka serialize
 2. kwire encodes that JSON (records restored), and the JSON that was generated, to exactly Kafka's
    bytes.
 3. Kafka decodes kwire's bytes back to the same JSON.
-4. In flexible versions, unknown tagged fields that kwire adds are written in tag order, merged
-   with the known ones, exactly as Kafka writes back the unknown tags it kept.
+4. In flexible versions, unknown tagged fields that kwire adds are written in ascending tag order
+   after the known ones (Kafka's tags are contiguous from 0), exactly as Kafka writes back the
+   unknown tags it kept, and Kafka reads them in that order.
 
 test_generated_cases_cover_every_field_and_state shows the cases reach every field of every
 message-version in every state (value, absent, null, empty, several elements).
@@ -41,6 +42,7 @@ from kwire.protocol import (
     MessageSpec,
     StructSpec,
     iter_message_versions,
+    message_class,
     message_spec,
 )
 from kwire.protocol._spec import INT_RANGES
@@ -253,8 +255,6 @@ def _hex(data: bytes) -> str:
     ("name", "version"), MESSAGE_VERSIONS, ids=[f"{n}-v{v}" for n, v in MESSAGE_VERSIONS]
 )
 def test_kafka_and_kwire_agree(protocol_oracle: JavaProcess, name: str, version: int) -> None:
-    from kwire.protocol import message_class
-
     cls = message_class(name)
     spec = message_spec(name)
     cases = generate_cases(name, version)
@@ -350,6 +350,8 @@ def _check_unknown_tags(
             f"{where}: Kafka writes the tags back differently\n  kwire: {_hex(data)}\n"
             f"  kafka: {_hex(base64.b64decode(again['bytes']))}"
         )
+    if again["unknownTags"] != [free, 300]:
+        out.append(f"{where}: Kafka read the unknown tags in the order {again['unknownTags']}")
     if again["json"] != reply["json"]:
         out.append(f"{where}: Kafka reads kwire's bytes as {again['json']}, not {reply['json']}")
     if cls.decode(data, version).unknown_tags != {free: b"\x00\x01\xff", 300: b""}:

@@ -30,7 +30,9 @@
  *             Reply: {"json": <MetadataResponseDataJsonConverter.write(x, 12)>}
  *         {"op": "reencode", "message": "MetadataResponse", "version": 12, "bytes": <base64>}
  *             x = new MetadataResponseData(bytes, 12), serialized again at version 12 (unknown tagged
- *             fields that x kept are written back). Reply: {"bytes": <base64>, "json": <as decode>}
+ *             fields that x kept are written back, in the order they were read).
+ *             Reply: {"bytes": <base64>, "json": <as decode>,
+ *                     "unknownTags": [<tag numbers of x's top-level unknown tagged fields, as read>]}
  *         {"op": "dump"}
  *             Reply: the document that dump mode writes.
  *
@@ -64,6 +66,7 @@ import org.apache.kafka.common.protocol.types.ArrayOf;
 import org.apache.kafka.common.protocol.types.BoundField;
 import org.apache.kafka.common.protocol.types.CompactArrayOf;
 import org.apache.kafka.common.protocol.types.Field;
+import org.apache.kafka.common.protocol.types.RawTaggedField;
 import org.apache.kafka.common.protocol.types.Schema;
 import org.apache.kafka.common.protocol.types.TaggedFields;
 import org.apache.kafka.common.protocol.types.Type;
@@ -659,6 +662,10 @@ public final class ProtocolOracle {
         ObjectNode reply = NODES.objectNode();
         reply.put("bytes", Base64.getEncoder().encodeToString(serialize(value, version)));
         reply.set("json", jsonWrite(info.dataClass, value, version));
+        ArrayNode tags = reply.putArray("unknownTags");
+        for (RawTaggedField field : value.unknownTaggedFields()) {
+            tags.add(field.tag());
+        }
         return reply;
     }
 
