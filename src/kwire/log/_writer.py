@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import BinaryIO, Final
 
-from kwire.errors import EncodeError
+from kwire.errors import EncodeError, KwireError
 from kwire.log._checkpoint import (
     EpochEntry,
     encode_leader_epoch_checkpoint,
@@ -57,14 +57,22 @@ from kwire.log._layout import (
     LEADER_EPOCH_CHECKPOINT,
     LOG_SUFFIX,
     PARTITION_METADATA,
+    SNAPSHOT_SUFFIX,
     TIME_INDEX_SUFFIX,
     TXN_INDEX_SUFFIX,
     SegmentFiles,
     parse_segment_file_name,
     segment_file_name,
 )
+from kwire.log._snapshot import ProducerSnapshotEntry, encode_producer_snapshot
 from kwire.log._txnindex import AbortedTxn, encode_aborted_txn
-from kwire.records import Batch, read_batches
+from kwire.records import (
+    Batch,
+    ControlRecordType,
+    EndTransactionMarker,
+    decode_control_record,
+    read_batches,
+)
 
 __all__ = ["TMP_SUFFIX", "LogWriter"]
 
@@ -131,6 +139,95 @@ class _ActiveSegment:
     txns: list[AbortedTxn] = field(default_factory=list)
 
 
+def _last_sequence(base_sequence: int, delta: int) -> int:
+    # DefaultRecordBatch.lastSequence: incrementSequence(baseSequence, lastOffsetDelta).
+    if base_sequence < 0:
+        return -1
+    if base_sequence > _INT32_MAX - delta:
+        return delta - (_INT32_MAX - base_sequence) - 1
+    return base_sequence + delta
+
+
+@dataclass
+class _Producer:
+    """Kafka's ``ProducerStateEntry`` (with only the last ``BatchMetadata``, which snapshots keep)."""
+
+    epoch: int = -1
+    coordinator_epoch: int = -1
+    last_timestamp: int = _NO_TIMESTAMP
+    current_txn_first_offset: int | None = None
+    last_sequence: int = -1
+    last_offset: int = -1
+    offset_delta: int = 0
+
+
+class _ProducerState:
+    """What ``ProducerStateManager`` tracks while batches are appended: producer entries, ongoing
+    transactions, and the aborted ones completed by an ABORT marker (with Kafka's last stable
+    offset: the first offset of the earliest other ongoing transaction, else the marker + 1)."""
+
+    def __init__(self) -> None:
+        self.producers: dict[int, _Producer] = {}
+        self.ongoing: dict[int, int] = {}  # producer id -> first offset of its open transaction
+
+    def append(self, batch: Batch) -> AbortedTxn | None:
+        pid = batch.producer_id
+        if batch.magic < 2 or pid < 0:
+            return None
+        entry = self.producers.setdefault(pid, _Producer())
+        epoch = batch.producer_epoch
+        if epoch != entry.epoch:  # ProducerStateEntry.maybeUpdateProducerEpoch
+            entry.epoch = epoch
+            entry.last_sequence, entry.last_offset, entry.offset_delta = -1, -1, 0
+        if batch.is_control:
+            return self._end_txn(pid, entry, batch)
+        last = batch.last_offset
+        entry.last_sequence = _last_sequence(batch.base_sequence, batch.offset_delta)
+        entry.last_offset = last
+        entry.offset_delta = last - batch.base_offset
+        entry.last_timestamp = batch.max_timestamp
+        if batch.is_transactional and entry.current_txn_first_offset is None:
+            entry.current_txn_first_offset = batch.base_offset
+            self.ongoing[pid] = batch.base_offset
+        return None
+
+    def _end_txn(self, pid: int, entry: _Producer, batch: Batch) -> AbortedTxn | None:
+        try:
+            record = next(iter(batch), None)
+            if record is None:  # an empty control batch: the cleaner removed the transaction
+                return None
+            control = decode_control_record(record)
+        except KwireError:
+            return None
+        if not isinstance(control.value, EndTransactionMarker):
+            return None
+        first = entry.current_txn_first_offset
+        entry.current_txn_first_offset = None
+        entry.coordinator_epoch = control.value.coordinator_epoch
+        entry.last_timestamp = record.timestamp
+        self.ongoing.pop(pid, None)
+        if first is None or control.type != ControlRecordType.ABORT:
+            return None
+        marker = batch.base_offset
+        others = [f for p, f in self.ongoing.items() if p != pid]
+        return AbortedTxn(pid, first, marker, min(others) if others else marker + 1)
+
+    def snapshot(self) -> bytes:
+        return encode_producer_snapshot(
+            ProducerSnapshotEntry(
+                producer_id=pid,
+                producer_epoch=e.epoch,
+                last_sequence=e.last_sequence,
+                last_offset=e.last_offset,
+                offset_delta=e.offset_delta,
+                timestamp=e.last_timestamp,
+                coordinator_epoch=e.coordinator_epoch,
+                current_txn_first_offset=e.current_txn_first_offset,
+            )
+            for pid, e in sorted(self.producers.items())
+        )
+
+
 class LogWriter:
     """Appends batches to a partition folder as a Kafka broker would; see the module doc.
 
@@ -154,6 +251,8 @@ class LogWriter:
         verify_crc: bool = True,
         topic_id: bytes | None = None,
         fsync: bool = True,
+        producer_snapshots: bool = True,
+        track_transactions: bool = True,
     ) -> None:
         _check_topic(topic)
         if not 0 <= partition <= _INT32_MAX:
@@ -187,6 +286,11 @@ class LogWriter:
         self._active: _ActiveSegment | None = None
         self._epochs: list[EpochEntry] = []
         self._closed = False
+        self._producers = _ProducerState()
+        self._producer_snapshots = producer_snapshots
+        self._track_transactions = track_transactions
+        self._last_snapshot_offset = self._next_offset
+        self.snapshots_written: list[str] = []
         self.segments_written: list[SegmentFiles] = []
         self.batches_written = 0
         self.bytes_written = 0
@@ -233,6 +337,15 @@ class LogWriter:
         """Record an aborted transaction in the ``.txnindex`` of the current segment, which must
         hold its ABORT marker at ``last_offset`` (call this right after appending the marker)."""
         seg = self._active
+        if (
+            seg is not None
+            and seg.txns
+            and seg.txns[-1].last_offset == last_offset
+            and seg.txns[-1].producer_id == producer_id
+        ):
+            # Already recorded from the ABORT marker itself: the caller's entry replaces it.
+            seg.txns[-1] = AbortedTxn(producer_id, first_offset, last_offset, last_stable_offset)
+            return
         if seg is None or not seg.base_offset <= last_offset < self._next_offset:
             raise EncodeError(
                 f"the ABORT marker at offset {last_offset} is not in the current segment"
@@ -254,6 +367,7 @@ class LogWriter:
             self._finish_segment()
         elif not self.segments_written:
             self._write_empty_segment()
+        self._take_snapshot(self._next_offset)  # as UnifiedLog.close
         _write_file(
             os.path.join(self.path, LEADER_EPOCH_CHECKPOINT),
             encode_leader_epoch_checkpoint(self._epochs),
@@ -309,6 +423,8 @@ class LogWriter:
             seg = self._active = self._open_segment(base)
         elif self._should_roll(seg, batch):
             self._finish_segment()
+            # UnifiedLog.roll: the producer state is snapshotted at the new segment's base offset.
+            self._take_snapshot(batch.base_offset)
             seg = self._active = self._open_segment(batch.base_offset)
         position = seg.size
         last = batch.last_offset
@@ -329,10 +445,22 @@ class LogWriter:
             epoch = batch.partition_leader_epoch
             if epoch >= 0 and (not self._epochs or epoch > self._epochs[-1].epoch):
                 self._epochs.append(EpochEntry(epoch, batch.base_offset))
+        aborted = self._producers.append(batch)
+        if aborted is not None and self._track_transactions:
+            seg.txns.append(aborted)
         self._next_offset = last + 1
         self.batches_written += 1
         self.bytes_written += batch.size
         return position
+
+    def _take_snapshot(self, offset: int) -> None:
+        # ProducerStateManager.takeSnapshot: only when the log moved past the last snapshot.
+        if not self._producer_snapshots or offset <= self._last_snapshot_offset:
+            return
+        path = os.path.join(self.path, segment_file_name(offset, SNAPSHOT_SUFFIX))
+        _write_file(path, self._producers.snapshot(), self.fsync)
+        self._last_snapshot_offset = offset
+        self.snapshots_written.append(path)
 
     def _maybe_append_time_entry(self, seg: _ActiveSegment) -> None:
         # TimeIndex.maybeAppend: only a strictly larger timestamp makes an entry.

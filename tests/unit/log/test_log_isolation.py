@@ -114,4 +114,8 @@ def test_partition_log_across_segments(tmp_path: Path) -> None:
     assert log.offset_for_timestamp(1101)[1].offset == 3  # type: ignore[index]
     assert log.offset_for_timestamp(99999) is None
     assert log.segment_for_offset(-1) is None
-    assert log.metadata() is None and list(log.producer_snapshots()) == []
+    assert log.metadata() is None
+    # A snapshot at each roll (named by the new segment's base offset) and one at close.
+    snapshots = list(log.producer_snapshots())
+    assert [o for o, _ in snapshots] == [s.base_offset for s in log.segments[1:]] + [24]
+    assert all(snap.entries == () for _, snap in snapshots)  # no producer ids in this log

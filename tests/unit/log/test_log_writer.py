@@ -179,6 +179,7 @@ def test_segment_files_appear_only_when_complete(tmp_path: Path) -> None:
         "00000000000000000000.index",
         "00000000000000000000.log",
         "00000000000000000000.timeindex",
+        "00000000000000000002.snapshot",  # producer state at the log end, as Kafka's close
         "leader-epoch-checkpoint",
     ]
     w.close()  # idempotent
@@ -241,9 +242,12 @@ def test_aborted_transactions_go_to_the_segment_with_the_marker(tmp_path: Path) 
                 timestamp=30,
             )
         )
+        # The ABORT marker completed the transaction: its entry is already there (LSO marker + 1)...
+        assert w._active is not None and w._active.txns == [AbortedTxn(pid, 0, marker, marker + 1)]
+        # ... and an explicit call for the same transaction replaces it.
         w.append_aborted_txn(pid, 0, marker, 0)
         with pytest.raises(EncodeError, match="in order of last offset"):
-            w.append_aborted_txn(pid, 0, marker, 0)
+            w.append_aborted_txn(pid + 1, 0, marker, 0)
         with pytest.raises(EncodeError, match="not in the current segment"):
             w.append_aborted_txn(pid, 0, marker + 1, 0)
     first, second = w.segments_written
@@ -320,3 +324,54 @@ def test_written_bytes_read_back_identically(tmp_path: Path) -> None:
     assert data == b"".join(parts)
     assert [b.base_offset for b in read_batches(data)] == list(range(0, 30, 3))
     _ = struct  # hand-made entries are checked in test_log_index.py
+
+
+def test_producer_state_snapshot_and_automatic_txn_index(tmp_path: Path) -> None:
+    """ProducerStateManager's bookkeeping: entries, ongoing transactions, the last stable offset
+    of an aborted transaction (the first offset of the earliest OTHER ongoing one)."""
+    from kwire.log import ProducerSnapshotEntry, read_producer_snapshot
+
+    p1, p2, p3 = 1001, 1002, 1003
+
+    def data(base: int, n: int, pid: int, epoch: int, seq: int, txn: bool, ts: int) -> bytes:
+        b = BatchBuilder(
+            base_offset=base,
+            producer_id=pid,
+            producer_epoch=epoch,
+            base_sequence=seq,
+            is_transactional=txn,
+        )
+        for i in range(n):
+            b.append(timestamp=ts + i, value=b"x")
+        return b.build()
+
+    def end(
+        offset: int, pid: int, epoch: int, commit: bool, coordinator_epoch: int, ts: int
+    ) -> bytes:
+        return build_end_txn_marker(
+            commit,
+            offset=offset,
+            producer_id=pid,
+            producer_epoch=epoch,
+            coordinator_epoch=coordinator_epoch,
+            timestamp=ts,
+        )
+
+    with LogWriter(tmp_path, "t", 0, fsync=False) as w:
+        w.append(data(0, 2, p1, 0, 0, True, 100))
+        w.append(data(2, 1, p2, 5, 0, True, 110))
+        w.append(end(3, p1, 0, False, 4, 120))  # P1 aborts while P2's txn (from 2) is open
+        w.append(end(4, p2, 5, True, 6, 130))
+        w.append(data(5, 3, p3, 1, 10, False, 140))
+        w.append(data(8, 1, p1, 1, 0, True, 150))  # P1, new epoch, new transaction
+    (seg,) = w.segments_written
+    assert read_txn_index(Path(seg.txnindex).read_bytes()) == [AbortedTxn(p1, 0, 3, 2)]  # type: ignore[arg-type]
+    assert [Path(p).name for p in w.snapshots_written] == ["00000000000000000009.snapshot"]
+    snap = read_producer_snapshot(Path(w.snapshots_written[0]).read_bytes())
+    assert snap.entries == (
+        # epoch bumped: batch metadata restarts, the coordinator epoch stays
+        ProducerSnapshotEntry(p1, 1, 0, 8, 0, 150, 4, 8),
+        # a marker updates the timestamp and coordinator epoch, not the batch metadata
+        ProducerSnapshotEntry(p2, 5, 0, 2, 0, 130, 6, None),
+        ProducerSnapshotEntry(p3, 1, 12, 7, 2, 142, -1, None),
+    )
