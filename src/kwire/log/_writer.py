@@ -337,15 +337,14 @@ class LogWriter:
         """Record an aborted transaction in the ``.txnindex`` of the current segment, which must
         hold its ABORT marker at ``last_offset`` (call this right after appending the marker)."""
         seg = self._active
-        if (
-            seg is not None
-            and seg.txns
-            and seg.txns[-1].last_offset == last_offset
-            and seg.txns[-1].producer_id == producer_id
-        ):
-            # Already recorded from the ABORT marker itself: the caller's entry replaces it.
-            seg.txns[-1] = AbortedTxn(producer_id, first_offset, last_offset, last_stable_offset)
-            return
+        if seg is not None:
+            for i, known in enumerate(seg.txns):
+                if known.last_offset == last_offset and known.producer_id == producer_id:
+                    # Already recorded from the ABORT marker itself: the caller's entry replaces it.
+                    seg.txns[i] = AbortedTxn(
+                        producer_id, first_offset, last_offset, last_stable_offset
+                    )
+                    return
         if seg is None or not seg.base_offset <= last_offset < self._next_offset:
             raise EncodeError(
                 f"the ABORT marker at offset {last_offset} is not in the current segment"
