@@ -293,6 +293,12 @@ def test_leader_change_control_record(oracle: Any) -> None:
     control = decode_control_record(record)
     assert control.type == ControlRecordType.LEADER_CHANGE
     assert control.offset == 5 and control.timestamp == 123
+    # the value is a LeaderChangeMessage (version 0, no prefix), decoded by kwire.protocol
+    message: Any = control.value
+    assert type(message).__name__ == "LeaderChangeMessage"
+    assert message.leader_id == 7
+    assert [v.voter_id for v in message.voters] == [1, 2, 3]
+    assert [v.voter_id for v in message.granting_voters] == [1, 2, 3]
 
 
 def test_lz4_magic0_header_checksum_quirk(oracle: Any) -> None:

@@ -129,23 +129,22 @@ def parse_end_txn_marker(
     return EndTransactionMarker(control_type, epoch, version)
 
 
+#: The version Kafka 3.9 writes KRaft control values at (``ControlRecordUtils.*_CURRENT_VERSION``).
+KRAFT_VALUE_VERSION: Final = 0
+
+
 def _decode_kraft_value(control_type: ControlRecordType, value: memoryview | bytes) -> object:
+    """A KRaft control value as its protocol message (no version prefix: Kafka writes the body
+    at version 0, and these messages carry their own ``version`` field); raw bytes when kwire's
+    protocol layer is unavailable or cannot decode it.
+    """
     name = KRAFT_VALUE_MESSAGES.get(control_type)
     if name is None:
         return bytes(value)
-    try:  # the protocol layer is optional here (and may not know the message yet)
+    try:  # the protocol layer is optional here
         from kwire import protocol
 
-        message_class = getattr(protocol, "message_class", None)
-        if message_class is None:
-            return bytes(value)
-        cls = message_class(name)
-        if len(value) < 2:
-            raise CorruptRecordError(f"{name} value of {len(value)} bytes (no version)")
-        version = int.from_bytes(value[:2], "big", signed=True)
-        return cls.decode(memoryview(value)[2:], version)
-    except CorruptRecordError:
-        raise
+        return protocol.message_class(name).decode(value, KRAFT_VALUE_VERSION)
     except Exception:
         return bytes(value)
 
