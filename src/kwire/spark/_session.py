@@ -121,6 +121,7 @@ def get_session(
     app_name: str = "kwire",
     config: dict[str, str] | None = None,
     log_level: str = "ERROR",
+    warm_up: bool = True,
 ) -> SparkSession:
     """A SparkSession with kwire's data source registered.
 
@@ -141,6 +142,7 @@ def get_session(
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.session.timeZone": "UTC",
+        "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
         "spark.executorEnv.PYSPARK_PYTHON": os.environ["PYSPARK_PYTHON"],
         "spark.executorEnv.NUMBA_CACHE_DIR": os.environ["NUMBA_CACHE_DIR"],
         "spark.driver.extraJavaOptions": "-Dlog4j2.level=error",
@@ -148,6 +150,12 @@ def get_session(
     }
     for key, value in settings.items():
         builder = builder.config(key, value)
+    if warm_up:
+        # Compile the columnar decoder's numba kernels once, here, into NUMBA_CACHE_DIR: local
+        # Python workers then load them from the cache instead of each compiling them again.
+        from kwire.records._columnar import warm_up as compile_kernels
+
+        compile_kernels()
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(log_level)
     register(spark)

@@ -162,7 +162,7 @@ def _as_bytes(value: Any) -> bytes | None:
     return bytes(value)
 
 
-def _shifted(batch: Batch, shift: int, now_ms: int) -> bytes | memoryview:
+def _shifted(batch: Batch, shift: int, now_ms: int) -> bytes | bytearray | memoryview:
     """The batch with every offset moved by ``shift`` (no record is rebuilt when avoidable).
 
     The offset in front of a v2 batch, a magic 1 message (inner offsets are relative: KIP-31) and

@@ -1,0 +1,374 @@
+# The pipeline jobs behind `kwire pipeline` and `kwire run`: export a Kafka log directory to a
+# table format, and convert a log directory to another record format, both on Spark.
+#
+# export: `spark.read.format("kafka-log")` -> Spark's Parquet writer, so record data flows from
+# executors to files and never through the driver. Delta and Iceberg need no Spark jars: Spark
+# writes Parquet files, then `deltalake.convert_to_deltalake` (delta-rs) writes a Delta log over
+# them, or pyiceberg registers them (`Table.add_files`) in a table of a local SQLite catalog; in
+# both cases the data files are not rewritten. Timestamps are written as INT64 microseconds
+# (`spark.sql.parquet.outputTimestampType`), and Iceberg gets int instead of tinyint/smallint
+# (it has no 8/16-bit integers).
+#
+# convert: one Spark task per segment. The task reads the segment (pyarrow filesystem), converts
+# every batch with kwire.records.convert (offsets, holes, producer state, control batches and
+# transactions kept as far as the target magic can carry them; losses counted), and writes it
+# back with kwire.log's LogWriter under a staging folder; the driver then moves the segment files
+# into `<output>/<topic>-<partition>/`. Aborted transactions keep their .txnindex entries.
+#
+# Skipped bytes: the reader's `reportPath` option makes every split that skipped bytes leave a
+# small JSON note; the jobs sum them into `JobResult.skipped_bytes`.
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kwire.errors import KwireError
+from kwire.spark._fs import list_files, resolve, to_uri
+from kwire.spark._source import FORMAT
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["FORMATS", "JobResult", "convert_log", "count_output", "export", "track_progress"]
+
+FORMATS = ("parquet", "delta", "iceberg")
+ProgressCallback = Callable[[int, int], None]
+
+
+@dataclass
+class JobResult:
+    """What a pipeline job did: the numbers of the closing table."""
+
+    name: str
+    records: int = 0
+    input_bytes: int = 0
+    output_bytes: int = 0
+    seconds: float = 0.0
+    skipped_bytes: int = 0
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def records_per_second(self) -> float:
+        return self.records / self.seconds if self.seconds else 0.0
+
+    @property
+    def mb_per_second(self) -> float:
+        return self.input_bytes / 1e6 / self.seconds if self.seconds else 0.0
+
+
+@contextmanager
+def track_progress(
+    spark: SparkSession, callback: ProgressCallback | None, interval: float = 0.3
+) -> Iterator[None]:
+    """Call ``callback(done_tasks, total_tasks)`` for the Spark stages running in the block."""
+    if callback is None:
+        yield
+        return
+    tracker = spark.sparkContext.statusTracker()
+    stop = threading.Event()
+    seen: dict[int, tuple[int, int]] = {}
+
+    def poll() -> None:
+        while not stop.is_set():
+            for stage_id in tracker.getActiveStageIds():
+                info = tracker.getStageInfo(stage_id)
+                if info is not None:
+                    seen[stage_id] = (info.numCompletedTasks, info.numTasks)
+            done = sum(d for d, _ in seen.values())
+            total = sum(t for _, t in seen.values())
+            if total:
+                callback(done, total)
+            stop.wait(interval)
+
+    thread = threading.Thread(target=poll, name="kwire-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+        total = sum(t for _, t in seen.values())
+        if total:
+            callback(total, total)
+
+
+def _log_bytes(uri: str) -> int:
+    fs, root = resolve(uri)
+    return sum(size for path, size in list_files(fs, root).items() if path.endswith(".log"))
+
+
+def _dir_bytes(path: str) -> int:
+    fs, root = resolve(path)
+    try:
+        return sum(list_files(fs, root).values())
+    except FileNotFoundError:
+        return 0
+
+
+def read_log(spark: SparkSession, path: str, options: dict[str, str] | None = None) -> DataFrame:
+    """``spark.read.format("kafka-log")`` with options; the records of a log directory."""
+    reader = spark.read.format(FORMAT)
+    for key, value in (options or {}).items():
+        reader = reader.option(key, value)
+    return reader.load(to_uri(path))
+
+
+def _for_iceberg(df: DataFrame) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    return df.withColumn("magic", F.col("magic").cast("int")).withColumn(
+        "producerEpoch", F.col("producerEpoch").cast("int")
+    )
+
+
+def export(
+    spark: SparkSession,
+    input_path: str,
+    output: str,
+    fmt: str = "parquet",
+    *,
+    options: dict[str, str] | None = None,
+    progress: ProgressCallback | None = None,
+) -> JobResult:
+    """Export the records of a log directory to Parquet, Delta or Iceberg at ``output``."""
+    if fmt not in FORMATS:
+        raise KwireError(f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    result = JobResult(f"export to {fmt}")
+    result.input_bytes = _log_bytes(to_uri(input_path))
+    reports = tempfile.mkdtemp(prefix="kwire-skipped-")
+    read_options = {"reportPath": reports, **(options or {})}
+    out_uri = to_uri(output)
+    data_uri = f"{out_uri.rstrip('/')}/data" if fmt == "iceberg" else out_uri
+    df = read_log(spark, input_path, read_options)
+    if fmt == "iceberg":
+        df = _for_iceberg(df)
+    started = time.perf_counter()
+    with track_progress(spark, progress):
+        df.write.mode("overwrite").parquet(data_uri)
+    if fmt == "delta":
+        _to_delta(out_uri)
+    elif fmt == "iceberg":
+        result.notes.append(_to_iceberg(out_uri, data_uri))
+    result.seconds = time.perf_counter() - started
+    result.records = count_output(spark, output, fmt)
+    result.output_bytes = _dir_bytes(out_uri)
+    _collect_reports(result, reports)
+    return result
+
+
+def _collect_reports(result: JobResult, reports: str) -> None:
+    from kwire.spark._read import read_reports
+
+    result.skipped_bytes, result.problems = read_reports(reports)
+    shutil.rmtree(reports, ignore_errors=True)
+
+
+def _to_delta(uri: str) -> None:
+    try:
+        from deltalake import convert_to_deltalake
+    except ImportError as exc:  # pragma: no cover - the lake extra
+        raise KwireError(
+            "Delta export needs the deltalake package: pip install 'kwire[lake]'"
+        ) from exc
+    fs, root = resolve(uri)
+    for path in list_files(fs, root):  # Spark's markers are not Parquet files
+        name = path.rsplit("/", 1)[-1]
+        if name.startswith(("_", ".")):
+            fs.delete_file(path)
+    convert_to_deltalake(uri, mode="error")
+
+
+def _iceberg_catalog(warehouse: str) -> Any:
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    os.makedirs(warehouse, exist_ok=True)
+    return SqlCatalog(
+        "kwire",
+        uri=f"sqlite:///{os.path.join(warehouse, 'catalog.db')}",
+        warehouse=Path(warehouse).resolve().as_uri(),
+    )
+
+
+ICEBERG_TABLE = "kwire.records"
+
+
+def _to_iceberg(uri: str, data_uri: str) -> str:
+    try:
+        import pyarrow.parquet as pq
+        from pyiceberg.exceptions import NamespaceAlreadyExistsError, NoSuchTableError
+    except ImportError as exc:  # pragma: no cover - the lake extra
+        raise KwireError("Iceberg export needs pyiceberg: pip install 'kwire[lake]'") from exc
+    if "://" in uri:
+        raise KwireError("the Iceberg export uses a local SQLite catalog: give a local --output")
+    catalog = _iceberg_catalog(uri)
+    with suppress(NamespaceAlreadyExistsError):
+        catalog.create_namespace("kwire")
+    with suppress(NoSuchTableError):
+        catalog.drop_table(ICEBERG_TABLE)
+    fs, root = resolve(data_uri)
+    files = sorted(p for p in list_files(fs, root) if p.endswith(".parquet"))
+    if not files:
+        raise KwireError("nothing to register in Iceberg: the export wrote no Parquet file")
+    schema = pq.read_schema(files[0])
+    table = catalog.create_table(ICEBERG_TABLE, schema=schema)
+    table.add_files(file_paths=files)
+    return f"Iceberg table {ICEBERG_TABLE} in the SQLite catalog {os.path.join(uri, 'catalog.db')}"
+
+
+def count_output(spark: SparkSession, output: str, fmt: str = "parquet") -> int:
+    """Rows in an export, read back through Spark (Parquet) or the table format's own reader."""
+    out_uri = to_uri(output)
+    if fmt == "parquet":
+        return int(spark.read.parquet(out_uri).count())
+    if fmt == "delta":
+        from deltalake import DeltaTable
+
+        files = DeltaTable(out_uri).file_uris()
+        return int(spark.read.parquet(*files).count()) if files else 0
+    table = _iceberg_catalog(out_uri).load_table(ICEBERG_TABLE)
+    files = [task.file.file_path for task in table.scan().plan_files()]
+    return int(spark.read.parquet(*files).count()) if files else 0
+
+
+# ---- convert ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _SegmentJob:
+    uri: str
+    topic: str
+    partition: int
+    base_offset: int
+    txnindex: str | None
+
+
+def _convert_segment(
+    job: _SegmentJob, staging: str, magic: int, compression: int | None, segment_bytes: int
+) -> dict[str, Any]:
+    """Executor side: convert one segment into ``staging/<base offset>/<topic>-<partition>/``."""
+    from kwire.log import LogWriter, TransactionIndex
+    from kwire.records import convert, read_batches
+    from kwire.spark._fs import read_bytes
+
+    fs, path = resolve(job.uri)
+    data = read_bytes(fs, path)
+    aborted = []
+    if job.txnindex:
+        aborted = TransactionIndex(read_bytes(*resolve(job.txnindex))).entries
+    marker_at = {t.last_offset: t for t in aborted}
+    root = os.path.join(staging, f"{job.topic}-{job.partition}-{job.base_offset:020d}")
+    records = 0
+    losses: dict[str, int] = {}
+    skipped = 0
+    with LogWriter(
+        root,
+        job.topic,
+        job.partition,
+        segment_bytes=segment_bytes,
+        start_offset=job.base_offset,
+        fsync=False,
+    ) as writer:
+        reader = read_batches(data, allow_truncated_tail=True)
+        for batch in reader:
+            result = convert(batch.view, magic, compression=compression)
+            if result.records:
+                writer.append(result.records)
+            records += batch.record_count if not batch.is_control else 0
+            for line in result.loss.describe():
+                count, _, what = line.partition(" ")
+                losses[what] = losses.get(what, 0) + int(count)
+            txn = marker_at.get(batch.last_offset) if batch.is_control else None
+            if txn is not None and magic == 2:
+                writer.append_aborted_txn(
+                    txn.producer_id, txn.first_offset, txn.last_offset, txn.last_stable_offset
+                )
+        skipped = len(data) - reader.position
+    return {
+        "dir": os.path.join(root, f"{job.topic}-{job.partition}"),
+        "topic": job.topic,
+        "partition": job.partition,
+        "records": records,
+        "input_bytes": len(data),
+        "skipped": skipped,
+        "losses": losses,
+    }
+
+
+def convert_log(
+    spark: SparkSession,
+    input_path: str,
+    output: str,
+    *,
+    magic: int = 2,
+    compression: str | None = None,
+    segment_bytes: int = 1 << 30,
+    progress: ProgressCallback | None = None,
+) -> JobResult:
+    """Convert every segment of a log directory to ``magic``/``compression`` into ``output``."""
+    from kwire.log import partitions_from_paths
+    from kwire.records import Compression
+
+    codec = None if compression is None else Compression[compression.upper()]
+    in_uri = to_uri(input_path)
+    out = os.path.abspath(output)
+    if "://" in output:
+        raise KwireError("convert writes a local log directory: give a local --output")
+    if os.path.isdir(out) and any(Path(out).iterdir()):
+        raise KwireError(f"{out} is not empty")
+    fs, root = resolve(in_uri)
+    files = list_files(fs, root)
+    jobs = []
+    for pdir in partitions_from_paths(sorted(files), files):
+        for seg in pdir.segments:
+            scheme = in_uri.split("://", 1)[0] + "://" if "://" in in_uri else ""
+            jobs.append(
+                _SegmentJob(
+                    scheme + seg.log.lstrip("/") if scheme else seg.log,
+                    pdir.topic,
+                    pdir.partition,
+                    seg.base_offset,
+                    (scheme + seg.txnindex.lstrip("/") if scheme else seg.txnindex)
+                    if seg.txnindex
+                    else None,
+                )
+            )
+    result = JobResult(f"convert to magic {magic}" + (f" {compression}" if compression else ""))
+    staging = os.path.join(out, "_kwire_staging")
+    os.makedirs(staging, exist_ok=True)
+    started = time.perf_counter()
+    with track_progress(spark, progress):
+        outputs = (
+            spark.sparkContext.parallelize(jobs, max(1, len(jobs)))
+            .map(lambda j: _convert_segment(j, staging, magic, codec, segment_bytes))
+            .collect()
+            if jobs
+            else []
+        )
+    losses: dict[str, int] = {}
+    for item in sorted(outputs, key=lambda o: (o["topic"], o["partition"])):
+        final = os.path.join(out, f"{item['topic']}-{item['partition']}")
+        os.makedirs(final, exist_ok=True)
+        for name in os.listdir(item["dir"]):
+            target = os.path.join(final, name)
+            if name == "leader-epoch-checkpoint" and os.path.exists(target):
+                continue  # the first segment's checkpoint; epochs only grow
+            shutil.move(os.path.join(item["dir"], name), target)
+        result.records += item["records"]
+        result.input_bytes += item["input_bytes"]
+        result.skipped_bytes += item["skipped"]
+        for what, count in item["losses"].items():
+            losses[what] = losses.get(what, 0) + count
+    shutil.rmtree(staging, ignore_errors=True)
+    result.seconds = time.perf_counter() - started
+    result.output_bytes = _log_bytes(out)
+    result.notes.extend(f"{count} {what}" for what, count in sorted(losses.items()))
+    return result
