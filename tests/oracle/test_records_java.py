@@ -25,6 +25,7 @@ from kwire.records import (
     Compression,
     ControlRecordType,
     EndTransactionMarker,
+    build_control_batch,
     build_end_txn_marker,
     decode_control_record,
     read_batches,
@@ -299,6 +300,11 @@ def test_leader_change_control_record(oracle: Any) -> None:
     assert message.leader_id == 7
     assert [v.voter_id for v in message.voters] == [1, 2, 3]
     assert [v.voter_id for v in message.granting_voters] == [1, 2, 3]
+    # and kwire writes the same batch from the decoded message
+    ours = build_control_batch(
+        ControlRecordType.LEADER_CHANGE, message, offset=5, timestamp=123, partition_leader_epoch=3
+    )
+    assert ours == data
 
 
 def test_lz4_magic0_header_checksum_quirk(oracle: Any) -> None:

@@ -170,7 +170,7 @@ def decode_control_record(record: Record) -> ControlRecord:
 
 def build_control_batch(
     control_type: int,
-    value: bytes | bytearray | memoryview | None,
+    value: bytes | bytearray | memoryview | object | None,
     *,
     offset: int = 0,
     timestamp: int = NO_TIMESTAMP,
@@ -179,9 +179,21 @@ def build_control_batch(
     partition_leader_epoch: int = -1,
     is_transactional: bool | None = None,
 ) -> bytes:
-    """A v2 control batch with one control record (transaction markers are transactional)."""
+    """A v2 control batch with one control record (transaction markers are transactional).
+
+    ``value`` is bytes, or a kwire.protocol message (``LeaderChangeMessage``, ...), which is
+    encoded at version 0 as Kafka writes KRaft control values.
+    """
     if not -(2**15) <= control_type < 2**15 or control_type == ControlRecordType.UNKNOWN:
         raise EncodeError(f"invalid control record type {control_type}")
+    raw: bytes | bytearray | memoryview | None
+    if value is None or isinstance(value, bytes | bytearray | memoryview):
+        raw = value
+    else:
+        encode = getattr(value, "encode", None)
+        if encode is None:
+            raise EncodeError(f"control record value must be bytes or a message, not {value!r}")
+        raw = bytes(encode(KRAFT_VALUE_VERSION))
     if is_transactional is None:
         is_transactional = control_type in (ControlRecordType.ABORT, ControlRecordType.COMMIT)
     builder = BatchBuilder(
@@ -193,7 +205,7 @@ def build_control_batch(
         is_transactional=is_transactional,
         is_control=True,
     )
-    builder.append(offset, timestamp, control_key(control_type), value)
+    builder.append(offset, timestamp, control_key(control_type), raw)
     return builder.build()
 
 
