@@ -617,3 +617,33 @@ def test_legacy_patch_recomputes_crc32_over_magic_to_end() -> None:
     out = bytes(result.records)
     assert struct.unpack_from(">I", out, 12)[0] == zlib.crc32(out[16:]) & 0xFFFFFFFF
     assert struct.unpack_from(">q", out, 18)[0] == NOW
+
+
+@pytest.mark.parametrize("codec", [Compression.NONE, Compression.GZIP], ids=lambda c: c.name)
+def test_v2_shuffled_offset_deltas_with_a_consistent_header(codec: Compression) -> None:
+    # lastOffsetDelta = count - 1, but the records' deltas are 0, 2, 1. Kafka's compressed path
+    # notices (record.offset() != expected) and rebuilds with 0, 1, 2; its uncompressed path only
+    # rewrites the header and keeps the producer's deltas.
+    from kwire.records._v2 import encode_batch, encode_records  # compresses the records itself
+
+    body = bytearray()
+    encode_records(body, [(d, 0, b"k%d" % d, b"v", ()) for d in (0, 2, 1)])
+    out = bytearray()
+    encode_batch(
+        out,
+        body,
+        count=3,
+        base_offset=0,
+        last_offset_delta=2,
+        base_timestamp=NOW,
+        max_timestamp=NOW,
+        compression=codec,
+    )
+    result = assign(bytes(out))
+    got = [(r[0], r[2]) for r in rows(result.records)]
+    if codec == Compression.NONE:
+        assert result.in_place
+        assert got == [(1000, b"k0"), (1002, b"k2"), (1001, b"k1")]
+    else:
+        assert not result.in_place and "inner offsets" in (result.rebuild_reason or "")
+        assert got == [(1000, b"k0"), (1001, b"k2"), (1002, b"k1")]
