@@ -285,7 +285,11 @@ def convert(
         allow_truncated_tail=allow_truncated_tail,
     ):
         same_codec = compression is None or compression == batch.compression
-        if (batch.magic == to_magic and same_codec) or (batch.magic < to_magic and not upconvert):
+        # An empty v2 batch (left by compaction to keep producer state) has nothing to recompress.
+        empty = batch.magic == 2 and batch.record_count == 0
+        if (batch.magic == to_magic and (same_codec or empty)) or (
+            batch.magic < to_magic and not upconvert
+        ):
             flush()
             out += batch.view
             copied += 1

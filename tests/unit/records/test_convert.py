@@ -306,3 +306,26 @@ def test_bad_input_is_a_typed_error() -> None:
         convert(b"\x00" * 11 + b"\x01" + b"\x00" * 40, 1)
     with pytest.raises(UnsupportedVersionError):
         convert(b"", 3)
+
+
+def test_empty_v2_batches_are_kept_when_recompressing_and_reported_when_going_down() -> None:
+    from kwire.records._v2 import encode_batch
+
+    out = bytearray()
+    encode_batch(
+        out,
+        b"",
+        count=0,
+        base_offset=10,
+        last_offset_delta=4,
+        base_timestamp=NOW,
+        max_timestamp=NOW,
+        producer_id=6,
+        producer_epoch=1,
+        base_sequence=3,
+    )
+    empty = bytes(out)
+    same = convert(empty, 2, compression=Compression.GZIP)
+    assert same.records == empty and same.batches_copied == 1
+    down = convert(empty, 1)
+    assert down.records == b"" and down.loss.producer_state == 1
