@@ -647,3 +647,30 @@ def test_v2_shuffled_offset_deltas_with_a_consistent_header(codec: Compression) 
     else:
         assert not result.in_place and "inner offsets" in (result.rebuild_reason or "")
         assert got == [(1000, b"k0"), (1001, b"k2"), (1002, b"k1")]
+
+
+@pytest.mark.parametrize("codec", CODECS, ids=lambda c: c.name)
+def test_batch_without_records_is_not_allowed(codec: Compression) -> None:
+    # Kafka's testBatchWithoutRecordsNotAllowed: an empty header (lastOffsetDelta 5, count 0).
+    from kwire.records._v2 import encode_batch
+
+    out = bytearray()
+    encode_batch(
+        out,
+        b"",
+        count=0,
+        base_offset=0,
+        last_offset_delta=5,
+        base_timestamp=NOW,
+        max_timestamp=NOW,
+        compression=codec,
+        producer_id=1324,
+        producer_epoch=10,
+        base_sequence=984,
+        is_transactional=True,
+        partition_leader_epoch=40,
+    )
+    for target in ("producer", "gzip", "uncompressed"):
+        with pytest.raises(AppendError, match="invalid reported count") as err:
+            assign(bytes(out), config=TopicConfig(compression_type=target))
+        assert err.value.error_name == "INVALID_RECORD"
