@@ -33,6 +33,16 @@
  *             fields that x kept are written back, in the order they were read).
  *             Reply: {"bytes": <base64>, "json": <as decode>,
  *                     "unknownTags": [<tag numbers of x's top-level unknown tagged fields, as read>]}
+ *         {"op": "frame", "message": "MetadataRequest", "version": 12, "json": {...},
+ *          "correlationId": 7, "clientId": "kwire"}
+ *             A whole size-prefixed frame as Kafka's network layer sends it: the int32 size, the
+ *             request (or response) header in the version ApiKeys chooses for this API and version,
+ *             then the message (RequestUtils.serialize, the body of SendBuilder's sends).
+ *             Reply: {"bytes": <base64 of the frame>, "headerVersion": N}
+ *         {"op": "apiKeys"}
+ *             Every ApiKeys entry: {"apiKey", "name", "oldestVersion", "latestVersion" (unstable
+ *             versions included), "requestHeaderVersions": [...], "responseHeaderVersions": [...]}
+ *             (header versions indexed from oldestVersion).
  *         {"op": "dump"}
  *             Reply: the document that dump mode writes.
  *
@@ -58,6 +68,7 @@ import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.NullNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
+import org.apache.kafka.common.protocol.ApiKeys;
 import org.apache.kafka.common.protocol.ApiMessage;
 import org.apache.kafka.common.protocol.ByteBufferAccessor;
 import org.apache.kafka.common.protocol.Message;
@@ -70,6 +81,9 @@ import org.apache.kafka.common.protocol.types.RawTaggedField;
 import org.apache.kafka.common.protocol.types.Schema;
 import org.apache.kafka.common.protocol.types.TaggedFields;
 import org.apache.kafka.common.protocol.types.Type;
+import org.apache.kafka.common.requests.RequestHeader;
+import org.apache.kafka.common.requests.RequestUtils;
+import org.apache.kafka.common.requests.ResponseHeader;
 import org.apache.kafka.common.utils.AppInfoParser;
 
 import java.io.BufferedReader;
@@ -613,6 +627,10 @@ public final class ProtocolOracle {
                     return decode(request);
                 case "reencode":
                     return reencode(request);
+                case "frame":
+                    return frame(request);
+                case "apiKeys":
+                    return apiKeys();
                 case "dump":
                     return dump();
                 default:
@@ -667,6 +685,56 @@ public final class ProtocolOracle {
             tags.add(field.tag());
         }
         return reply;
+    }
+
+    /** A size-prefixed request or response frame, header version chosen by Kafka's ApiKeys. */
+    private static JsonNode frame(JsonNode request) throws Exception {
+        MessageInfo info = message(request.path("message").asText());
+        short version = version(request);
+        info.checkVersion(version);
+        Message value = (Message) jsonRead(info.dataClass, request.get("json"), version);
+        ApiKeys api = ApiKeys.forId(((ApiMessage) value).apiKey());
+        int correlationId = request.path("correlationId").asInt();
+        Message header;
+        short headerVersion;
+        if (info.name.endsWith("Request")) {
+            JsonNode clientId = request.get("clientId");
+            RequestHeader h = new RequestHeader(api, version,
+                clientId == null || clientId.isNull() ? null : clientId.asText(), correlationId);
+            header = h.data();
+            headerVersion = h.headerVersion();
+        } else if (info.name.endsWith("Response")) {
+            headerVersion = api.responseHeaderVersion(version);
+            header = new ResponseHeader(correlationId, headerVersion).data();
+        } else {
+            throw new IllegalArgumentException(info.name + " is neither a request nor a response");
+        }
+        ByteBuffer body = RequestUtils.serialize(header, headerVersion, value, version);
+        ByteBuffer frame = ByteBuffer.allocate(4 + body.remaining());
+        frame.putInt(body.remaining()).put(body);
+        ObjectNode reply = NODES.objectNode();
+        reply.put("bytes", Base64.getEncoder().encodeToString(frame.array()));
+        reply.put("headerVersion", headerVersion);
+        return reply;
+    }
+
+    /** Kafka's table of APIs: version ranges and the header version of each request and response. */
+    private static JsonNode apiKeys() {
+        ArrayNode out = NODES.arrayNode();
+        for (ApiKeys api : ApiKeys.values()) {
+            ObjectNode entry = out.addObject();
+            entry.put("apiKey", api.id);
+            entry.put("name", api.name);
+            entry.put("oldestVersion", api.oldestVersion());
+            entry.put("latestVersion", api.latestVersion(true));
+            ArrayNode requests = entry.putArray("requestHeaderVersions");
+            ArrayNode responses = entry.putArray("responseHeaderVersions");
+            for (short v = api.oldestVersion(); v <= api.latestVersion(true); v++) {
+                requests.add(api.requestHeaderVersion(v));
+                responses.add(api.responseHeaderVersion(v));
+            }
+        }
+        return out;
     }
 
     private static short version(JsonNode request) {
