@@ -535,7 +535,16 @@ def _dump_log(file: str, opts: _Options, out: _Out, report: _Report) -> None:
         limit = min(len(mapped.view), opts.max_bytes)
         scan = scan_batches(mapped.view[:limit], source=file, verify_crc=False)
         for batch in scan:
-            fields = _batch_fields(batch, batch.position)
+            try:
+                fields = _batch_fields(batch, batch.position)
+            except KwireError as exc:  # e.g. a legacy wrapper whose inner set cannot be read
+                report.failed = True
+                out.problem(
+                    file,
+                    f"cannot read the batch at position {batch.position}: {exc}",
+                    position=batch.position,
+                )
+                continue
             if not fields["isvalid"]:
                 report.failed = True
             out.line(_batch_line(fields))

@@ -243,7 +243,10 @@ class BatchScan(Iterator[Batch]):
                 start=rel,
                 end=rel + LOG_OVERHEAD + size,
             )
-            next(reader)
+            batch = next(reader)
+            # Offsets are not covered by the CRC: a candidate with a negative one is garbage.
+            if batch.last_offset < 0:
+                return False
         except (KwireError, StopIteration):
             return False
         return True

@@ -12,7 +12,7 @@ from kwire.records import BatchBuilder, Compression
 
 
 def build_log(specs: list[tuple[int, int, int]]) -> tuple[bytes, list[tuple[int, int, int]]]:
-    """Batches (magic, codec, records); returns bytes and (start, end, base offset) per batch."""
+    """Batches (magic, codec, records); returns bytes and (start, end, last offset) per batch."""
     parts, spans, pos, offset = [], [], 0, 0
     for magic, codec, n in specs:
         if magic < 2 and codec == Compression.ZSTD:
@@ -26,7 +26,7 @@ def build_log(specs: list[tuple[int, int, int]]) -> tuple[bytes, list[tuple[int,
         # An uncompressed magic 0/1 set is one "batch" per message: take the positions from a scan.
         for batch in scan_batches(data):
             spans.append(
-                (pos + batch.position, pos + batch.position + batch.size, batch.base_offset)
+                (pos + batch.position, pos + batch.position + batch.size, batch.last_offset)
             )
         parts.append(data)
         pos += len(data)
@@ -92,15 +92,16 @@ def test_every_byte_is_accounted_for(
         pos += length
     assert pos == len(buf)
     # Every intact batch (no damage inside, none before it that moved it) is read.
-    found = {(b.position, b.base_offset) for b in batches}
-    for start, end, base in spans:
+    # (last_offset: a damaged legacy wrapper's base offset needs decompression and may raise)
+    found = {(b.position, b.last_offset) for b in batches}
+    for start, end, last in spans:
         if end > len(buf):
             continue
         if any(s < end and start < e for s, e in touched):
             continue
         if shift_at is not None and shift_at < end:
             continue
-        assert (start, base) in found
+        assert (start, last) in found
 
 
 @given(st.binary(max_size=400))
