@@ -302,8 +302,10 @@ def convert(
         codec = _codec_for(batch, to_magic, compression)
         if batch.magic <= to_magic and _joinable(batch) and (to_magic == 2 or codec):
             # A plain legacy message going to v2 or a codec: join it with its neighbours.
-            if pending is not None and pending_magic != batch.magic:
-                flush()
+            if pending is not None and (
+                pending_magic != batch.magic or batch.base_offset < pending.next_offset
+            ):
+                flush()  # another magic, or offsets that do not increase: a new batch
             if pending is None:
                 pending = _builder_for(batch, to_magic, codec, batch.base_offset)
                 pending_magic = batch.magic

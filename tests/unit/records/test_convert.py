@@ -329,3 +329,16 @@ def test_empty_v2_batches_are_kept_when_recompressing_and_reported_when_going_do
     assert same.records == empty and same.batches_copied == 1
     down = convert(empty, 1)
     assert down.records == b"" and down.loss.producer_state == 1
+
+
+def test_plain_legacy_messages_with_repeated_offsets_start_new_batches() -> None:
+    from kwire.records._legacy import encode_message
+
+    data = bytearray()
+    for off in (5, 6, 6, 2):  # not increasing (hand-made, or concatenated sets)
+        encode_message(
+            data, offset=off, magic=1, attributes=0, timestamp=NOW, key=b"k", value=b"%d" % off
+        )
+    result = convert(bytes(data), 2)
+    assert [b.base_offset for b in read_batches(result.records)] == [5, 6, 2]
+    assert [r[0] for r in rows(result.records)] == [5, 6, 6, 2]
