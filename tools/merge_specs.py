@@ -889,6 +889,24 @@ def verify(merged: Mapping[str, Mapping[str, Any]]) -> tuple[list[str], list[str
     return problems, notes
 
 
+def shared_with_old(merged: Mapping[str, Mapping[str, Any]] | None = None) -> set[tuple[str, int]]:
+    """The (message, version) pairs of the merged corpus that Kafka 3.9.1 defines under the same
+    name with exactly the same layout, field names included: what 3.9.1's Java classes can check.
+    The rest are 4.x-only versions, renamed messages and the documented 4.x changes."""
+    old = load_dir(OLD_DIR)
+    merged = merged if merged is not None else load_dir(MERGED_DIR)
+    out: set[tuple[str, int]] = set()
+    for name, spec in merged.items():
+        o = old.get(name)
+        if o is None:
+            continue
+        ov = set(sl.valid_versions(o))
+        for v in sl.valid_versions(spec):
+            if v in ov and sl.describe_difference(sl.layout(o, v), sl.layout(spec, v)) is None:
+                out.add((name, v))
+    return out
+
+
 def verify_staged_against_kio() -> list[str]:
     import kio_layout
 
