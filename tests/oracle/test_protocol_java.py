@@ -1,6 +1,6 @@
 """The protocol oracle itself: ProtocolOracle.java must expose Kafka's code faithfully before it judges kwire.
 
-These tests use no kwire code. They check the jar inventory the issue relies on (every message and
+These tests use no kwire code (except the last, on float64 bit patterns). They check the jar inventory the issue relies on (every message and
 message-version of Kafka 3.9.1), that the schema dump is internally consistent, and that the server
 round-trips Kafka's own defaults JSON for every message-version and reports bad requests as errors.
 """
@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 from conftest import JavaProcess
+
+from kwire.protocol import message_class
 
 pytestmark = pytest.mark.oracle
 
@@ -243,3 +245,39 @@ def test_reencode_keeps_unknown_tags_in_tag_order(protocol_oracle: JavaProcess) 
     assert base64.b64decode(reply["bytes"]) == data
     assert reply["json"]["finalizedFeaturesEpoch"] == 5
     assert "4" not in reply["json"] and "9" not in reply["json"]
+
+
+FLOAT_BITS = (
+    "7ff8000000000000",  # the canonical quiet NaN
+    "7ff0000000000001",  # a signalling NaN
+    "fff8000000000bad",  # a negative NaN with a payload
+    "7ff0000000000000",  # +infinity
+    "fff0000000000000",  # -infinity
+    "8000000000000000",  # -0.0
+    "0000000000000001",  # the smallest subnormal
+)
+
+
+@pytest.mark.parametrize("bits", FLOAT_BITS)
+def test_float64_bits_survive_kafka_and_kwire(protocol_oracle: JavaProcess, bits: str) -> None:
+    """Values JSON cannot carry (NaN payloads, infinities) and -0.0, at the byte level: Kafka and
+    kwire both read them and write back the very same eight bytes."""
+    sample = {"errorCode": 0, "errorMessage": None, "throttleTimeMs": 0}
+    sample["entries"] = [{"entity": [], "values": [{"key": "k", "value": 1.5}]}]
+    made = protocol_oracle.request(
+        {"op": "encode", "message": "DescribeClientQuotasResponse", "version": 1, "json": sample}
+    )
+    data = base64.b64decode(made["bytes"])
+    assert data.count(bytes.fromhex("3ff8000000000000")) == 1  # 1.5
+    patched = data.replace(bytes.fromhex("3ff8000000000000"), bytes.fromhex(bits))
+    again = protocol_oracle.request(
+        {
+            "op": "reencode",
+            "message": "DescribeClientQuotasResponse",
+            "version": 1,
+            "bytes": base64.b64encode(patched).decode(),
+        }
+    )
+    assert base64.b64decode(again["bytes"]) == patched
+    cls = message_class("DescribeClientQuotasResponse")
+    assert cls.decode(patched, 1).encode(1) == patched
