@@ -31,6 +31,10 @@ both, and every staged 4.3 layout equals kio's.
     python tools/merge_specs.py stage   # rewrite tools/specs/kafka-4.3 from kio + 3.9.1 + attrs
     python tools/merge_specs.py merge   # rewrite tools/specs/merged
     python tools/merge_specs.py check   # exit 1 on any difference (also: merged is up to date)
+    python tools/merge_specs.py releases  # rewrite the tables of kwire.protocol.releases
+    python tools/merge_specs.py docs      # rewrite the per-API table of docs/versions.md
+    python tools/merge_specs.py install   # copy merged/ into src/kwire/protocol/specs (then
+                                          #   kwire codegen --write)
 """
 
 from __future__ import annotations
@@ -1107,10 +1111,25 @@ def write_docs(check_only: bool = False) -> int:
     return 0
 
 
+BUNDLED_DIR = ROOT / "src" / "kwire" / "protocol" / "specs"
+
+
+def install(dest: Path = BUNDLED_DIR) -> int:
+    """Make the merged corpus kwire's bundled specs (then run ``kwire codegen --write``)."""
+    files = merged_files()
+    for p in dest.iterdir():
+        if p.name not in files:
+            p.unlink()
+    for fname, text in files.items():
+        (dest / fname).write_text(text, encoding="utf-8")
+    print(f"installed {len(files) - 1} merged specs into {dest}; now run: kwire codegen --write")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "command", choices=("stage", "merge", "check", "report", "releases", "docs")
+        "command", choices=("stage", "merge", "check", "report", "releases", "docs", "install")
     )
     args = parser.parse_args(argv)
     if args.command == "stage":
@@ -1121,6 +1140,8 @@ def main(argv: list[str] | None = None) -> int:
         return write_releases()
     if args.command == "docs":
         return write_docs()
+    if args.command == "install":
+        return install()
     if args.command == "report":
         _specs, report, _origin = merged_corpus()
         print("\n".join(report))
