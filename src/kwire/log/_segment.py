@@ -494,9 +494,14 @@ class Segment:
         indexed = self.offset_index.lookup(max(entry.offset, floor)).position
         for batch in self.scan(self._start_near(indexed), verify_crc=False):
             if batch.max_timestamp >= timestamp and batch.last_offset >= floor:
-                for record in batch:
-                    if record.timestamp >= timestamp and record.offset >= floor:
-                        return TimestampAndOffset(record.timestamp, record.offset, batch.position)
+                try:
+                    for record in batch:
+                        if record.timestamp >= timestamp and record.offset >= floor:
+                            return TimestampAndOffset(
+                                record.timestamp, record.offset, batch.position
+                            )
+                except KwireError:
+                    continue  # records that cannot be decoded cannot answer the lookup
         return None
 
     def next_offset(self) -> int:
