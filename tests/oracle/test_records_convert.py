@@ -23,6 +23,8 @@ import base64
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kwire.records import LOG_APPEND_TIME, NO_TIMESTAMP, BatchBuilder, Compression, read_batches
 from kwire.records._append import TopicConfig, validate_and_assign
@@ -455,3 +457,86 @@ def test_kafka_built_legacy_producer_sets_through_the_append_path(
         assert bytes(result.records) == kafka
     else:
         assert not result.in_place  # magic 0 inner offsets are absolute: rebuilt
+
+
+# --- randomized: many shapes, same verdicts -------------------------------------------------------
+
+_record = st.tuples(
+    st.integers(0, 2),  # offset gap before the record
+    st.integers(0, 5_000),  # timestamp offset from NOW
+    st.one_of(st.none(), st.binary(max_size=5)),
+    st.one_of(st.none(), st.binary(max_size=12)),
+    st.lists(
+        st.tuples(st.text(max_size=3), st.one_of(st.none(), st.binary(max_size=3))), max_size=2
+    ),
+)
+
+
+def _v2_from(
+    recs: list[tuple[int, int, bytes | None, bytes | None, list[tuple[str, bytes | None]]]],
+    codec: int,
+    base: int,
+) -> bytes:
+    b = BatchBuilder(2, codec, base_offset=base)
+    off = base
+    for gap, ts, key, value, headers in recs:
+        off += gap
+        b.append(offset=off, timestamp=NOW + ts, key=key, value=value, headers=headers)
+        off += 1
+    return b.build()
+
+
+@given(
+    st.lists(_record, min_size=1, max_size=10),
+    st.sampled_from(LEGACY_CODECS),
+    st.sampled_from([0, 1]),
+    st.integers(0, 30),
+)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_random_down_conversions_match_kafka(
+    oracle: Any, recs: list[Any], codec: int, to_magic: int, first_offset: int
+) -> None:
+    data = _v2_from(recs, codec, base=3)
+    kafka = unb64(
+        ask(
+            oracle,
+            {
+                "op": "downconvert",
+                "bytes": b64(data),
+                "toMagic": to_magic,
+                "firstOffset": first_offset,
+            },
+        )["bytes"]
+    )
+    mine = convert(data, to_magic, first_offset=first_offset)
+    assert records_of(kafka_read(oracle, mine.records)) == records_of(kafka_read(oracle, kafka))
+    if codec in (Compression.NONE, Compression.LZ4):
+        assert bytes(mine.records) == kafka
+
+
+@given(
+    st.lists(_record.map(lambda r: (0, *r[1:])), min_size=1, max_size=10),
+    st.sampled_from(V2_CODECS),
+    st.sampled_from([0, 1]),
+)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_random_in_place_assignments_match_kafkas_setters(
+    oracle: Any, recs: list[Any], codec: int, ts_type: int
+) -> None:
+    data = _v2_from(recs, codec, base=0)
+    result = validate_and_assign(
+        data,
+        next_offset=NEXT,
+        now_ms=NOW,
+        partition_leader_epoch=EPOCH,
+        config=TopicConfig(timestamp_type=ts_type),
+    )
+    assert result.in_place
+    (src,) = kafka_read(oracle, data)
+    op = {
+        "lastOffset": NEXT + len(recs) - 1,
+        "partitionLeaderEpoch": EPOCH,
+        "maxTimestamp": {"type": ts_type, "value": NOW if ts_type else _max_ts(src)},
+    }
+    kafka = unb64(ask(oracle, {"op": "patch", "bytes": b64(data), "batches": [op]})["bytes"])
+    assert bytes(result.records) == kafka
