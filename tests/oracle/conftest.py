@@ -42,7 +42,8 @@ def require_jdk() -> None:
     missing = [tool for tool in ("java", "javac") if shutil.which(tool) is None]
     if missing:
         pytest.fail(
-            f"the oracle tests need a JDK, but {' and '.join(missing)} is not on PATH "
+            f"the oracle tests need a JDK, but {' and '.join(missing)} "
+            f"{'is' if len(missing) == 1 else 'are'} not on PATH "
             "(on Debian/Ubuntu: apt-get install openjdk-17-jdk-headless)",
             pytrace=False,
         )
