@@ -487,3 +487,57 @@ def test_legacy_compressed_wrapper(capsys: pytest.CaptureFixture[str], tmp_path:
         f"| offset: 10 CreateTime: 500 keySize: 1 valueSize: 1 isValid: true crc: {crc0}}} key: a payload: x",
         f"| offset: 11 CreateTime: 700 keySize: -1 valueSize: 2 isValid: true crc: {crc1}}} payload: yy",
     ]
+
+
+def test_logs_written_by_log_writer_verify_cleanly(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from kwire.log import LogWriter, list_log_dir
+    from kwire.records import BatchBuilder, Compression, build_end_txn_marker
+
+    with LogWriter(
+        tmp_path, "dump-me", 0, segment_bytes=2000, index_interval_bytes=300, fsync=False
+    ) as w:
+        for i in range(40):
+            txn = i % 5 == 4
+            b = BatchBuilder(
+                2,
+                list(Compression)[i % 5],
+                base_offset=w.next_offset,
+                producer_id=9 if txn else -1,
+                producer_epoch=0 if txn else -1,
+                base_sequence=i if txn else -1,
+                is_transactional=txn,
+            )
+            for j in range(3):
+                b.append(timestamp=10_000 + 10 * i + j, key=b"k", value=b"v" * (20 + i))
+            w.append(b.build())
+            if txn:
+                w.append(
+                    build_end_txn_marker(
+                        i % 10 == 4,
+                        offset=w.next_offset,
+                        producer_id=9,
+                        producer_epoch=0,
+                        coordinator_epoch=2,
+                        timestamp=10_000 + 10 * i + 5,
+                    )
+                )
+    (part,) = list_log_dir(tmp_path)
+    files = [f for s in part.segments for f in (s.log, s.index, s.timeindex, s.txnindex) if f]
+    files += list(part.snapshots)
+    code, out, err = dump(
+        capsys, "--files", ",".join(files), "--verify-index-only", "--deep-iteration"
+    )
+    assert err == [] and code == 0
+    batch_lines = [line for line in out if line.startswith("baseOffset: ")]
+    record_lines = [line for line in out if line.startswith("| offset: ")]
+    assert len(batch_lines) == 40 + 8  # data batches and transaction markers
+    assert len(record_lines) == 40 * 3 + 8
+    assert sum("endTxnMarker: ABORT" in line for line in record_lines) == 4
+    txn_lines = [line for line in out if line.startswith("version: 0 producerId: 9")]
+    assert len(txn_lines) == 4  # one aborted transaction per ABORT marker
+    code, out, err = dump(capsys, "--files", ",".join(files), "--index-sanity-check")
+    assert code == 0 and sum(line.endswith("passed sanity check.") for line in out) == 2 * len(
+        part.segments
+    )
