@@ -41,6 +41,7 @@ class BatchBuilder:
     ``append`` returns the offset given to the record: ``offset`` if passed (offsets must increase
     and be >= ``base_offset``; gaps are allowed, as compaction leaves them), else the next one.
     ``log_append_time`` is required with ``timestamp_type=LOG_APPEND_TIME``.
+    ``compression_level`` is Kafka's ``compression.<codec>.level`` (KIP-390; None = default).
     """
 
     __slots__ = (
@@ -52,6 +53,7 @@ class BatchBuilder:
         "base_offset",
         "base_sequence",
         "compression",
+        "compression_level",
         "delete_horizon_ms",
         "is_control",
         "is_transactional",
@@ -79,6 +81,7 @@ class BatchBuilder:
         is_control: bool = False,
         partition_leader_epoch: int = -1,
         delete_horizon_ms: int | None = None,
+        compression_level: int | None = None,
     ) -> None:
         if magic not in (0, 1, 2):
             raise EncodeError(f"unknown magic {magic}")
@@ -116,6 +119,7 @@ class BatchBuilder:
         self.is_control = is_control
         self.partition_leader_epoch = partition_leader_epoch
         self.delete_horizon_ms = delete_horizon_ms
+        self.compression_level = compression_level
         # legacy formats: the records, encoded at build(); v2: encoded as they are appended
         self._records: list[tuple[int, int, BytesLike | None, BytesLike | None]] = []
         self._body = bytearray()
@@ -235,6 +239,7 @@ class BatchBuilder:
             producer_epoch=self.producer_epoch,
             base_sequence=self.base_sequence,
             partition_leader_epoch=self.partition_leader_epoch,
+            compression_level=self.compression_level,
         )
 
     def _legacy_attrs(self) -> int:
@@ -287,7 +292,7 @@ class BatchBuilder:
             attributes=attrs | self.compression,
             timestamp=max_ts,
             key=None,
-            value=compress(self.compression, inner, magic=magic),
+            value=compress(self.compression, inner, magic=magic, level=self.compression_level),
         )
 
 

@@ -58,8 +58,14 @@ class Compression(IntEnum):
 
 
 _Codec = tuple[
-    Callable[[bytes | memoryview, int], bytes], Callable[[bytes | memoryview, int, int], bytes]
+    Callable[[bytes | memoryview, int, int | None], bytes],
+    Callable[[bytes | memoryview, int, int], bytes],
 ]
+
+#: Kafka's default levels (KIP-390): gzip -1 (zlib's 6), lz4 9 (the fast compressor), zstd 3.
+DEFAULT_LEVELS: Final = {1: 6, 3: 9, 4: 3}
+#: The levels Kafka accepts per codec (``GzipCompression``/``Lz4Compression``/``ZstdCompression``).
+LEVEL_RANGES: Final = {1: (-1, 9), 3: (1, 17), 4: (-131072, 22)}
 
 
 def _library(name: str) -> Any:
@@ -87,8 +93,8 @@ def _bomb(max_size: int) -> CorruptRecordError:
 # -- gzip ----------------------------------------------------------------------------------------
 
 
-def _gzip_compress(data: bytes | memoryview, magic: int) -> bytes:
-    co = zlib.compressobj(6, zlib.DEFLATED, 31)
+def _gzip_compress(data: bytes | memoryview, magic: int, level: int | None) -> bytes:
+    co = zlib.compressobj(6 if level is None or level == -1 else level, zlib.DEFLATED, 31)
     return co.compress(data) + co.flush()
 
 
@@ -127,7 +133,7 @@ _XERIAL_HEADER: Final = _XERIAL_MAGIC + b"\x00\x00\x00\x01\x00\x00\x00\x01"
 _XERIAL_BLOCK: Final = 32 * 1024
 
 
-def _snappy_compress(data: bytes | memoryview, magic: int) -> bytes:
+def _snappy_compress(data: bytes | memoryview, magic: int, level: int | None) -> bytes:
     cramjam = _library("cramjam")
     out = bytearray(_XERIAL_HEADER)
     view = memoryview(data)
@@ -195,8 +201,12 @@ def _xxh32(data: bytes | memoryview) -> int:
     return int(_library("xxhash").xxh32_intdigest(bytes(data)))
 
 
-def _lz4_compress(data: bytes | memoryview, magic: int) -> bytes:
+def _lz4_compress(data: bytes | memoryview, magic: int, level: int | None) -> bytes:
     cramjam = _library("cramjam")
+    # Kafka uses lz4's fast compressor at the default level 9 and the high compressor otherwise
+    options: dict[str, Any] = {}
+    if level is not None and level != 9:
+        options = {"mode": "high_compression", "compression": level}
     descriptor = bytes((_LZ4_FLG, _LZ4_BD))
     # Kafka's magic-0 writer hashed the magic number too (KAFKA-1718); readers of magic 0 ignore HC.
     hashed = _LZ4_MAGIC + descriptor if magic == 0 else descriptor
@@ -206,7 +216,7 @@ def _lz4_compress(data: bytes | memoryview, magic: int) -> bytes:
     view = memoryview(data)
     for start in range(0, len(view), _LZ4_BLOCK):
         raw = view[start : start + _LZ4_BLOCK]
-        packed = bytes(cramjam.lz4.compress_block(raw, store_size=False))
+        packed = bytes(cramjam.lz4.compress_block(raw, store_size=False, **options))
         if len(packed) >= len(raw):
             out += (len(raw) | _LZ4_INCOMPRESSIBLE).to_bytes(4, "little")
             out += raw
@@ -304,8 +314,8 @@ def _lz4_decompress(data: bytes | memoryview, magic: int, max_size: int) -> byte
 # -- zstd ----------------------------------------------------------------------------------------
 
 
-def _zstd_compress(data: bytes | memoryview, magic: int) -> bytes:
-    return bytes(_library("cramjam").zstd.compress(data, level=3))
+def _zstd_compress(data: bytes | memoryview, magic: int, level: int | None) -> bytes:
+    return bytes(_library("cramjam").zstd.compress(data, level=3 if level is None else level))
 
 
 def _zstd_content_size(data: bytes | memoryview) -> int | None:
@@ -367,11 +377,28 @@ def _codec(codec: int, magic: int) -> _Codec:
     return entry
 
 
-def compress(codec: int, data: bytes | bytearray | memoryview, *, magic: int = 2) -> bytes:
-    """Compress ``data`` as Kafka's writer for ``magic`` does (see the module docstring)."""
+def compress(
+    codec: int, data: bytes | bytearray | memoryview, *, magic: int = 2, level: int | None = None
+) -> bytes:
+    """Compress ``data`` as Kafka's writer for ``magic`` does (see the module docstring).
+
+    ``level`` is the codec's compression level (Kafka's ``compression.<codec>.level``, KIP-390);
+    ``None`` is Kafka's default. Snappy has no levels.
+    """
     if codec == Compression.NONE:
         return bytes(data)
-    return _codec(codec, magic)[0](memoryview(data), magic)
+    if level is not None:
+        low, high = LEVEL_RANGES.get(codec, (0, -1))
+        if not low <= level <= high or (level == 0 and codec == Compression.GZIP):
+            raise UnsupportedCodecError(
+                f"compression level {level} is not valid for {Compression(codec).name.lower()}"
+            )
+    try:
+        return _codec(codec, magic)[0](memoryview(data), magic, level)
+    except UnsupportedCodecError:
+        raise
+    except Exception as exc:  # an invalid level, from the library
+        raise UnsupportedCodecError(f"cannot compress with level {level}: {exc}") from None
 
 
 def decompress(

@@ -625,14 +625,18 @@ def encode_batch(
     producer_epoch: int = -1,
     base_sequence: int = -1,
     partition_leader_epoch: int = -1,
+    compression_level: int | None = None,
 ) -> int:
     """Append one v2 batch around already-encoded ``records`` to ``out``; returns its start.
 
-    The records are compressed here with ``compression``; the CRC32C is computed last.
+    The records are compressed here with ``compression`` (at ``compression_level``, Kafka's
+    default when None); the CRC32C is computed last.
     """
     if compression not in (0, 1, 2, 3, 4):
         raise UnsupportedCodecError(f"unknown compression codec id {compression}")
-    payload = compress(compression, records, magic=2) if compression else records
+    payload = (
+        compress(compression, records, magic=2, level=compression_level) if compression else records
+    )
     attributes = compression
     if timestamp_type == LOG_APPEND_TIME:
         attributes |= ATTR_TIMESTAMP_TYPE

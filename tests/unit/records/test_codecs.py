@@ -139,3 +139,23 @@ def test_bomb_through_read_batches() -> None:
 
 def test_gzip_written_is_plain_gzip() -> None:
     assert zlib.decompress(compress(Compression.GZIP, b"hello"), 31) == b"hello"
+
+
+@pytest.mark.parametrize(
+    ("codec", "levels"),
+    [(Compression.GZIP, (1, 9)), (Compression.LZ4, (1, 12)), (Compression.ZSTD, (1, 19))],
+)
+def test_compression_levels(codec: Compression, levels: tuple[int, int]) -> None:
+    sizes = []
+    for level in levels:
+        b = BatchBuilder(2, codec, compression_level=level)
+        for i in range(300):
+            b.append(value=b"value %d " % (i % 17) * 20)
+        data = b.build()
+        assert [len(r.value or b"") for batch in read_batches(data) for r in batch][:1] == [
+            len(b"value 0 ") * 20
+        ]
+        sizes.append(len(data))
+    assert sizes[1] <= sizes[0]
+    with pytest.raises(UnsupportedCodecError):
+        compress(codec, DATA, level=10_000)
