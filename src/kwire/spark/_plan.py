@@ -242,6 +242,47 @@ class _PartitionPlanner:
         return result
 
 
+OPEN_COST_BYTES = 4 << 20  # Spark's spark.sql.files.openCostInBytes default
+
+
+@dataclass(frozen=True)
+class SplitGroup(InputPartition):  # type: ignore[misc]
+    """Several small splits read by one Spark task (as Spark's file sources pack small files)."""
+
+    splits: tuple[SegmentSplit, ...]
+
+    def __repr__(self) -> str:
+        return f"SplitGroup({len(self.splits)} splits)"
+
+
+def pack_splits(
+    splits: Sequence[SegmentSplit], target_bytes: int, open_cost: int = OPEN_COST_BYTES
+) -> list[SegmentSplit | SplitGroup]:
+    """Spark partitions for ``splits``: a split of about ``target_bytes`` stays alone; smaller
+    ones (small segments, the tail of a big one) are packed in order, each counted with an open
+    cost, until a pack reaches the target."""
+    result: list[SegmentSplit | SplitGroup] = []
+    pack: list[SegmentSplit] = []
+    size = 0
+
+    def flush() -> None:
+        nonlocal pack, size
+        if len(pack) == 1:
+            result.append(pack[0])
+        elif pack:
+            result.append(SplitGroup(tuple(pack)))
+        pack, size = [], 0
+
+    for split in splits:
+        cost = split.end - split.start + open_cost
+        if pack and size + cost > target_bytes:
+            flush()
+        pack.append(split)
+        size += cost
+    flush()
+    return result
+
+
 def plan_splits(
     files: dict[str, int],
     options: ReadOptions,

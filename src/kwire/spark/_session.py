@@ -111,6 +111,27 @@ def prepare_environment() -> JavaInstall:
     return java
 
 
+_LOG4J2 = """\
+status = error
+rootLogger.level = {level}
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{{HH:mm:ss}} %p %c{{1}}: %m%n
+"""
+
+
+def _log4j2_file(level: str) -> Path:
+    """A log4j2 configuration that keeps Spark's JVM quiet (written once per level)."""
+    path = Path(tempfile.gettempdir()) / f"kwire-log4j2-{level.lower()}-{os.getuid()}.properties"
+    text = _LOG4J2.format(level=level.lower())
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+    return path
+
+
 def _under_spark_submit() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ or "SPARK_ENV_LOADED" in os.environ
 
@@ -138,6 +159,8 @@ def get_session(
         builder = builder.master(master)
     elif not _under_spark_submit():
         builder = builder.master("local[*]")
+    if (master is None or master.startswith("local")) and not _under_spark_submit():
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # no "resolves to loopback" warning
     settings = {
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
@@ -145,7 +168,7 @@ def get_session(
         "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
         "spark.executorEnv.PYSPARK_PYTHON": os.environ["PYSPARK_PYTHON"],
         "spark.executorEnv.NUMBA_CACHE_DIR": os.environ["NUMBA_CACHE_DIR"],
-        "spark.driver.extraJavaOptions": "-Dlog4j2.level=error",
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={_log4j2_file(log_level)}",
         **(config or {}),
     }
     for key, value in settings.items():

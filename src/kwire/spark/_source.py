@@ -17,7 +17,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from kwire.errors import KwireError
 from kwire.spark._fs import join_uri, list_files, read_bytes, resolve, to_uri
 from kwire.spark._options import ReadOptions, parse_read_options, parse_write_options
-from kwire.spark._plan import SegmentSplit, plan_splits
+from kwire.spark._plan import SegmentSplit, SplitGroup, pack_splits, plan_splits
 from kwire.spark._schema import spark_ddl
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ class KafkaLogReader(DataSourceReader):  # type: ignore[misc]
         self.schema = schema
         self._target: pa.Schema | None = None
 
-    def partitions(self) -> list[SegmentSplit]:
+    def partitions(self) -> list[SegmentSplit | SplitGroup]:
         fs, root = resolve(self.uri)
         files = list_files(fs, root)
 
@@ -78,18 +78,24 @@ class KafkaLogReader(DataSourceReader):  # type: ignore[misc]
         def uri_of(path: str) -> str:
             return join_uri(self.uri, path)
 
-        return plan_splits(files, self.options, read_file, uri_of)
+        splits = plan_splits(files, self.options, read_file, uri_of)
+        return pack_splits(splits, self.options.max_split_bytes)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         from kwire.spark._read import read_split
 
-        if not isinstance(partition, SegmentSplit):
+        if isinstance(partition, SegmentSplit):
+            splits: tuple[SegmentSplit, ...] = (partition,)
+        elif isinstance(partition, SplitGroup):
+            splits = partition.splits
+        else:
             return  # Spark's placeholder partition when there is nothing to read
         if self._target is None:
             from pyspark.sql.pandas.types import to_arrow_schema
 
             self._target = to_arrow_schema(self.schema, timezone="UTC")
-        yield from read_split(partition, self.options, self._target)
+        for split in splits:
+            yield from read_split(split, self.options, self._target)
 
 
 def register(spark: SparkSession) -> None:
