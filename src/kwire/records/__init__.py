@@ -87,3 +87,17 @@ __all__ = [
     "read_batches",
     "validate_and_assign",
 ]
+
+#: The columnar (Arrow) decoder needs the ``arrow`` extra (pyarrow, numpy, numba): it is imported
+#: on first use of one of these names, so ``import kwire.records`` stays light.
+_COLUMNAR = frozenset(
+    {"decode_to_arrow", "decode_columnar", "records_arrow_schema", "records_spark_ddl"}
+)
+
+
+def __getattr__(name: str) -> object:
+    if name in _COLUMNAR:
+        from kwire.records import _columnar
+
+        return getattr(_columnar, name)
+    raise AttributeError(f"module 'kwire.records' has no attribute {name!r}")
