@@ -4,20 +4,22 @@ For each of the 666 message-versions of the bundled specs (the 652 of the jar's 
 the 14 of its other generated specs), random instances are generated as JSON from kwire's spec
 model (seeded, so a failure repeats): tagged fields present and absent, nulls where nullable, empty
 and several-element arrays, non-ASCII strings, extreme integers (int64 min and max included),
-UUIDs, bytes, float64s (negative, fractional, extreme), records fields holding a real record batch,
-other bytes or nothing. Kafka's JsonConverter reads each one and Kafka serializes it
-(tools/java/ProtocolOracle.java, one JVM for the session, one batch per message-version). Then:
+UUIDs, bytes, float64s (negative, fractional, extreme), records fields holding real record batches,
+other bytes or nothing, and strings, bytes, records and arrays long enough for two-byte lengths.
+Kafka's JsonConverter reads each one and Kafka serializes it (tools/java/ProtocolOracle.java, one
+JVM for the session, one batch per message-version). Then:
 
 1. kwire decodes Kafka's bytes to the JSON Kafka's converter wrote for the same object (same keys
-   in the same order, same JSON types: 1, 1.0 and true differ). Records
-   fields aside: Kafka writes each as ``""``, losing it, and kwire as base64, so there kwire's value
-   must be the records bytes that went in.
+   in the same order, same JSON types: 1, 1.0 and true differ). Records fields aside: Kafka writes
+   each as ``""``, losing it, and kwire as base64, so there kwire's value must be the records bytes
+   that went in.
 2. kwire encodes that JSON (records restored), and the JSON that was generated, to exactly Kafka's
    bytes.
 3. Kafka decodes kwire's bytes back to the same JSON.
-4. In flexible versions, unknown tagged fields that kwire adds are written in ascending tag order
-   after the known ones (Kafka's tags are contiguous from 0), exactly as Kafka writes back the
-   unknown tags it kept, and Kafka reads them in that order.
+4. In flexible versions, unknown tagged fields that kwire adds (to the top level and to every
+   nested struct) are written in ascending tag order after the known ones (Kafka's tags are
+   contiguous from 0), exactly as Kafka writes back the unknown tags it kept, and Kafka reads them
+   in that order.
 
 test_generated_cases_cover_every_field_and_state shows the cases reach every field of every
 message-version in every state (value, absent, null, empty, several elements).
@@ -70,6 +72,7 @@ STRINGS = (
     "🦀 crab \U0001f980",
     'tab\tnew\nline "quoted" \\',
     "nul\x00 and \x7f",
+    "a longer string, over 127 bytes, whose compact length takes two bytes: " + "ß" * 40,
 )
 FLOATS = (
     0.0,
@@ -130,7 +133,10 @@ class RandomMessage:
             return None
         if f.type.is_array:
             assert f.type.element is not None
-            return [self.value(f, f.type.element, depth + 1) for _ in range(self.length(depth))]
+            length = self.length(depth)
+            if self.mode == "random" and not f.type.element.is_struct and self.rng.random() < 0.1:
+                length = 130  # a length that needs two bytes as a compact (uvarint) length
+            return [self.value(f, f.type.element, depth + 1) for _ in range(length)]
         return self.value(f, f.type, depth)
 
     def length(self, depth: int) -> int:
@@ -187,7 +193,14 @@ class RandomMessage:
                 return ""  # not nullable here (nulls were handled by the caller)
             if mode == "max":
                 return b64(RECORD_BATCH)
-            return rng.choice((b64(RECORD_BATCH), "", b64(rng.randbytes(rng.randint(1, 30)))))
+            return rng.choice(
+                (
+                    b64(RECORD_BATCH),
+                    b64(RECORD_BATCH * 3),
+                    "",
+                    b64(rng.randbytes(rng.randint(1, 30))),
+                )
+            )
         raise AssertionError(f"unexpected type {t}")
 
 
@@ -322,20 +335,37 @@ def test_kafka_and_kwire_agree(protocol_oracle: JavaProcess, name: str, version:
     assert not failures, f"{len(failures)} failures:\n" + "\n".join(failures[:8])
 
 
+def _free_tag(struct: StructSpec) -> int:
+    """The lowest tag the struct declares in no version. (Kafka rejects a tag that the struct
+    declares for other versions only: "Tag 0 is not valid for version 0".)"""
+    known = {f.tag for f in struct.fields if f.tag is not None}
+    return min(set(range(len(known) + 1)) - known)
+
+
+def _add_unknown_tags(obj: Any, struct: StructSpec, version: int) -> int:
+    """Gives ``obj`` and every struct inside it two unknown tags: the lowest free tag and 300 (a
+    two-byte tag). Returns how many structs got them."""
+    obj.unknown_tags = {_free_tag(struct): b"\x00\x01\xff", 300: b""}
+    count = 1
+    for f in struct.fields_at(version):
+        value = getattr(obj, f.attr)
+        if f.struct is None or value is None:
+            continue
+        for element in value if f.type.is_array else [value]:
+            count += _add_unknown_tags(element, f.struct, version)
+    return count
+
+
 def _check_unknown_tags(
     oracle: JavaProcess, cls: Any, spec: MessageSpec, version: int, reply: dict[str, Any]
 ) -> list[str]:
-    """Adds two unknown tags to the top level of the "max" case (every known tag present): the
-    lowest free tag number, which may fall between known tags, and 300 (a two-byte tag)."""
+    """Unknown tags in the "max" case (every known tag present), at the top level and in every
+    nested struct: Kafka must read kwire's bytes and write them back unchanged."""
     where = f"{spec.name} v{version} case max + unknown tags"
     if "error" in reply:
         return []  # reported above
-    # Kafka rejects a tag that the struct declares for other versions ("Tag 0 is not valid for
-    # version 0"), so the unknown tags must be free in every version.
-    known = {f.tag for f in spec.struct.fields if f.tag is not None}
-    free = min(set(range(len(known) + 1)) - known)
     message = cls.decode(base64.b64decode(reply["bytes"]), version)
-    message.unknown_tags = {free: b"\x00\x01\xff", 300: b""}
+    _add_unknown_tags(message, spec.struct, version)
     data = message.encode(version)
     again = oracle.request(
         {"op": "reencode", "message": spec.name, "version": version, "bytes": b64(data)}
@@ -350,11 +380,13 @@ def _check_unknown_tags(
             f"{where}: Kafka writes the tags back differently\n  kwire: {_hex(data)}\n"
             f"  kafka: {_hex(base64.b64decode(again['bytes']))}"
         )
+    free = _free_tag(spec.struct)
     if again["unknownTags"] != [free, 300]:
         out.append(f"{where}: Kafka read the unknown tags in the order {again['unknownTags']}")
     if again["json"] != reply["json"]:
         out.append(f"{where}: Kafka reads kwire's bytes as {again['json']}, not {reply['json']}")
-    if cls.decode(data, version).unknown_tags != {free: b"\x00\x01\xff", 300: b""}:
+    back = cls.decode(data, version)
+    if back != message or back.encode(version) != data:
         out.append(f"{where}: kwire does not read back its unknown tags")
     return out
 
