@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import ClassVar, Final
 
+from kwire.errors import DecodeError
 from kwire.records._codecs import Compression
 
 __all__ = [
@@ -238,8 +239,12 @@ class Batch:
         return bytes(self.view)
 
     def __repr__(self) -> str:
+        try:
+            base: object = self.base_offset
+        except DecodeError:  # a legacy wrapper that does not decompress
+            base = "?"
         return (
-            f"{type(self).__name__}(magic={self.magic}, base_offset={self.base_offset}, "
+            f"{type(self).__name__}(magic={self.magic}, base_offset={base}, "
             f"last_offset={self.last_offset}, compression={self.compression.name}, "
             f"size={self.size}, position={self.position})"
         )
