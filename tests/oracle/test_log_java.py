@@ -169,3 +169,59 @@ def test_damaged_tails(oracle: Any, tmp_path: Path) -> None:
     ours = scan_batches(zeroed.read_bytes())
     assert [b.position for b in ours] == [b["position"] for b in kafka["batches"]]
     assert ours.skipped[0].reason == "zero-filled tail" and ours.skipped[0].length == 4096
+
+
+@pytest.mark.parametrize("seed", [6, 7])
+def test_dump_lines_match_kafkas_rendering(
+    oracle: Any, tmp_path: Path, seed: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """kwire dump --print-data-log against DumpLogSegments' templates filled by Kafka's objects."""
+    from kwire.cli import main
+
+    log = write_mixed_log(tmp_path, seed)
+    for segment in log.segments:
+        kafka = oracle.request({"op": "dumpLines", "path": segment.log})
+        assert "fatal" not in kafka, kafka
+        code = main(["dump", "--files", segment.log, "--print-data-log"])
+        out = capsys.readouterr().out
+        assert code == 0
+        # Values are random bytes (newlines included): compare the text, not split lines.
+        header = f"Dumping {segment.log}\nLog starting offset: {segment.base_offset}\n"
+        assert out == header + "".join(line + "\n" for line in kafka["lines"])
+
+
+def test_string_decoder_matches_java(oracle: Any) -> None:
+    """kwire dump prints keys and values as Java's ``new String(bytes, UTF_8)`` does, malformed
+    input included (Java and Python replace different numbers of bytes per U+FFFD)."""
+    from kwire.cli._dump import _string
+
+    rng = random.Random(11)
+    special = [
+        0x80,
+        0xBF,
+        0xC0,
+        0xC1,
+        0xC2,
+        0xDF,
+        0xE0,
+        0xED,
+        0xEF,
+        0xF0,
+        0xF4,
+        0xF5,
+        0xFF,
+        0x90,
+        0xA0,
+        0x41,
+    ]
+    samples = [b"", b"plain ascii", "h\u00e9llo \u20ac \U0001f600".encode()]
+    for _ in range(3000):
+        n = rng.randint(1, 8)
+        samples.append(
+            bytes(
+                rng.choice(special) if rng.random() < 0.8 else rng.randrange(256) for _ in range(n)
+            )
+        )
+    java = oracle.request({"op": "decode", "hex": [s.hex() for s in samples]})
+    mismatches = [(s, _string(s), j) for s, j in zip(samples, java, strict=True) if _string(s) != j]
+    assert mismatches == []

@@ -9,6 +9,11 @@
  *           "records" counts the records of a deep iteration; "error" is an exception of the scan)
  *   {"op": "searchOffset", "path": P, "offset": o, "position": p}
  *       -> {"offset", "position", "size"} of FileRecords.searchForOffsetWithSize, or null
+ *   {"op": "dumpLines", "path": P}
+ *       -> {"lines": [...]}: the batch and record lines DumpLogSegments.dumpLog prints with
+ *          --print-data-log (StringDecoder), rendered from Kafka's own objects with the same
+ *          templates as DumpLogSegments.scala (Kafka 3.9) printBatchLevel and the record loop
+ *   {"op": "decode", "hex": [h, ...]} -> [new String(bytes, UTF_8), ...] (Kafka's StringDecoder)
  *   {"op": "searchTimestamp", "path": P, "timestamp": t, "position": p, "startingOffset": s}
  *       -> {"timestamp", "offset"} of FileRecords.searchForTimestamp, or null
  */
@@ -20,9 +25,14 @@ import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.NullNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.record.AbstractLegacyRecordBatch;
+import org.apache.kafka.common.record.ControlRecordType;
+import org.apache.kafka.common.record.EndTransactionMarker;
 import org.apache.kafka.common.record.FileLogInputStream.FileChannelRecordBatch;
 import org.apache.kafka.common.record.FileRecords;
 import org.apache.kafka.common.record.Record;
+import org.apache.kafka.common.utils.Utils;
 
 import java.io.BufferedReader;
 import java.io.File;
@@ -54,11 +64,25 @@ public class LogOracle {
 
     private static JsonNode handle(JsonNode request) throws Exception {
         String op = request.get("op").asText();
+        if (op.equals("decode")) {
+            // new String(bytes, UTF_8): what Kafka's StringDecoder prints (one string per hex input)
+            ArrayNode texts = F.arrayNode();
+            for (JsonNode hex : request.get("hex")) {
+                String h = hex.asText();
+                byte[] bytes = new byte[h.length() / 2];
+                for (int i = 0; i < bytes.length; i++)
+                    bytes[i] = (byte) Integer.parseInt(h.substring(2 * i, 2 * i + 2), 16);
+                texts.add(new String(bytes, StandardCharsets.UTF_8));
+            }
+            return texts;
+        }
         File file = new File(request.get("path").asText());
         try (FileRecords records = FileRecords.open(file, false)) {
             switch (op) {
                 case "scan":
                     return scan(records);
+                case "dumpLines":
+                    return dumpLines(records);
                 case "searchOffset": {
                     FileRecords.LogOffsetPosition found = records.searchForOffsetWithSize(
                         request.get("offset").asLong(), request.get("position").asInt());
@@ -85,6 +109,68 @@ public class LogOracle {
                     throw new IllegalArgumentException("unknown op " + op);
             }
         }
+    }
+
+    private static JsonNode dumpLines(FileRecords records) {
+        ObjectNode result = F.objectNode();
+        ArrayNode lines = result.putArray("lines");
+        long validBytes = 0;
+        for (FileChannelRecordBatch batch : records.batches()) {
+            StringBuilder b = new StringBuilder();
+            if (batch.magic() >= 2)
+                b.append("baseOffset: " + batch.baseOffset() + " lastOffset: " + batch.lastOffset() + " count: " + batch.countOrNull() +
+                    " baseSequence: " + batch.baseSequence() + " lastSequence: " + batch.lastSequence() +
+                    " producerId: " + batch.producerId() + " producerEpoch: " + batch.producerEpoch() +
+                    " partitionLeaderEpoch: " + batch.partitionLeaderEpoch() + " isTransactional: " + batch.isTransactional() +
+                    " isControl: " + batch.isControlBatch() + " deleteHorizonMs: " + batch.deleteHorizonMs());
+            else
+                b.append("offset: " + batch.lastOffset());
+            b.append(" position: " + validBytes + " " + batch.timestampType() + ": " + batch.maxTimestamp() +
+                " size: " + batch.sizeInBytes() + " magic: " + batch.magic() +
+                " compresscodec: " + batch.compressionType().name + " crc: " + batch.checksum() + " isvalid: " + batch.isValid());
+            lines.add(b.toString());
+            for (Record record : batch) {
+                StringBuilder r = new StringBuilder();
+                String prefix = "| ";
+                r.append(prefix + "offset: " + record.offset() + " " + batch.timestampType() + ": " + record.timestamp() +
+                    " keySize: " + record.keySize() + " valueSize: " + record.valueSize());
+                prefix = " ";
+                if (batch.magic() >= 2) {
+                    StringBuilder keys = new StringBuilder("[");
+                    Header[] headers = record.headers();
+                    for (int i = 0; i < headers.length; i++) {
+                        if (i > 0) keys.append(",");
+                        keys.append(headers[i].key());
+                    }
+                    keys.append("]");
+                    r.append(" sequence: " + record.sequence() + " headerKeys: " + keys);
+                }
+                if (record instanceof AbstractLegacyRecordBatch) {
+                    AbstractLegacyRecordBatch legacy = (AbstractLegacyRecordBatch) record;
+                    r.append(" isValid: " + legacy.isValid() + " crc: " + legacy.checksum() + "}");
+                }
+                if (batch.isControlBatch()) {
+                    short typeId = ControlRecordType.parseTypeId(record.key());
+                    ControlRecordType type = ControlRecordType.fromTypeId(typeId);
+                    if (type == ControlRecordType.ABORT || type == ControlRecordType.COMMIT) {
+                        EndTransactionMarker marker = EndTransactionMarker.deserialize(record);
+                        r.append(" endTxnMarker: " + marker.controlType() + " coordinatorEpoch: " + marker.coordinatorEpoch());
+                    } else {
+                        r.append(" controlType: " + type + "(" + typeId + ")");
+                    }
+                } else {
+                    if (record.hasKey()) {
+                        r.append(prefix + "key: " + new String(Utils.readBytes(record.key()), StandardCharsets.UTF_8));
+                        prefix = " ";
+                    }
+                    if (record.hasValue())
+                        r.append(" payload: " + new String(Utils.readBytes(record.value()), StandardCharsets.UTF_8));
+                }
+                lines.add(r.toString());
+            }
+            validBytes += batch.sizeInBytes();
+        }
+        return result;
     }
 
     private static JsonNode scan(FileRecords records) {
