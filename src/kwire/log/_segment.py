@@ -10,7 +10,8 @@ silently. Every stretch of bytes that is not read as a batch becomes one ``Skipp
 position, length, reason), and the scan tries to go on:
 
 - a batch whose framing is sound (length field, magic) but that fails to parse (CRC mismatch, bad
-  header) is skipped whole, and scanning resumes right after it;
+  header) is skipped whole and scanning resumes right after it, unless a valid batch starts
+  inside it: then its length field is what is wrong, and scanning resumes at that batch;
 - unreadable framing (a length below the minimum, an unknown magic, a length running past the end
   of the data) starts a *resynchronisation*: the scan looks for the next position holding a batch
   whose CRC verifies, reports the bytes in between, and resumes there; with no such position, the
