@@ -19,11 +19,13 @@ Usage::
     python tools/check_specs.py                      # bundled specs vs the jar (fetched via pip)
     python tools/check_specs.py --spec-dir DIR       # any spec directory, e.g. a Kafka checkout's
                                                      #   clients/src/main/resources/common/message
+    python tools/check_specs.py --jar kafka-clients-X.Y.Z.jar    # another Kafka release's jar
     python tools/check_specs.py --dump FILE          # use a saved dump instead of running Java
     python tools/check_specs.py --save-dump FILE     # keep the dump that was made
 
 It prints every difference and exits 1 if there is any (0 when all match, 2 on usage errors). A newer
-jar is checked the same way: point ``tools/kafka_jars.py`` at it, re-sync the specs, run this.
+jar is brought in the same way: copy its specs in (``tools/sync_specs.py --jar``), then run this
+with ``--jar`` and fix whatever it reports.
 ``tests/oracle/test_protocol_schemas.py`` runs the same comparison inside ``make test``.
 """
 
@@ -32,6 +34,7 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -67,19 +70,26 @@ JSON = Any  # a decoded JSON value
 # ----------------------------------------------------------------------------------------------
 
 
-def jar_dump() -> dict[str, Any]:
-    """Runs ``ProtocolOracle dump`` against the jar that tools/kafka_jars.py provides."""
+def jar_dump(jar: Path | None = None) -> dict[str, Any]:
+    """Runs ``ProtocolOracle dump`` against the kafka-clients jar that tools/kafka_jars.py provides,
+    or against ``jar`` (another Kafka release: the program is compiled against the pinned jar and
+    run with ``jar`` in its place, which the generated classes' stable shape allows)."""
     sys.path.insert(0, str(ROOT / "tools"))
     import kafka_jars
 
     classes = kafka_jars.compile_java("ProtocolOracle")
+    argv = kafka_jars.java_command("ProtocolOracle", classes)
+    if jar is not None:
+        cp = argv.index("-cp") + 1
+        pinned = str(kafka_jars.kafka_clients_jar())
+        argv[cp] = os.pathsep.join(
+            str(jar.resolve()) if p == pinned else p for p in argv[cp].split(os.pathsep)
+        )
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "dump.json"
-        subprocess.run(
-            [*kafka_jars.java_command("ProtocolOracle", classes), "dump", str(out)],
-            check=True,
-            stderr=subprocess.DEVNULL,
-        )
+        run = subprocess.run([*argv, "dump", str(out)], stderr=subprocess.PIPE, text=True)
+        if run.returncode != 0:
+            raise RuntimeError(f"ProtocolOracle dump failed:\n{run.stderr[-3000:]}")
         return json.loads(out.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
 
 
@@ -282,11 +292,14 @@ def count_versions(dump: Mapping[str, Any]) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--spec-dir", type=Path, help="spec directory to check (default: bundled)")
+    parser.add_argument("--jar", type=Path, help="another kafka-clients jar to check against")
     parser.add_argument("--dump", type=Path, help="a saved ProtocolOracle dump to compare with")
     parser.add_argument("--save-dump", type=Path, help="write the jar's dump to this file")
     args = parser.parse_args(argv)
+    if args.jar is not None and not args.jar.is_file():
+        parser.error(f"no such jar: {args.jar}")
 
-    dump = json.loads(args.dump.read_text(encoding="utf-8")) if args.dump else jar_dump()
+    dump = json.loads(args.dump.read_text(encoding="utf-8")) if args.dump else jar_dump(args.jar)
     if args.save_dump:
         args.save_dump.write_text(json.dumps(dump), encoding="utf-8")
     specs = load_spec_dir(args.spec_dir) if args.spec_dir else bundled_specs()
