@@ -262,6 +262,7 @@ def warm_up(engine: str | None = None) -> float:
     ``<user cache dir>/kwire/numba``.
     """
     import time
+    import zlib
 
     t0 = time.perf_counter()
     # one tiny batch exercising every path: a key, a value, a header with a null value
@@ -272,6 +273,14 @@ def warm_up(engine: str | None = None) -> float:
     header[16] = 2
     header[57:61] = (1).to_bytes(4, "big")
     decode_to_arrow(bytes(header) + body, verify_crc=False, engine=engine)
+    # and the legacy CRC walk (a one-message magic 0 set)
+    entry = b"\x00\x00" + b"\xff" * 8  # magic 0, attributes 0, null key, null value
+    legacy = bytes(8) + (14).to_bytes(4, "big") + zlib.crc32(entry).to_bytes(4, "big") + entry
+    decode_to_arrow(legacy, engine=engine)
+    from kwire.records import _columnar_kernels as k
+
+    if engine in (None, "auto", k.ENGINE):
+        k.legacy_crc_ranges(_as_uint8(legacy)[1], 0, len(legacy), np.zeros((1, 3), np.int64))
     return time.perf_counter() - t0
 
 
