@@ -17,6 +17,7 @@ generated ``*JsonConverter`` classes.
 from __future__ import annotations
 
 import base64
+import gc
 import math
 import struct
 import uuid
@@ -30,6 +31,7 @@ from kwire.protocol._spec._versions import NONE, VersionRange
 
 __all__ = [
     "UNSET",
+    "FixedArray",
     "ZERO_UUID",
     "Buf",
     "KField",
@@ -291,12 +293,20 @@ class KafkaMessage(KafkaStruct):
             _check_version(cls.__kafka_message__, version)
             raise UnsupportedVersionError(f"{cls.__name__} has no decoder for version {version}")
         buf: Any = data if type(data) is bytes else _as_view(data)
+        # Decoding allocates many objects that all survive: pause the cyclic GC for big inputs,
+        # or its collections (each scanning the young objects again) dominate the decode time.
+        pause = len(buf) > 4096 and gc.isenabled()
+        if pause:
+            gc.disable()
         try:
             msg, end = fn(buf, pos)
             if not whole or end == len(buf):
                 return msg, end
         except FAST_ERRORS:
             pass
+        finally:
+            if pause:
+                gc.enable()
         return careful_decode(cls, buf, version, pos, whole=whole)
 
     def encode(self, version: int) -> bytes:
@@ -532,6 +542,111 @@ def r_fixed_array(b: Any, p: int, n: int, code: str, size: int) -> tuple[list[An
         if len(_ARRAY_STRUCTS) < 512:
             _ARRAY_STRUCTS[key] = s
     return list(s.unpack_from(b, p)), p + n * size
+
+
+class FixedArray:
+    """Arrays of one fixed-width type (``[]int32``...): count and elements in one call, one unpack.
+
+    The count is checked against the bytes that remain before anything is allocated. Structs for
+    each element count are cached per type.
+    """
+
+    __slots__ = ("_cache", "code", "size", "structs")
+
+    #: Counts below this get a prebuilt struct in ``structs`` (generated code indexes it inline).
+    SMALL: ClassVar[int] = 64
+
+    def __init__(self, code: str, size: int) -> None:
+        self.code = code
+        self.size = size
+        self._cache: dict[int, struct.Struct] = {}
+        self.structs = [struct.Struct(f">{n}{code}") for n in range(self.SMALL)]
+
+    def _struct(self, n: int) -> struct.Struct:
+        s = self._cache.get(n)
+        if s is None:
+            s = struct.Struct(f">{n}{self.code}")
+            if len(self._cache) < 256:
+                self._cache[n] = s
+        return s
+
+    def _items(self, b: Any, p: int, n: int) -> tuple[list[Any], int]:
+        e = p + n * self.size
+        if e > len(b):
+            raise Malformed
+        s = self._cache.get(n) or self._struct(n)
+        return list(s.unpack_from(b, p)), e
+
+    def read(self, b: Any, p: int) -> tuple[list[Any], int]:
+        (n,) = _I32.unpack_from(b, p)
+        if n <= 0:
+            if n == 0:
+                return [], p + 4
+            raise Malformed
+        return self._items(b, p + 4, n)
+
+    def read_n(self, b: Any, p: int) -> tuple[list[Any] | None, int]:
+        (n,) = _I32.unpack_from(b, p)
+        if n <= 0:
+            if n == 0:
+                return [], p + 4
+            if n == -1:
+                return None, p + 4
+            raise Malformed
+        return self._items(b, p + 4, n)
+
+    def read_c(self, b: Any, p: int) -> tuple[list[Any], int]:
+        n = b[p]
+        if n < 0x80:
+            p += 1
+        else:
+            n, p = read_uvarint(b, p)
+        if n <= 1:
+            if n == 1:
+                return [], p
+            raise Malformed
+        return self._items(b, p, n - 1)
+
+    def read_nc(self, b: Any, p: int) -> tuple[list[Any] | None, int]:
+        n = b[p]
+        if n < 0x80:
+            p += 1
+        else:
+            n, p = read_uvarint(b, p)
+        if n <= 1:
+            return ([] if n == 1 else None), p
+        return self._items(b, p, n - 1)
+
+    def write(self, out: bytearray, a: Any) -> None:
+        n = len(a)
+        out += _I32.pack(n)
+        if n:
+            out += (self._cache.get(n) or self._struct(n)).pack(*a)
+
+    def write_c(self, out: bytearray, a: Any) -> None:
+        n = len(a)
+        if n < 0x7F:
+            out.append(n + 1)
+        else:
+            write_uvarint(out, n + 1)
+        if n:
+            out += (self._cache.get(n) or self._struct(n)).pack(*a)
+
+
+#: One shared instance per fixed-width element type (generated modules import these).
+ARRAYS: Final[dict[str, FixedArray]] = {
+    name: FixedArray(code, size)
+    for name, code, size in [
+        ("bool", "?", 1),
+        ("int8", "b", 1),
+        ("int16", "h", 2),
+        ("uint16", "H", 2),
+        ("int32", "i", 4),
+        ("uint32", "I", 4),
+        ("int64", "q", 8),
+        ("float64", "d", 8),
+    ]
+}
 
 
 def r_uuid_array(b: Any, p: int, n: int) -> tuple[list[uuid.UUID], int]:

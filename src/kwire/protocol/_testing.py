@@ -6,7 +6,9 @@ Not used by the library itself. ``instances`` needs hypothesis (a dev dependency
 from __future__ import annotations
 
 import math
+import random
 import struct
+import uuid
 from typing import Any
 
 from kwire.protocol._runtime import KafkaMessage, KafkaStruct, KField
@@ -33,48 +35,60 @@ def nested(cls: type[KafkaStruct], attr: str) -> Any:
     raise KeyError(attr)
 
 
-def instances(cls: type[KafkaStruct], version: int, *, max_items: int = 3) -> Any:
-    """A hypothesis strategy of random ``cls`` instances that can be written at ``version``.
+def random_instance(
+    cls: type[KafkaStruct],
+    version: int,
+    rng: random.Random,
+    *,
+    max_items: int = 3,
+    unknown_tags: bool = True,
+) -> Any:
+    """A random ``cls`` instance that can be written at ``version`` (fast; no hypothesis).
 
     Fields absent from ``version`` keep their defaults; nullable fields are sometimes null;
-    tagged fields are sometimes default (not written) and sometimes set; in flexible versions
-    some structs carry unknown tags that do not collide with known ones.
+    tagged fields are sometimes default (then not written) and sometimes set; in flexible
+    versions some structs carry unknown tags that do not collide with known ones.
     """
-    from hypothesis import strategies as st
-
     flexible = version in cls.__kafka_message__.flexible
-
-    def value(f: KField) -> Any:
-        strat = st.lists(element(f), max_size=max_items) if f.is_array else element(f)
-        if version in f.nullable:
-            strat = st.none() | strat
-        return strat
 
     def element(f: KField) -> Any:
         t = f.element
         if t == "struct":
             assert f.struct is not None
-            return st.deferred(lambda: struct_of(f.struct))  # type: ignore[arg-type]
+            return struct_of(f.struct)
         if t in INT_RANGES:
             lo, hi = INT_RANGES[t]
-            return st.integers(lo, hi) | st.sampled_from([lo, hi, 0, -1 if lo < 0 else 1])
+            pick = rng.random()
+            if pick < 0.3:
+                return rng.choice((lo, hi, 0, -1 if lo < 0 else 1))
+            if pick < 0.6:
+                return rng.randint(-100 if lo < 0 else 0, 100)
+            return rng.randint(lo, hi)
         if t == "bool":
-            return st.booleans()
+            return rng.random() < 0.5
         if t == "float64":
-            return st.floats(allow_nan=False).map(lambda x: 0.0 if x == 0 else x) | st.just(
-                math.inf
+            return rng.choice(
+                (0.0, -1.5, 1e300, -math.inf, math.inf, 5e-324, rng.uniform(-1e9, 1e9))
             )
         if t == "uuid":
-            import uuid
-
-            return st.binary(min_size=16, max_size=16).map(lambda b: uuid.UUID(bytes=b))
+            return uuid.UUID(int=rng.getrandbits(128))
         if t == "string":
-            return st.text(max_size=12)
+            alphabet = "abcXYZ09 _-é中𝄞"
+            return "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 8)))
         if t == "bytes":
-            return st.binary(max_size=12)
+            return rng.randbytes(rng.randint(0, 8))
         if t == "records":
-            return st.binary(max_size=24).map(memoryview)
+            return memoryview(rng.randbytes(rng.randint(0, 24)))
         raise AssertionError(t)
+
+    def value(f: KField) -> Any:
+        if version in f.nullable and rng.random() < 0.2:
+            return None
+        if f.tag is not None and version in f.tagged and rng.random() < 0.4:
+            return f.make_default()
+        if f.is_array:
+            return [element(f) for _ in range(rng.randint(0, max_items))]
+        return element(f)
 
     def struct_of(c: type[KafkaStruct]) -> Any:
         kwargs: dict[str, Any] = {}
@@ -85,17 +99,29 @@ def instances(cls: type[KafkaStruct], version: int, *, max_items: int = 3) -> An
             if f.tag is not None and version in f.tagged:
                 tags.add(f.tag)
             kwargs[f.attr] = value(f)
-        unknown: Any = st.none()
-        if flexible:
-            unknown = st.none() | st.dictionaries(
-                st.integers(0, 2**31 - 1).filter(lambda t: t not in tags),
-                st.binary(max_size=6),
-                min_size=1,
-                max_size=3,
-            )
-        return st.builds(lambda ut, **kw: c(**kw, unknown_tags=ut), unknown, **kwargs)
+        unknown = None
+        if unknown_tags and flexible and rng.random() < 0.25:
+            unknown = {}
+            for _ in range(rng.randint(1, 3)):
+                tag = rng.choice((rng.randint(0, 40), rng.randint(0, 2**31 - 1)))
+                if tag not in tags:
+                    unknown[tag] = rng.randbytes(rng.randint(0, 5))
+        return c(**kwargs, unknown_tags=unknown or None)
 
     return struct_of(cls)
+
+
+def instances(
+    cls: type[KafkaStruct], version: int, *, max_items: int = 3, unknown_tags: bool = True
+) -> Any:
+    """A hypothesis strategy of ``random_instance``s (seeded by hypothesis, so failures repeat)."""
+    from hypothesis import strategies as st
+
+    return st.randoms(use_true_random=False).map(
+        lambda rng: random_instance(
+            cls, version, rng, max_items=max_items, unknown_tags=unknown_tags
+        )
+    )
 
 
 def float_bits(x: float) -> bytes:

@@ -229,6 +229,15 @@ class _Indent:
 class _Module:
     structs: dict[str, str] = field(default_factory=dict)  # format -> constant name
 
+    arrays: dict[str, str] = field(default_factory=dict)  # element type -> FixedArray constant
+
+    def array_const(self, type_name: str) -> str:
+        name = self.arrays.get(type_name)
+        if name is None:
+            name = f"_A_{type_name}"
+            self.arrays[type_name] = name
+        return name
+
     def struct_const(self, fmt: str) -> str:
         name = self.structs.get(fmt)
         if name is None:
@@ -361,6 +370,31 @@ def _decode_value(
     compact = f.compact(v, m.spec.flexible_versions)
     if t.is_array:
         assert t.element is not None
+        if t.element.name in _ARRAY_CODES:
+            const = _MOD.array_const(t.element.name)
+            size = _ARRAY_CODES[t.element.name][1]
+            method = "read" + ("_" if nullable or compact else "")
+            method += ("n" if nullable else "") + ("c" if compact else "")
+            if declare:
+                code(f"{target}: list[Any] | None" if nullable else f"{target}: list[Any]")
+            # small counts inline (one prebuilt struct, which also checks the bytes are there);
+            # empty, null, big or malformed counts go through the helper
+            if compact:
+                code(f"n = {b}[p]")
+                code("if 1 < n < 64:")
+                with code.block():
+                    code(f"{target} = list({const}_S[n - 1].unpack_from({b}, p + 1))")
+                    code(f"p += {size} * n - {size - 1}")
+            else:
+                code(f"(n,) = _I32.unpack_from({b}, p)")
+                code("if 0 < n < 64:")
+                with code.block():
+                    code(f"{target} = list({const}_S[n].unpack_from({b}, p + 4))")
+                    code(f"p += {size} * n + 4")
+            code("else:")
+            with code.block():
+                code(f"{target}, p = {const}.{method}({b}, p)")
+            return
         reader = (
             ("r_nc" if nullable else "r_c") + "alen"
             if compact
@@ -561,6 +595,9 @@ def _encode_value(code: _Code, m: _Msg, f: FieldSpec, v: int, expr: str, out: st
 def _encode_elements(code: _Code, m: _Msg, f: FieldSpec, v: int, out: str, compact: bool) -> None:
     el = f.type.element
     assert el is not None
+    if el.name in _ARRAY_CODES:
+        code(f"{_MOD.array_const(el.name)}.write{'_c' if compact else ''}({out}, a)")
+        return
     if compact:
         code(f"w_uv({out}, len(a) + 1)")
     else:
@@ -777,6 +814,9 @@ def emit_module(specs: Iterable[MessageSpec], options: EmitOptions | None = None
     head('_I32 = _struct.Struct(">i")')
     for fmt, const in sorted(mod.structs.items(), key=lambda x: x[1]):
         head(f'{const} = _struct.Struct(">{fmt}")')
+    for type_name, const in sorted(mod.arrays.items()):
+        head(f'{const} = ARRAYS["{type_name}"]')
+        head(f"{const}_S = {const}.structs")
     head()
     for spec in specs:
         head(
@@ -794,6 +834,7 @@ def emit_module(specs: Iterable[MessageSpec], options: EmitOptions | None = None
 
 
 _RUNTIME_NAMES = (
+    "ARRAYS",
     "UNSET",
     "ZERO_UUID",
     "KafkaMessage",
@@ -809,7 +850,6 @@ _RUNTIME_NAMES = (
     "r_cbytes",
     "r_crecords",
     "r_cstr",
-    "r_fixed_array",
     "r_nalen",
     "r_nbytes",
     "r_ncalen",
@@ -828,7 +868,6 @@ _RUNTIME_NAMES = (
     "w_cbytes",
     "w_crecords",
     "w_cstr",
-    "w_fixed_array",
     "w_nbytes",
     "w_ncbytes",
     "w_ncstr",

@@ -10,6 +10,7 @@ import uuid as _uuid
 from typing import Any, ClassVar
 
 from kwire.protocol._runtime import (
+    ARRAYS,
     UNSET,
     ZERO_UUID,
     KafkaMessage,
@@ -25,7 +26,6 @@ from kwire.protocol._runtime import (
     r_cbytes,
     r_crecords,
     r_cstr,
-    r_fixed_array,
     r_nalen,
     r_nbytes,
     r_ncalen,
@@ -44,7 +44,6 @@ from kwire.protocol._runtime import (
     w_cbytes,
     w_crecords,
     w_cstr,
-    w_fixed_array,
     w_nbytes,
     w_ncbytes,
     w_ncstr,
@@ -64,6 +63,8 @@ _S_ih = _struct.Struct(">ih")
 _S_ihii = _struct.Struct(">ihii")
 _S_ii = _struct.Struct(">ii")
 _S_iq = _struct.Struct(">iq")
+_A_int32 = ARRAYS["int32"]
+_A_int32_S = _A_int32.structs
 
 _INFO_AlterPartitionRequest = MessageInfo(
     "AlterPartitionRequest",
@@ -383,9 +384,13 @@ def _d_PartitionData_v0(b: Any, p: int) -> tuple[PartitionData, int]:
     ap: Any
     (f_partition_index, f_leader_epoch) = _S_ii.unpack_from(b, p)
     p += 8
-    n, p = r_calen(b, p)
     f_new_isr: list[Any]
-    f_new_isr, p = r_fixed_array(b, p, n, "i", 4)
+    n = b[p]
+    if 1 < n < 64:
+        f_new_isr = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
+        p += 4 * n - 3
+    else:
+        f_new_isr, p = _A_int32.read_c(b, p)
     (f_partition_epoch,) = _S_i.unpack_from(b, p)
     p += 4
     if b[p] == 0:
@@ -412,8 +417,7 @@ def _e_PartitionData_v0(o: PartitionData, out: bytearray) -> None:
         raise Malformed("leaderRecoveryState")
     out += _S_ii.pack(o.partition_index, o.leader_epoch)
     a = o.new_isr
-    w_uv(out, len(a) + 1)
-    w_fixed_array(out, a, "i")
+    _A_int32.write_c(out, a)
     out += _S_i.pack(o.partition_epoch)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)
@@ -504,9 +508,13 @@ def _d_PartitionData_v1(b: Any, p: int) -> tuple[PartitionData, int]:
     ap: Any
     (f_partition_index, f_leader_epoch) = _S_ii.unpack_from(b, p)
     p += 8
-    n, p = r_calen(b, p)
     f_new_isr: list[Any]
-    f_new_isr, p = r_fixed_array(b, p, n, "i", 4)
+    n = b[p]
+    if 1 < n < 64:
+        f_new_isr = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
+        p += 4 * n - 3
+    else:
+        f_new_isr, p = _A_int32.read_c(b, p)
     (f_leader_recovery_state, f_partition_epoch) = _S_bi.unpack_from(b, p)
     p += 5
     if b[p] == 0:
@@ -531,8 +539,7 @@ def _e_PartitionData_v1(o: PartitionData, out: bytearray) -> None:
         raise Malformed("newIsrWithEpochs")
     out += _S_ii.pack(o.partition_index, o.leader_epoch)
     a = o.new_isr
-    w_uv(out, len(a) + 1)
-    w_fixed_array(out, a, "i")
+    _A_int32.write_c(out, a)
     out += _S_bi.pack(o.leader_recovery_state, o.partition_epoch)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)
@@ -1112,9 +1119,13 @@ def _d_AlterPartitionResponsePartitionData_v0(
     ap: Any
     (f_partition_index, f_error_code, f_leader_id, f_leader_epoch) = _S_ihii.unpack_from(b, p)
     p += 14
-    n, p = r_calen(b, p)
     f_isr: list[Any]
-    f_isr, p = r_fixed_array(b, p, n, "i", 4)
+    n = b[p]
+    if 1 < n < 64:
+        f_isr = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
+        p += 4 * n - 3
+    else:
+        f_isr, p = _A_int32.read_c(b, p)
     (f_partition_epoch,) = _S_i.unpack_from(b, p)
     p += 4
     if b[p] == 0:
@@ -1140,8 +1151,7 @@ def _e_AlterPartitionResponsePartitionData_v0(
     a: Any
     out += _S_ihii.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch)
     a = o.isr
-    w_uv(out, len(a) + 1)
-    w_fixed_array(out, a, "i")
+    _A_int32.write_c(out, a)
     out += _S_i.pack(o.partition_epoch)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)
@@ -1238,9 +1248,13 @@ def _d_AlterPartitionResponsePartitionData_v1(
     ap: Any
     (f_partition_index, f_error_code, f_leader_id, f_leader_epoch) = _S_ihii.unpack_from(b, p)
     p += 14
-    n, p = r_calen(b, p)
     f_isr: list[Any]
-    f_isr, p = r_fixed_array(b, p, n, "i", 4)
+    n = b[p]
+    if 1 < n < 64:
+        f_isr = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
+        p += 4 * n - 3
+    else:
+        f_isr, p = _A_int32.read_c(b, p)
     (f_leader_recovery_state, f_partition_epoch) = _S_bi.unpack_from(b, p)
     p += 5
     if b[p] == 0:
@@ -1266,8 +1280,7 @@ def _e_AlterPartitionResponsePartitionData_v1(
     a: Any
     out += _S_ihii.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch)
     a = o.isr
-    w_uv(out, len(a) + 1)
-    w_fixed_array(out, a, "i")
+    _A_int32.write_c(out, a)
     out += _S_bi.pack(o.leader_recovery_state, o.partition_epoch)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)

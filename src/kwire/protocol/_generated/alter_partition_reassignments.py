@@ -10,6 +10,7 @@ import uuid as _uuid
 from typing import Any, ClassVar
 
 from kwire.protocol._runtime import (
+    ARRAYS,
     UNSET,
     ZERO_UUID,
     KafkaMessage,
@@ -25,7 +26,6 @@ from kwire.protocol._runtime import (
     r_cbytes,
     r_crecords,
     r_cstr,
-    r_fixed_array,
     r_nalen,
     r_nbytes,
     r_ncalen,
@@ -44,7 +44,6 @@ from kwire.protocol._runtime import (
     w_cbytes,
     w_crecords,
     w_cstr,
-    w_fixed_array,
     w_nbytes,
     w_ncbytes,
     w_ncstr,
@@ -59,6 +58,8 @@ Records = bytes | memoryview
 _I32 = _struct.Struct(">i")
 _S_i = _struct.Struct(">i")
 _S_ih = _struct.Struct(">ih")
+_A_int32 = ARRAYS["int32"]
+_A_int32_S = _A_int32.structs
 
 _INFO_AlterPartitionReassignmentsRequest = MessageInfo(
     "AlterPartitionReassignmentsRequest",
@@ -261,12 +262,13 @@ def _d_ReassignablePartition_v0(b: Any, p: int) -> tuple[ReassignablePartition, 
     ap: Any
     (f_partition_index,) = _S_i.unpack_from(b, p)
     p += 4
-    n, p = r_ncalen(b, p)
     f_replicas: list[Any] | None
-    if n < 0:
-        f_replicas = None
+    n = b[p]
+    if 1 < n < 64:
+        f_replicas = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
+        p += 4 * n - 3
     else:
-        f_replicas, p = r_fixed_array(b, p, n, "i", 4)
+        f_replicas, p = _A_int32.read_nc(b, p)
     if b[p] == 0:
         ut = None
         p += 1
@@ -286,8 +288,7 @@ def _e_ReassignablePartition_v0(o: ReassignablePartition, out: bytearray) -> Non
     if a is None:
         out.append(0)
     else:
-        w_uv(out, len(a) + 1)
-        w_fixed_array(out, a, "i")
+        _A_int32.write_c(out, a)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)
     else:

@@ -10,6 +10,7 @@ import uuid as _uuid
 from typing import Any, ClassVar
 
 from kwire.protocol._runtime import (
+    ARRAYS,
     UNSET,
     ZERO_UUID,
     KafkaMessage,
@@ -25,7 +26,6 @@ from kwire.protocol._runtime import (
     r_cbytes,
     r_crecords,
     r_cstr,
-    r_fixed_array,
     r_nalen,
     r_nbytes,
     r_ncalen,
@@ -44,7 +44,6 @@ from kwire.protocol._runtime import (
     w_cbytes,
     w_crecords,
     w_cstr,
-    w_fixed_array,
     w_nbytes,
     w_ncbytes,
     w_ncstr,
@@ -59,6 +58,8 @@ Records = bytes | memoryview
 _I32 = _struct.Struct(">i")
 _S_i = _struct.Struct(">i")
 _S_ih = _struct.Struct(">ih")
+_A_int32 = ARRAYS["int32"]
+_A_int32_S = _A_int32.structs
 
 _INFO_AlterReplicaLogDirsRequest = MessageInfo(
     "AlterReplicaLogDirsRequest",
@@ -234,9 +235,13 @@ def _d_AlterReplicaLogDirTopic_v0(b: Any, p: int) -> tuple[AlterReplicaLogDirTop
     x: Any
     ap: Any
     f_name, p = r_str(b, p)
-    n, p = r_alen(b, p)
     f_partitions: list[Any]
-    f_partitions, p = r_fixed_array(b, p, n, "i", 4)
+    (n,) = _I32.unpack_from(b, p)
+    if 0 < n < 64:
+        f_partitions = list(_A_int32_S[n].unpack_from(b, p + 4))
+        p += 4 * n + 4
+    else:
+        f_partitions, p = _A_int32.read(b, p)
     o = _new(AlterReplicaLogDirTopic)
     o.name = f_name
     o.partitions = f_partitions
@@ -248,8 +253,7 @@ def _e_AlterReplicaLogDirTopic_v0(o: AlterReplicaLogDirTopic, out: bytearray) ->
     a: Any
     w_str(out, o.name)
     a = o.partitions
-    out += _I32.pack(len(a))
-    w_fixed_array(out, a, "i")
+    _A_int32.write(out, a)
     if o.unknown_tags:
         raise Malformed
 
@@ -316,9 +320,13 @@ def _d_AlterReplicaLogDirTopic_v2(b: Any, p: int) -> tuple[AlterReplicaLogDirTop
     x: Any
     ap: Any
     f_name, p = r_cstr(b, p)
-    n, p = r_calen(b, p)
     f_partitions: list[Any]
-    f_partitions, p = r_fixed_array(b, p, n, "i", 4)
+    n = b[p]
+    if 1 < n < 64:
+        f_partitions = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
+        p += 4 * n - 3
+    else:
+        f_partitions, p = _A_int32.read_c(b, p)
     if b[p] == 0:
         ut = None
         p += 1
@@ -335,8 +343,7 @@ def _e_AlterReplicaLogDirTopic_v2(o: AlterReplicaLogDirTopic, out: bytearray) ->
     a: Any
     w_cstr(out, o.name)
     a = o.partitions
-    w_uv(out, len(a) + 1)
-    w_fixed_array(out, a, "i")
+    _A_int32.write_c(out, a)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)
     else:

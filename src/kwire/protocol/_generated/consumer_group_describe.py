@@ -10,6 +10,7 @@ import uuid as _uuid
 from typing import Any, ClassVar
 
 from kwire.protocol._runtime import (
+    ARRAYS,
     UNSET,
     ZERO_UUID,
     KafkaMessage,
@@ -25,7 +26,6 @@ from kwire.protocol._runtime import (
     r_cbytes,
     r_crecords,
     r_cstr,
-    r_fixed_array,
     r_nalen,
     r_nbytes,
     r_ncalen,
@@ -44,7 +44,6 @@ from kwire.protocol._runtime import (
     w_cbytes,
     w_crecords,
     w_cstr,
-    w_fixed_array,
     w_nbytes,
     w_ncbytes,
     w_ncstr,
@@ -62,6 +61,8 @@ _S_B = _struct.Struct(">?")
 _S_h = _struct.Struct(">h")
 _S_i = _struct.Struct(">i")
 _S_ii = _struct.Struct(">ii")
+_A_int32 = ARRAYS["int32"]
+_A_int32_S = _A_int32.structs
 
 _INFO_ConsumerGroupDescribeRequest = MessageInfo(
     "ConsumerGroupDescribeRequest",
@@ -642,9 +643,13 @@ def _d_TopicPartitions_v0(b: Any, p: int) -> tuple[TopicPartitions, int]:
     p += 16
     f_topic_id = uuid_from_bytes(f_topic_id)
     f_topic_name, p = r_cstr(b, p)
-    n, p = r_calen(b, p)
     f_partitions: list[Any]
-    f_partitions, p = r_fixed_array(b, p, n, "i", 4)
+    n = b[p]
+    if 1 < n < 64:
+        f_partitions = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
+        p += 4 * n - 3
+    else:
+        f_partitions, p = _A_int32.read_c(b, p)
     if b[p] == 0:
         ut = None
         p += 1
@@ -663,8 +668,7 @@ def _e_TopicPartitions_v0(o: TopicPartitions, out: bytearray) -> None:
     out += _S_16s.pack(o.topic_id.bytes)
     w_cstr(out, o.topic_name)
     a = o.partitions
-    w_uv(out, len(a) + 1)
-    w_fixed_array(out, a, "i")
+    _A_int32.write_c(out, a)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)
     else:

@@ -10,6 +10,7 @@ import uuid as _uuid
 from typing import Any, ClassVar
 
 from kwire.protocol._runtime import (
+    ARRAYS,
     UNSET,
     ZERO_UUID,
     KafkaMessage,
@@ -25,7 +26,6 @@ from kwire.protocol._runtime import (
     r_cbytes,
     r_crecords,
     r_cstr,
-    r_fixed_array,
     r_nalen,
     r_nbytes,
     r_ncalen,
@@ -44,7 +44,6 @@ from kwire.protocol._runtime import (
     w_cbytes,
     w_crecords,
     w_cstr,
-    w_fixed_array,
     w_nbytes,
     w_ncbytes,
     w_ncstr,
@@ -58,6 +57,8 @@ from kwire.protocol._runtime import (
 Records = bytes | memoryview
 _I32 = _struct.Struct(">i")
 _S_i = _struct.Struct(">i")
+_A_int32 = ARRAYS["int32"]
+_A_int32_S = _A_int32.structs
 
 _INFO_ConsumerProtocolSubscription = MessageInfo(
     "ConsumerProtocolSubscription",
@@ -234,9 +235,13 @@ def _d_TopicPartition_v1(b: Any, p: int) -> tuple[TopicPartition, int]:
     x: Any
     ap: Any
     f_topic, p = r_str(b, p)
-    n, p = r_alen(b, p)
     f_partitions: list[Any]
-    f_partitions, p = r_fixed_array(b, p, n, "i", 4)
+    (n,) = _I32.unpack_from(b, p)
+    if 0 < n < 64:
+        f_partitions = list(_A_int32_S[n].unpack_from(b, p + 4))
+        p += 4 * n + 4
+    else:
+        f_partitions, p = _A_int32.read(b, p)
     o = _new(TopicPartition)
     o.topic = f_topic
     o.partitions = f_partitions
@@ -248,8 +253,7 @@ def _e_TopicPartition_v1(o: TopicPartition, out: bytearray) -> None:
     a: Any
     w_str(out, o.topic)
     a = o.partitions
-    out += _I32.pack(len(a))
-    w_fixed_array(out, a, "i")
+    _A_int32.write(out, a)
     if o.unknown_tags:
         raise Malformed
 

@@ -10,6 +10,7 @@ import uuid as _uuid
 from typing import Any, ClassVar
 
 from kwire.protocol._runtime import (
+    ARRAYS,
     UNSET,
     ZERO_UUID,
     KafkaMessage,
@@ -25,7 +26,6 @@ from kwire.protocol._runtime import (
     r_cbytes,
     r_crecords,
     r_cstr,
-    r_fixed_array,
     r_nalen,
     r_nbytes,
     r_ncalen,
@@ -44,7 +44,6 @@ from kwire.protocol._runtime import (
     w_cbytes,
     w_crecords,
     w_cstr,
-    w_fixed_array,
     w_nbytes,
     w_ncbytes,
     w_ncstr,
@@ -60,6 +59,8 @@ _I32 = _struct.Struct(">i")
 _S_h = _struct.Struct(">h")
 _S_i = _struct.Struct(">i")
 _S_iB = _struct.Struct(">i?")
+_A_int32 = ARRAYS["int32"]
+_A_int32_S = _A_int32.structs
 
 _INFO_CreatePartitionsRequest = MessageInfo(
     "CreatePartitionsRequest",
@@ -261,9 +262,13 @@ def _d_CreatePartitionsAssignment_v0(b: Any, p: int) -> tuple[CreatePartitionsAs
     """Decode CreatePartitionsAssignment (versions 0-1)."""
     x: Any
     ap: Any
-    n, p = r_alen(b, p)
     f_broker_ids: list[Any]
-    f_broker_ids, p = r_fixed_array(b, p, n, "i", 4)
+    (n,) = _I32.unpack_from(b, p)
+    if 0 < n < 64:
+        f_broker_ids = list(_A_int32_S[n].unpack_from(b, p + 4))
+        p += 4 * n + 4
+    else:
+        f_broker_ids, p = _A_int32.read(b, p)
     o = _new(CreatePartitionsAssignment)
     o.broker_ids = f_broker_ids
     o.unknown_tags = None
@@ -273,8 +278,7 @@ def _d_CreatePartitionsAssignment_v0(b: Any, p: int) -> tuple[CreatePartitionsAs
 def _e_CreatePartitionsAssignment_v0(o: CreatePartitionsAssignment, out: bytearray) -> None:
     a: Any
     a = o.broker_ids
-    out += _I32.pack(len(a))
-    w_fixed_array(out, a, "i")
+    _A_int32.write(out, a)
     if o.unknown_tags:
         raise Malformed
 
@@ -355,9 +359,13 @@ def _d_CreatePartitionsAssignment_v2(b: Any, p: int) -> tuple[CreatePartitionsAs
     """Decode CreatePartitionsAssignment (versions 2-3)."""
     x: Any
     ap: Any
-    n, p = r_calen(b, p)
     f_broker_ids: list[Any]
-    f_broker_ids, p = r_fixed_array(b, p, n, "i", 4)
+    n = b[p]
+    if 1 < n < 64:
+        f_broker_ids = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
+        p += 4 * n - 3
+    else:
+        f_broker_ids, p = _A_int32.read_c(b, p)
     if b[p] == 0:
         ut = None
         p += 1
@@ -372,8 +380,7 @@ def _d_CreatePartitionsAssignment_v2(b: Any, p: int) -> tuple[CreatePartitionsAs
 def _e_CreatePartitionsAssignment_v2(o: CreatePartitionsAssignment, out: bytearray) -> None:
     a: Any
     a = o.broker_ids
-    w_uv(out, len(a) + 1)
-    w_fixed_array(out, a, "i")
+    _A_int32.write_c(out, a)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)
     else:

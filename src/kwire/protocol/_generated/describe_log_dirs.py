@@ -10,6 +10,7 @@ import uuid as _uuid
 from typing import Any, ClassVar
 
 from kwire.protocol._runtime import (
+    ARRAYS,
     UNSET,
     ZERO_UUID,
     KafkaMessage,
@@ -25,7 +26,6 @@ from kwire.protocol._runtime import (
     r_cbytes,
     r_crecords,
     r_cstr,
-    r_fixed_array,
     r_nalen,
     r_nbytes,
     r_ncalen,
@@ -44,7 +44,6 @@ from kwire.protocol._runtime import (
     w_cbytes,
     w_crecords,
     w_cstr,
-    w_fixed_array,
     w_nbytes,
     w_ncbytes,
     w_ncstr,
@@ -62,6 +61,8 @@ _S_i = _struct.Struct(">i")
 _S_ih = _struct.Struct(">ih")
 _S_iqqB = _struct.Struct(">iqq?")
 _S_qq = _struct.Struct(">qq")
+_A_int32 = ARRAYS["int32"]
+_A_int32_S = _A_int32.structs
 
 _INFO_DescribeLogDirsRequest = MessageInfo(
     "DescribeLogDirsRequest",
@@ -188,9 +189,13 @@ def _d_DescribableLogDirTopic_v0(b: Any, p: int) -> tuple[DescribableLogDirTopic
     x: Any
     ap: Any
     f_topic, p = r_str(b, p)
-    n, p = r_alen(b, p)
     f_partitions: list[Any]
-    f_partitions, p = r_fixed_array(b, p, n, "i", 4)
+    (n,) = _I32.unpack_from(b, p)
+    if 0 < n < 64:
+        f_partitions = list(_A_int32_S[n].unpack_from(b, p + 4))
+        p += 4 * n + 4
+    else:
+        f_partitions, p = _A_int32.read(b, p)
     o = _new(DescribableLogDirTopic)
     o.topic = f_topic
     o.partitions = f_partitions
@@ -202,8 +207,7 @@ def _e_DescribableLogDirTopic_v0(o: DescribableLogDirTopic, out: bytearray) -> N
     a: Any
     w_str(out, o.topic)
     a = o.partitions
-    out += _I32.pack(len(a))
-    w_fixed_array(out, a, "i")
+    _A_int32.write(out, a)
     if o.unknown_tags:
         raise Malformed
 
@@ -246,9 +250,13 @@ def _d_DescribableLogDirTopic_v2(b: Any, p: int) -> tuple[DescribableLogDirTopic
     x: Any
     ap: Any
     f_topic, p = r_cstr(b, p)
-    n, p = r_calen(b, p)
     f_partitions: list[Any]
-    f_partitions, p = r_fixed_array(b, p, n, "i", 4)
+    n = b[p]
+    if 1 < n < 64:
+        f_partitions = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
+        p += 4 * n - 3
+    else:
+        f_partitions, p = _A_int32.read_c(b, p)
     if b[p] == 0:
         ut = None
         p += 1
@@ -265,8 +273,7 @@ def _e_DescribableLogDirTopic_v2(o: DescribableLogDirTopic, out: bytearray) -> N
     a: Any
     w_cstr(out, o.topic)
     a = o.partitions
-    w_uv(out, len(a) + 1)
-    w_fixed_array(out, a, "i")
+    _A_int32.write_c(out, a)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)
     else:

@@ -10,6 +10,7 @@ import uuid as _uuid
 from typing import Any, ClassVar
 
 from kwire.protocol._runtime import (
+    ARRAYS,
     UNSET,
     ZERO_UUID,
     KafkaMessage,
@@ -25,7 +26,6 @@ from kwire.protocol._runtime import (
     r_cbytes,
     r_crecords,
     r_cstr,
-    r_fixed_array,
     r_nalen,
     r_nbytes,
     r_ncalen,
@@ -44,7 +44,6 @@ from kwire.protocol._runtime import (
     w_cbytes,
     w_crecords,
     w_cstr,
-    w_fixed_array,
     w_nbytes,
     w_ncbytes,
     w_ncstr,
@@ -60,6 +59,8 @@ _I32 = _struct.Struct(">i")
 _S_i = _struct.Struct(">i")
 _S_ih = _struct.Struct(">ih")
 _S_qiiqiq = _struct.Struct(">qiiqiq")
+_A_int32 = ARRAYS["int32"]
+_A_int32_S = _A_int32.structs
 
 _INFO_DescribeProducersRequest = MessageInfo(
     "DescribeProducersRequest",
@@ -177,9 +178,13 @@ def _d_TopicRequest_v0(b: Any, p: int) -> tuple[TopicRequest, int]:
     x: Any
     ap: Any
     f_name, p = r_cstr(b, p)
-    n, p = r_calen(b, p)
     f_partition_indexes: list[Any]
-    f_partition_indexes, p = r_fixed_array(b, p, n, "i", 4)
+    n = b[p]
+    if 1 < n < 64:
+        f_partition_indexes = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
+        p += 4 * n - 3
+    else:
+        f_partition_indexes, p = _A_int32.read_c(b, p)
     if b[p] == 0:
         ut = None
         p += 1
@@ -196,8 +201,7 @@ def _e_TopicRequest_v0(o: TopicRequest, out: bytearray) -> None:
     a: Any
     w_cstr(out, o.name)
     a = o.partition_indexes
-    w_uv(out, len(a) + 1)
-    w_fixed_array(out, a, "i")
+    _A_int32.write_c(out, a)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)
     else:

@@ -10,6 +10,7 @@ import uuid as _uuid
 from typing import Any, ClassVar
 
 from kwire.protocol._runtime import (
+    ARRAYS,
     UNSET,
     ZERO_UUID,
     KafkaMessage,
@@ -25,7 +26,6 @@ from kwire.protocol._runtime import (
     r_cbytes,
     r_crecords,
     r_cstr,
-    r_fixed_array,
     r_nalen,
     r_nbytes,
     r_ncalen,
@@ -44,7 +44,6 @@ from kwire.protocol._runtime import (
     w_cbytes,
     w_crecords,
     w_cstr,
-    w_fixed_array,
     w_nbytes,
     w_ncbytes,
     w_ncstr,
@@ -61,6 +60,8 @@ _S_16sB = _struct.Struct(">16s?")
 _S_h = _struct.Struct(">h")
 _S_hiii = _struct.Struct(">hiii")
 _S_i = _struct.Struct(">i")
+_A_int32 = ARRAYS["int32"]
+_A_int32_S = _A_int32.structs
 
 _INFO_DescribeTopicPartitionsRequest = MessageInfo(
     "DescribeTopicPartitionsRequest",
@@ -759,27 +760,41 @@ def _d_DescribeTopicPartitionsResponsePartition_v0(
     ap: Any
     (f_error_code, f_partition_index, f_leader_id, f_leader_epoch) = _S_hiii.unpack_from(b, p)
     p += 14
-    n, p = r_calen(b, p)
     f_replica_nodes: list[Any]
-    f_replica_nodes, p = r_fixed_array(b, p, n, "i", 4)
-    n, p = r_calen(b, p)
+    n = b[p]
+    if 1 < n < 64:
+        f_replica_nodes = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
+        p += 4 * n - 3
+    else:
+        f_replica_nodes, p = _A_int32.read_c(b, p)
     f_isr_nodes: list[Any]
-    f_isr_nodes, p = r_fixed_array(b, p, n, "i", 4)
-    n, p = r_ncalen(b, p)
+    n = b[p]
+    if 1 < n < 64:
+        f_isr_nodes = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
+        p += 4 * n - 3
+    else:
+        f_isr_nodes, p = _A_int32.read_c(b, p)
     f_eligible_leader_replicas: list[Any] | None
-    if n < 0:
-        f_eligible_leader_replicas = None
+    n = b[p]
+    if 1 < n < 64:
+        f_eligible_leader_replicas = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
+        p += 4 * n - 3
     else:
-        f_eligible_leader_replicas, p = r_fixed_array(b, p, n, "i", 4)
-    n, p = r_ncalen(b, p)
+        f_eligible_leader_replicas, p = _A_int32.read_nc(b, p)
     f_last_known_elr: list[Any] | None
-    if n < 0:
-        f_last_known_elr = None
+    n = b[p]
+    if 1 < n < 64:
+        f_last_known_elr = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
+        p += 4 * n - 3
     else:
-        f_last_known_elr, p = r_fixed_array(b, p, n, "i", 4)
-    n, p = r_calen(b, p)
+        f_last_known_elr, p = _A_int32.read_nc(b, p)
     f_offline_replicas: list[Any]
-    f_offline_replicas, p = r_fixed_array(b, p, n, "i", 4)
+    n = b[p]
+    if 1 < n < 64:
+        f_offline_replicas = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
+        p += 4 * n - 3
+    else:
+        f_offline_replicas, p = _A_int32.read_c(b, p)
     if b[p] == 0:
         ut = None
         p += 1
@@ -805,26 +820,21 @@ def _e_DescribeTopicPartitionsResponsePartition_v0(
     a: Any
     out += _S_hiii.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
     a = o.replica_nodes
-    w_uv(out, len(a) + 1)
-    w_fixed_array(out, a, "i")
+    _A_int32.write_c(out, a)
     a = o.isr_nodes
-    w_uv(out, len(a) + 1)
-    w_fixed_array(out, a, "i")
+    _A_int32.write_c(out, a)
     a = o.eligible_leader_replicas
     if a is None:
         out.append(0)
     else:
-        w_uv(out, len(a) + 1)
-        w_fixed_array(out, a, "i")
+        _A_int32.write_c(out, a)
     a = o.last_known_elr
     if a is None:
         out.append(0)
     else:
-        w_uv(out, len(a) + 1)
-        w_fixed_array(out, a, "i")
+        _A_int32.write_c(out, a)
     a = o.offline_replicas
-    w_uv(out, len(a) + 1)
-    w_fixed_array(out, a, "i")
+    _A_int32.write_c(out, a)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)
     else:

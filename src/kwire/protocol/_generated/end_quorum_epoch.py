@@ -10,6 +10,7 @@ import uuid as _uuid
 from typing import Any, ClassVar
 
 from kwire.protocol._runtime import (
+    ARRAYS,
     UNSET,
     ZERO_UUID,
     KafkaMessage,
@@ -25,7 +26,6 @@ from kwire.protocol._runtime import (
     r_cbytes,
     r_crecords,
     r_cstr,
-    r_fixed_array,
     r_nalen,
     r_nbytes,
     r_ncalen,
@@ -44,7 +44,6 @@ from kwire.protocol._runtime import (
     w_cbytes,
     w_crecords,
     w_cstr,
-    w_fixed_array,
     w_nbytes,
     w_ncbytes,
     w_ncstr,
@@ -63,6 +62,8 @@ _S_i = _struct.Struct(">i")
 _S_i16s = _struct.Struct(">i16s")
 _S_ihii = _struct.Struct(">ihii")
 _S_iii = _struct.Struct(">iii")
+_A_int32 = ARRAYS["int32"]
+_A_int32_S = _A_int32.structs
 
 _INFO_EndQuorumEpochRequest = MessageInfo(
     "EndQuorumEpochRequest",
@@ -393,9 +394,13 @@ def _d_PartitionData_v0(b: Any, p: int) -> tuple[PartitionData, int]:
     ap: Any
     (f_partition_index, f_leader_id, f_leader_epoch) = _S_iii.unpack_from(b, p)
     p += 12
-    n, p = r_alen(b, p)
     f_preferred_successors: list[Any]
-    f_preferred_successors, p = r_fixed_array(b, p, n, "i", 4)
+    (n,) = _I32.unpack_from(b, p)
+    if 0 < n < 64:
+        f_preferred_successors = list(_A_int32_S[n].unpack_from(b, p + 4))
+        p += 4 * n + 4
+    else:
+        f_preferred_successors, p = _A_int32.read(b, p)
     o = _new(PartitionData)
     o.partition_index = f_partition_index
     o.leader_id = f_leader_id
@@ -410,8 +415,7 @@ def _e_PartitionData_v0(o: PartitionData, out: bytearray) -> None:
     a: Any
     out += _S_iii.pack(o.partition_index, o.leader_id, o.leader_epoch)
     a = o.preferred_successors
-    out += _I32.pack(len(a))
-    w_fixed_array(out, a, "i")
+    _A_int32.write(out, a)
     if o.unknown_tags:
         raise Malformed
 

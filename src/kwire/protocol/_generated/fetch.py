@@ -10,6 +10,7 @@ import uuid as _uuid
 from typing import Any, ClassVar
 
 from kwire.protocol._runtime import (
+    ARRAYS,
     UNSET,
     ZERO_UUID,
     KafkaMessage,
@@ -25,7 +26,6 @@ from kwire.protocol._runtime import (
     r_cbytes,
     r_crecords,
     r_cstr,
-    r_fixed_array,
     r_nalen,
     r_nbytes,
     r_ncalen,
@@ -44,7 +44,6 @@ from kwire.protocol._runtime import (
     w_cbytes,
     w_crecords,
     w_cstr,
-    w_fixed_array,
     w_nbytes,
     w_ncbytes,
     w_ncstr,
@@ -76,6 +75,8 @@ _S_iqi = _struct.Struct(">iqi")
 _S_iqqi = _struct.Struct(">iqqi")
 _S_qi = _struct.Struct(">qi")
 _S_qq = _struct.Struct(">qq")
+_A_int32 = ARRAYS["int32"]
+_A_int32_S = _A_int32.structs
 
 _INFO_FetchRequest = MessageInfo(
     "FetchRequest", "request", 1, "0-17", "12+", unstable=False, source="FetchRequest.json"
@@ -930,9 +931,13 @@ def _d_ForgottenTopic_v7(b: Any, p: int) -> tuple[ForgottenTopic, int]:
     x: Any
     ap: Any
     f_topic, p = r_str(b, p)
-    n, p = r_alen(b, p)
     f_partitions: list[Any]
-    f_partitions, p = r_fixed_array(b, p, n, "i", 4)
+    (n,) = _I32.unpack_from(b, p)
+    if 0 < n < 64:
+        f_partitions = list(_A_int32_S[n].unpack_from(b, p + 4))
+        p += 4 * n + 4
+    else:
+        f_partitions, p = _A_int32.read(b, p)
     o = _new(ForgottenTopic)
     o.topic = f_topic
     o.topic_id = ZERO_UUID
@@ -945,8 +950,7 @@ def _e_ForgottenTopic_v7(o: ForgottenTopic, out: bytearray) -> None:
     a: Any
     w_str(out, o.topic)
     a = o.partitions
-    out += _I32.pack(len(a))
-    w_fixed_array(out, a, "i")
+    _A_int32.write(out, a)
     if o.unknown_tags:
         raise Malformed
 
@@ -1316,9 +1320,13 @@ def _d_ForgottenTopic_v12(b: Any, p: int) -> tuple[ForgottenTopic, int]:
     x: Any
     ap: Any
     f_topic, p = r_cstr(b, p)
-    n, p = r_calen(b, p)
     f_partitions: list[Any]
-    f_partitions, p = r_fixed_array(b, p, n, "i", 4)
+    n = b[p]
+    if 1 < n < 64:
+        f_partitions = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
+        p += 4 * n - 3
+    else:
+        f_partitions, p = _A_int32.read_c(b, p)
     if b[p] == 0:
         ut = None
         p += 1
@@ -1336,8 +1344,7 @@ def _e_ForgottenTopic_v12(o: ForgottenTopic, out: bytearray) -> None:
     a: Any
     w_cstr(out, o.topic)
     a = o.partitions
-    w_uv(out, len(a) + 1)
-    w_fixed_array(out, a, "i")
+    _A_int32.write_c(out, a)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)
     else:
@@ -1493,9 +1500,13 @@ def _d_ForgottenTopic_v13(b: Any, p: int) -> tuple[ForgottenTopic, int]:
     (f_topic_id,) = _S_16s.unpack_from(b, p)
     p += 16
     f_topic_id = uuid_from_bytes(f_topic_id)
-    n, p = r_calen(b, p)
     f_partitions: list[Any]
-    f_partitions, p = r_fixed_array(b, p, n, "i", 4)
+    n = b[p]
+    if 1 < n < 64:
+        f_partitions = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
+        p += 4 * n - 3
+    else:
+        f_partitions, p = _A_int32.read_c(b, p)
     if b[p] == 0:
         ut = None
         p += 1
@@ -1513,8 +1524,7 @@ def _e_ForgottenTopic_v13(o: ForgottenTopic, out: bytearray) -> None:
     a: Any
     out += _S_16s.pack(o.topic_id.bytes)
     a = o.partitions
-    w_uv(out, len(a) + 1)
-    w_fixed_array(out, a, "i")
+    _A_int32.write_c(out, a)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)
     else:

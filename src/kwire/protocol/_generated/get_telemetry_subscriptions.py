@@ -10,6 +10,7 @@ import uuid as _uuid
 from typing import Any, ClassVar
 
 from kwire.protocol._runtime import (
+    ARRAYS,
     UNSET,
     ZERO_UUID,
     KafkaMessage,
@@ -25,7 +26,6 @@ from kwire.protocol._runtime import (
     r_cbytes,
     r_crecords,
     r_cstr,
-    r_fixed_array,
     r_nalen,
     r_nbytes,
     r_ncalen,
@@ -44,7 +44,6 @@ from kwire.protocol._runtime import (
     w_cbytes,
     w_crecords,
     w_cstr,
-    w_fixed_array,
     w_nbytes,
     w_ncbytes,
     w_ncstr,
@@ -60,6 +59,8 @@ _I32 = _struct.Struct(">i")
 _S_16s = _struct.Struct(">16s")
 _S_ih16si = _struct.Struct(">ih16si")
 _S_iiB = _struct.Struct(">ii?")
+_A_int8 = ARRAYS["int8"]
+_A_int8_S = _A_int8.structs
 
 _INFO_GetTelemetrySubscriptionsRequest = MessageInfo(
     "GetTelemetrySubscriptionsRequest",
@@ -335,9 +336,13 @@ def _d_GetTelemetrySubscriptionsResponse_v0(
     )
     p += 26
     f_client_instance_id = uuid_from_bytes(f_client_instance_id)
-    n, p = r_calen(b, p)
     f_accepted_compression_types: list[Any]
-    f_accepted_compression_types, p = r_fixed_array(b, p, n, "b", 1)
+    n = b[p]
+    if 1 < n < 64:
+        f_accepted_compression_types = list(_A_int8_S[n - 1].unpack_from(b, p + 1))
+        p += 1 * n - 0
+    else:
+        f_accepted_compression_types, p = _A_int8.read_c(b, p)
     (f_push_interval_ms, f_telemetry_max_bytes, f_delta_temporality) = _S_iiB.unpack_from(b, p)
     p += 9
     n, p = r_calen(b, p)
@@ -374,8 +379,7 @@ def _e_GetTelemetrySubscriptionsResponse_v0(
         o.throttle_time_ms, o.error_code, o.client_instance_id.bytes, o.subscription_id
     )
     a = o.accepted_compression_types
-    w_uv(out, len(a) + 1)
-    w_fixed_array(out, a, "b")
+    _A_int8.write_c(out, a)
     out += _S_iiB.pack(o.push_interval_ms, o.telemetry_max_bytes, o.delta_temporality)
     a = o.requested_metrics
     w_uv(out, len(a) + 1)

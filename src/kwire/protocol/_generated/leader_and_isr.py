@@ -10,6 +10,7 @@ import uuid as _uuid
 from typing import Any, ClassVar
 
 from kwire.protocol._runtime import (
+    ARRAYS,
     UNSET,
     ZERO_UUID,
     KafkaMessage,
@@ -25,7 +26,6 @@ from kwire.protocol._runtime import (
     r_cbytes,
     r_crecords,
     r_cstr,
-    r_fixed_array,
     r_nalen,
     r_nbytes,
     r_ncalen,
@@ -44,7 +44,6 @@ from kwire.protocol._runtime import (
     w_cbytes,
     w_crecords,
     w_cstr,
-    w_fixed_array,
     w_nbytes,
     w_ncbytes,
     w_ncstr,
@@ -68,6 +67,8 @@ _S_ii = _struct.Struct(">ii")
 _S_iiii = _struct.Struct(">iiii")
 _S_iiq = _struct.Struct(">iiq")
 _S_iiqb = _struct.Struct(">iiqb")
+_A_int32 = ARRAYS["int32"]
+_A_int32_S = _A_int32.structs
 
 _INFO_LeaderAndIsrRequest = MessageInfo(
     "LeaderAndIsrRequest",
@@ -548,14 +549,22 @@ def _d_LeaderAndIsrPartitionState_v0(b: Any, p: int) -> tuple[LeaderAndIsrPartit
     f_topic_name, p = r_str(b, p)
     (f_partition_index, f_controller_epoch, f_leader, f_leader_epoch) = _S_iiii.unpack_from(b, p)
     p += 16
-    n, p = r_alen(b, p)
     f_isr: list[Any]
-    f_isr, p = r_fixed_array(b, p, n, "i", 4)
+    (n,) = _I32.unpack_from(b, p)
+    if 0 < n < 64:
+        f_isr = list(_A_int32_S[n].unpack_from(b, p + 4))
+        p += 4 * n + 4
+    else:
+        f_isr, p = _A_int32.read(b, p)
     (f_partition_epoch,) = _S_i.unpack_from(b, p)
     p += 4
-    n, p = r_alen(b, p)
     f_replicas: list[Any]
-    f_replicas, p = r_fixed_array(b, p, n, "i", 4)
+    (n,) = _I32.unpack_from(b, p)
+    if 0 < n < 64:
+        f_replicas = list(_A_int32_S[n].unpack_from(b, p + 4))
+        p += 4 * n + 4
+    else:
+        f_replicas, p = _A_int32.read(b, p)
     o = _new(LeaderAndIsrPartitionState)
     o.topic_name = f_topic_name
     o.partition_index = f_partition_index
@@ -580,12 +589,10 @@ def _e_LeaderAndIsrPartitionState_v0(o: LeaderAndIsrPartitionState, out: bytearr
     w_str(out, o.topic_name)
     out += _S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     a = o.isr
-    out += _I32.pack(len(a))
-    w_fixed_array(out, a, "i")
+    _A_int32.write(out, a)
     out += _S_i.pack(o.partition_epoch)
     a = o.replicas
-    out += _I32.pack(len(a))
-    w_fixed_array(out, a, "i")
+    _A_int32.write(out, a)
     if o.unknown_tags:
         raise Malformed
 
@@ -674,14 +681,22 @@ def _d_LeaderAndIsrPartitionState_v1(b: Any, p: int) -> tuple[LeaderAndIsrPartit
     f_topic_name, p = r_str(b, p)
     (f_partition_index, f_controller_epoch, f_leader, f_leader_epoch) = _S_iiii.unpack_from(b, p)
     p += 16
-    n, p = r_alen(b, p)
     f_isr: list[Any]
-    f_isr, p = r_fixed_array(b, p, n, "i", 4)
+    (n,) = _I32.unpack_from(b, p)
+    if 0 < n < 64:
+        f_isr = list(_A_int32_S[n].unpack_from(b, p + 4))
+        p += 4 * n + 4
+    else:
+        f_isr, p = _A_int32.read(b, p)
     (f_partition_epoch,) = _S_i.unpack_from(b, p)
     p += 4
-    n, p = r_alen(b, p)
     f_replicas: list[Any]
-    f_replicas, p = r_fixed_array(b, p, n, "i", 4)
+    (n,) = _I32.unpack_from(b, p)
+    if 0 < n < 64:
+        f_replicas = list(_A_int32_S[n].unpack_from(b, p + 4))
+        p += 4 * n + 4
+    else:
+        f_replicas, p = _A_int32.read(b, p)
     (f_is_new,) = _S_B.unpack_from(b, p)
     p += 1
     o = _new(LeaderAndIsrPartitionState)
@@ -708,12 +723,10 @@ def _e_LeaderAndIsrPartitionState_v1(o: LeaderAndIsrPartitionState, out: bytearr
     w_str(out, o.topic_name)
     out += _S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     a = o.isr
-    out += _I32.pack(len(a))
-    w_fixed_array(out, a, "i")
+    _A_int32.write(out, a)
     out += _S_i.pack(o.partition_epoch)
     a = o.replicas
-    out += _I32.pack(len(a))
-    w_fixed_array(out, a, "i")
+    _A_int32.write(out, a)
     out += _S_B.pack(o.is_new)
     if o.unknown_tags:
         raise Malformed
@@ -779,14 +792,22 @@ def _d_LeaderAndIsrPartitionState_v2(b: Any, p: int) -> tuple[LeaderAndIsrPartit
     ap: Any
     (f_partition_index, f_controller_epoch, f_leader, f_leader_epoch) = _S_iiii.unpack_from(b, p)
     p += 16
-    n, p = r_alen(b, p)
     f_isr: list[Any]
-    f_isr, p = r_fixed_array(b, p, n, "i", 4)
+    (n,) = _I32.unpack_from(b, p)
+    if 0 < n < 64:
+        f_isr = list(_A_int32_S[n].unpack_from(b, p + 4))
+        p += 4 * n + 4
+    else:
+        f_isr, p = _A_int32.read(b, p)
     (f_partition_epoch,) = _S_i.unpack_from(b, p)
     p += 4
-    n, p = r_alen(b, p)
     f_replicas: list[Any]
-    f_replicas, p = r_fixed_array(b, p, n, "i", 4)
+    (n,) = _I32.unpack_from(b, p)
+    if 0 < n < 64:
+        f_replicas = list(_A_int32_S[n].unpack_from(b, p + 4))
+        p += 4 * n + 4
+    else:
+        f_replicas, p = _A_int32.read(b, p)
     (f_is_new,) = _S_B.unpack_from(b, p)
     p += 1
     o = _new(LeaderAndIsrPartitionState)
@@ -812,12 +833,10 @@ def _e_LeaderAndIsrPartitionState_v2(o: LeaderAndIsrPartitionState, out: bytearr
         raise Malformed("leaderRecoveryState")
     out += _S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     a = o.isr
-    out += _I32.pack(len(a))
-    w_fixed_array(out, a, "i")
+    _A_int32.write(out, a)
     out += _S_i.pack(o.partition_epoch)
     a = o.replicas
-    out += _I32.pack(len(a))
-    w_fixed_array(out, a, "i")
+    _A_int32.write(out, a)
     out += _S_B.pack(o.is_new)
     if o.unknown_tags:
         raise Malformed
@@ -914,20 +933,36 @@ def _d_LeaderAndIsrPartitionState_v3(b: Any, p: int) -> tuple[LeaderAndIsrPartit
     ap: Any
     (f_partition_index, f_controller_epoch, f_leader, f_leader_epoch) = _S_iiii.unpack_from(b, p)
     p += 16
-    n, p = r_alen(b, p)
     f_isr: list[Any]
-    f_isr, p = r_fixed_array(b, p, n, "i", 4)
+    (n,) = _I32.unpack_from(b, p)
+    if 0 < n < 64:
+        f_isr = list(_A_int32_S[n].unpack_from(b, p + 4))
+        p += 4 * n + 4
+    else:
+        f_isr, p = _A_int32.read(b, p)
     (f_partition_epoch,) = _S_i.unpack_from(b, p)
     p += 4
-    n, p = r_alen(b, p)
     f_replicas: list[Any]
-    f_replicas, p = r_fixed_array(b, p, n, "i", 4)
-    n, p = r_alen(b, p)
+    (n,) = _I32.unpack_from(b, p)
+    if 0 < n < 64:
+        f_replicas = list(_A_int32_S[n].unpack_from(b, p + 4))
+        p += 4 * n + 4
+    else:
+        f_replicas, p = _A_int32.read(b, p)
     f_adding_replicas: list[Any]
-    f_adding_replicas, p = r_fixed_array(b, p, n, "i", 4)
-    n, p = r_alen(b, p)
+    (n,) = _I32.unpack_from(b, p)
+    if 0 < n < 64:
+        f_adding_replicas = list(_A_int32_S[n].unpack_from(b, p + 4))
+        p += 4 * n + 4
+    else:
+        f_adding_replicas, p = _A_int32.read(b, p)
     f_removing_replicas: list[Any]
-    f_removing_replicas, p = r_fixed_array(b, p, n, "i", 4)
+    (n,) = _I32.unpack_from(b, p)
+    if 0 < n < 64:
+        f_removing_replicas = list(_A_int32_S[n].unpack_from(b, p + 4))
+        p += 4 * n + 4
+    else:
+        f_removing_replicas, p = _A_int32.read(b, p)
     (f_is_new,) = _S_B.unpack_from(b, p)
     p += 1
     o = _new(LeaderAndIsrPartitionState)
@@ -953,18 +988,14 @@ def _e_LeaderAndIsrPartitionState_v3(o: LeaderAndIsrPartitionState, out: bytearr
         raise Malformed("leaderRecoveryState")
     out += _S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     a = o.isr
-    out += _I32.pack(len(a))
-    w_fixed_array(out, a, "i")
+    _A_int32.write(out, a)
     out += _S_i.pack(o.partition_epoch)
     a = o.replicas
-    out += _I32.pack(len(a))
-    w_fixed_array(out, a, "i")
+    _A_int32.write(out, a)
     a = o.adding_replicas
-    out += _I32.pack(len(a))
-    w_fixed_array(out, a, "i")
+    _A_int32.write(out, a)
     a = o.removing_replicas
-    out += _I32.pack(len(a))
-    w_fixed_array(out, a, "i")
+    _A_int32.write(out, a)
     out += _S_B.pack(o.is_new)
     if o.unknown_tags:
         raise Malformed
@@ -1061,20 +1092,36 @@ def _d_LeaderAndIsrPartitionState_v4(b: Any, p: int) -> tuple[LeaderAndIsrPartit
     ap: Any
     (f_partition_index, f_controller_epoch, f_leader, f_leader_epoch) = _S_iiii.unpack_from(b, p)
     p += 16
-    n, p = r_calen(b, p)
     f_isr: list[Any]
-    f_isr, p = r_fixed_array(b, p, n, "i", 4)
+    n = b[p]
+    if 1 < n < 64:
+        f_isr = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
+        p += 4 * n - 3
+    else:
+        f_isr, p = _A_int32.read_c(b, p)
     (f_partition_epoch,) = _S_i.unpack_from(b, p)
     p += 4
-    n, p = r_calen(b, p)
     f_replicas: list[Any]
-    f_replicas, p = r_fixed_array(b, p, n, "i", 4)
-    n, p = r_calen(b, p)
+    n = b[p]
+    if 1 < n < 64:
+        f_replicas = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
+        p += 4 * n - 3
+    else:
+        f_replicas, p = _A_int32.read_c(b, p)
     f_adding_replicas: list[Any]
-    f_adding_replicas, p = r_fixed_array(b, p, n, "i", 4)
-    n, p = r_calen(b, p)
+    n = b[p]
+    if 1 < n < 64:
+        f_adding_replicas = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
+        p += 4 * n - 3
+    else:
+        f_adding_replicas, p = _A_int32.read_c(b, p)
     f_removing_replicas: list[Any]
-    f_removing_replicas, p = r_fixed_array(b, p, n, "i", 4)
+    n = b[p]
+    if 1 < n < 64:
+        f_removing_replicas = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
+        p += 4 * n - 3
+    else:
+        f_removing_replicas, p = _A_int32.read_c(b, p)
     (f_is_new,) = _S_B.unpack_from(b, p)
     p += 1
     if b[p] == 0:
@@ -1105,18 +1152,14 @@ def _e_LeaderAndIsrPartitionState_v4(o: LeaderAndIsrPartitionState, out: bytearr
         raise Malformed("leaderRecoveryState")
     out += _S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     a = o.isr
-    w_uv(out, len(a) + 1)
-    w_fixed_array(out, a, "i")
+    _A_int32.write_c(out, a)
     out += _S_i.pack(o.partition_epoch)
     a = o.replicas
-    w_uv(out, len(a) + 1)
-    w_fixed_array(out, a, "i")
+    _A_int32.write_c(out, a)
     a = o.adding_replicas
-    w_uv(out, len(a) + 1)
-    w_fixed_array(out, a, "i")
+    _A_int32.write_c(out, a)
     a = o.removing_replicas
-    w_uv(out, len(a) + 1)
-    w_fixed_array(out, a, "i")
+    _A_int32.write_c(out, a)
     out += _S_B.pack(o.is_new)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)
@@ -1360,20 +1403,36 @@ def _d_LeaderAndIsrPartitionState_v6(b: Any, p: int) -> tuple[LeaderAndIsrPartit
     ap: Any
     (f_partition_index, f_controller_epoch, f_leader, f_leader_epoch) = _S_iiii.unpack_from(b, p)
     p += 16
-    n, p = r_calen(b, p)
     f_isr: list[Any]
-    f_isr, p = r_fixed_array(b, p, n, "i", 4)
+    n = b[p]
+    if 1 < n < 64:
+        f_isr = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
+        p += 4 * n - 3
+    else:
+        f_isr, p = _A_int32.read_c(b, p)
     (f_partition_epoch,) = _S_i.unpack_from(b, p)
     p += 4
-    n, p = r_calen(b, p)
     f_replicas: list[Any]
-    f_replicas, p = r_fixed_array(b, p, n, "i", 4)
-    n, p = r_calen(b, p)
+    n = b[p]
+    if 1 < n < 64:
+        f_replicas = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
+        p += 4 * n - 3
+    else:
+        f_replicas, p = _A_int32.read_c(b, p)
     f_adding_replicas: list[Any]
-    f_adding_replicas, p = r_fixed_array(b, p, n, "i", 4)
-    n, p = r_calen(b, p)
+    n = b[p]
+    if 1 < n < 64:
+        f_adding_replicas = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
+        p += 4 * n - 3
+    else:
+        f_adding_replicas, p = _A_int32.read_c(b, p)
     f_removing_replicas: list[Any]
-    f_removing_replicas, p = r_fixed_array(b, p, n, "i", 4)
+    n = b[p]
+    if 1 < n < 64:
+        f_removing_replicas = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
+        p += 4 * n - 3
+    else:
+        f_removing_replicas, p = _A_int32.read_c(b, p)
     (f_is_new, f_leader_recovery_state) = _S_Bb.unpack_from(b, p)
     p += 2
     if b[p] == 0:
@@ -1402,18 +1461,14 @@ def _e_LeaderAndIsrPartitionState_v6(o: LeaderAndIsrPartitionState, out: bytearr
     a: Any
     out += _S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     a = o.isr
-    w_uv(out, len(a) + 1)
-    w_fixed_array(out, a, "i")
+    _A_int32.write_c(out, a)
     out += _S_i.pack(o.partition_epoch)
     a = o.replicas
-    w_uv(out, len(a) + 1)
-    w_fixed_array(out, a, "i")
+    _A_int32.write_c(out, a)
     a = o.adding_replicas
-    w_uv(out, len(a) + 1)
-    w_fixed_array(out, a, "i")
+    _A_int32.write_c(out, a)
     a = o.removing_replicas
-    w_uv(out, len(a) + 1)
-    w_fixed_array(out, a, "i")
+    _A_int32.write_c(out, a)
     out += _S_Bb.pack(o.is_new, o.leader_recovery_state)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)

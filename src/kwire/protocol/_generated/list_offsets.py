@@ -10,6 +10,7 @@ import uuid as _uuid
 from typing import Any, ClassVar
 
 from kwire.protocol._runtime import (
+    ARRAYS,
     UNSET,
     ZERO_UUID,
     KafkaMessage,
@@ -25,7 +26,6 @@ from kwire.protocol._runtime import (
     r_cbytes,
     r_crecords,
     r_cstr,
-    r_fixed_array,
     r_nalen,
     r_nbytes,
     r_ncalen,
@@ -44,7 +44,6 @@ from kwire.protocol._runtime import (
     w_cbytes,
     w_crecords,
     w_cstr,
-    w_fixed_array,
     w_nbytes,
     w_ncbytes,
     w_ncstr,
@@ -65,6 +64,8 @@ _S_ihqqi = _struct.Struct(">ihqqi")
 _S_iiq = _struct.Struct(">iiq")
 _S_iq = _struct.Struct(">iq")
 _S_iqi = _struct.Struct(">iqi")
+_A_int64 = ARRAYS["int64"]
+_A_int64_S = _A_int64.structs
 
 _INFO_ListOffsetsRequest = MessageInfo(
     "ListOffsetsRequest",
@@ -924,9 +925,13 @@ def _d_ListOffsetsPartitionResponse_v0(b: Any, p: int) -> tuple[ListOffsetsParti
     ap: Any
     (f_partition_index, f_error_code) = _S_ih.unpack_from(b, p)
     p += 6
-    n, p = r_alen(b, p)
     f_old_style_offsets: list[Any]
-    f_old_style_offsets, p = r_fixed_array(b, p, n, "q", 8)
+    (n,) = _I32.unpack_from(b, p)
+    if 0 < n < 64:
+        f_old_style_offsets = list(_A_int64_S[n].unpack_from(b, p + 4))
+        p += 8 * n + 4
+    else:
+        f_old_style_offsets, p = _A_int64.read(b, p)
     o = _new(ListOffsetsPartitionResponse)
     o.partition_index = f_partition_index
     o.error_code = f_error_code
@@ -948,8 +953,7 @@ def _e_ListOffsetsPartitionResponse_v0(o: ListOffsetsPartitionResponse, out: byt
         raise Malformed("leaderEpoch")
     out += _S_ih.pack(o.partition_index, o.error_code)
     a = o.old_style_offsets
-    out += _I32.pack(len(a))
-    w_fixed_array(out, a, "q")
+    _A_int64.write(out, a)
     if o.unknown_tags:
         raise Malformed
 

@@ -10,6 +10,7 @@ import uuid as _uuid
 from typing import Any, ClassVar
 
 from kwire.protocol._runtime import (
+    ARRAYS,
     UNSET,
     ZERO_UUID,
     KafkaMessage,
@@ -25,7 +26,6 @@ from kwire.protocol._runtime import (
     r_cbytes,
     r_crecords,
     r_cstr,
-    r_fixed_array,
     r_nalen,
     r_nbytes,
     r_ncalen,
@@ -44,7 +44,6 @@ from kwire.protocol._runtime import (
     w_cbytes,
     w_crecords,
     w_cstr,
-    w_fixed_array,
     w_nbytes,
     w_ncbytes,
     w_ncstr,
@@ -59,6 +58,8 @@ Records = bytes | memoryview
 _I32 = _struct.Struct(">i")
 _S_i = _struct.Struct(">i")
 _S_ih = _struct.Struct(">ih")
+_A_int32 = ARRAYS["int32"]
+_A_int32_S = _A_int32.structs
 
 _INFO_ListPartitionReassignmentsRequest = MessageInfo(
     "ListPartitionReassignmentsRequest",
@@ -209,9 +210,13 @@ def _d_ListPartitionReassignmentsTopics_v0(
     x: Any
     ap: Any
     f_name, p = r_cstr(b, p)
-    n, p = r_calen(b, p)
     f_partition_indexes: list[Any]
-    f_partition_indexes, p = r_fixed_array(b, p, n, "i", 4)
+    n = b[p]
+    if 1 < n < 64:
+        f_partition_indexes = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
+        p += 4 * n - 3
+    else:
+        f_partition_indexes, p = _A_int32.read_c(b, p)
     if b[p] == 0:
         ut = None
         p += 1
@@ -230,8 +235,7 @@ def _e_ListPartitionReassignmentsTopics_v0(
     a: Any
     w_cstr(out, o.name)
     a = o.partition_indexes
-    w_uv(out, len(a) + 1)
-    w_fixed_array(out, a, "i")
+    _A_int32.write_c(out, a)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)
     else:
@@ -517,15 +521,27 @@ def _d_OngoingPartitionReassignment_v0(b: Any, p: int) -> tuple[OngoingPartition
     ap: Any
     (f_partition_index,) = _S_i.unpack_from(b, p)
     p += 4
-    n, p = r_calen(b, p)
     f_replicas: list[Any]
-    f_replicas, p = r_fixed_array(b, p, n, "i", 4)
-    n, p = r_calen(b, p)
+    n = b[p]
+    if 1 < n < 64:
+        f_replicas = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
+        p += 4 * n - 3
+    else:
+        f_replicas, p = _A_int32.read_c(b, p)
     f_adding_replicas: list[Any]
-    f_adding_replicas, p = r_fixed_array(b, p, n, "i", 4)
-    n, p = r_calen(b, p)
+    n = b[p]
+    if 1 < n < 64:
+        f_adding_replicas = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
+        p += 4 * n - 3
+    else:
+        f_adding_replicas, p = _A_int32.read_c(b, p)
     f_removing_replicas: list[Any]
-    f_removing_replicas, p = r_fixed_array(b, p, n, "i", 4)
+    n = b[p]
+    if 1 < n < 64:
+        f_removing_replicas = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
+        p += 4 * n - 3
+    else:
+        f_removing_replicas, p = _A_int32.read_c(b, p)
     if b[p] == 0:
         ut = None
         p += 1
@@ -544,14 +560,11 @@ def _e_OngoingPartitionReassignment_v0(o: OngoingPartitionReassignment, out: byt
     a: Any
     out += _S_i.pack(o.partition_index)
     a = o.replicas
-    w_uv(out, len(a) + 1)
-    w_fixed_array(out, a, "i")
+    _A_int32.write_c(out, a)
     a = o.adding_replicas
-    w_uv(out, len(a) + 1)
-    w_fixed_array(out, a, "i")
+    _A_int32.write_c(out, a)
     a = o.removing_replicas
-    w_uv(out, len(a) + 1)
-    w_fixed_array(out, a, "i")
+    _A_int32.write_c(out, a)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)
     else:

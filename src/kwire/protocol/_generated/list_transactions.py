@@ -10,6 +10,7 @@ import uuid as _uuid
 from typing import Any, ClassVar
 
 from kwire.protocol._runtime import (
+    ARRAYS,
     UNSET,
     ZERO_UUID,
     KafkaMessage,
@@ -25,7 +26,6 @@ from kwire.protocol._runtime import (
     r_cbytes,
     r_crecords,
     r_cstr,
-    r_fixed_array,
     r_nalen,
     r_nbytes,
     r_ncalen,
@@ -44,7 +44,6 @@ from kwire.protocol._runtime import (
     w_cbytes,
     w_crecords,
     w_cstr,
-    w_fixed_array,
     w_nbytes,
     w_ncbytes,
     w_ncstr,
@@ -59,6 +58,8 @@ Records = bytes | memoryview
 _I32 = _struct.Struct(">i")
 _S_ih = _struct.Struct(">ih")
 _S_q = _struct.Struct(">q")
+_A_int64 = ARRAYS["int64"]
+_A_int64_S = _A_int64.structs
 
 _INFO_ListTransactionsRequest = MessageInfo(
     "ListTransactionsRequest",
@@ -170,9 +171,13 @@ def _d_ListTransactionsRequest_v0(b: Any, p: int) -> tuple[ListTransactionsReque
     for _ in range(n):
         x, p = r_cstr(b, p)
         ap(x)
-    n, p = r_calen(b, p)
     f_producer_id_filters: list[Any]
-    f_producer_id_filters, p = r_fixed_array(b, p, n, "q", 8)
+    n = b[p]
+    if 1 < n < 64:
+        f_producer_id_filters = list(_A_int64_S[n - 1].unpack_from(b, p + 1))
+        p += 8 * n - 7
+    else:
+        f_producer_id_filters, p = _A_int64.read_c(b, p)
     if b[p] == 0:
         ut = None
         p += 1
@@ -195,8 +200,7 @@ def _e_ListTransactionsRequest_v0(o: ListTransactionsRequest, out: bytearray) ->
     for x in a:
         w_cstr(out, x)
     a = o.producer_id_filters
-    w_uv(out, len(a) + 1)
-    w_fixed_array(out, a, "q")
+    _A_int64.write_c(out, a)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)
     else:
@@ -214,9 +218,13 @@ def _d_ListTransactionsRequest_v1(b: Any, p: int) -> tuple[ListTransactionsReque
     for _ in range(n):
         x, p = r_cstr(b, p)
         ap(x)
-    n, p = r_calen(b, p)
     f_producer_id_filters: list[Any]
-    f_producer_id_filters, p = r_fixed_array(b, p, n, "q", 8)
+    n = b[p]
+    if 1 < n < 64:
+        f_producer_id_filters = list(_A_int64_S[n - 1].unpack_from(b, p + 1))
+        p += 8 * n - 7
+    else:
+        f_producer_id_filters, p = _A_int64.read_c(b, p)
     (f_duration_filter,) = _S_q.unpack_from(b, p)
     p += 8
     if b[p] == 0:
@@ -239,8 +247,7 @@ def _e_ListTransactionsRequest_v1(o: ListTransactionsRequest, out: bytearray) ->
     for x in a:
         w_cstr(out, x)
     a = o.producer_id_filters
-    w_uv(out, len(a) + 1)
-    w_fixed_array(out, a, "q")
+    _A_int64.write_c(out, a)
     out += _S_q.pack(o.duration_filter)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)

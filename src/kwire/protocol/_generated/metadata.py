@@ -10,6 +10,7 @@ import uuid as _uuid
 from typing import Any, ClassVar
 
 from kwire.protocol._runtime import (
+    ARRAYS,
     UNSET,
     ZERO_UUID,
     KafkaMessage,
@@ -25,7 +26,6 @@ from kwire.protocol._runtime import (
     r_cbytes,
     r_crecords,
     r_cstr,
-    r_fixed_array,
     r_nalen,
     r_nbytes,
     r_ncalen,
@@ -44,7 +44,6 @@ from kwire.protocol._runtime import (
     w_cbytes,
     w_crecords,
     w_cstr,
-    w_fixed_array,
     w_nbytes,
     w_ncbytes,
     w_ncstr,
@@ -66,6 +65,8 @@ _S_h = _struct.Struct(">h")
 _S_hii = _struct.Struct(">hii")
 _S_hiii = _struct.Struct(">hiii")
 _S_i = _struct.Struct(">i")
+_A_int32 = ARRAYS["int32"]
+_A_int32_S = _A_int32.structs
 
 _INFO_MetadataRequest = MessageInfo(
     "MetadataRequest", "request", 3, "0-12", "9+", unstable=False, source="MetadataRequest.json"
@@ -1104,12 +1105,20 @@ def _d_MetadataResponsePartition_v0(b: Any, p: int) -> tuple[MetadataResponsePar
     ap: Any
     (f_error_code, f_partition_index, f_leader_id) = _S_hii.unpack_from(b, p)
     p += 10
-    n, p = r_alen(b, p)
     f_replica_nodes: list[Any]
-    f_replica_nodes, p = r_fixed_array(b, p, n, "i", 4)
-    n, p = r_alen(b, p)
+    (n,) = _I32.unpack_from(b, p)
+    if 0 < n < 64:
+        f_replica_nodes = list(_A_int32_S[n].unpack_from(b, p + 4))
+        p += 4 * n + 4
+    else:
+        f_replica_nodes, p = _A_int32.read(b, p)
     f_isr_nodes: list[Any]
-    f_isr_nodes, p = r_fixed_array(b, p, n, "i", 4)
+    (n,) = _I32.unpack_from(b, p)
+    if 0 < n < 64:
+        f_isr_nodes = list(_A_int32_S[n].unpack_from(b, p + 4))
+        p += 4 * n + 4
+    else:
+        f_isr_nodes, p = _A_int32.read(b, p)
     o = _new(MetadataResponsePartition)
     o.error_code = f_error_code
     o.partition_index = f_partition_index
@@ -1126,11 +1135,9 @@ def _e_MetadataResponsePartition_v0(o: MetadataResponsePartition, out: bytearray
     a: Any
     out += _S_hii.pack(o.error_code, o.partition_index, o.leader_id)
     a = o.replica_nodes
-    out += _I32.pack(len(a))
-    w_fixed_array(out, a, "i")
+    _A_int32.write(out, a)
     a = o.isr_nodes
-    out += _I32.pack(len(a))
-    w_fixed_array(out, a, "i")
+    _A_int32.write(out, a)
     if o.unknown_tags:
         raise Malformed
 
@@ -1444,15 +1451,27 @@ def _d_MetadataResponsePartition_v5(b: Any, p: int) -> tuple[MetadataResponsePar
     ap: Any
     (f_error_code, f_partition_index, f_leader_id) = _S_hii.unpack_from(b, p)
     p += 10
-    n, p = r_alen(b, p)
     f_replica_nodes: list[Any]
-    f_replica_nodes, p = r_fixed_array(b, p, n, "i", 4)
-    n, p = r_alen(b, p)
+    (n,) = _I32.unpack_from(b, p)
+    if 0 < n < 64:
+        f_replica_nodes = list(_A_int32_S[n].unpack_from(b, p + 4))
+        p += 4 * n + 4
+    else:
+        f_replica_nodes, p = _A_int32.read(b, p)
     f_isr_nodes: list[Any]
-    f_isr_nodes, p = r_fixed_array(b, p, n, "i", 4)
-    n, p = r_alen(b, p)
+    (n,) = _I32.unpack_from(b, p)
+    if 0 < n < 64:
+        f_isr_nodes = list(_A_int32_S[n].unpack_from(b, p + 4))
+        p += 4 * n + 4
+    else:
+        f_isr_nodes, p = _A_int32.read(b, p)
     f_offline_replicas: list[Any]
-    f_offline_replicas, p = r_fixed_array(b, p, n, "i", 4)
+    (n,) = _I32.unpack_from(b, p)
+    if 0 < n < 64:
+        f_offline_replicas = list(_A_int32_S[n].unpack_from(b, p + 4))
+        p += 4 * n + 4
+    else:
+        f_offline_replicas, p = _A_int32.read(b, p)
     o = _new(MetadataResponsePartition)
     o.error_code = f_error_code
     o.partition_index = f_partition_index
@@ -1469,14 +1488,11 @@ def _e_MetadataResponsePartition_v5(o: MetadataResponsePartition, out: bytearray
     a: Any
     out += _S_hii.pack(o.error_code, o.partition_index, o.leader_id)
     a = o.replica_nodes
-    out += _I32.pack(len(a))
-    w_fixed_array(out, a, "i")
+    _A_int32.write(out, a)
     a = o.isr_nodes
-    out += _I32.pack(len(a))
-    w_fixed_array(out, a, "i")
+    _A_int32.write(out, a)
     a = o.offline_replicas
-    out += _I32.pack(len(a))
-    w_fixed_array(out, a, "i")
+    _A_int32.write(out, a)
     if o.unknown_tags:
         raise Malformed
 
@@ -1582,15 +1598,27 @@ def _d_MetadataResponsePartition_v7(b: Any, p: int) -> tuple[MetadataResponsePar
     ap: Any
     (f_error_code, f_partition_index, f_leader_id, f_leader_epoch) = _S_hiii.unpack_from(b, p)
     p += 14
-    n, p = r_alen(b, p)
     f_replica_nodes: list[Any]
-    f_replica_nodes, p = r_fixed_array(b, p, n, "i", 4)
-    n, p = r_alen(b, p)
+    (n,) = _I32.unpack_from(b, p)
+    if 0 < n < 64:
+        f_replica_nodes = list(_A_int32_S[n].unpack_from(b, p + 4))
+        p += 4 * n + 4
+    else:
+        f_replica_nodes, p = _A_int32.read(b, p)
     f_isr_nodes: list[Any]
-    f_isr_nodes, p = r_fixed_array(b, p, n, "i", 4)
-    n, p = r_alen(b, p)
+    (n,) = _I32.unpack_from(b, p)
+    if 0 < n < 64:
+        f_isr_nodes = list(_A_int32_S[n].unpack_from(b, p + 4))
+        p += 4 * n + 4
+    else:
+        f_isr_nodes, p = _A_int32.read(b, p)
     f_offline_replicas: list[Any]
-    f_offline_replicas, p = r_fixed_array(b, p, n, "i", 4)
+    (n,) = _I32.unpack_from(b, p)
+    if 0 < n < 64:
+        f_offline_replicas = list(_A_int32_S[n].unpack_from(b, p + 4))
+        p += 4 * n + 4
+    else:
+        f_offline_replicas, p = _A_int32.read(b, p)
     o = _new(MetadataResponsePartition)
     o.error_code = f_error_code
     o.partition_index = f_partition_index
@@ -1607,14 +1635,11 @@ def _e_MetadataResponsePartition_v7(o: MetadataResponsePartition, out: bytearray
     a: Any
     out += _S_hiii.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
     a = o.replica_nodes
-    out += _I32.pack(len(a))
-    w_fixed_array(out, a, "i")
+    _A_int32.write(out, a)
     a = o.isr_nodes
-    out += _I32.pack(len(a))
-    w_fixed_array(out, a, "i")
+    _A_int32.write(out, a)
     a = o.offline_replicas
-    out += _I32.pack(len(a))
-    w_fixed_array(out, a, "i")
+    _A_int32.write(out, a)
     if o.unknown_tags:
         raise Malformed
 
@@ -1850,15 +1875,27 @@ def _d_MetadataResponsePartition_v9(b: Any, p: int) -> tuple[MetadataResponsePar
     ap: Any
     (f_error_code, f_partition_index, f_leader_id, f_leader_epoch) = _S_hiii.unpack_from(b, p)
     p += 14
-    n, p = r_calen(b, p)
     f_replica_nodes: list[Any]
-    f_replica_nodes, p = r_fixed_array(b, p, n, "i", 4)
-    n, p = r_calen(b, p)
+    n = b[p]
+    if 1 < n < 64:
+        f_replica_nodes = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
+        p += 4 * n - 3
+    else:
+        f_replica_nodes, p = _A_int32.read_c(b, p)
     f_isr_nodes: list[Any]
-    f_isr_nodes, p = r_fixed_array(b, p, n, "i", 4)
-    n, p = r_calen(b, p)
+    n = b[p]
+    if 1 < n < 64:
+        f_isr_nodes = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
+        p += 4 * n - 3
+    else:
+        f_isr_nodes, p = _A_int32.read_c(b, p)
     f_offline_replicas: list[Any]
-    f_offline_replicas, p = r_fixed_array(b, p, n, "i", 4)
+    n = b[p]
+    if 1 < n < 64:
+        f_offline_replicas = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
+        p += 4 * n - 3
+    else:
+        f_offline_replicas, p = _A_int32.read_c(b, p)
     if b[p] == 0:
         ut = None
         p += 1
@@ -1880,14 +1917,11 @@ def _e_MetadataResponsePartition_v9(o: MetadataResponsePartition, out: bytearray
     a: Any
     out += _S_hiii.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
     a = o.replica_nodes
-    w_uv(out, len(a) + 1)
-    w_fixed_array(out, a, "i")
+    _A_int32.write_c(out, a)
     a = o.isr_nodes
-    w_uv(out, len(a) + 1)
-    w_fixed_array(out, a, "i")
+    _A_int32.write_c(out, a)
     a = o.offline_replicas
-    w_uv(out, len(a) + 1)
-    w_fixed_array(out, a, "i")
+    _A_int32.write_c(out, a)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)
     else:

@@ -10,6 +10,7 @@ import uuid as _uuid
 from typing import Any, ClassVar
 
 from kwire.protocol._runtime import (
+    ARRAYS,
     UNSET,
     ZERO_UUID,
     KafkaMessage,
@@ -25,7 +26,6 @@ from kwire.protocol._runtime import (
     r_cbytes,
     r_crecords,
     r_cstr,
-    r_fixed_array,
     r_nalen,
     r_nbytes,
     r_ncalen,
@@ -44,7 +44,6 @@ from kwire.protocol._runtime import (
     w_cbytes,
     w_crecords,
     w_cstr,
-    w_fixed_array,
     w_nbytes,
     w_ncbytes,
     w_ncstr,
@@ -62,6 +61,8 @@ _S_i = _struct.Struct(">i")
 _S_ih = _struct.Struct(">ih")
 _S_ii = _struct.Struct(">ii")
 _S_qq = _struct.Struct(">qq")
+_A_int8 = ARRAYS["int8"]
+_A_int8_S = _A_int8.structs
 
 _INFO_ShareAcknowledgeRequest = MessageInfo(
     "ShareAcknowledgeRequest",
@@ -365,9 +366,13 @@ def _d_AcknowledgementBatch_v0(b: Any, p: int) -> tuple[AcknowledgementBatch, in
     ap: Any
     (f_first_offset, f_last_offset) = _S_qq.unpack_from(b, p)
     p += 16
-    n, p = r_calen(b, p)
     f_acknowledge_types: list[Any]
-    f_acknowledge_types, p = r_fixed_array(b, p, n, "b", 1)
+    n = b[p]
+    if 1 < n < 64:
+        f_acknowledge_types = list(_A_int8_S[n - 1].unpack_from(b, p + 1))
+        p += 1 * n - 0
+    else:
+        f_acknowledge_types, p = _A_int8.read_c(b, p)
     if b[p] == 0:
         ut = None
         p += 1
@@ -385,8 +390,7 @@ def _e_AcknowledgementBatch_v0(o: AcknowledgementBatch, out: bytearray) -> None:
     a: Any
     out += _S_qq.pack(o.first_offset, o.last_offset)
     a = o.acknowledge_types
-    w_uv(out, len(a) + 1)
-    w_fixed_array(out, a, "b")
+    _A_int8.write_c(out, a)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)
     else:

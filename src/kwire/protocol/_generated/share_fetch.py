@@ -10,6 +10,7 @@ import uuid as _uuid
 from typing import Any, ClassVar
 
 from kwire.protocol._runtime import (
+    ARRAYS,
     UNSET,
     ZERO_UUID,
     KafkaMessage,
@@ -25,7 +26,6 @@ from kwire.protocol._runtime import (
     r_cbytes,
     r_crecords,
     r_cstr,
-    r_fixed_array,
     r_nalen,
     r_nbytes,
     r_ncalen,
@@ -44,7 +44,6 @@ from kwire.protocol._runtime import (
     w_cbytes,
     w_crecords,
     w_cstr,
-    w_fixed_array,
     w_nbytes,
     w_ncbytes,
     w_ncstr,
@@ -65,6 +64,10 @@ _S_ii = _struct.Struct(">ii")
 _S_iiii = _struct.Struct(">iiii")
 _S_qq = _struct.Struct(">qq")
 _S_qqh = _struct.Struct(">qqh")
+_A_int32 = ARRAYS["int32"]
+_A_int32_S = _A_int32.structs
+_A_int8 = ARRAYS["int8"]
+_A_int8_S = _A_int8.structs
 
 _INFO_ShareFetchRequest = MessageInfo(
     "ShareFetchRequest", "request", 78, "0", "0+", unstable=True, source="ShareFetchRequest.json"
@@ -499,9 +502,13 @@ def _d_AcknowledgementBatch_v0(b: Any, p: int) -> tuple[AcknowledgementBatch, in
     ap: Any
     (f_first_offset, f_last_offset) = _S_qq.unpack_from(b, p)
     p += 16
-    n, p = r_calen(b, p)
     f_acknowledge_types: list[Any]
-    f_acknowledge_types, p = r_fixed_array(b, p, n, "b", 1)
+    n = b[p]
+    if 1 < n < 64:
+        f_acknowledge_types = list(_A_int8_S[n - 1].unpack_from(b, p + 1))
+        p += 1 * n - 0
+    else:
+        f_acknowledge_types, p = _A_int8.read_c(b, p)
     if b[p] == 0:
         ut = None
         p += 1
@@ -519,8 +526,7 @@ def _e_AcknowledgementBatch_v0(o: AcknowledgementBatch, out: bytearray) -> None:
     a: Any
     out += _S_qq.pack(o.first_offset, o.last_offset)
     a = o.acknowledge_types
-    w_uv(out, len(a) + 1)
-    w_fixed_array(out, a, "b")
+    _A_int8.write_c(out, a)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)
     else:
@@ -612,9 +618,13 @@ def _d_ForgottenTopic_v0(b: Any, p: int) -> tuple[ForgottenTopic, int]:
     (f_topic_id,) = _S_16s.unpack_from(b, p)
     p += 16
     f_topic_id = uuid_from_bytes(f_topic_id)
-    n, p = r_calen(b, p)
     f_partitions: list[Any]
-    f_partitions, p = r_fixed_array(b, p, n, "i", 4)
+    n = b[p]
+    if 1 < n < 64:
+        f_partitions = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
+        p += 4 * n - 3
+    else:
+        f_partitions, p = _A_int32.read_c(b, p)
     if b[p] == 0:
         ut = None
         p += 1
@@ -631,8 +641,7 @@ def _e_ForgottenTopic_v0(o: ForgottenTopic, out: bytearray) -> None:
     a: Any
     out += _S_16s.pack(o.topic_id.bytes)
     a = o.partitions
-    w_uv(out, len(a) + 1)
-    w_fixed_array(out, a, "i")
+    _A_int32.write_c(out, a)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)
     else:

@@ -10,6 +10,7 @@ import uuid as _uuid
 from typing import Any, ClassVar
 
 from kwire.protocol._runtime import (
+    ARRAYS,
     UNSET,
     ZERO_UUID,
     KafkaMessage,
@@ -25,7 +26,6 @@ from kwire.protocol._runtime import (
     r_cbytes,
     r_crecords,
     r_cstr,
-    r_fixed_array,
     r_nalen,
     r_nbytes,
     r_ncalen,
@@ -44,7 +44,6 @@ from kwire.protocol._runtime import (
     w_cbytes,
     w_crecords,
     w_cstr,
-    w_fixed_array,
     w_nbytes,
     w_ncbytes,
     w_ncstr,
@@ -64,6 +63,8 @@ _S_ih = _struct.Struct(">ih")
 _S_iiB = _struct.Struct(">ii?")
 _S_iiq = _struct.Struct(">iiq")
 _S_iiqB = _struct.Struct(">iiq?")
+_A_int32 = ARRAYS["int32"]
+_A_int32_S = _A_int32.structs
 
 _INFO_StopReplicaRequest = MessageInfo(
     "StopReplicaRequest",
@@ -511,9 +512,13 @@ def _d_StopReplicaTopicV1_v1(b: Any, p: int) -> tuple[StopReplicaTopicV1, int]:
     x: Any
     ap: Any
     f_name, p = r_str(b, p)
-    n, p = r_alen(b, p)
     f_partition_indexes: list[Any]
-    f_partition_indexes, p = r_fixed_array(b, p, n, "i", 4)
+    (n,) = _I32.unpack_from(b, p)
+    if 0 < n < 64:
+        f_partition_indexes = list(_A_int32_S[n].unpack_from(b, p + 4))
+        p += 4 * n + 4
+    else:
+        f_partition_indexes, p = _A_int32.read(b, p)
     o = _new(StopReplicaTopicV1)
     o.name = f_name
     o.partition_indexes = f_partition_indexes
@@ -525,8 +530,7 @@ def _e_StopReplicaTopicV1_v1(o: StopReplicaTopicV1, out: bytearray) -> None:
     a: Any
     w_str(out, o.name)
     a = o.partition_indexes
-    out += _I32.pack(len(a))
-    w_fixed_array(out, a, "i")
+    _A_int32.write(out, a)
     if o.unknown_tags:
         raise Malformed
 
@@ -581,9 +585,13 @@ def _d_StopReplicaTopicV1_v2(b: Any, p: int) -> tuple[StopReplicaTopicV1, int]:
     x: Any
     ap: Any
     f_name, p = r_cstr(b, p)
-    n, p = r_calen(b, p)
     f_partition_indexes: list[Any]
-    f_partition_indexes, p = r_fixed_array(b, p, n, "i", 4)
+    n = b[p]
+    if 1 < n < 64:
+        f_partition_indexes = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
+        p += 4 * n - 3
+    else:
+        f_partition_indexes, p = _A_int32.read_c(b, p)
     if b[p] == 0:
         ut = None
         p += 1
@@ -600,8 +608,7 @@ def _e_StopReplicaTopicV1_v2(o: StopReplicaTopicV1, out: bytearray) -> None:
     a: Any
     w_cstr(out, o.name)
     a = o.partition_indexes
-    w_uv(out, len(a) + 1)
-    w_fixed_array(out, a, "i")
+    _A_int32.write_c(out, a)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)
     else:

@@ -10,6 +10,7 @@ import uuid as _uuid
 from typing import Any, ClassVar
 
 from kwire.protocol._runtime import (
+    ARRAYS,
     UNSET,
     ZERO_UUID,
     KafkaMessage,
@@ -25,7 +26,6 @@ from kwire.protocol._runtime import (
     r_cbytes,
     r_crecords,
     r_cstr,
-    r_fixed_array,
     r_nalen,
     r_nbytes,
     r_ncalen,
@@ -44,7 +44,6 @@ from kwire.protocol._runtime import (
     w_cbytes,
     w_crecords,
     w_cstr,
-    w_fixed_array,
     w_nbytes,
     w_ncbytes,
     w_ncstr,
@@ -65,6 +64,8 @@ _S_iBiq = _struct.Struct(">i?iq")
 _S_ii = _struct.Struct(">ii")
 _S_iiii = _struct.Struct(">iiii")
 _S_iiq = _struct.Struct(">iiq")
+_A_int32 = ARRAYS["int32"]
+_A_int32_S = _A_int32.structs
 
 _INFO_UpdateMetadataRequest = MessageInfo(
     "UpdateMetadataRequest",
@@ -618,14 +619,22 @@ def _d_UpdateMetadataPartitionState_v0(b: Any, p: int) -> tuple[UpdateMetadataPa
     f_topic_name, p = r_str(b, p)
     (f_partition_index, f_controller_epoch, f_leader, f_leader_epoch) = _S_iiii.unpack_from(b, p)
     p += 16
-    n, p = r_alen(b, p)
     f_isr: list[Any]
-    f_isr, p = r_fixed_array(b, p, n, "i", 4)
+    (n,) = _I32.unpack_from(b, p)
+    if 0 < n < 64:
+        f_isr = list(_A_int32_S[n].unpack_from(b, p + 4))
+        p += 4 * n + 4
+    else:
+        f_isr, p = _A_int32.read(b, p)
     (f_zk_version,) = _S_i.unpack_from(b, p)
     p += 4
-    n, p = r_alen(b, p)
     f_replicas: list[Any]
-    f_replicas, p = r_fixed_array(b, p, n, "i", 4)
+    (n,) = _I32.unpack_from(b, p)
+    if 0 < n < 64:
+        f_replicas = list(_A_int32_S[n].unpack_from(b, p + 4))
+        p += 4 * n + 4
+    else:
+        f_replicas, p = _A_int32.read(b, p)
     o = _new(UpdateMetadataPartitionState)
     o.topic_name = f_topic_name
     o.partition_index = f_partition_index
@@ -645,12 +654,10 @@ def _e_UpdateMetadataPartitionState_v0(o: UpdateMetadataPartitionState, out: byt
     w_str(out, o.topic_name)
     out += _S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     a = o.isr
-    out += _I32.pack(len(a))
-    w_fixed_array(out, a, "i")
+    _A_int32.write(out, a)
     out += _S_i.pack(o.zk_version)
     a = o.replicas
-    out += _I32.pack(len(a))
-    w_fixed_array(out, a, "i")
+    _A_int32.write(out, a)
     if o.unknown_tags:
         raise Malformed
 
@@ -1059,17 +1066,29 @@ def _d_UpdateMetadataPartitionState_v4(b: Any, p: int) -> tuple[UpdateMetadataPa
     f_topic_name, p = r_str(b, p)
     (f_partition_index, f_controller_epoch, f_leader, f_leader_epoch) = _S_iiii.unpack_from(b, p)
     p += 16
-    n, p = r_alen(b, p)
     f_isr: list[Any]
-    f_isr, p = r_fixed_array(b, p, n, "i", 4)
+    (n,) = _I32.unpack_from(b, p)
+    if 0 < n < 64:
+        f_isr = list(_A_int32_S[n].unpack_from(b, p + 4))
+        p += 4 * n + 4
+    else:
+        f_isr, p = _A_int32.read(b, p)
     (f_zk_version,) = _S_i.unpack_from(b, p)
     p += 4
-    n, p = r_alen(b, p)
     f_replicas: list[Any]
-    f_replicas, p = r_fixed_array(b, p, n, "i", 4)
-    n, p = r_alen(b, p)
+    (n,) = _I32.unpack_from(b, p)
+    if 0 < n < 64:
+        f_replicas = list(_A_int32_S[n].unpack_from(b, p + 4))
+        p += 4 * n + 4
+    else:
+        f_replicas, p = _A_int32.read(b, p)
     f_offline_replicas: list[Any]
-    f_offline_replicas, p = r_fixed_array(b, p, n, "i", 4)
+    (n,) = _I32.unpack_from(b, p)
+    if 0 < n < 64:
+        f_offline_replicas = list(_A_int32_S[n].unpack_from(b, p + 4))
+        p += 4 * n + 4
+    else:
+        f_offline_replicas, p = _A_int32.read(b, p)
     o = _new(UpdateMetadataPartitionState)
     o.topic_name = f_topic_name
     o.partition_index = f_partition_index
@@ -1089,15 +1108,12 @@ def _e_UpdateMetadataPartitionState_v4(o: UpdateMetadataPartitionState, out: byt
     w_str(out, o.topic_name)
     out += _S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     a = o.isr
-    out += _I32.pack(len(a))
-    w_fixed_array(out, a, "i")
+    _A_int32.write(out, a)
     out += _S_i.pack(o.zk_version)
     a = o.replicas
-    out += _I32.pack(len(a))
-    w_fixed_array(out, a, "i")
+    _A_int32.write(out, a)
     a = o.offline_replicas
-    out += _I32.pack(len(a))
-    w_fixed_array(out, a, "i")
+    _A_int32.write(out, a)
     if o.unknown_tags:
         raise Malformed
 
@@ -1162,17 +1178,29 @@ def _d_UpdateMetadataPartitionState_v5(b: Any, p: int) -> tuple[UpdateMetadataPa
     ap: Any
     (f_partition_index, f_controller_epoch, f_leader, f_leader_epoch) = _S_iiii.unpack_from(b, p)
     p += 16
-    n, p = r_alen(b, p)
     f_isr: list[Any]
-    f_isr, p = r_fixed_array(b, p, n, "i", 4)
+    (n,) = _I32.unpack_from(b, p)
+    if 0 < n < 64:
+        f_isr = list(_A_int32_S[n].unpack_from(b, p + 4))
+        p += 4 * n + 4
+    else:
+        f_isr, p = _A_int32.read(b, p)
     (f_zk_version,) = _S_i.unpack_from(b, p)
     p += 4
-    n, p = r_alen(b, p)
     f_replicas: list[Any]
-    f_replicas, p = r_fixed_array(b, p, n, "i", 4)
-    n, p = r_alen(b, p)
+    (n,) = _I32.unpack_from(b, p)
+    if 0 < n < 64:
+        f_replicas = list(_A_int32_S[n].unpack_from(b, p + 4))
+        p += 4 * n + 4
+    else:
+        f_replicas, p = _A_int32.read(b, p)
     f_offline_replicas: list[Any]
-    f_offline_replicas, p = r_fixed_array(b, p, n, "i", 4)
+    (n,) = _I32.unpack_from(b, p)
+    if 0 < n < 64:
+        f_offline_replicas = list(_A_int32_S[n].unpack_from(b, p + 4))
+        p += 4 * n + 4
+    else:
+        f_offline_replicas, p = _A_int32.read(b, p)
     o = _new(UpdateMetadataPartitionState)
     o.topic_name = ""
     o.partition_index = f_partition_index
@@ -1191,15 +1219,12 @@ def _e_UpdateMetadataPartitionState_v5(o: UpdateMetadataPartitionState, out: byt
     a: Any
     out += _S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     a = o.isr
-    out += _I32.pack(len(a))
-    w_fixed_array(out, a, "i")
+    _A_int32.write(out, a)
     out += _S_i.pack(o.zk_version)
     a = o.replicas
-    out += _I32.pack(len(a))
-    w_fixed_array(out, a, "i")
+    _A_int32.write(out, a)
     a = o.offline_replicas
-    out += _I32.pack(len(a))
-    w_fixed_array(out, a, "i")
+    _A_int32.write(out, a)
     if o.unknown_tags:
         raise Malformed
 
@@ -1295,17 +1320,29 @@ def _d_UpdateMetadataPartitionState_v6(b: Any, p: int) -> tuple[UpdateMetadataPa
     ap: Any
     (f_partition_index, f_controller_epoch, f_leader, f_leader_epoch) = _S_iiii.unpack_from(b, p)
     p += 16
-    n, p = r_calen(b, p)
     f_isr: list[Any]
-    f_isr, p = r_fixed_array(b, p, n, "i", 4)
+    n = b[p]
+    if 1 < n < 64:
+        f_isr = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
+        p += 4 * n - 3
+    else:
+        f_isr, p = _A_int32.read_c(b, p)
     (f_zk_version,) = _S_i.unpack_from(b, p)
     p += 4
-    n, p = r_calen(b, p)
     f_replicas: list[Any]
-    f_replicas, p = r_fixed_array(b, p, n, "i", 4)
-    n, p = r_calen(b, p)
+    n = b[p]
+    if 1 < n < 64:
+        f_replicas = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
+        p += 4 * n - 3
+    else:
+        f_replicas, p = _A_int32.read_c(b, p)
     f_offline_replicas: list[Any]
-    f_offline_replicas, p = r_fixed_array(b, p, n, "i", 4)
+    n = b[p]
+    if 1 < n < 64:
+        f_offline_replicas = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
+        p += 4 * n - 3
+    else:
+        f_offline_replicas, p = _A_int32.read_c(b, p)
     if b[p] == 0:
         ut = None
         p += 1
@@ -1329,15 +1366,12 @@ def _e_UpdateMetadataPartitionState_v6(o: UpdateMetadataPartitionState, out: byt
     a: Any
     out += _S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     a = o.isr
-    w_uv(out, len(a) + 1)
-    w_fixed_array(out, a, "i")
+    _A_int32.write_c(out, a)
     out += _S_i.pack(o.zk_version)
     a = o.replicas
-    w_uv(out, len(a) + 1)
-    w_fixed_array(out, a, "i")
+    _A_int32.write_c(out, a)
     a = o.offline_replicas
-    w_uv(out, len(a) + 1)
-    w_fixed_array(out, a, "i")
+    _A_int32.write_c(out, a)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)
     else:

@@ -10,6 +10,7 @@ import uuid as _uuid
 from typing import Any, ClassVar
 
 from kwire.protocol._runtime import (
+    ARRAYS,
     UNSET,
     ZERO_UUID,
     KafkaMessage,
@@ -25,7 +26,6 @@ from kwire.protocol._runtime import (
     r_cbytes,
     r_crecords,
     r_cstr,
-    r_fixed_array,
     r_nalen,
     r_nbytes,
     r_ncalen,
@@ -44,7 +44,6 @@ from kwire.protocol._runtime import (
     w_cbytes,
     w_crecords,
     w_cstr,
-    w_fixed_array,
     w_nbytes,
     w_ncbytes,
     w_ncstr,
@@ -61,6 +60,8 @@ _S_i = _struct.Struct(">i")
 _S_ih = _struct.Struct(">ih")
 _S_q = _struct.Struct(">q")
 _S_qhB = _struct.Struct(">qh?")
+_A_int32 = ARRAYS["int32"]
+_A_int32_S = _A_int32.structs
 
 _INFO_WriteTxnMarkersRequest = MessageInfo(
     "WriteTxnMarkersRequest",
@@ -286,9 +287,13 @@ def _d_WritableTxnMarkerTopic_v0(b: Any, p: int) -> tuple[WritableTxnMarkerTopic
     x: Any
     ap: Any
     f_name, p = r_str(b, p)
-    n, p = r_alen(b, p)
     f_partition_indexes: list[Any]
-    f_partition_indexes, p = r_fixed_array(b, p, n, "i", 4)
+    (n,) = _I32.unpack_from(b, p)
+    if 0 < n < 64:
+        f_partition_indexes = list(_A_int32_S[n].unpack_from(b, p + 4))
+        p += 4 * n + 4
+    else:
+        f_partition_indexes, p = _A_int32.read(b, p)
     o = _new(WritableTxnMarkerTopic)
     o.name = f_name
     o.partition_indexes = f_partition_indexes
@@ -300,8 +305,7 @@ def _e_WritableTxnMarkerTopic_v0(o: WritableTxnMarkerTopic, out: bytearray) -> N
     a: Any
     w_str(out, o.name)
     a = o.partition_indexes
-    out += _I32.pack(len(a))
-    w_fixed_array(out, a, "i")
+    _A_int32.write(out, a)
     if o.unknown_tags:
         raise Malformed
 
@@ -375,9 +379,13 @@ def _d_WritableTxnMarkerTopic_v1(b: Any, p: int) -> tuple[WritableTxnMarkerTopic
     x: Any
     ap: Any
     f_name, p = r_cstr(b, p)
-    n, p = r_calen(b, p)
     f_partition_indexes: list[Any]
-    f_partition_indexes, p = r_fixed_array(b, p, n, "i", 4)
+    n = b[p]
+    if 1 < n < 64:
+        f_partition_indexes = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
+        p += 4 * n - 3
+    else:
+        f_partition_indexes, p = _A_int32.read_c(b, p)
     if b[p] == 0:
         ut = None
         p += 1
@@ -394,8 +402,7 @@ def _e_WritableTxnMarkerTopic_v1(o: WritableTxnMarkerTopic, out: bytearray) -> N
     a: Any
     w_cstr(out, o.name)
     a = o.partition_indexes
-    w_uv(out, len(a) + 1)
-    w_fixed_array(out, a, "i")
+    _A_int32.write_c(out, a)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)
     else:
