@@ -419,17 +419,17 @@ def _iter_records(
                 value = None
             else:
                 raise CorruptRecordError(f"invalid value length {n}", offset=pos)
-            # headers
-            if data[pos] == 0:
+            # headers: usually none, the record's last byte (this also checks the length)
+            pos += 1
+            if pos == rec_end and data[pos - 1] == 0:
                 headers = no_headers
-                pos += 1
             else:
-                headers, pos = _read_headers(view, pos, rec_end)
-            if pos != rec_end:
-                raise CorruptRecordError(
-                    f"record length {length} does not match its {pos - start} decoded bytes",
-                    offset=start,
-                )
+                headers, pos = _read_headers(view, pos - 1, rec_end)
+                if pos != rec_end:
+                    raise CorruptRecordError(
+                        f"record length {length} does not match its {pos - start} decoded bytes",
+                        offset=start,
+                    )
             yield new(
                 base_offset + off_delta,
                 max_ts if log_append else base_ts + ts_delta,
