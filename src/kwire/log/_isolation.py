@@ -11,8 +11,10 @@ batches in offset order:
 - control batches are never returned to the application.
 
 ``committed_batches`` applies exactly that to any iterable of batches (a segment scan, several
-segments in order), given the aborted transactions of the range (``collect_aborted_transactions``
-over the ``.txnindex`` of the first segment and every later one).
+segments in order, a byte range in the middle of a segment), given the aborted transactions of the
+range (``collect_aborted_transactions`` over the ``.txnindex`` of the first segment and every later
+one). Unlike the consumer, which gets exactly the overlapping transactions from the broker, it also
+accepts transactions that ended before the range starts and ignores them.
 """
 
 from __future__ import annotations
@@ -50,14 +52,18 @@ def committed_batches(
     ``aborted``: the aborted transactions overlapping the range being read. Control batches are
     dropped unless ``keep_control`` (they are still used to end aborted transactions).
     """
-    queue = [(t.first_offset, i, t.producer_id) for i, t in enumerate(aborted)]
+    queue = [(t.first_offset, i, t.producer_id, t.last_offset) for i, t in enumerate(aborted)]
     heapq.heapify(queue)
     aborting: set[int] = set()
     for batch in batches:
         if batch.producer_id >= 0 and batch.magic >= 2:
             last = batch.last_offset
             while queue and queue[0][0] <= last:
-                aborting.add(heapq.heappop(queue)[2])
+                _, _, pid, txn_last = heapq.heappop(queue)
+                # A transaction that ended before this batch cannot hold it (reading from the
+                # middle of a log, its ABORT marker was never seen): do not mark its producer.
+                if txn_last >= batch.base_offset:
+                    aborting.add(pid)
             if batch.is_control:
                 if is_abort_marker(batch):
                     aborting.discard(batch.producer_id)

@@ -119,3 +119,16 @@ def test_partition_log_across_segments(tmp_path: Path) -> None:
     snapshots = list(log.producer_snapshots())
     assert [o for o, _ in snapshots] == [s.base_offset for s in log.segments[1:]] + [24]
     assert all(snap.entries == () for _, snap in snapshots)  # no producer ids in this log
+
+
+def test_starting_in_the_middle_ignores_transactions_that_already_ended() -> None:
+    # Start reading at offset 7: A's aborted txn (0..6) ended before; its later committed
+    # transactional batches (9, 14) must not be dropped even if the caller passes that txn.
+    mid = scan_batches(LOG, start=next(b.position for b in scan_batches(LOG) if b.base_offset == 7))
+    kept = committed_batches(mid, ABORTED)
+    assert [b.base_offset for b in kept] == [7, 9, 14, 17]
+    # Starting inside C's aborted transaction (12..15) still drops its data.
+    inside = scan_batches(
+        LOG, start=next(b.position for b in scan_batches(LOG) if b.base_offset == 12)
+    )
+    assert [b.base_offset for b in committed_batches(inside, ABORTED)] == [14, 17]
