@@ -12,7 +12,7 @@ not accept, and both Kafka and kwire (``from_json`` then ``encode``) are asked t
 * a non-compact string of 32768 bytes: an error (Kafka: "field is too long to be serialized").
 
 kwire must refuse exactly what Kafka refuses, with a KwireError (UnsupportedVersionError for the
-first rule), and otherwise write exactly Kafka's bytes.
+first rule) that names the field, and otherwise write exactly Kafka's bytes.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from conftest import JavaProcess
 from test_protocol_roundtrip import MESSAGE_VERSIONS, RandomMessage, generate_cases
 
 from kwire.errors import KwireError, UnsupportedVersionError
-from kwire.protocol import message_class, message_spec
+from kwire.protocol import message_class, message_spec, snake_case
 
 pytestmark = pytest.mark.oracle
 
@@ -105,6 +105,8 @@ def test_kwire_refuses_what_kafka_refuses(protocol_oracle: JavaProcess, name: st
                 failures.append(
                     f"{where}: Kafka: {reply['error']}; kwire: {type(mine).__name__}: {mine}"
                 )
+            elif snake_case(what.split(" ", 1)[0]) not in str(mine):
+                failures.append(f"{where}: kwire's error does not name the field: {mine}")
         elif isinstance(mine, KwireError):
             failures.append(
                 f"{where}: Kafka writes it, kwire refuses: {type(mine).__name__}: {mine}"
