@@ -26,6 +26,7 @@ from kwire.records import BatchBuilder, Compression, build_end_txn_marker
 __all__ = ["PartitionSummary", "SampleSummary", "write_sample"]
 
 BASE_TIME_MS = 1_700_000_000_000
+MIN_SEGMENT_BYTES = 16 * 1024
 _V2_CODECS = (
     Compression.NONE,
     Compression.GZIP,
@@ -79,12 +80,16 @@ class SampleSummary:
         return sum(p.segments for p in self.partitions.values())
 
 
+_OPEN: list[_Partition] = []
+
+
 class _Partition:
     """A LogWriter plus the bookkeeping of what went into it."""
 
     def __init__(
         self, root: Path, topic: str, partition: int, summary: SampleSummary, segment_bytes: int
     ) -> None:
+        _OPEN.append(self)
         from kwire.log import LogWriter
 
         self.writer = LogWriter(
@@ -120,6 +125,8 @@ class _Partition:
         self.info.bytes += len(data)
 
     def close(self) -> None:
+        if self in _OPEN:
+            _OPEN.remove(self)
         self.writer.close()
         self.info.segments = len(self.writer.segments_written)
 
@@ -307,13 +314,19 @@ def write_sample(
     seed: int = 4,
 ) -> SampleSummary:
     """Write a realistic Kafka log directory into ``path`` (which must not hold one already)."""
+    if segment_bytes < MIN_SEGMENT_BYTES:
+        raise ValueError(f"segment_bytes must be >= {MIN_SEGMENT_BYTES} (the largest sample batch)")
     root = Path(path)
     root.mkdir(parents=True, exist_ok=True)
     summary = SampleSummary(str(root))
     rng = random.Random(seed)
     n = records_per_partition
-    _orders(root, summary, rng, n, segment_bytes)
-    _legacy(root, summary, rng, n, segment_bytes)
-    _payments(root, summary, rng, n, segment_bytes)
-    _compacted(root, summary, rng, n, segment_bytes)
+    try:
+        _orders(root, summary, rng, n, segment_bytes)
+        _legacy(root, summary, rng, n, segment_bytes)
+        _payments(root, summary, rng, n, segment_bytes)
+        _compacted(root, summary, rng, n, segment_bytes)
+    finally:
+        while _OPEN:
+            _OPEN[-1].close()
     return summary
