@@ -10,11 +10,13 @@ Sans-IO: bytes in, objects out (and back). Public names (see docs/protocol.md):
 - frames: ``encode_request_frame``, ``decode_request_frame``, ``encode_response_frame``,
   ``decode_response_frame``, ``request_header_version``, ``response_header_version``,
   ``ClientConnection``, ``ServerConnection``, ``FrameBuffer``.
+- ``ErrorCode``: Kafka's error codes (an IntEnum; decoding never raises for a response's code).
 - spec model: ``message_spec(name)``, ``iter_message_versions()``, ``bundled_specs()``,
   ``VersionRange``, ``MessageSpec``, ``StructSpec``, ``FieldSpec``, ``SpecError``.
 """
 
 from kwire.protocol._bundled import bundled_specs, iter_message_versions, message_spec, spec_source
+from kwire.protocol._error_codes import ErrorCode
 from kwire.protocol._frames import (
     ClientConnection,
     FrameBuffer,
@@ -42,6 +44,7 @@ from kwire.protocol._spec import (
 
 __all__ = [
     "ClientConnection",
+    "ErrorCode",
     "FieldSpec",
     "FieldType",
     "FrameBuffer",

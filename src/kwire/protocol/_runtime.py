@@ -31,9 +31,9 @@ from kwire.protocol._spec._versions import NONE, VersionRange
 
 __all__ = [
     "UNSET",
-    "FixedArray",
     "ZERO_UUID",
     "Buf",
+    "FixedArray",
     "KField",
     "KafkaMessage",
     "KafkaStruct",
