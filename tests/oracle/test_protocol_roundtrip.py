@@ -53,7 +53,7 @@ pytestmark = pytest.mark.oracle
 
 #: Random cases per message-version, after the two fixed extreme ones ("min" and "max").
 RANDOM_CASES = int(os.environ.get("KWIRE_ORACLE_CASES", "30"))
-SEED = 20250512  # Kafka 3.9.1's release date
+SEED = 20250512  # any fixed number (the build date of the 3.9.1 jar's classes)
 
 #: A genuine v2 record batch (two records, no compression) as Kafka 3.9.1 writes it: made with
 #: MemoryRecords.withRecords(Compression.NONE, new SimpleRecord(1700000000000L, "key", "value é"),
