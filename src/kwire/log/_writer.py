@@ -15,7 +15,8 @@ bookkeeping in memory (the segment's ``.log`` is streamed to disk, its indexes a
   segment is finished (roll or close) the segment's largest timestamp is appended the same way
   (``onBecomeInactiveSegment``), so the last entry of a finished segment is its max timestamp;
 - rolling: before a batch, when ``size + batch size > segment_bytes`` (``LogSegment.shouldRoll``),
-  when an index would be full (``max_index_bytes``; the time index keeps one slot for the roll),
+  when ``segment_ms`` is set and the batch's max timestamp is more than that after the segment's
+  first batch's (Kafka's ``segment.ms`` with message timestamps, no jitter), when an index would be full (``max_index_bytes``; the time index keeps one slot for the roll),
   or when the batch's last offset would not fit a 32-bit offset relative to the segment base. The
   new segment is named by the batch's base offset. A batch larger than ``segment_bytes`` is
   rejected, as Kafka rejects it (``RecordBatchTooLargeException``);
@@ -137,6 +138,8 @@ class _ActiveSegment:
     max_timestamp: int = _NO_TIMESTAMP
     offset_of_max_timestamp: int = 0
     txns: list[AbortedTxn] = field(default_factory=list)
+    #: LogSegment.rollingBasedTimestamp: the max timestamp of the segment's first batch.
+    rolling_timestamp: int = _NO_TIMESTAMP
 
 
 def _last_sequence(base_sequence: int, delta: int) -> int:
@@ -247,6 +250,7 @@ class LogWriter:
         segment_bytes: int = DEFAULT_SEGMENT_BYTES,
         index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
         max_index_bytes: int = DEFAULT_MAX_INDEX_BYTES,
+        segment_ms: int | None = None,
         start_offset: int | None = None,
         verify_crc: bool = True,
         topic_id: bytes | None = None,
@@ -272,6 +276,9 @@ class LogWriter:
         self.segment_bytes = segment_bytes
         self.index_interval_bytes = index_interval_bytes
         self.max_index_bytes = max_index_bytes
+        if segment_ms is not None and segment_ms <= 0:
+            raise ValueError("segment_ms must be positive")
+        self.segment_ms = segment_ms
         self.verify_crc = verify_crc
         self.topic_id = topic_id
         self.fsync = fsync
@@ -397,8 +404,15 @@ class LogWriter:
     def _should_roll(self, seg: _ActiveSegment, batch: Batch) -> bool:
         if seg.size == 0:
             return False
+        # timeWaitedForRoll with a message timestamp (the wall clock has no meaning offline).
+        reached_ms = (
+            self.segment_ms is not None
+            and seg.rolling_timestamp >= 0
+            and batch.max_timestamp - seg.rolling_timestamp > self.segment_ms
+        )
         return (
             seg.size > self.segment_bytes - batch.size
+            or reached_ms
             or (seg.index_entries + 1) * OFFSET_INDEX_ENTRY_SIZE > self.max_index_bytes
             or seg.time_entries >= self.max_index_bytes // TIME_INDEX_ENTRY_SIZE - 1
             or batch.last_offset - seg.base_offset > _INT32_MAX
@@ -427,6 +441,8 @@ class LogWriter:
             seg = self._active = self._open_segment(batch.base_offset)
         position = seg.size
         last = batch.last_offset
+        if position == 0:
+            seg.rolling_timestamp = batch.max_timestamp
         if batch.max_timestamp > seg.max_timestamp:
             seg.max_timestamp = batch.max_timestamp
             seg.offset_of_max_timestamp = last

@@ -375,3 +375,14 @@ def test_producer_state_snapshot_and_automatic_txn_index(tmp_path: Path) -> None
         ProducerSnapshotEntry(p2, 5, 0, 2, 0, 130, 6, None),
         ProducerSnapshotEntry(p3, 1, 12, 7, 2, 142, -1, None),
     )
+
+
+def test_segment_ms_rolls_on_message_time(tmp_path: Path) -> None:
+    # LogSegment.shouldRoll: batch max timestamp - first batch's max timestamp > segment.ms.
+    hour = 3_600_000
+    parts = [make_batch(i, 1, i * hour // 2, 10) for i in range(10)]  # one batch per half hour
+    segs = write(tmp_path, parts, segment_ms=hour)
+    # 0h, 0.5h, 1h stay (1h - 0h is not > 1h); 1.5h rolls; and so on.
+    assert [s.base_offset for s in segs] == [0, 3, 6, 9]
+    with pytest.raises(ValueError):
+        LogWriter(tmp_path, "x", 0, segment_ms=0)
