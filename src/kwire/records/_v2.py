@@ -119,7 +119,7 @@ class RecordBatch(Batch):
         """Parse the header of the batch that ``view`` holds exactly (caller checked the length).
 
         ``whole`` is the reader's buffer (``view`` is ``whole[position : position + size]``) and
-        ``src`` the same bytes as a ``bytes``/``bytearray`` when that is what the caller passed:
+        ``src`` the same bytes as a ``bytes`` object when that is what the caller passed:
         record fields are then read from ``src`` (faster indexing) and sliced from ``whole``.
         """
         size = len(view)
