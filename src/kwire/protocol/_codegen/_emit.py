@@ -645,10 +645,7 @@ def _emit_class(
         params = []
         for f in s.fields:
             ann = _annotation(f, m.class_names)
-            lit = _literal(f)
-            if lit == "UNSET":
-                ann = ann  # UNSET is typed Any
-            params.append(f"{f.attr}: {ann} = {lit}")
+            params.append(f"{f.attr}: {ann} = {_literal(f)}")  # UNSET is typed Any
         params.append("unknown_tags: dict[int, bytes] | None = None")
         code(
             f"def __init__(self, {', '.join(params[:-1])}{', ' if len(params) > 1 else ''}*, {params[-1]}) -> None:"
@@ -771,6 +768,10 @@ def emit_module(specs: Iterable[MessageSpec], options: EmitOptions | None = None
                     body(f"{_kfield(f, m.class_names)},  # {_field_comment(f)}")
             body(")")
             body(f"{cls}.__kafka_message__ = _INFO_{spec.name}")
+        # the nested struct classes also under Kafka's names on the message class, as Java nests them
+        top_cls = m.cls(spec.struct)
+        for n in sorted(x for x in spec.structs if x != spec.name):
+            body(f'setattr({top_cls}, "{n}", {m.class_names[n]})')
         body()
         versions = sorted(spec.versions())
         if opts.only_versions is not None:

@@ -346,6 +346,8 @@ AddPartitionsToTxnRequest.__kafka_fields__ = (
     ),  # v0-3
 )
 AddPartitionsToTxnRequest.__kafka_message__ = _INFO_AddPartitionsToTxnRequest
+setattr(AddPartitionsToTxnRequest, "AddPartitionsToTxnTopic", AddPartitionsToTxnTopic)
+setattr(AddPartitionsToTxnRequest, "AddPartitionsToTxnTransaction", AddPartitionsToTxnTransaction)
 
 
 def _d_AddPartitionsToTxnTopic_v0(b: Any, p: int) -> tuple[AddPartitionsToTxnTopic, int]:
@@ -861,6 +863,13 @@ AddPartitionsToTxnResponse.__kafka_fields__ = (
     ),  # v0-3
 )
 AddPartitionsToTxnResponse.__kafka_message__ = _INFO_AddPartitionsToTxnResponse
+setattr(
+    AddPartitionsToTxnResponse,
+    "AddPartitionsToTxnPartitionResult",
+    AddPartitionsToTxnPartitionResult,
+)
+setattr(AddPartitionsToTxnResponse, "AddPartitionsToTxnResult", AddPartitionsToTxnResult)
+setattr(AddPartitionsToTxnResponse, "AddPartitionsToTxnTopicResult", AddPartitionsToTxnTopicResult)
 
 
 def _d_AddPartitionsToTxnPartitionResult_v0(

@@ -223,6 +223,7 @@ AddRaftVoterRequest.__kafka_fields__ = (
     ),  # v0+
 )
 AddRaftVoterRequest.__kafka_message__ = _INFO_AddRaftVoterRequest
+setattr(AddRaftVoterRequest, "Listener", Listener)
 
 
 def _d_Listener_v0(b: Any, p: int) -> tuple[Listener, int]:

@@ -326,6 +326,9 @@ AlterClientQuotasRequest.__kafka_fields__ = (
     ),  # v0+
 )
 AlterClientQuotasRequest.__kafka_message__ = _INFO_AlterClientQuotasRequest
+setattr(AlterClientQuotasRequest, "EntityData", EntityData)
+setattr(AlterClientQuotasRequest, "EntryData", EntryData)
+setattr(AlterClientQuotasRequest, "OpData", OpData)
 
 
 def _d_EntityData_v0(b: Any, p: int) -> tuple[EntityData, int]:
@@ -767,6 +770,8 @@ AlterClientQuotasResponse.__kafka_fields__ = (
     ),  # v0+
 )
 AlterClientQuotasResponse.__kafka_message__ = _INFO_AlterClientQuotasResponse
+setattr(AlterClientQuotasResponse, "EntityData", AlterClientQuotasResponseEntityData)
+setattr(AlterClientQuotasResponse, "EntryData", AlterClientQuotasResponseEntryData)
 
 
 def _d_AlterClientQuotasResponseEntityData_v0(

@@ -262,6 +262,8 @@ AlterConfigsRequest.__kafka_fields__ = (
     ),  # v0+
 )
 AlterConfigsRequest.__kafka_message__ = _INFO_AlterConfigsRequest
+setattr(AlterConfigsRequest, "AlterConfigsResource", AlterConfigsResource)
+setattr(AlterConfigsRequest, "AlterableConfig", AlterableConfig)
 
 
 def _d_AlterableConfig_v0(b: Any, p: int) -> tuple[AlterableConfig, int]:
@@ -594,6 +596,7 @@ AlterConfigsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 AlterConfigsResponse.__kafka_message__ = _INFO_AlterConfigsResponse
+setattr(AlterConfigsResponse, "AlterConfigsResourceResponse", AlterConfigsResourceResponse)
 
 
 def _d_AlterConfigsResourceResponse_v0(b: Any, p: int) -> tuple[AlterConfigsResourceResponse, int]:

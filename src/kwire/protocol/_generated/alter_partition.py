@@ -376,6 +376,9 @@ AlterPartitionRequest.__kafka_fields__ = (
     KField("Topics", "topics", "[]TopicData", "0+", default=UNSET, struct=TopicData),  # v0+
 )
 AlterPartitionRequest.__kafka_message__ = _INFO_AlterPartitionRequest
+setattr(AlterPartitionRequest, "BrokerState", BrokerState)
+setattr(AlterPartitionRequest, "PartitionData", PartitionData)
+setattr(AlterPartitionRequest, "TopicData", TopicData)
 
 
 def _d_PartitionData_v0(b: Any, p: int) -> tuple[PartitionData, int]:
@@ -1109,6 +1112,8 @@ AlterPartitionResponse.__kafka_fields__ = (
     ),  # v0+
 )
 AlterPartitionResponse.__kafka_message__ = _INFO_AlterPartitionResponse
+setattr(AlterPartitionResponse, "PartitionData", AlterPartitionResponsePartitionData)
+setattr(AlterPartitionResponse, "TopicData", AlterPartitionResponseTopicData)
 
 
 def _d_AlterPartitionResponsePartitionData_v0(

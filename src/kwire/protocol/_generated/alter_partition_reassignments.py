@@ -254,6 +254,8 @@ AlterPartitionReassignmentsRequest.__kafka_fields__ = (
     ),  # v0+
 )
 AlterPartitionReassignmentsRequest.__kafka_message__ = _INFO_AlterPartitionReassignmentsRequest
+setattr(AlterPartitionReassignmentsRequest, "ReassignablePartition", ReassignablePartition)
+setattr(AlterPartitionReassignmentsRequest, "ReassignableTopic", ReassignableTopic)
 
 
 def _d_ReassignablePartition_v0(b: Any, p: int) -> tuple[ReassignablePartition, int]:
@@ -584,6 +586,12 @@ AlterPartitionReassignmentsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 AlterPartitionReassignmentsResponse.__kafka_message__ = _INFO_AlterPartitionReassignmentsResponse
+setattr(
+    AlterPartitionReassignmentsResponse,
+    "ReassignablePartitionResponse",
+    ReassignablePartitionResponse,
+)
+setattr(AlterPartitionReassignmentsResponse, "ReassignableTopicResponse", ReassignableTopicResponse)
 
 
 def _d_ReassignablePartitionResponse_v0(

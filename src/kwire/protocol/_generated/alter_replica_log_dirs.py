@@ -228,6 +228,8 @@ AlterReplicaLogDirsRequest.__kafka_fields__ = (
     ),  # v0+
 )
 AlterReplicaLogDirsRequest.__kafka_message__ = _INFO_AlterReplicaLogDirsRequest
+setattr(AlterReplicaLogDirsRequest, "AlterReplicaLogDir", AlterReplicaLogDir)
+setattr(AlterReplicaLogDirsRequest, "AlterReplicaLogDirTopic", AlterReplicaLogDirTopic)
 
 
 def _d_AlterReplicaLogDirTopic_v0(b: Any, p: int) -> tuple[AlterReplicaLogDirTopic, int]:
@@ -597,6 +599,12 @@ AlterReplicaLogDirsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 AlterReplicaLogDirsResponse.__kafka_message__ = _INFO_AlterReplicaLogDirsResponse
+setattr(
+    AlterReplicaLogDirsResponse,
+    "AlterReplicaLogDirPartitionResult",
+    AlterReplicaLogDirPartitionResult,
+)
+setattr(AlterReplicaLogDirsResponse, "AlterReplicaLogDirTopicResult", AlterReplicaLogDirTopicResult)
 
 
 def _d_AlterReplicaLogDirPartitionResult_v0(

@@ -264,6 +264,8 @@ AlterUserScramCredentialsRequest.__kafka_fields__ = (
     ),  # v0+
 )
 AlterUserScramCredentialsRequest.__kafka_message__ = _INFO_AlterUserScramCredentialsRequest
+setattr(AlterUserScramCredentialsRequest, "ScramCredentialDeletion", ScramCredentialDeletion)
+setattr(AlterUserScramCredentialsRequest, "ScramCredentialUpsertion", ScramCredentialUpsertion)
 
 
 def _d_ScramCredentialDeletion_v0(b: Any, p: int) -> tuple[ScramCredentialDeletion, int]:
@@ -497,6 +499,11 @@ AlterUserScramCredentialsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 AlterUserScramCredentialsResponse.__kafka_message__ = _INFO_AlterUserScramCredentialsResponse
+setattr(
+    AlterUserScramCredentialsResponse,
+    "AlterUserScramCredentialsResult",
+    AlterUserScramCredentialsResult,
+)
 
 
 def _d_AlterUserScramCredentialsResult_v0(

@@ -541,6 +541,9 @@ ApiVersionsResponse.__kafka_fields__ = (
     ),  # v3+, tag 3, ignorable
 )
 ApiVersionsResponse.__kafka_message__ = _INFO_ApiVersionsResponse
+setattr(ApiVersionsResponse, "ApiVersion", ApiVersion)
+setattr(ApiVersionsResponse, "FinalizedFeatureKey", FinalizedFeatureKey)
+setattr(ApiVersionsResponse, "SupportedFeatureKey", SupportedFeatureKey)
 
 
 def _d_ApiVersion_v0(b: Any, p: int) -> tuple[ApiVersion, int]:

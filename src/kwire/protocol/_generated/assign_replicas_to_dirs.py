@@ -271,6 +271,9 @@ AssignReplicasToDirsRequest.__kafka_fields__ = (
     ),  # v0+
 )
 AssignReplicasToDirsRequest.__kafka_message__ = _INFO_AssignReplicasToDirsRequest
+setattr(AssignReplicasToDirsRequest, "DirectoryData", DirectoryData)
+setattr(AssignReplicasToDirsRequest, "PartitionData", PartitionData)
+setattr(AssignReplicasToDirsRequest, "TopicData", TopicData)
 
 
 def _d_PartitionData_v0(b: Any, p: int) -> tuple[PartitionData, int]:
@@ -631,6 +634,9 @@ AssignReplicasToDirsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 AssignReplicasToDirsResponse.__kafka_message__ = _INFO_AssignReplicasToDirsResponse
+setattr(AssignReplicasToDirsResponse, "DirectoryData", AssignReplicasToDirsResponseDirectoryData)
+setattr(AssignReplicasToDirsResponse, "PartitionData", AssignReplicasToDirsResponsePartitionData)
+setattr(AssignReplicasToDirsResponse, "TopicData", AssignReplicasToDirsResponseTopicData)
 
 
 def _d_AssignReplicasToDirsResponsePartitionData_v0(

@@ -343,6 +343,9 @@ BeginQuorumEpochRequest.__kafka_fields__ = (
     ),  # v1+, ignorable
 )
 BeginQuorumEpochRequest.__kafka_message__ = _INFO_BeginQuorumEpochRequest
+setattr(BeginQuorumEpochRequest, "LeaderEndpoint", LeaderEndpoint)
+setattr(BeginQuorumEpochRequest, "PartitionData", PartitionData)
+setattr(BeginQuorumEpochRequest, "TopicData", TopicData)
 
 
 def _d_PartitionData_v0(b: Any, p: int) -> tuple[PartitionData, int]:
@@ -826,6 +829,9 @@ BeginQuorumEpochResponse.__kafka_fields__ = (
     ),  # v1+, tag 0
 )
 BeginQuorumEpochResponse.__kafka_message__ = _INFO_BeginQuorumEpochResponse
+setattr(BeginQuorumEpochResponse, "NodeEndpoint", NodeEndpoint)
+setattr(BeginQuorumEpochResponse, "PartitionData", BeginQuorumEpochResponsePartitionData)
+setattr(BeginQuorumEpochResponse, "TopicData", BeginQuorumEpochResponseTopicData)
 
 
 def _d_BeginQuorumEpochResponsePartitionData_v0(

@@ -369,6 +369,8 @@ BrokerRegistrationRequest.__kafka_fields__ = (
     ),  # v3+, ignorable
 )
 BrokerRegistrationRequest.__kafka_message__ = _INFO_BrokerRegistrationRequest
+setattr(BrokerRegistrationRequest, "Feature", Feature)
+setattr(BrokerRegistrationRequest, "Listener", Listener)
 
 
 def _d_Listener_v0(b: Any, p: int) -> tuple[Listener, int]:

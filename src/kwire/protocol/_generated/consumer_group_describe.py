@@ -633,6 +633,10 @@ ConsumerGroupDescribeResponse.__kafka_fields__ = (
     ),  # v0+
 )
 ConsumerGroupDescribeResponse.__kafka_message__ = _INFO_ConsumerGroupDescribeResponse
+setattr(ConsumerGroupDescribeResponse, "Assignment", Assignment)
+setattr(ConsumerGroupDescribeResponse, "DescribedGroup", DescribedGroup)
+setattr(ConsumerGroupDescribeResponse, "Member", Member)
+setattr(ConsumerGroupDescribeResponse, "TopicPartitions", TopicPartitions)
 
 
 def _d_TopicPartitions_v0(b: Any, p: int) -> tuple[TopicPartitions, int]:

@@ -293,6 +293,7 @@ ConsumerGroupHeartbeatRequest.__kafka_fields__ = (
     ),  # v0+, nullable v0+
 )
 ConsumerGroupHeartbeatRequest.__kafka_message__ = _INFO_ConsumerGroupHeartbeatRequest
+setattr(ConsumerGroupHeartbeatRequest, "TopicPartitions", TopicPartitions)
 
 
 def _d_TopicPartitions_v0(b: Any, p: int) -> tuple[TopicPartitions, int]:
@@ -635,6 +636,10 @@ ConsumerGroupHeartbeatResponse.__kafka_fields__ = (
     ),  # v0+, nullable v0+
 )
 ConsumerGroupHeartbeatResponse.__kafka_message__ = _INFO_ConsumerGroupHeartbeatResponse
+setattr(ConsumerGroupHeartbeatResponse, "Assignment", Assignment)
+setattr(
+    ConsumerGroupHeartbeatResponse, "TopicPartitions", ConsumerGroupHeartbeatResponseTopicPartitions
+)
 
 
 def _d_ConsumerGroupHeartbeatResponseTopicPartitions_v0(

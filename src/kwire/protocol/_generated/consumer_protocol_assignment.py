@@ -168,6 +168,7 @@ ConsumerProtocolAssignment.__kafka_fields__ = (
     ),  # v0+, nullable v0+
 )
 ConsumerProtocolAssignment.__kafka_message__ = _INFO_ConsumerProtocolAssignment
+setattr(ConsumerProtocolAssignment, "TopicPartition", TopicPartition)
 
 
 def _d_TopicPartition_v0(b: Any, p: int) -> tuple[TopicPartition, int]:

@@ -195,6 +195,7 @@ ConsumerProtocolSubscription.__kafka_fields__ = (
     ),  # v3+, nullable v3+, ignorable
 )
 ConsumerProtocolSubscription.__kafka_message__ = _INFO_ConsumerProtocolSubscription
+setattr(ConsumerProtocolSubscription, "TopicPartition", TopicPartition)
 
 
 def _d_ConsumerProtocolSubscription_v0(b: Any, p: int) -> tuple[ConsumerProtocolSubscription, int]:

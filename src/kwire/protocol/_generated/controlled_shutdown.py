@@ -325,6 +325,7 @@ ControlledShutdownResponse.__kafka_fields__ = (
     ),  # v0+
 )
 ControlledShutdownResponse.__kafka_message__ = _INFO_ControlledShutdownResponse
+setattr(ControlledShutdownResponse, "RemainingPartition", RemainingPartition)
 
 
 def _d_RemainingPartition_v0(b: Any, p: int) -> tuple[RemainingPartition, int]:

@@ -314,6 +314,8 @@ ControllerRegistrationRequest.__kafka_fields__ = (
     ),  # v0+
 )
 ControllerRegistrationRequest.__kafka_message__ = _INFO_ControllerRegistrationRequest
+setattr(ControllerRegistrationRequest, "Feature", Feature)
+setattr(ControllerRegistrationRequest, "Listener", Listener)
 
 
 def _d_Listener_v0(b: Any, p: int) -> tuple[Listener, int]:

@@ -229,6 +229,7 @@ CreateAclsRequest.__kafka_fields__ = (
     ),  # v0+
 )
 CreateAclsRequest.__kafka_message__ = _INFO_CreateAclsRequest
+setattr(CreateAclsRequest, "AclCreation", AclCreation)
 
 
 def _d_AclCreation_v0(b: Any, p: int) -> tuple[AclCreation, int]:
@@ -559,6 +560,7 @@ CreateAclsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 CreateAclsResponse.__kafka_message__ = _INFO_CreateAclsResponse
+setattr(CreateAclsResponse, "AclCreationResult", AclCreationResult)
 
 
 def _d_AclCreationResult_v0(b: Any, p: int) -> tuple[AclCreationResult, int]:

@@ -231,6 +231,7 @@ CreateDelegationTokenRequest.__kafka_fields__ = (
     ),  # v0+
 )
 CreateDelegationTokenRequest.__kafka_message__ = _INFO_CreateDelegationTokenRequest
+setattr(CreateDelegationTokenRequest, "CreatableRenewers", CreatableRenewers)
 
 
 def _d_CreatableRenewers_v0(b: Any, p: int) -> tuple[CreatableRenewers, int]:

@@ -256,6 +256,8 @@ CreatePartitionsRequest.__kafka_fields__ = (
     ),  # v0+
 )
 CreatePartitionsRequest.__kafka_message__ = _INFO_CreatePartitionsRequest
+setattr(CreatePartitionsRequest, "CreatePartitionsAssignment", CreatePartitionsAssignment)
+setattr(CreatePartitionsRequest, "CreatePartitionsTopic", CreatePartitionsTopic)
 
 
 def _d_CreatePartitionsAssignment_v0(b: Any, p: int) -> tuple[CreatePartitionsAssignment, int]:
@@ -612,6 +614,7 @@ CreatePartitionsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 CreatePartitionsResponse.__kafka_message__ = _INFO_CreatePartitionsResponse
+setattr(CreatePartitionsResponse, "CreatePartitionsTopicResult", CreatePartitionsTopicResult)
 
 
 def _d_CreatePartitionsTopicResult_v0(b: Any, p: int) -> tuple[CreatePartitionsTopicResult, int]:

@@ -365,6 +365,9 @@ CreateTopicsRequest.__kafka_fields__ = (
     ),  # v1+
 )
 CreateTopicsRequest.__kafka_message__ = _INFO_CreateTopicsRequest
+setattr(CreateTopicsRequest, "CreatableReplicaAssignment", CreatableReplicaAssignment)
+setattr(CreateTopicsRequest, "CreatableTopic", CreatableTopic)
+setattr(CreateTopicsRequest, "CreatableTopicConfig", CreatableTopicConfig)
 
 
 def _d_CreatableReplicaAssignment_v0(b: Any, p: int) -> tuple[CreatableReplicaAssignment, int]:
@@ -1002,6 +1005,8 @@ CreateTopicsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 CreateTopicsResponse.__kafka_message__ = _INFO_CreateTopicsResponse
+setattr(CreateTopicsResponse, "CreatableTopicConfigs", CreatableTopicConfigs)
+setattr(CreateTopicsResponse, "CreatableTopicResult", CreatableTopicResult)
 
 
 def _d_CreatableTopicResult_v0(b: Any, p: int) -> tuple[CreatableTopicResult, int]:

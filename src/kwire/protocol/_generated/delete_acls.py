@@ -244,6 +244,7 @@ DeleteAclsRequest.__kafka_fields__ = (
     ),  # v0+
 )
 DeleteAclsRequest.__kafka_message__ = _INFO_DeleteAclsRequest
+setattr(DeleteAclsRequest, "DeleteAclsFilter", DeleteAclsFilter)
 
 
 def _d_DeleteAclsFilter_v0(b: Any, p: int) -> tuple[DeleteAclsFilter, int]:
@@ -713,6 +714,8 @@ DeleteAclsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 DeleteAclsResponse.__kafka_message__ = _INFO_DeleteAclsResponse
+setattr(DeleteAclsResponse, "DeleteAclsFilterResult", DeleteAclsFilterResult)
+setattr(DeleteAclsResponse, "DeleteAclsMatchingAcl", DeleteAclsMatchingAcl)
 
 
 def _d_DeleteAclsMatchingAcl_v0(b: Any, p: int) -> tuple[DeleteAclsMatchingAcl, int]:

@@ -308,6 +308,7 @@ DeleteGroupsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 DeleteGroupsResponse.__kafka_message__ = _INFO_DeleteGroupsResponse
+setattr(DeleteGroupsResponse, "DeletableGroupResult", DeletableGroupResult)
 
 
 def _d_DeletableGroupResult_v0(b: Any, p: int) -> tuple[DeletableGroupResult, int]:

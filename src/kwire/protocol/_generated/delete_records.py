@@ -245,6 +245,8 @@ DeleteRecordsRequest.__kafka_fields__ = (
     ),  # v0+
 )
 DeleteRecordsRequest.__kafka_message__ = _INFO_DeleteRecordsRequest
+setattr(DeleteRecordsRequest, "DeleteRecordsPartition", DeleteRecordsPartition)
+setattr(DeleteRecordsRequest, "DeleteRecordsTopic", DeleteRecordsTopic)
 
 
 def _d_DeleteRecordsPartition_v0(b: Any, p: int) -> tuple[DeleteRecordsPartition, int]:
@@ -612,6 +614,8 @@ DeleteRecordsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 DeleteRecordsResponse.__kafka_message__ = _INFO_DeleteRecordsResponse
+setattr(DeleteRecordsResponse, "DeleteRecordsPartitionResult", DeleteRecordsPartitionResult)
+setattr(DeleteRecordsResponse, "DeleteRecordsTopicResult", DeleteRecordsTopicResult)
 
 
 def _d_DeleteRecordsPartitionResult_v0(b: Any, p: int) -> tuple[DeleteRecordsPartitionResult, int]:

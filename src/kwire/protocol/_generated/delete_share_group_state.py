@@ -224,6 +224,8 @@ DeleteShareGroupStateRequest.__kafka_fields__ = (
     ),  # v0+
 )
 DeleteShareGroupStateRequest.__kafka_message__ = _INFO_DeleteShareGroupStateRequest
+setattr(DeleteShareGroupStateRequest, "DeleteStateData", DeleteStateData)
+setattr(DeleteShareGroupStateRequest, "PartitionData", PartitionData)
 
 
 def _d_PartitionData_v0(b: Any, p: int) -> tuple[PartitionData, int]:
@@ -488,6 +490,8 @@ DeleteShareGroupStateResponse.__kafka_fields__ = (
     ),  # v0+
 )
 DeleteShareGroupStateResponse.__kafka_message__ = _INFO_DeleteShareGroupStateResponse
+setattr(DeleteShareGroupStateResponse, "DeleteStateResult", DeleteStateResult)
+setattr(DeleteShareGroupStateResponse, "PartitionResult", PartitionResult)
 
 
 def _d_PartitionResult_v0(b: Any, p: int) -> tuple[PartitionResult, int]:

@@ -211,6 +211,7 @@ DeleteTopicsRequest.__kafka_fields__ = (
     ),  # v0+
 )
 DeleteTopicsRequest.__kafka_message__ = _INFO_DeleteTopicsRequest
+setattr(DeleteTopicsRequest, "DeleteTopicState", DeleteTopicState)
 
 
 def _d_DeleteTopicsRequest_v0(b: Any, p: int) -> tuple[DeleteTopicsRequest, int]:
@@ -518,6 +519,7 @@ DeleteTopicsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 DeleteTopicsResponse.__kafka_message__ = _INFO_DeleteTopicsResponse
+setattr(DeleteTopicsResponse, "DeletableTopicResult", DeletableTopicResult)
 
 
 def _d_DeletableTopicResult_v0(b: Any, p: int) -> tuple[DeletableTopicResult, int]:

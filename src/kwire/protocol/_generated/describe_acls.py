@@ -558,6 +558,8 @@ DescribeAclsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 DescribeAclsResponse.__kafka_message__ = _INFO_DescribeAclsResponse
+setattr(DescribeAclsResponse, "AclDescription", AclDescription)
+setattr(DescribeAclsResponse, "DescribeAclsResource", DescribeAclsResource)
 
 
 def _d_AclDescription_v0(b: Any, p: int) -> tuple[AclDescription, int]:

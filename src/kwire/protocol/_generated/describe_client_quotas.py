@@ -223,6 +223,7 @@ DescribeClientQuotasRequest.__kafka_fields__ = (
     ),  # v0+
 )
 DescribeClientQuotasRequest.__kafka_message__ = _INFO_DescribeClientQuotasRequest
+setattr(DescribeClientQuotasRequest, "ComponentData", ComponentData)
 
 
 def _d_ComponentData_v0(b: Any, p: int) -> tuple[ComponentData, int]:
@@ -596,6 +597,9 @@ DescribeClientQuotasResponse.__kafka_fields__ = (
     ),  # v0+, nullable v0+
 )
 DescribeClientQuotasResponse.__kafka_message__ = _INFO_DescribeClientQuotasResponse
+setattr(DescribeClientQuotasResponse, "EntityData", EntityData)
+setattr(DescribeClientQuotasResponse, "EntryData", EntryData)
+setattr(DescribeClientQuotasResponse, "ValueData", ValueData)
 
 
 def _d_EntityData_v0(b: Any, p: int) -> tuple[EntityData, int]:

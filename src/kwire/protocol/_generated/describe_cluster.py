@@ -417,6 +417,7 @@ DescribeClusterResponse.__kafka_fields__ = (
     ),  # v0+
 )
 DescribeClusterResponse.__kafka_message__ = _INFO_DescribeClusterResponse
+setattr(DescribeClusterResponse, "DescribeClusterBroker", DescribeClusterBroker)
 
 
 def _d_DescribeClusterBroker_v0(b: Any, p: int) -> tuple[DescribeClusterBroker, int]:

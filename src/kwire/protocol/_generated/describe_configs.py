@@ -230,6 +230,7 @@ DescribeConfigsRequest.__kafka_fields__ = (
     ),  # v3+
 )
 DescribeConfigsRequest.__kafka_message__ = _INFO_DescribeConfigsRequest
+setattr(DescribeConfigsRequest, "DescribeConfigsResource", DescribeConfigsResource)
 
 
 def _d_DescribeConfigsResource_v0(b: Any, p: int) -> tuple[DescribeConfigsResource, int]:
@@ -829,6 +830,9 @@ DescribeConfigsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 DescribeConfigsResponse.__kafka_message__ = _INFO_DescribeConfigsResponse
+setattr(DescribeConfigsResponse, "DescribeConfigsResourceResult", DescribeConfigsResourceResult)
+setattr(DescribeConfigsResponse, "DescribeConfigsResult", DescribeConfigsResult)
+setattr(DescribeConfigsResponse, "DescribeConfigsSynonym", DescribeConfigsSynonym)
 
 
 def _d_DescribeConfigsResourceResult_v0(

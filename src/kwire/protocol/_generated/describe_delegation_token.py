@@ -189,6 +189,9 @@ DescribeDelegationTokenRequest.__kafka_fields__ = (
     ),  # v0+, nullable v0+
 )
 DescribeDelegationTokenRequest.__kafka_message__ = _INFO_DescribeDelegationTokenRequest
+setattr(
+    DescribeDelegationTokenRequest, "DescribeDelegationTokenOwner", DescribeDelegationTokenOwner
+)
 
 
 def _d_DescribeDelegationTokenOwner_v0(b: Any, p: int) -> tuple[DescribeDelegationTokenOwner, int]:
@@ -611,6 +614,12 @@ DescribeDelegationTokenResponse.__kafka_fields__ = (
     ),  # v0+
 )
 DescribeDelegationTokenResponse.__kafka_message__ = _INFO_DescribeDelegationTokenResponse
+setattr(DescribeDelegationTokenResponse, "DescribedDelegationToken", DescribedDelegationToken)
+setattr(
+    DescribeDelegationTokenResponse,
+    "DescribedDelegationTokenRenewer",
+    DescribedDelegationTokenRenewer,
+)
 
 
 def _d_DescribedDelegationTokenRenewer_v0(

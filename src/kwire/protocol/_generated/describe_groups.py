@@ -558,6 +558,8 @@ DescribeGroupsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 DescribeGroupsResponse.__kafka_message__ = _INFO_DescribeGroupsResponse
+setattr(DescribeGroupsResponse, "DescribedGroup", DescribedGroup)
+setattr(DescribeGroupsResponse, "DescribedGroupMember", DescribedGroupMember)
 
 
 def _d_DescribedGroupMember_v0(b: Any, p: int) -> tuple[DescribedGroupMember, int]:

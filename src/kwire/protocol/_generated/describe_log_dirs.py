@@ -182,6 +182,7 @@ DescribeLogDirsRequest.__kafka_fields__ = (
     ),  # v0+, nullable v0+
 )
 DescribeLogDirsRequest.__kafka_message__ = _INFO_DescribeLogDirsRequest
+setattr(DescribeLogDirsRequest, "DescribableLogDirTopic", DescribableLogDirTopic)
 
 
 def _d_DescribableLogDirTopic_v0(b: Any, p: int) -> tuple[DescribableLogDirTopic, int]:
@@ -634,6 +635,9 @@ DescribeLogDirsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 DescribeLogDirsResponse.__kafka_message__ = _INFO_DescribeLogDirsResponse
+setattr(DescribeLogDirsResponse, "DescribeLogDirsPartition", DescribeLogDirsPartition)
+setattr(DescribeLogDirsResponse, "DescribeLogDirsResult", DescribeLogDirsResult)
+setattr(DescribeLogDirsResponse, "DescribeLogDirsTopic", DescribeLogDirsTopic)
 
 
 def _d_DescribeLogDirsPartition_v0(b: Any, p: int) -> tuple[DescribeLogDirsPartition, int]:

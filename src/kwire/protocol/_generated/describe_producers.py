@@ -171,6 +171,7 @@ DescribeProducersRequest.__kafka_fields__ = (
     KField("Topics", "topics", "[]TopicRequest", "0+", default=UNSET, struct=TopicRequest),  # v0+
 )
 DescribeProducersRequest.__kafka_message__ = _INFO_DescribeProducersRequest
+setattr(DescribeProducersRequest, "TopicRequest", TopicRequest)
 
 
 def _d_TopicRequest_v0(b: Any, p: int) -> tuple[TopicRequest, int]:
@@ -505,6 +506,9 @@ DescribeProducersResponse.__kafka_fields__ = (
     ),  # v0+
 )
 DescribeProducersResponse.__kafka_message__ = _INFO_DescribeProducersResponse
+setattr(DescribeProducersResponse, "PartitionResponse", PartitionResponse)
+setattr(DescribeProducersResponse, "ProducerState", ProducerState)
+setattr(DescribeProducersResponse, "TopicResponse", TopicResponse)
 
 
 def _d_ProducerState_v0(b: Any, p: int) -> tuple[ProducerState, int]:

@@ -203,6 +203,8 @@ DescribeQuorumRequest.__kafka_fields__ = (
     KField("Topics", "topics", "[]TopicData", "0+", default=UNSET, struct=TopicData),  # v0+
 )
 DescribeQuorumRequest.__kafka_message__ = _INFO_DescribeQuorumRequest
+setattr(DescribeQuorumRequest, "PartitionData", PartitionData)
+setattr(DescribeQuorumRequest, "TopicData", TopicData)
 
 
 def _d_PartitionData_v0(b: Any, p: int) -> tuple[PartitionData, int]:
@@ -735,6 +737,11 @@ DescribeQuorumResponse.__kafka_fields__ = (
     KField("Nodes", "nodes", "[]Node", "2+", default=UNSET, struct=Node),  # v2+
 )
 DescribeQuorumResponse.__kafka_message__ = _INFO_DescribeQuorumResponse
+setattr(DescribeQuorumResponse, "Listener", Listener)
+setattr(DescribeQuorumResponse, "Node", Node)
+setattr(DescribeQuorumResponse, "PartitionData", DescribeQuorumResponsePartitionData)
+setattr(DescribeQuorumResponse, "ReplicaState", ReplicaState)
+setattr(DescribeQuorumResponse, "TopicData", DescribeQuorumResponseTopicData)
 
 
 def _d_ReplicaState_v0(b: Any, p: int) -> tuple[ReplicaState, int]:

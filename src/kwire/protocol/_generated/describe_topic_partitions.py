@@ -253,6 +253,8 @@ DescribeTopicPartitionsRequest.__kafka_fields__ = (
     ),  # v0+, nullable v0+
 )
 DescribeTopicPartitionsRequest.__kafka_message__ = _INFO_DescribeTopicPartitionsRequest
+setattr(DescribeTopicPartitionsRequest, "Cursor", Cursor)
+setattr(DescribeTopicPartitionsRequest, "TopicRequest", TopicRequest)
 
 
 def _d_TopicRequest_v0(b: Any, p: int) -> tuple[TopicRequest, int]:
@@ -750,6 +752,17 @@ DescribeTopicPartitionsResponse.__kafka_fields__ = (
     ),  # v0+, nullable v0+
 )
 DescribeTopicPartitionsResponse.__kafka_message__ = _INFO_DescribeTopicPartitionsResponse
+setattr(DescribeTopicPartitionsResponse, "Cursor", DescribeTopicPartitionsResponseCursor)
+setattr(
+    DescribeTopicPartitionsResponse,
+    "DescribeTopicPartitionsResponsePartition",
+    DescribeTopicPartitionsResponsePartition,
+)
+setattr(
+    DescribeTopicPartitionsResponse,
+    "DescribeTopicPartitionsResponseTopic",
+    DescribeTopicPartitionsResponseTopic,
+)
 
 
 def _d_DescribeTopicPartitionsResponsePartition_v0(

@@ -363,6 +363,8 @@ DescribeTransactionsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 DescribeTransactionsResponse.__kafka_message__ = _INFO_DescribeTransactionsResponse
+setattr(DescribeTransactionsResponse, "TopicData", TopicData)
+setattr(DescribeTransactionsResponse, "TransactionState", TransactionState)
 
 
 def _d_TopicData_v0(b: Any, p: int) -> tuple[TopicData, int]:

@@ -156,6 +156,7 @@ DescribeUserScramCredentialsRequest.__kafka_fields__ = (
     ),  # v0+, nullable v0+
 )
 DescribeUserScramCredentialsRequest.__kafka_message__ = _INFO_DescribeUserScramCredentialsRequest
+setattr(DescribeUserScramCredentialsRequest, "UserName", UserName)
 
 
 def _d_UserName_v0(b: Any, p: int) -> tuple[UserName, int]:
@@ -441,6 +442,12 @@ DescribeUserScramCredentialsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 DescribeUserScramCredentialsResponse.__kafka_message__ = _INFO_DescribeUserScramCredentialsResponse
+setattr(DescribeUserScramCredentialsResponse, "CredentialInfo", CredentialInfo)
+setattr(
+    DescribeUserScramCredentialsResponse,
+    "DescribeUserScramCredentialsResult",
+    DescribeUserScramCredentialsResult,
+)
 
 
 def _d_CredentialInfo_v0(b: Any, p: int) -> tuple[CredentialInfo, int]:

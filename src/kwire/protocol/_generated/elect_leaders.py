@@ -216,6 +216,7 @@ ElectLeadersRequest.__kafka_fields__ = (
     ),  # v0+
 )
 ElectLeadersRequest.__kafka_message__ = _INFO_ElectLeadersRequest
+setattr(ElectLeadersRequest, "TopicPartitions", TopicPartitions)
 
 
 def _d_TopicPartitions_v0(b: Any, p: int) -> tuple[TopicPartitions, int]:
@@ -615,6 +616,8 @@ ElectLeadersResponse.__kafka_fields__ = (
     ),  # v0+
 )
 ElectLeadersResponse.__kafka_message__ = _INFO_ElectLeadersResponse
+setattr(ElectLeadersResponse, "PartitionResult", PartitionResult)
+setattr(ElectLeadersResponse, "ReplicaElectionResult", ReplicaElectionResult)
 
 
 def _d_PartitionResult_v0(b: Any, p: int) -> tuple[PartitionResult, int]:

@@ -386,6 +386,10 @@ EndQuorumEpochRequest.__kafka_fields__ = (
     ),  # v1+, ignorable
 )
 EndQuorumEpochRequest.__kafka_message__ = _INFO_EndQuorumEpochRequest
+setattr(EndQuorumEpochRequest, "LeaderEndpoint", LeaderEndpoint)
+setattr(EndQuorumEpochRequest, "PartitionData", PartitionData)
+setattr(EndQuorumEpochRequest, "ReplicaInfo", ReplicaInfo)
+setattr(EndQuorumEpochRequest, "TopicData", TopicData)
 
 
 def _d_PartitionData_v0(b: Any, p: int) -> tuple[PartitionData, int]:
@@ -906,6 +910,9 @@ EndQuorumEpochResponse.__kafka_fields__ = (
     ),  # v1+, tag 0
 )
 EndQuorumEpochResponse.__kafka_message__ = _INFO_EndQuorumEpochResponse
+setattr(EndQuorumEpochResponse, "NodeEndpoint", NodeEndpoint)
+setattr(EndQuorumEpochResponse, "PartitionData", EndQuorumEpochResponsePartitionData)
+setattr(EndQuorumEpochResponse, "TopicData", EndQuorumEpochResponseTopicData)
 
 
 def _d_EndQuorumEpochResponsePartitionData_v0(

@@ -628,6 +628,10 @@ FetchRequest.__kafka_fields__ = (
     ),  # v11+, ignorable
 )
 FetchRequest.__kafka_message__ = _INFO_FetchRequest
+setattr(FetchRequest, "FetchPartition", FetchPartition)
+setattr(FetchRequest, "FetchTopic", FetchTopic)
+setattr(FetchRequest, "ForgottenTopic", ForgottenTopic)
+setattr(FetchRequest, "ReplicaState", ReplicaState)
 
 
 def _d_FetchPartition_v0(b: Any, p: int) -> tuple[FetchPartition, int]:
@@ -2617,6 +2621,13 @@ FetchResponse.__kafka_fields__ = (
     ),  # v16+, tag 0
 )
 FetchResponse.__kafka_message__ = _INFO_FetchResponse
+setattr(FetchResponse, "AbortedTransaction", AbortedTransaction)
+setattr(FetchResponse, "EpochEndOffset", EpochEndOffset)
+setattr(FetchResponse, "FetchableTopicResponse", FetchableTopicResponse)
+setattr(FetchResponse, "LeaderIdAndEpoch", LeaderIdAndEpoch)
+setattr(FetchResponse, "NodeEndpoint", NodeEndpoint)
+setattr(FetchResponse, "PartitionData", PartitionData)
+setattr(FetchResponse, "SnapshotId", SnapshotId)
 
 
 def _d_PartitionData_v0(b: Any, p: int) -> tuple[PartitionData, int]:

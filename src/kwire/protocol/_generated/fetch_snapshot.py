@@ -371,6 +371,9 @@ FetchSnapshotRequest.__kafka_fields__ = (
     ),  # v0+
 )
 FetchSnapshotRequest.__kafka_message__ = _INFO_FetchSnapshotRequest
+setattr(FetchSnapshotRequest, "PartitionSnapshot", PartitionSnapshot)
+setattr(FetchSnapshotRequest, "SnapshotId", SnapshotId)
+setattr(FetchSnapshotRequest, "TopicSnapshot", TopicSnapshot)
 
 
 def _d_SnapshotId_v0(b: Any, p: int) -> tuple[SnapshotId, int]:
@@ -1097,6 +1100,11 @@ FetchSnapshotResponse.__kafka_fields__ = (
     ),  # v1+, tag 0
 )
 FetchSnapshotResponse.__kafka_message__ = _INFO_FetchSnapshotResponse
+setattr(FetchSnapshotResponse, "LeaderIdAndEpoch", LeaderIdAndEpoch)
+setattr(FetchSnapshotResponse, "NodeEndpoint", NodeEndpoint)
+setattr(FetchSnapshotResponse, "PartitionSnapshot", FetchSnapshotResponsePartitionSnapshot)
+setattr(FetchSnapshotResponse, "SnapshotId", FetchSnapshotResponseSnapshotId)
+setattr(FetchSnapshotResponse, "TopicSnapshot", FetchSnapshotResponseTopicSnapshot)
 
 
 def _d_FetchSnapshotResponseSnapshotId_v0(

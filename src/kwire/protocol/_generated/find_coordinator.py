@@ -485,6 +485,7 @@ FindCoordinatorResponse.__kafka_fields__ = (
     ),  # v4+
 )
 FindCoordinatorResponse.__kafka_message__ = _INFO_FindCoordinatorResponse
+setattr(FindCoordinatorResponse, "Coordinator", Coordinator)
 
 
 def _d_FindCoordinatorResponse_v0(b: Any, p: int) -> tuple[FindCoordinatorResponse, int]:

@@ -276,6 +276,8 @@ IncrementalAlterConfigsRequest.__kafka_fields__ = (
     ),  # v0+
 )
 IncrementalAlterConfigsRequest.__kafka_message__ = _INFO_IncrementalAlterConfigsRequest
+setattr(IncrementalAlterConfigsRequest, "AlterConfigsResource", AlterConfigsResource)
+setattr(IncrementalAlterConfigsRequest, "AlterableConfig", AlterableConfig)
 
 
 def _d_AlterableConfig_v0(b: Any, p: int) -> tuple[AlterableConfig, int]:
@@ -618,6 +620,9 @@ IncrementalAlterConfigsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 IncrementalAlterConfigsResponse.__kafka_message__ = _INFO_IncrementalAlterConfigsResponse
+setattr(
+    IncrementalAlterConfigsResponse, "AlterConfigsResourceResponse", AlterConfigsResourceResponse
+)
 
 
 def _d_AlterConfigsResourceResponse_v0(b: Any, p: int) -> tuple[AlterConfigsResourceResponse, int]:

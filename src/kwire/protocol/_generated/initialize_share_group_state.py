@@ -259,6 +259,8 @@ InitializeShareGroupStateRequest.__kafka_fields__ = (
     ),  # v0+
 )
 InitializeShareGroupStateRequest.__kafka_message__ = _INFO_InitializeShareGroupStateRequest
+setattr(InitializeShareGroupStateRequest, "InitializeStateData", InitializeStateData)
+setattr(InitializeShareGroupStateRequest, "PartitionData", PartitionData)
 
 
 def _d_PartitionData_v0(b: Any, p: int) -> tuple[PartitionData, int]:
@@ -529,6 +531,8 @@ InitializeShareGroupStateResponse.__kafka_fields__ = (
     ),  # v0+
 )
 InitializeShareGroupStateResponse.__kafka_message__ = _INFO_InitializeShareGroupStateResponse
+setattr(InitializeShareGroupStateResponse, "InitializeStateResult", InitializeStateResult)
+setattr(InitializeShareGroupStateResponse, "PartitionResult", PartitionResult)
 
 
 def _d_PartitionResult_v0(b: Any, p: int) -> tuple[PartitionResult, int]:

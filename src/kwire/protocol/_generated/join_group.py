@@ -266,6 +266,7 @@ JoinGroupRequest.__kafka_fields__ = (
     ),  # v8+, nullable v8+, ignorable
 )
 JoinGroupRequest.__kafka_message__ = _INFO_JoinGroupRequest
+setattr(JoinGroupRequest, "JoinGroupRequestProtocol", JoinGroupRequestProtocol)
 
 
 def _d_JoinGroupRequestProtocol_v0(b: Any, p: int) -> tuple[JoinGroupRequestProtocol, int]:
@@ -793,6 +794,7 @@ JoinGroupResponse.__kafka_fields__ = (
     ),  # v0+
 )
 JoinGroupResponse.__kafka_message__ = _INFO_JoinGroupResponse
+setattr(JoinGroupResponse, "JoinGroupResponseMember", JoinGroupResponseMember)
 
 
 def _d_JoinGroupResponseMember_v0(b: Any, p: int) -> tuple[JoinGroupResponseMember, int]:

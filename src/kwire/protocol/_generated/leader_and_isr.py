@@ -540,6 +540,9 @@ LeaderAndIsrRequest.__kafka_fields__ = (
     ),  # v0+
 )
 LeaderAndIsrRequest.__kafka_message__ = _INFO_LeaderAndIsrRequest
+setattr(LeaderAndIsrRequest, "LeaderAndIsrLiveLeader", LeaderAndIsrLiveLeader)
+setattr(LeaderAndIsrRequest, "LeaderAndIsrPartitionState", LeaderAndIsrPartitionState)
+setattr(LeaderAndIsrRequest, "LeaderAndIsrTopicState", LeaderAndIsrTopicState)
 
 
 def _d_LeaderAndIsrPartitionState_v0(b: Any, p: int) -> tuple[LeaderAndIsrPartitionState, int]:
@@ -1854,6 +1857,8 @@ LeaderAndIsrResponse.__kafka_fields__ = (
     ),  # v5+
 )
 LeaderAndIsrResponse.__kafka_message__ = _INFO_LeaderAndIsrResponse
+setattr(LeaderAndIsrResponse, "LeaderAndIsrPartitionError", LeaderAndIsrPartitionError)
+setattr(LeaderAndIsrResponse, "LeaderAndIsrTopicError", LeaderAndIsrTopicError)
 
 
 def _d_LeaderAndIsrPartitionError_v0(b: Any, p: int) -> tuple[LeaderAndIsrPartitionError, int]:

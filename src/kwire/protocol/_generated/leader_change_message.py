@@ -213,6 +213,7 @@ LeaderChangeMessage.__kafka_fields__ = (
     ),  # v0+
 )
 LeaderChangeMessage.__kafka_message__ = _INFO_LeaderChangeMessage
+setattr(LeaderChangeMessage, "Voter", Voter)
 
 
 def _d_Voter_v0(b: Any, p: int) -> tuple[Voter, int]:

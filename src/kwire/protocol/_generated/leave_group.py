@@ -219,6 +219,7 @@ LeaveGroupRequest.__kafka_fields__ = (
     ),  # v3+
 )
 LeaveGroupRequest.__kafka_message__ = _INFO_LeaveGroupRequest
+setattr(LeaveGroupRequest, "MemberIdentity", MemberIdentity)
 
 
 def _d_LeaveGroupRequest_v0(b: Any, p: int) -> tuple[LeaveGroupRequest, int]:
@@ -593,6 +594,7 @@ LeaveGroupResponse.__kafka_fields__ = (
     ),  # v3+
 )
 LeaveGroupResponse.__kafka_message__ = _INFO_LeaveGroupResponse
+setattr(LeaveGroupResponse, "MemberResponse", MemberResponse)
 
 
 def _d_LeaveGroupResponse_v0(b: Any, p: int) -> tuple[LeaveGroupResponse, int]:

@@ -239,6 +239,7 @@ ListClientMetricsResourcesResponse.__kafka_fields__ = (
     ),  # v0+
 )
 ListClientMetricsResourcesResponse.__kafka_message__ = _INFO_ListClientMetricsResourcesResponse
+setattr(ListClientMetricsResourcesResponse, "ClientMetricsResource", ClientMetricsResource)
 
 
 def _d_ClientMetricsResource_v0(b: Any, p: int) -> tuple[ClientMetricsResource, int]:

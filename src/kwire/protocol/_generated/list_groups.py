@@ -437,6 +437,7 @@ ListGroupsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 ListGroupsResponse.__kafka_message__ = _INFO_ListGroupsResponse
+setattr(ListGroupsResponse, "ListedGroup", ListedGroup)
 
 
 def _d_ListedGroup_v0(b: Any, p: int) -> tuple[ListedGroup, int]:

@@ -297,6 +297,8 @@ ListOffsetsRequest.__kafka_fields__ = (
     ),  # v0+
 )
 ListOffsetsRequest.__kafka_message__ = _INFO_ListOffsetsRequest
+setattr(ListOffsetsRequest, "ListOffsetsPartition", ListOffsetsPartition)
+setattr(ListOffsetsRequest, "ListOffsetsTopic", ListOffsetsTopic)
 
 
 def _d_ListOffsetsPartition_v0(b: Any, p: int) -> tuple[ListOffsetsPartition, int]:
@@ -917,6 +919,8 @@ ListOffsetsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 ListOffsetsResponse.__kafka_message__ = _INFO_ListOffsetsResponse
+setattr(ListOffsetsResponse, "ListOffsetsPartitionResponse", ListOffsetsPartitionResponse)
+setattr(ListOffsetsResponse, "ListOffsetsTopicResponse", ListOffsetsTopicResponse)
 
 
 def _d_ListOffsetsPartitionResponse_v0(b: Any, p: int) -> tuple[ListOffsetsPartitionResponse, int]:

@@ -201,6 +201,11 @@ ListPartitionReassignmentsRequest.__kafka_fields__ = (
     ),  # v0+, nullable v0+
 )
 ListPartitionReassignmentsRequest.__kafka_message__ = _INFO_ListPartitionReassignmentsRequest
+setattr(
+    ListPartitionReassignmentsRequest,
+    "ListPartitionReassignmentsTopics",
+    ListPartitionReassignmentsTopics,
+)
 
 
 def _d_ListPartitionReassignmentsTopics_v0(
@@ -513,6 +518,10 @@ ListPartitionReassignmentsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 ListPartitionReassignmentsResponse.__kafka_message__ = _INFO_ListPartitionReassignmentsResponse
+setattr(
+    ListPartitionReassignmentsResponse, "OngoingPartitionReassignment", OngoingPartitionReassignment
+)
+setattr(ListPartitionReassignmentsResponse, "OngoingTopicReassignment", OngoingTopicReassignment)
 
 
 def _d_OngoingPartitionReassignment_v0(b: Any, p: int) -> tuple[OngoingPartitionReassignment, int]:

@@ -400,6 +400,7 @@ ListTransactionsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 ListTransactionsResponse.__kafka_message__ = _INFO_ListTransactionsResponse
+setattr(ListTransactionsResponse, "TransactionState", TransactionState)
 
 
 def _d_TransactionState_v0(b: Any, p: int) -> tuple[TransactionState, int]:

@@ -228,6 +228,7 @@ MetadataRequest.__kafka_fields__ = (
     ),  # v8+
 )
 MetadataRequest.__kafka_message__ = _INFO_MetadataRequest
+setattr(MetadataRequest, "MetadataRequestTopic", MetadataRequestTopic)
 
 
 def _d_MetadataRequestTopic_v0(b: Any, p: int) -> tuple[MetadataRequestTopic, int]:
@@ -1073,6 +1074,9 @@ MetadataResponse.__kafka_fields__ = (
     ),  # v8-10
 )
 MetadataResponse.__kafka_message__ = _INFO_MetadataResponse
+setattr(MetadataResponse, "MetadataResponseBroker", MetadataResponseBroker)
+setattr(MetadataResponse, "MetadataResponsePartition", MetadataResponsePartition)
+setattr(MetadataResponse, "MetadataResponseTopic", MetadataResponseTopic)
 
 
 def _d_MetadataResponseBroker_v0(b: Any, p: int) -> tuple[MetadataResponseBroker, int]:

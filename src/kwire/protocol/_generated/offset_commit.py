@@ -354,6 +354,8 @@ OffsetCommitRequest.__kafka_fields__ = (
     ),  # v0+
 )
 OffsetCommitRequest.__kafka_message__ = _INFO_OffsetCommitRequest
+setattr(OffsetCommitRequest, "OffsetCommitRequestPartition", OffsetCommitRequestPartition)
+setattr(OffsetCommitRequest, "OffsetCommitRequestTopic", OffsetCommitRequestTopic)
 
 
 def _d_OffsetCommitRequestPartition_v0(b: Any, p: int) -> tuple[OffsetCommitRequestPartition, int]:
@@ -1065,6 +1067,8 @@ OffsetCommitResponse.__kafka_fields__ = (
     ),  # v0+
 )
 OffsetCommitResponse.__kafka_message__ = _INFO_OffsetCommitResponse
+setattr(OffsetCommitResponse, "OffsetCommitResponsePartition", OffsetCommitResponsePartition)
+setattr(OffsetCommitResponse, "OffsetCommitResponseTopic", OffsetCommitResponseTopic)
 
 
 def _d_OffsetCommitResponsePartition_v0(

@@ -228,6 +228,8 @@ OffsetDeleteRequest.__kafka_fields__ = (
     ),  # v0+
 )
 OffsetDeleteRequest.__kafka_message__ = _INFO_OffsetDeleteRequest
+setattr(OffsetDeleteRequest, "OffsetDeleteRequestPartition", OffsetDeleteRequestPartition)
+setattr(OffsetDeleteRequest, "OffsetDeleteRequestTopic", OffsetDeleteRequestTopic)
 
 
 def _d_OffsetDeleteRequestPartition_v0(b: Any, p: int) -> tuple[OffsetDeleteRequestPartition, int]:
@@ -487,6 +489,8 @@ OffsetDeleteResponse.__kafka_fields__ = (
     ),  # v0+
 )
 OffsetDeleteResponse.__kafka_message__ = _INFO_OffsetDeleteResponse
+setattr(OffsetDeleteResponse, "OffsetDeleteResponsePartition", OffsetDeleteResponsePartition)
+setattr(OffsetDeleteResponse, "OffsetDeleteResponseTopic", OffsetDeleteResponseTopic)
 
 
 def _d_OffsetDeleteResponsePartition_v0(

@@ -364,6 +364,9 @@ OffsetFetchRequest.__kafka_fields__ = (
     ),  # v7+
 )
 OffsetFetchRequest.__kafka_message__ = _INFO_OffsetFetchRequest
+setattr(OffsetFetchRequest, "OffsetFetchRequestGroup", OffsetFetchRequestGroup)
+setattr(OffsetFetchRequest, "OffsetFetchRequestTopic", OffsetFetchRequestTopic)
+setattr(OffsetFetchRequest, "OffsetFetchRequestTopics", OffsetFetchRequestTopics)
 
 
 def _d_OffsetFetchRequestTopic_v0(b: Any, p: int) -> tuple[OffsetFetchRequestTopic, int]:
@@ -1296,6 +1299,11 @@ OffsetFetchResponse.__kafka_fields__ = (
     ),  # v8+
 )
 OffsetFetchResponse.__kafka_message__ = _INFO_OffsetFetchResponse
+setattr(OffsetFetchResponse, "OffsetFetchResponseGroup", OffsetFetchResponseGroup)
+setattr(OffsetFetchResponse, "OffsetFetchResponsePartition", OffsetFetchResponsePartition)
+setattr(OffsetFetchResponse, "OffsetFetchResponsePartitions", OffsetFetchResponsePartitions)
+setattr(OffsetFetchResponse, "OffsetFetchResponseTopic", OffsetFetchResponseTopic)
+setattr(OffsetFetchResponse, "OffsetFetchResponseTopics", OffsetFetchResponseTopics)
 
 
 def _d_OffsetFetchResponsePartition_v0(b: Any, p: int) -> tuple[OffsetFetchResponsePartition, int]:

@@ -268,6 +268,8 @@ OffsetForLeaderEpochRequest.__kafka_fields__ = (
     ),  # v0+
 )
 OffsetForLeaderEpochRequest.__kafka_message__ = _INFO_OffsetForLeaderEpochRequest
+setattr(OffsetForLeaderEpochRequest, "OffsetForLeaderPartition", OffsetForLeaderPartition)
+setattr(OffsetForLeaderEpochRequest, "OffsetForLeaderTopic", OffsetForLeaderTopic)
 
 
 def _d_OffsetForLeaderPartition_v0(b: Any, p: int) -> tuple[OffsetForLeaderPartition, int]:
@@ -754,6 +756,8 @@ OffsetForLeaderEpochResponse.__kafka_fields__ = (
     ),  # v0+
 )
 OffsetForLeaderEpochResponse.__kafka_message__ = _INFO_OffsetForLeaderEpochResponse
+setattr(OffsetForLeaderEpochResponse, "EpochEndOffset", EpochEndOffset)
+setattr(OffsetForLeaderEpochResponse, "OffsetForLeaderTopicResult", OffsetForLeaderTopicResult)
 
 
 def _d_EpochEndOffset_v0(b: Any, p: int) -> tuple[EpochEndOffset, int]:

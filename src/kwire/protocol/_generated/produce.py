@@ -274,6 +274,8 @@ ProduceRequest.__kafka_fields__ = (
     ),  # v0+
 )
 ProduceRequest.__kafka_message__ = _INFO_ProduceRequest
+setattr(ProduceRequest, "PartitionProduceData", PartitionProduceData)
+setattr(ProduceRequest, "TopicProduceData", TopicProduceData)
 
 
 def _d_PartitionProduceData_v0(b: Any, p: int) -> tuple[PartitionProduceData, int]:
@@ -970,6 +972,11 @@ ProduceResponse.__kafka_fields__ = (
     ),  # v10+, tag 0
 )
 ProduceResponse.__kafka_message__ = _INFO_ProduceResponse
+setattr(ProduceResponse, "BatchIndexAndErrorMessage", BatchIndexAndErrorMessage)
+setattr(ProduceResponse, "LeaderIdAndEpoch", LeaderIdAndEpoch)
+setattr(ProduceResponse, "NodeEndpoint", NodeEndpoint)
+setattr(ProduceResponse, "PartitionProduceResponse", PartitionProduceResponse)
+setattr(ProduceResponse, "TopicProduceResponse", TopicProduceResponse)
 
 
 def _d_PartitionProduceResponse_v0(b: Any, p: int) -> tuple[PartitionProduceResponse, int]:

@@ -248,6 +248,8 @@ ReadShareGroupStateRequest.__kafka_fields__ = (
     ),  # v0+
 )
 ReadShareGroupStateRequest.__kafka_message__ = _INFO_ReadShareGroupStateRequest
+setattr(ReadShareGroupStateRequest, "PartitionData", PartitionData)
+setattr(ReadShareGroupStateRequest, "ReadStateData", ReadStateData)
 
 
 def _d_PartitionData_v0(b: Any, p: int) -> tuple[PartitionData, int]:
@@ -627,6 +629,9 @@ ReadShareGroupStateResponse.__kafka_fields__ = (
     ),  # v0+
 )
 ReadShareGroupStateResponse.__kafka_message__ = _INFO_ReadShareGroupStateResponse
+setattr(ReadShareGroupStateResponse, "PartitionResult", PartitionResult)
+setattr(ReadShareGroupStateResponse, "ReadStateResult", ReadStateResult)
+setattr(ReadShareGroupStateResponse, "StateBatch", StateBatch)
 
 
 def _d_StateBatch_v0(b: Any, p: int) -> tuple[StateBatch, int]:

@@ -246,6 +246,8 @@ ReadShareGroupStateSummaryRequest.__kafka_fields__ = (
     ),  # v0+
 )
 ReadShareGroupStateSummaryRequest.__kafka_message__ = _INFO_ReadShareGroupStateSummaryRequest
+setattr(ReadShareGroupStateSummaryRequest, "PartitionData", PartitionData)
+setattr(ReadShareGroupStateSummaryRequest, "ReadStateSummaryData", ReadStateSummaryData)
 
 
 def _d_PartitionData_v0(b: Any, p: int) -> tuple[PartitionData, int]:
@@ -543,6 +545,8 @@ ReadShareGroupStateSummaryResponse.__kafka_fields__ = (
     ),  # v0+
 )
 ReadShareGroupStateSummaryResponse.__kafka_message__ = _INFO_ReadShareGroupStateSummaryResponse
+setattr(ReadShareGroupStateSummaryResponse, "PartitionResult", PartitionResult)
+setattr(ReadShareGroupStateSummaryResponse, "ReadStateSummaryResult", ReadStateSummaryResult)
 
 
 def _d_PartitionResult_v0(b: Any, p: int) -> tuple[PartitionResult, int]:

@@ -358,6 +358,9 @@ ShareAcknowledgeRequest.__kafka_fields__ = (
     ),  # v0+
 )
 ShareAcknowledgeRequest.__kafka_message__ = _INFO_ShareAcknowledgeRequest
+setattr(ShareAcknowledgeRequest, "AcknowledgePartition", AcknowledgePartition)
+setattr(ShareAcknowledgeRequest, "AcknowledgeTopic", AcknowledgeTopic)
+setattr(ShareAcknowledgeRequest, "AcknowledgementBatch", AcknowledgementBatch)
 
 
 def _d_AcknowledgementBatch_v0(b: Any, p: int) -> tuple[AcknowledgementBatch, int]:
@@ -887,6 +890,10 @@ ShareAcknowledgeResponse.__kafka_fields__ = (
     ),  # v0+
 )
 ShareAcknowledgeResponse.__kafka_message__ = _INFO_ShareAcknowledgeResponse
+setattr(ShareAcknowledgeResponse, "LeaderIdAndEpoch", LeaderIdAndEpoch)
+setattr(ShareAcknowledgeResponse, "NodeEndpoint", NodeEndpoint)
+setattr(ShareAcknowledgeResponse, "PartitionData", PartitionData)
+setattr(ShareAcknowledgeResponse, "ShareAcknowledgeTopicResponse", ShareAcknowledgeTopicResponse)
 
 
 def _d_LeaderIdAndEpoch_v0(b: Any, p: int) -> tuple[LeaderIdAndEpoch, int]:

@@ -494,6 +494,10 @@ ShareFetchRequest.__kafka_fields__ = (
     ),  # v0+
 )
 ShareFetchRequest.__kafka_message__ = _INFO_ShareFetchRequest
+setattr(ShareFetchRequest, "AcknowledgementBatch", AcknowledgementBatch)
+setattr(ShareFetchRequest, "FetchPartition", FetchPartition)
+setattr(ShareFetchRequest, "FetchTopic", FetchTopic)
+setattr(ShareFetchRequest, "ForgottenTopic", ForgottenTopic)
 
 
 def _d_AcknowledgementBatch_v0(b: Any, p: int) -> tuple[AcknowledgementBatch, int]:
@@ -1199,6 +1203,11 @@ ShareFetchResponse.__kafka_fields__ = (
     ),  # v0+
 )
 ShareFetchResponse.__kafka_message__ = _INFO_ShareFetchResponse
+setattr(ShareFetchResponse, "AcquiredRecords", AcquiredRecords)
+setattr(ShareFetchResponse, "LeaderIdAndEpoch", LeaderIdAndEpoch)
+setattr(ShareFetchResponse, "NodeEndpoint", NodeEndpoint)
+setattr(ShareFetchResponse, "PartitionData", PartitionData)
+setattr(ShareFetchResponse, "ShareFetchableTopicResponse", ShareFetchableTopicResponse)
 
 
 def _d_LeaderIdAndEpoch_v0(b: Any, p: int) -> tuple[LeaderIdAndEpoch, int]:

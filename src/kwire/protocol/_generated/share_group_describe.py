@@ -588,6 +588,10 @@ ShareGroupDescribeResponse.__kafka_fields__ = (
     ),  # v0+
 )
 ShareGroupDescribeResponse.__kafka_message__ = _INFO_ShareGroupDescribeResponse
+setattr(ShareGroupDescribeResponse, "Assignment", Assignment)
+setattr(ShareGroupDescribeResponse, "DescribedGroup", DescribedGroup)
+setattr(ShareGroupDescribeResponse, "Member", Member)
+setattr(ShareGroupDescribeResponse, "TopicPartitions", TopicPartitions)
 
 
 def _d_TopicPartitions_v0(b: Any, p: int) -> tuple[TopicPartitions, int]:

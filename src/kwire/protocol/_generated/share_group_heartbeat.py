@@ -461,6 +461,8 @@ ShareGroupHeartbeatResponse.__kafka_fields__ = (
     ),  # v0+, nullable v0+
 )
 ShareGroupHeartbeatResponse.__kafka_message__ = _INFO_ShareGroupHeartbeatResponse
+setattr(ShareGroupHeartbeatResponse, "Assignment", Assignment)
+setattr(ShareGroupHeartbeatResponse, "TopicPartitions", TopicPartitions)
 
 
 def _d_TopicPartitions_v0(b: Any, p: int) -> tuple[TopicPartitions, int]:

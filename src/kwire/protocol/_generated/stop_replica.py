@@ -443,6 +443,10 @@ StopReplicaRequest.__kafka_fields__ = (
     ),  # v3+
 )
 StopReplicaRequest.__kafka_message__ = _INFO_StopReplicaRequest
+setattr(StopReplicaRequest, "StopReplicaPartitionState", StopReplicaPartitionState)
+setattr(StopReplicaRequest, "StopReplicaPartitionV0", StopReplicaPartitionV0)
+setattr(StopReplicaRequest, "StopReplicaTopicState", StopReplicaTopicState)
+setattr(StopReplicaRequest, "StopReplicaTopicV1", StopReplicaTopicV1)
 
 
 def _d_StopReplicaPartitionV0_v0(b: Any, p: int) -> tuple[StopReplicaPartitionV0, int]:
@@ -968,6 +972,7 @@ StopReplicaResponse.__kafka_fields__ = (
     ),  # v0+
 )
 StopReplicaResponse.__kafka_message__ = _INFO_StopReplicaResponse
+setattr(StopReplicaResponse, "StopReplicaPartitionError", StopReplicaPartitionError)
 
 
 def _d_StopReplicaPartitionError_v0(b: Any, p: int) -> tuple[StopReplicaPartitionError, int]:

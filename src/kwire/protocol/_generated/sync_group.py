@@ -254,6 +254,7 @@ SyncGroupRequest.__kafka_fields__ = (
     ),  # v0+
 )
 SyncGroupRequest.__kafka_message__ = _INFO_SyncGroupRequest
+setattr(SyncGroupRequest, "SyncGroupRequestAssignment", SyncGroupRequestAssignment)
 
 
 def _d_SyncGroupRequestAssignment_v0(b: Any, p: int) -> tuple[SyncGroupRequestAssignment, int]:

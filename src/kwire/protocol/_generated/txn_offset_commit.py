@@ -368,6 +368,8 @@ TxnOffsetCommitRequest.__kafka_fields__ = (
     ),  # v0+
 )
 TxnOffsetCommitRequest.__kafka_message__ = _INFO_TxnOffsetCommitRequest
+setattr(TxnOffsetCommitRequest, "TxnOffsetCommitRequestPartition", TxnOffsetCommitRequestPartition)
+setattr(TxnOffsetCommitRequest, "TxnOffsetCommitRequestTopic", TxnOffsetCommitRequestTopic)
 
 
 def _d_TxnOffsetCommitRequestPartition_v0(
@@ -873,6 +875,10 @@ TxnOffsetCommitResponse.__kafka_fields__ = (
     ),  # v0+
 )
 TxnOffsetCommitResponse.__kafka_message__ = _INFO_TxnOffsetCommitResponse
+setattr(
+    TxnOffsetCommitResponse, "TxnOffsetCommitResponsePartition", TxnOffsetCommitResponsePartition
+)
+setattr(TxnOffsetCommitResponse, "TxnOffsetCommitResponseTopic", TxnOffsetCommitResponseTopic)
 
 
 def _d_TxnOffsetCommitResponsePartition_v0(

@@ -250,6 +250,7 @@ UpdateFeaturesRequest.__kafka_fields__ = (
     ),  # v1+
 )
 UpdateFeaturesRequest.__kafka_message__ = _INFO_UpdateFeaturesRequest
+setattr(UpdateFeaturesRequest, "FeatureUpdateKey", FeatureUpdateKey)
 
 
 def _d_FeatureUpdateKey_v0(b: Any, p: int) -> tuple[FeatureUpdateKey, int]:
@@ -555,6 +556,7 @@ UpdateFeaturesResponse.__kafka_fields__ = (
     ),  # v0+
 )
 UpdateFeaturesResponse.__kafka_message__ = _INFO_UpdateFeaturesResponse
+setattr(UpdateFeaturesResponse, "UpdatableFeatureResult", UpdatableFeatureResult)
 
 
 def _d_UpdatableFeatureResult_v0(b: Any, p: int) -> tuple[UpdatableFeatureResult, int]:

@@ -610,6 +610,10 @@ UpdateMetadataRequest.__kafka_fields__ = (
     ),  # v0+
 )
 UpdateMetadataRequest.__kafka_message__ = _INFO_UpdateMetadataRequest
+setattr(UpdateMetadataRequest, "UpdateMetadataBroker", UpdateMetadataBroker)
+setattr(UpdateMetadataRequest, "UpdateMetadataEndpoint", UpdateMetadataEndpoint)
+setattr(UpdateMetadataRequest, "UpdateMetadataPartitionState", UpdateMetadataPartitionState)
+setattr(UpdateMetadataRequest, "UpdateMetadataTopicState", UpdateMetadataTopicState)
 
 
 def _d_UpdateMetadataPartitionState_v0(b: Any, p: int) -> tuple[UpdateMetadataPartitionState, int]:

@@ -312,6 +312,8 @@ UpdateRaftVoterRequest.__kafka_fields__ = (
     ),  # v0+
 )
 UpdateRaftVoterRequest.__kafka_message__ = _INFO_UpdateRaftVoterRequest
+setattr(UpdateRaftVoterRequest, "KRaftVersionFeature", KRaftVersionFeature)
+setattr(UpdateRaftVoterRequest, "Listener", Listener)
 
 
 def _d_Listener_v0(b: Any, p: int) -> tuple[Listener, int]:
@@ -562,6 +564,7 @@ UpdateRaftVoterResponse.__kafka_fields__ = (
     ),  # v0+, tag 0
 )
 UpdateRaftVoterResponse.__kafka_message__ = _INFO_UpdateRaftVoterResponse
+setattr(UpdateRaftVoterResponse, "CurrentLeader", CurrentLeader)
 
 
 def _d_CurrentLeader_v0(b: Any, p: int) -> tuple[CurrentLeader, int]:

@@ -308,6 +308,8 @@ VoteRequest.__kafka_fields__ = (
     KField("Topics", "topics", "[]TopicData", "0+", default=UNSET, struct=TopicData),  # v0+
 )
 VoteRequest.__kafka_message__ = _INFO_VoteRequest
+setattr(VoteRequest, "PartitionData", PartitionData)
+setattr(VoteRequest, "TopicData", TopicData)
 
 
 def _d_PartitionData_v0(b: Any, p: int) -> tuple[PartitionData, int]:
@@ -796,6 +798,9 @@ VoteResponse.__kafka_fields__ = (
     ),  # v1+, tag 0
 )
 VoteResponse.__kafka_message__ = _INFO_VoteResponse
+setattr(VoteResponse, "NodeEndpoint", NodeEndpoint)
+setattr(VoteResponse, "PartitionData", VoteResponsePartitionData)
+setattr(VoteResponse, "TopicData", VoteResponseTopicData)
 
 
 def _d_VoteResponsePartitionData_v0(b: Any, p: int) -> tuple[VoteResponsePartitionData, int]:

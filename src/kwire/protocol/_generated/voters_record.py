@@ -308,6 +308,9 @@ VotersRecord.__kafka_fields__ = (
     KField("Voters", "voters", "[]Voter", "0+", default=UNSET, struct=Voter),  # v0+
 )
 VotersRecord.__kafka_message__ = _INFO_VotersRecord
+setattr(VotersRecord, "Endpoint", Endpoint)
+setattr(VotersRecord, "KRaftVersionFeature", KRaftVersionFeature)
+setattr(VotersRecord, "Voter", Voter)
 
 
 def _d_Endpoint_v0(b: Any, p: int) -> tuple[Endpoint, int]:

@@ -361,6 +361,9 @@ WriteShareGroupStateRequest.__kafka_fields__ = (
     ),  # v0+
 )
 WriteShareGroupStateRequest.__kafka_message__ = _INFO_WriteShareGroupStateRequest
+setattr(WriteShareGroupStateRequest, "PartitionData", PartitionData)
+setattr(WriteShareGroupStateRequest, "StateBatch", StateBatch)
+setattr(WriteShareGroupStateRequest, "WriteStateData", WriteStateData)
 
 
 def _d_StateBatch_v0(b: Any, p: int) -> tuple[StateBatch, int]:
@@ -669,6 +672,8 @@ WriteShareGroupStateResponse.__kafka_fields__ = (
     ),  # v0+
 )
 WriteShareGroupStateResponse.__kafka_message__ = _INFO_WriteShareGroupStateResponse
+setattr(WriteShareGroupStateResponse, "PartitionResult", PartitionResult)
+setattr(WriteShareGroupStateResponse, "WriteStateResult", WriteStateResult)
 
 
 def _d_PartitionResult_v0(b: Any, p: int) -> tuple[PartitionResult, int]:

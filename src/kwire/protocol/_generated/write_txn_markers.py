@@ -280,6 +280,8 @@ WriteTxnMarkersRequest.__kafka_fields__ = (
     ),  # v0+
 )
 WriteTxnMarkersRequest.__kafka_message__ = _INFO_WriteTxnMarkersRequest
+setattr(WriteTxnMarkersRequest, "WritableTxnMarker", WritableTxnMarker)
+setattr(WriteTxnMarkersRequest, "WritableTxnMarkerTopic", WritableTxnMarkerTopic)
 
 
 def _d_WritableTxnMarkerTopic_v0(b: Any, p: int) -> tuple[WritableTxnMarkerTopic, int]:
@@ -698,6 +700,11 @@ WriteTxnMarkersResponse.__kafka_fields__ = (
     ),  # v0+
 )
 WriteTxnMarkersResponse.__kafka_message__ = _INFO_WriteTxnMarkersResponse
+setattr(
+    WriteTxnMarkersResponse, "WritableTxnMarkerPartitionResult", WritableTxnMarkerPartitionResult
+)
+setattr(WriteTxnMarkersResponse, "WritableTxnMarkerResult", WritableTxnMarkerResult)
+setattr(WriteTxnMarkersResponse, "WritableTxnMarkerTopicResult", WritableTxnMarkerTopicResult)
 
 
 def _d_WritableTxnMarkerPartitionResult_v0(
