@@ -225,3 +225,67 @@ def test_string_decoder_matches_java(oracle: Any) -> None:
     java = oracle.request({"op": "decode", "hex": [s.hex() for s in samples]})
     mismatches = [(s, _string(s), j) for s, j in zip(samples, java, strict=True) if _string(s) != j]
     assert mismatches == []
+
+
+def test_kraft_control_records_dump_like_kafka(
+    oracle: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """__cluster_metadata-style control batches: DumpLogSegments prints SnapshotHeader/Footer,
+    KRaftVersion and KRaftVoters as "<Label> <JsonConverter JSON>", other types as controlType."""
+    import uuid
+
+    from kwire.cli import main
+    from kwire.protocol import message_class
+    from kwire.records import ControlRecordType, build_control_batch
+
+    voters_mod = message_class("VotersRecord")
+    import kwire.protocol._generated.voters_record as vr
+
+    def value(message: Any) -> bytes:
+        # MessageUtil.toByteBuffer(message, CURRENT_VERSION = 0): no version prefix.
+        return bytes(message.encode(0))
+
+    voters = voters_mod(
+        version=0,
+        voters=[
+            vr.Voter(
+                voter_id=3,
+                voter_directory_id=uuid.UUID(int=0x1234),
+                endpoints=[vr.Endpoint(name="CONTROLLER", host="kraft-0.example", port=9093)],
+                kraft_version_feature=vr.KRaftVersionFeature(
+                    min_supported_version=0, max_supported_version=1
+                ),
+            )
+        ],
+    )
+    controls = [
+        (
+            ControlRecordType.SNAPSHOT_HEADER,
+            value(
+                message_class("SnapshotHeaderRecord")(
+                    version=0, last_contained_log_timestamp=1_700_000_000_123
+                )
+            ),
+        ),
+        (
+            ControlRecordType.KRAFT_VERSION,
+            value(message_class("KRaftVersionRecord")(version=0, kraft_version=1)),
+        ),
+        (ControlRecordType.KRAFT_VOTERS, value(voters)),
+        (
+            ControlRecordType.SNAPSHOT_FOOTER,
+            value(message_class("SnapshotFooterRecord")(version=0)),
+        ),
+    ]
+    with LogWriter(tmp_path, "__cluster_metadata", 0, fsync=False) as w:
+        for ctype, payload in controls:
+            w.append(build_control_batch(ctype, payload, offset=w.next_offset, timestamp=5))
+    seg = w.segments_written[0]
+    kafka = oracle.request({"op": "dumpLines", "path": seg.log})
+    assert "fatal" not in kafka, kafka
+    assert main(["dump", "--files", seg.log, "--deep-iteration"]) == 0
+    out = capsys.readouterr().out
+    assert out == f"Dumping {seg.log}\nLog starting offset: 0\n" + "".join(
+        line + "\n" for line in kafka["lines"]
+    )
+    assert " SnapshotHeader {" in out and " KRaftVoters {" in out

@@ -26,6 +26,15 @@ import com.fasterxml.jackson.databind.node.NullNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.message.KRaftVersionRecord;
+import org.apache.kafka.common.message.KRaftVersionRecordJsonConverter;
+import org.apache.kafka.common.message.SnapshotFooterRecord;
+import org.apache.kafka.common.message.SnapshotFooterRecordJsonConverter;
+import org.apache.kafka.common.message.SnapshotHeaderRecord;
+import org.apache.kafka.common.message.SnapshotHeaderRecordJsonConverter;
+import org.apache.kafka.common.message.VotersRecord;
+import org.apache.kafka.common.message.VotersRecordJsonConverter;
+import org.apache.kafka.common.record.ControlRecordUtils;
 import org.apache.kafka.common.record.AbstractLegacyRecordBatch;
 import org.apache.kafka.common.record.ControlRecordType;
 import org.apache.kafka.common.record.EndTransactionMarker;
@@ -155,6 +164,18 @@ public class LogOracle {
                     if (type == ControlRecordType.ABORT || type == ControlRecordType.COMMIT) {
                         EndTransactionMarker marker = EndTransactionMarker.deserialize(record);
                         r.append(" endTxnMarker: " + marker.controlType() + " coordinatorEpoch: " + marker.coordinatorEpoch());
+                    } else if (type == ControlRecordType.SNAPSHOT_HEADER) {
+                        SnapshotHeaderRecord header = ControlRecordUtils.deserializeSnapshotHeaderRecord(record);
+                        r.append(" SnapshotHeader " + SnapshotHeaderRecordJsonConverter.write(header, header.version()));
+                    } else if (type == ControlRecordType.SNAPSHOT_FOOTER) {
+                        SnapshotFooterRecord footer = ControlRecordUtils.deserializeSnapshotFooterRecord(record);
+                        r.append(" SnapshotFooter " + SnapshotFooterRecordJsonConverter.write(footer, footer.version()));
+                    } else if (type == ControlRecordType.KRAFT_VERSION) {
+                        KRaftVersionRecord kraftVersion = ControlRecordUtils.deserializeKRaftVersionRecord(record);
+                        r.append(" KRaftVersion " + KRaftVersionRecordJsonConverter.write(kraftVersion, kraftVersion.version()));
+                    } else if (type == ControlRecordType.KRAFT_VOTERS) {
+                        VotersRecord voters = ControlRecordUtils.deserializeVotersRecord(record);
+                        r.append(" KRaftVoters " + VotersRecordJsonConverter.write(voters, voters.version()));
                     } else {
                         r.append(" controlType: " + type + "(" + typeId + ")");
                     }

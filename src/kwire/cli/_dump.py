@@ -82,6 +82,20 @@ _SPECIAL_DECODERS: Final = (
 
 Decoder = Callable[[bytes], str]
 
+_KRAFT_MESSAGES: Final = {
+    ControlRecordType.SNAPSHOT_HEADER: "SnapshotHeaderRecord",
+    ControlRecordType.SNAPSHOT_FOOTER: "SnapshotFooterRecord",
+    ControlRecordType.KRAFT_VERSION: "KRaftVersionRecord",
+    ControlRecordType.KRAFT_VOTERS: "VotersRecord",
+}
+#: DumpLogSegments prints these KRaft control records as "<label> <JSON of the message>".
+_KRAFT_LABELS: Final = {
+    ControlRecordType.SNAPSHOT_HEADER: "SnapshotHeader",
+    ControlRecordType.SNAPSHOT_FOOTER: "SnapshotFooter",
+    ControlRecordType.KRAFT_VERSION: "KRaftVersion",
+    ControlRecordType.KRAFT_VOTERS: "KRaftVoters",
+}
+
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
@@ -531,6 +545,23 @@ def _legacy_inner(batch: Batch) -> list[tuple[bool, int]]:
     return [(valid, entry.crc) for entry in parse(decompress())]
 
 
+def _kraft_json(ctype: ControlRecordType, value: memoryview | bytes | None) -> Any:
+    """A KRaft control record's value as Kafka's JsonConverter writes it, or None.
+
+    Kafka's ``ControlRecordUtils`` reads the value as the message at its CURRENT_VERSION (0 in
+    Kafka 3.9), with no version prefix; the JSON uses the message's own ``version`` field.
+    """
+    if value is None:
+        return None
+    try:
+        from kwire.protocol import message_class
+
+        message = message_class(_KRAFT_MESSAGES[ctype]).decode(memoryview(value), 0)
+        return message.to_json(getattr(message, "version", 0))
+    except Exception:  # the protocol layer could not read it: print the type, as for others
+        return None
+
+
 def _control_text(record: Record) -> tuple[str, dict[str, Any]]:
     control = decode_control_record(record)
     value = control.value
@@ -542,7 +573,13 @@ def _control_text(record: Record) -> tuple[str, dict[str, Any]]:
             "endTxnMarker": control.type.name,
             "coordinatorEpoch": value.coordinator_epoch,
         }
-    # Kafka prints KRaft snapshot/version/voter records as JSON; kwire shows the type (docs/log.md).
+    label = _KRAFT_LABELS.get(control.type)
+    doc = None if label is None else _kraft_json(control.type, record.value)
+    if label is not None and doc is not None:
+        # Kafka: "<Label> " + <Message>JsonConverter.write(message, message.version()), as compact
+        # JSON (Jackson's JsonNode.toString).
+        text = f" {label} {json.dumps(doc, separators=(',', ':'), ensure_ascii=False)}"
+        return text, {"controlType": control.type.name, label: doc}
     text = f" controlType: {control.type.name}({control.type_id})"
     return text, {"controlType": control.type.name, "controlTypeId": control.type_id}
 
