@@ -560,3 +560,34 @@ def test_values_print_as_javas_string_decoder(data: bytes, java: str) -> None:
     from kwire.cli._dump import _string
 
     assert _string(data) == java
+
+
+def test_kraft_control_records(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # Kafka: " SnapshotHeader " + SnapshotHeaderRecordJsonConverter.write(...); other control
+    # types: " controlType: LEADER_CHANGE(2)". Values carry no version prefix (ControlRecordUtils).
+    header_value = (
+        struct.pack(">hq", 0, 5) + b"\x00"
+    )  # Version int16, lastContainedLogTimestamp, no tags
+    key = struct.pack(">hh", 0, 3)
+    header, _ = v2_batch(
+        0,
+        [v2_record(0, 0, key, header_value)],
+        last_offset_delta=0,
+        base_ts=5,
+        max_ts=5,
+        attributes=0x20,
+    )
+    leader, _ = v2_batch(
+        1,
+        [v2_record(0, 0, struct.pack(">hh", 0, 2), b"\x00" * 9)],
+        last_offset_delta=0,
+        base_ts=5,
+        max_ts=5,
+        attributes=0x20,
+    )
+    log = tmp_path / "00000000000000000000.log"
+    log.write_bytes(header + leader)
+    code, out, _ = dump(capsys, "--files", str(log), "--deep-iteration")
+    assert code == 0
+    assert out[3].endswith(' SnapshotHeader {"version":0,"lastContainedLogTimestamp":5}')
+    assert out[5].endswith(" controlType: LEADER_CHANGE(2)")
