@@ -28,6 +28,7 @@ offset index, whose positions are batch starts, so ranges cut there never share 
 
 from __future__ import annotations
 
+import re
 import struct
 from collections.abc import Iterator
 from typing import Final, Literal, NamedTuple
@@ -59,6 +60,8 @@ _MAGIC_AT: Final = 16
 _CHUNK: Final = 1 << 20
 _ZERO_SIZE: Final = b"\0\0\0\0"
 _ZEROS: Final = bytes(_CHUNK)
+_WINDOW: Final = 1 << 16
+_MAGIC_CANDIDATE: Final = re.compile(rb"[\x00-\x02]")
 
 ErrorMode = Literal["report", "strict"]
 
@@ -253,22 +256,32 @@ class BatchScan(Iterator[Batch]):
         return True
 
     def _resync(self, rel: int) -> int | None:
-        """The first position after ``rel`` (and before the range end) holding a valid batch."""
+        """The first position after ``rel`` (and before the range end) holding a valid batch.
+
+        Candidates are found a window at a time: a regular expression picks the positions whose
+        magic byte (at +16) is 0, 1 or 2, a zero size field skips the whole zero run, and only
+        the survivors are parsed (with their CRC checked).
+        """
         view = self._view
         data_end = self._data_end
         last = min(self._end - 1, data_end - LOG_OVERHEAD - MIN_BATCH_SIZE)
         q = rel + 1
         while q <= last:
-            if view[q + 8 : q + 12].tobytes() == _ZERO_SIZE:
-                # A batch's size field is never zero: jump over zero runs in one go.
-                nz = _next_nonzero(view, q + 8, min(last + 12, data_end))
-                if nz is None:
-                    return None
-                q = max(q + 1, nz - 11)
-                continue
-            if self._valid_batch_at(q):
-                return q
-            q += 1
+            hi = min(last, q + _WINDOW - 1)
+            window = bytes(view[q + _MAGIC_AT : hi + _MAGIC_AT + 1])
+            restart = hi + 1
+            for match in _MAGIC_CANDIDATE.finditer(window):
+                c = q + match.start()
+                if view[c + 8 : c + 12].tobytes() == _ZERO_SIZE:
+                    # A batch's size field is never zero: jump over the zero run in one go.
+                    nz = _next_nonzero(view, c + 8, min(last + 12, data_end))
+                    if nz is None:
+                        return None
+                    restart = max(c + 1, nz - 11)
+                    break
+                if self._valid_batch_at(c):
+                    return c
+            q = restart
         return None
 
     def _recover(self, rel: int, exc: KwireError | None) -> None:
