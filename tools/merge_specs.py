@@ -987,6 +987,22 @@ def release_tables() -> dict[str, dict[int, tuple[str, int, int]]]:
     return {"3.9": dict(sorted(old.items())), "4.3": dict(sorted(new.items()))}
 
 
+def differs_from_old() -> list[tuple[str, int]]:
+    """Message-versions of the merged corpus that Kafka 3.9.1 also has (under this name or the
+    name 4.x renamed it from) but defines differently, names included: kwire follows 4.x there."""
+    old = load_dir(OLD_DIR)
+    merged = load_dir(MERGED_DIR)
+    shared = shared_with_old(merged)
+    out = []
+    for name, spec in merged.items():
+        o = old.get(next((a for a, b in RENAMED.items() if b == name), name))
+        if o is None:
+            continue
+        ov = set(sl.valid_versions(o))
+        out += [(name, v) for v in sl.valid_versions(spec) if v in ov and (name, v) not in shared]
+    return sorted(out)
+
+
 def releases_block(tables: Mapping[str, Mapping[int, tuple[str, int, int]]]) -> str:
     lines = [
         _BEGIN,
@@ -998,7 +1014,15 @@ def releases_block(tables: Mapping[str, Mapping[int, tuple[str, int, int]]]) -> 
         for key, (name, lo, hi) in table.items():
             lines.append(f"        {key}: ({json.dumps(name)}, {lo}, {hi}),")
         lines.append("    },")
-    lines += ["}", _END]
+    lines += ["}"]
+    lines += [
+        "#: Message-versions Kafka 3.9.1 also defines (under this name, or the one Kafka 4.x renamed",
+        "#: it from) but differently (a field renamed or added): kwire follows Kafka 4.x there.",
+        "DIFFERS_FROM_3_9_1: Final[frozenset[tuple[str, int]]] = frozenset(",
+        "    {",
+    ]
+    lines += [f"        ({json.dumps(n)}, {v})," for n, v in differs_from_old()]
+    lines += ["    }", ")", _END]
     return "\n".join(lines)
 
 

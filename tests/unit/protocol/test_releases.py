@@ -8,6 +8,7 @@ import pytest
 from kwire.protocol import VersionRange
 from kwire.protocol.releases import (
     _TABLES,
+    DIFFERS_FROM_3_9_1,
     RELEASES,
     api_key,
     api_name,
@@ -22,6 +23,22 @@ from kwire.protocol.releases import (
 def test_tables_match_their_sources() -> None:
     # 3.9 from the 3.9.1 jar's spec files, 4.3 from kio 0.6.5 (Kafka 4.3.1), recomputed now.
     assert merge_specs.release_tables() == _TABLES
+
+
+def test_generated_block_is_up_to_date() -> None:
+    assert merge_specs.write_releases(check_only=True) == 0
+    assert set(merge_specs.differs_from_old()) == DIFFERS_FROM_3_9_1
+
+
+def test_what_differs_from_3_9_1() -> None:
+    # Renamed fields (Vote v0-1), the renamed key 74 (v0) and the one layout change.
+    assert {
+        ("ListConfigResourcesRequest", 0),
+        ("ListConfigResourcesResponse", 0),
+        ("ReadShareGroupStateSummaryResponse", 0),
+        ("VoteRequest", 0),
+        ("VoteRequest", 1),
+    } == DIFFERS_FROM_3_9_1
 
 
 def test_known_releases() -> None:
