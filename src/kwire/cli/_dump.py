@@ -394,9 +394,18 @@ def _dump(args: argparse.Namespace) -> int:
         flag = "--" + name.replace("_", "-")
         out.problem("(options)", f"{flag} is not supported by kwire; data is printed as strings")
     report = _Report()
-    for file in opts.files:
-        _dump_file(file, opts, out, report)
-    _print_report(report, out)
+    try:
+        for file in opts.files:
+            _dump_file(file, opts, out, report)
+        _print_report(report, out)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # `kwire dump ... | head`: the reader is gone. Point stdout at /dev/null so that the
+        # interpreter's final flush does not complain, and stop quietly.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 0
     return 1 if report.failed else 0
 
 
@@ -432,6 +441,8 @@ def _dump_file(file: str, opts: _Options, out: _Out, report: _Report) -> None:
             _dump_snapshot(file, out, report)
         else:
             _dump_txn_index(file, out, report)
+    except BrokenPipeError:
+        raise
     except OSError as exc:
         report.failed = True
         out.problem(file, exc.strerror or str(exc))

@@ -591,3 +591,26 @@ def test_kraft_control_records(capsys: pytest.CaptureFixture[str], tmp_path: Pat
     assert code == 0
     assert out[3].endswith(' SnapshotHeader {"version":0,"lastContainedLogTimestamp":5}')
     assert out[5].endswith(" controlType: LEADER_CHANGE(2)")
+
+
+def test_a_closed_pipe_ends_the_dump_quietly(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    parts = [
+        v2_batch(i, [v2_record(0, 0, b"k", b"v" * 50)], last_offset_delta=0, base_ts=1, max_ts=1)[0]
+        for i in range(3000)
+    ]
+    log = tmp_path / "00000000000000000000.log"
+    log.write_bytes(b"".join(parts))
+    with subprocess.Popen(
+        [sys.executable, "-m", "kwire", "dump", "--files", str(log), "--deep-iteration"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        first = proc.stdout.readline()  # like `| head -1`
+        proc.stdout.close()
+        err = proc.stderr.read()
+        assert proc.wait(timeout=120) == 0
+    assert first.startswith(b"Dumping ") and err == b""
