@@ -42,9 +42,10 @@ from kwire.spark._options import WriteOptions
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from pyspark.sql import DataFrame
     from pyspark.sql.types import StructType
 
-__all__ = ["KafkaLogWriter", "TaskCommit", "murmur2"]
+__all__ = ["KafkaLogWriter", "TaskCommit", "murmur2", "write_kafka_log"]
 
 log = logging.getLogger("kwire.spark")
 
@@ -384,3 +385,23 @@ class KafkaLogWriter(DataSourceArrowWriter):  # type: ignore[misc]
         with contextlib.suppress(OSError):
             if not fs.get_file_info(pafs.FileSelector(parent)):
                 fs.delete_dir(parent)
+
+
+def write_kafka_log(df: DataFrame, path: str, *, mode: str = "overwrite", **options: str) -> None:
+    """Write ``df`` (Spark's Kafka sink columns) as Kafka log directories at ``path``.
+
+    Rows are repartitioned by (topic, partition) first, keeping their order within each
+    topic-partition, so every topic-partition is written by exactly one task and the commit only
+    renames folders. ``options`` are the sink's (``compression="zstd"``, ``magic="1"``, ...).
+    """
+    from pyspark.sql import functions as F
+
+    order = "__kwire_order"
+    keys = [c for c in ("topic", "partition") if c in df.columns]
+    ordered = df.withColumn(order, F.monotonically_increasing_id())
+    if keys:
+        ordered = ordered.repartition(*keys).sortWithinPartitions(*keys, order)
+    writer = ordered.drop(order).write.format("kafka-log").mode(mode)
+    for key, value in options.items():
+        writer = writer.option(key, str(value))
+    writer.save(path)
