@@ -324,6 +324,32 @@ def run_append(budget: float) -> dict[str, Any] | None:
     }
 
 
+def run_small_batches(budget: float) -> list[dict[str, Any]]:
+    """The same 10,000 records in many small batches (a segment as producers write it)."""
+    from aiokafka.record.default_records import DefaultRecordBatch
+
+    from kwire.records._columnar import decode_to_arrow
+
+    records = make_records()
+    out = []
+    for per_batch in (10, 100):
+        for codec in (0, 4):
+            parts = [
+                encode_kwire(records[i : i + per_batch], codec)
+                for i in range(0, len(records), per_batch)
+            ]
+            buf = b"".join(parts)
+            pieces = parts  # aiokafka reads one batch per object, from its own bytes
+
+            def aio(pieces: list[bytes] = pieces) -> int:
+                return sum(_decode_foreign(DefaultRecordBatch, p) for p in pieces)
+
+            assert decode_to_arrow(buf).num_rows == aio() == len(records)
+            t = interleaved({"columnar": lambda b=buf: decode_to_arrow(b), "aiokafka": aio}, budget)
+            out.append({"records per batch": per_batch, "codec": CODECS[codec], **t})
+    return out
+
+
 _COLD_SCRIPT = """
 import time
 t0 = time.perf_counter()
@@ -382,7 +408,10 @@ def ms(seconds: float) -> str:
 
 
 def render(
-    codec_rows: list[dict[str, Any]], append: dict[str, Any] | None, cold: dict[str, Any]
+    codec_rows: list[dict[str, Any]],
+    append: dict[str, Any] | None,
+    cold: dict[str, Any],
+    small: list[dict[str, Any]],
 ) -> str:
     lines = []
     lines.append(
@@ -414,6 +443,20 @@ def render(
             f"| {r['codec']} | {ms(r['enc kwire'])} | {ms(r['enc kafka-python'])} "
             f"| {ms(r['enc aiokafka'])} | {r['enc kafka-python'] / r['enc kwire']:.1f}x "
             f"| {r['enc aiokafka'] / r['enc kwire']:.2f}x |"
+        )
+    lines.append("")
+    lines.append(
+        f"Decode of the same {N_RECORDS:,} records in many small batches "
+        "(CPU ms for all of them; aiokafka: one DefaultRecordBatch per batch)\n"
+    )
+    lines.append(
+        "| records per batch | codec | kwire columnar | aiokafka (Cython) | aiokafka / columnar |"
+    )
+    lines.append("|---:|---|---:|---:|---:|")
+    for r in small:
+        lines.append(
+            f"| {r['records per batch']} | {r['codec']} | {ms(r['columnar'])} "
+            f"| {ms(r['aiokafka'])} | {r['aiokafka'] / r['columnar']:.2f}x |"
         )
     lines.append("")
     if append is None:
@@ -450,13 +493,14 @@ def main() -> None:
     info = versions()
     print(f"aiokafka extension: {ext}", file=sys.stderr)
     codec_rows = run_codecs(budget)
+    small = run_small_batches(budget)
     append = run_append(budget)
     cold = run_cold_start()
     print("Versions: " + ", ".join(f"{k} {v}" for k, v in info.items()) + "\n")
-    print(render(codec_rows, append, cold))
+    print(render(codec_rows, append, cold, small))
     if args.json:
-        print(json.dumps({"versions": info, "codecs": codec_rows, "append": append,
-                          "cold": cold}, indent=1))  # fmt: skip
+        print(json.dumps({"versions": info, "codecs": codec_rows, "small": small,
+                          "append": append, "cold": cold}, indent=1))  # fmt: skip
 
 
 if __name__ == "__main__":

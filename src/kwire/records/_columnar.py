@@ -494,27 +494,33 @@ class _Decoder:
         if compressed.size:
             from kwire.records._codecs import decompress
 
-            for i in compressed.tolist():
-                pos = int(table[i, k.BT_POS])
-                end = pos + int(table[i, k.BT_SIZE])
-                codec = int(attrs[i]) & 7
+            view = self.view
+            max_size = self.max_size
+            done: list[int] = []
+            sizes: list[int] = []
+            starts = (table[compressed, k.BT_POS] + _V2_HEADER).tolist()
+            ends = (table[compressed, k.BT_POS] + table[compressed, k.BT_SIZE]).tolist()
+            codecs = (attrs[compressed] & 7).tolist()
+            for i, start, end, codec in zip(compressed.tolist(), starts, ends, codecs, strict=True):
                 try:
-                    data = decompress(
-                        codec, self.view[pos + _V2_HEADER : end], magic=2, max_size=self.max_size
-                    )
+                    data = decompress(codec, view[start:end], magic=2, max_size=max_size)
                 except CorruptRecordError as exc:
-                    self._fail(table, i, exc.reason, pos + _V2_HEADER, keep)
+                    self._fail(table, i, exc.reason, start, keep)
                     continue
                 except UnsupportedCodecError:
                     if not self.skip_corrupt:
                         raise
-                    self._fail(table, i, f"unsupported compression codec id {codec}", pos, keep)
+                    self._fail(table, i, f"unsupported compression codec id {codec}", start, keep)
                     continue
-                sections[i, k.SC_SRC] = 1
-                sections[i, k.SC_START] = arena_len
-                sections[i, k.SC_END] = arena_len + len(data)
+                done.append(i)
+                sizes.append(len(data))
                 arena_parts.append(data)
-                arena_len += len(data)
+            if done:
+                ends_in_arena = np.cumsum(np.array(sizes, dtype=np.int64))
+                sections[done, k.SC_SRC] = 1
+                sections[done, k.SC_START] = ends_in_arena - np.array(sizes, dtype=np.int64)
+                sections[done, k.SC_END] = ends_in_arena
+                arena_len = int(ends_in_arena[-1])
 
         legacy = np.flatnonzero(~v2 & keep)
         if legacy.size:
