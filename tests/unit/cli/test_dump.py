@@ -614,3 +614,44 @@ def test_a_closed_pipe_ends_the_dump_quietly(tmp_path: Path) -> None:
         err = proc.stderr.read()
         assert proc.wait(timeout=120) == 0
     assert first.startswith(b"Dumping ") and err == b""
+
+
+def test_json_for_indexes_and_small_files(
+    capsys: pytest.CaptureFixture[str], segment: tuple[Path, list[int], list[bytes]]
+) -> None:
+    log, _, parts = segment
+    index = log.with_suffix(".index")
+    index.write_bytes(index_bytes((1, len(parts[0]))))  # wrong: the batch there ends at offset 2
+    tindex = log.with_suffix(".timeindex")
+    tindex.write_bytes(struct.pack(">qi", 1_700_000_000_005, 1))
+    txn = log.with_suffix(".txnindex")
+    txn.write_bytes(struct.pack(">hqqqq", 0, 42, 10, 20, 10))
+    code, out, err = dump(capsys, "--files", f"{index},{tindex},{txn}", "--json")
+    assert code == 1 and err == []
+    objs = [json.loads(line) for line in out]
+    assert [o["type"] for o in objs] == [
+        "file",
+        "index_entry",
+        "file",
+        "time_index_entry",
+        "file",
+        "aborted_txn",
+        "index_mismatch",
+        # The wrong .index also misleads the time index check (Kafka looks positions up in it).
+        "time_index_offset_not_found",
+    ]
+    assert objs[1] == {
+        "type": "index_entry",
+        "file": str(index),
+        "offset": 1,
+        "position": len(parts[0]),
+        "logOffset": 2,
+    }
+    assert objs[3]["logOffset"] == 2 and objs[3]["logMaxTimestamp"] is None
+    assert objs[5]["producerId"] == 42 and objs[5]["lastStableOffset"] == 10
+    assert objs[6] == {
+        "type": "index_mismatch",
+        "file": str(index.resolve()),
+        "indexOffset": 1,
+        "logOffset": 2,
+    }
