@@ -8,12 +8,14 @@ round-trips Kafka's own defaults JSON for every message-version and reports bad 
 from __future__ import annotations
 
 import base64
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from conftest import JavaProcess
 
 from kwire.protocol import message_class
+
+if TYPE_CHECKING:  # only for annotations: "conftest" names several modules in a full run
+    from conftest import JavaProcess
 
 pytestmark = pytest.mark.oracle
 

@@ -1,7 +1,7 @@
 """Damaged bytes, read by Kafka's Java decoder and by kwire's.
 
 For every message-version, Kafka serializes a few of the random instances of
-test_protocol_roundtrip.py; each is then damaged in seeded ways (a byte replaced, a bit flipped, a
+test_protocol_kafka_roundtrip.py; each is then damaged in seeded ways (a byte replaced, a bit flipped, a
 byte inserted, the tail cut off) and both decoders read the result. Required:
 
 1. kwire raises nothing but ``DecodeError``.
@@ -22,15 +22,17 @@ from __future__ import annotations
 
 import base64
 import random
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from check_specs import json_diff
-from conftest import JavaProcess
-from test_protocol_roundtrip import MESSAGE_VERSIONS, b64, generate_cases, restore_records
+from test_protocol_kafka_roundtrip import MESSAGE_VERSIONS, b64, generate_cases, restore_records
 
 from kwire.errors import DecodeError
 from kwire.protocol import message_class, message_spec
+
+if TYPE_CHECKING:  # only for annotations: "conftest" names several modules in a full run
+    from conftest import JavaProcess
 
 pytestmark = pytest.mark.oracle
 

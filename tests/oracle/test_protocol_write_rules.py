@@ -19,14 +19,16 @@ from __future__ import annotations
 
 import base64
 import random
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from conftest import JavaProcess
-from test_protocol_roundtrip import MESSAGE_VERSIONS, RandomMessage, generate_cases
+from test_protocol_kafka_roundtrip import MESSAGE_VERSIONS, RandomMessage, generate_cases
 
 from kwire.errors import KwireError, UnsupportedVersionError
 from kwire.protocol import message_class, message_spec, snake_case
+
+if TYPE_CHECKING:  # only for annotations: "conftest" names several modules in a full run
+    from conftest import JavaProcess
 
 pytestmark = pytest.mark.oracle
 

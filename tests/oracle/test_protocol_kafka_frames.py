@@ -11,12 +11,11 @@ message back from Kafka's frame.
 from __future__ import annotations
 
 import base64
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from check_specs import json_diff
-from conftest import JavaProcess
-from test_protocol_roundtrip import MESSAGE_VERSIONS, generate_cases, restore_records
+from test_protocol_kafka_roundtrip import MESSAGE_VERSIONS, generate_cases, restore_records
 
 from kwire.protocol import (
     bundled_specs,
@@ -29,6 +28,9 @@ from kwire.protocol import (
     request_header_version,
     response_header_version,
 )
+
+if TYPE_CHECKING:  # only for annotations: "conftest" names several modules in a full run
+    from conftest import JavaProcess
 
 pytestmark = pytest.mark.oracle
 

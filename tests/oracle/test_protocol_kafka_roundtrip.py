@@ -32,11 +32,10 @@ from __future__ import annotations
 import base64
 import os
 import random
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from check_specs import json_diff
-from conftest import JavaProcess
 
 from kwire.protocol import (
     FieldSpec,
@@ -48,6 +47,9 @@ from kwire.protocol import (
     message_spec,
 )
 from kwire.protocol._spec import INT_RANGES
+
+if TYPE_CHECKING:  # only for annotations: "conftest" names several modules in a full run
+    from conftest import JavaProcess
 
 pytestmark = pytest.mark.oracle
 
