@@ -6,6 +6,7 @@ the same code serves local files (``open_segment``/``list_log_dir``, read-only `
 stores (read the bytes yourself). Batches are parsed by ``kwire.records``.
 """
 
+from kwire.log._arrow import to_arrow_batch_reader
 from kwire.log._check import (
     DEFAULT_MAX_MESSAGE_SIZE,
     OffsetIndexEntryCheck,
@@ -110,6 +111,7 @@ __all__ = [
     "segment_file_name",
     "split_ranges",
     "time_index_sanity_problem",
+    "to_arrow_batch_reader",
     "walk_offset_index",
     "walk_time_index",
 ]
