@@ -275,9 +275,19 @@ def _emit_decoder(code: _Code, mod: _Module, m: _Msg, s: StructSpec, v: int) -> 
                     run.append(present[i + len(run)])
                 fmt = "".join(FIXED_TYPES[x.type.name][0] for x in run)
                 size = sum(FIXED_TYPES[x.type.name][1] for x in run)
-                const = mod.struct_const(fmt)
                 targets = ", ".join(f"f_{x.attr}" for x in run)
-                if len(run) == 1:
+                # the length prefix of a following non-compact string or fixed-width array joins
+                # the run: one unpack instead of two
+                nxt = present[i + len(run)] if i + len(run) < len(present) else None
+                absorb = nxt is not None and _absorbable(nxt, v, m)
+                if absorb:
+                    assert nxt is not None
+                    prefix = "h" if nxt.type.name == "string" else "i"
+                    fmt += prefix
+                    size += 2 if prefix == "h" else 4
+                    targets += ", n"
+                const = mod.struct_const(fmt)
+                if len(run) == 1 and not absorb:
                     targets += ","
                 code(f"({targets}) = {const}.unpack_from(b, p)")
                 code(f"p += {size}")
@@ -285,6 +295,10 @@ def _emit_decoder(code: _Code, mod: _Module, m: _Msg, s: StructSpec, v: int) -> 
                     if x.type.name == "uuid":
                         code(f"f_{x.attr} = uuid_from_bytes(f_{x.attr})")
                 i += len(run)
+                if absorb:
+                    assert nxt is not None
+                    _decode_value(code, m, nxt, v, f"f_{nxt.attr}", "b", pre_read=True)
+                    i += 1
                 continue
             _decode_value(code, m, f, v, f"f_{f.attr}", "b")
             i += 1
@@ -349,6 +363,16 @@ def _emit_decoder(code: _Code, mod: _Module, m: _Msg, s: StructSpec, v: int) -> 
     code()
 
 
+def _absorbable(f: FieldSpec, v: int, m: _Msg) -> bool:
+    """A non-compact string, or a non-compact array of fixed-width elements."""
+    if f.compact(v, m.spec.flexible_versions):
+        return False
+    if f.type.name == "string":
+        return True
+    el = f.type.element
+    return el is not None and el.name in _ARRAY_CODES
+
+
 def _fmt_versions(versions: list[int]) -> str:
     if not versions:
         return "none"
@@ -363,8 +387,17 @@ def _reader(kind: str, compact: bool, nullable: bool) -> str:
 
 
 def _decode_value(
-    code: _Code, m: _Msg, f: FieldSpec, v: int, target: str, b: str, declare: bool = True
+    code: _Code,
+    m: _Msg,
+    f: FieldSpec,
+    v: int,
+    target: str,
+    b: str,
+    declare: bool = True,
+    pre_read: bool = False,
 ) -> None:
+    """Decode field ``f`` into ``target``. With ``pre_read`` the field's non-compact length or
+    count prefix was already unpacked (into ``n``) with the fixed run before it."""
     t = f.type
     nullable = v in f.nullable_versions
     compact = f.compact(v, m.spec.flexible_versions)
@@ -385,15 +418,27 @@ def _decode_value(
                 with code.block():
                     code(f"{target} = list({const}_S[n - 1].unpack_from({b}, p + 1))")
                     code(f"p += {size} * n - {size - 1}")
+                code("elif n == 1:")
+                with code.block():
+                    code(f"{target} = []")
+                    code("p += 1")
+                code("else:")
+                with code.block():
+                    code(f"{target}, p = {const}.{method}({b}, p)")
             else:
-                code(f"(n,) = _I32.unpack_from({b}, p)")
+                if not pre_read:  # else the count is already in n, read with the fixed run before
+                    code(f"(n,) = _I32.unpack_from({b}, p)")
+                    code("p += 4")
                 code("if 0 < n < 64:")
                 with code.block():
-                    code(f"{target} = list({const}_S[n].unpack_from({b}, p + 4))")
-                    code(f"p += {size} * n + 4")
-            code("else:")
-            with code.block():
-                code(f"{target}, p = {const}.{method}({b}, p)")
+                    code(f"{target} = list({const}_S[n].unpack_from({b}, p))")
+                    code(f"p += {size} * n")
+                code("elif n == 0:")
+                with code.block():
+                    code(f"{target} = []")
+                code("else:")
+                with code.block():
+                    code(f"{target}, p = {const}.{method}({b}, p - 4)")
             return
         reader = (
             ("r_nc" if nullable else "r_c") + "alen"
@@ -433,6 +478,19 @@ def _decode_value(
         code(f"p += {size}")
         if t.name == "uuid":
             code(f"{target} = uuid_from_bytes({target})")
+        return
+    if pre_read:
+        assert t.name == "string" and not compact
+        if declare:
+            code(f"{target}: str | None" if nullable else f"{target}: str")
+        code("e = p + n")
+        code(f"if n >= 0 and e <= len({b}):")
+        with code.block():
+            code(f'{target} = str({b}[p:e], "utf-8")')
+            code("p = e")
+        code("else:")
+        with code.block():
+            code(f"{target}, p = {_reader(t.name, compact, nullable)}({b}, p - 2)")
         return
     code(f"{target}, p = {_reader(t.name, compact, nullable)}({b}, p)")
 

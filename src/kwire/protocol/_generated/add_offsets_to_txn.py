@@ -58,6 +58,7 @@ Records = bytes | memoryview
 _I32 = _struct.Struct(">i")
 _S_ih = _struct.Struct(">ih")
 _S_qh = _struct.Struct(">qh")
+_S_qhh = _struct.Struct(">qhh")
 
 _INFO_AddOffsetsToTxnRequest = MessageInfo(
     "AddOffsetsToTxnRequest",
@@ -170,9 +171,15 @@ AddOffsetsToTxnRequest.__kafka_message__ = _INFO_AddOffsetsToTxnRequest
 def _d_AddOffsetsToTxnRequest_v0(b: Any, p: int) -> tuple[AddOffsetsToTxnRequest, int]:
     """Decode AddOffsetsToTxnRequest (versions 0-2)."""
     f_transactional_id, p = r_str(b, p)
-    (f_producer_id, f_producer_epoch) = _S_qh.unpack_from(b, p)
-    p += 10
-    f_group_id, p = r_str(b, p)
+    (f_producer_id, f_producer_epoch, n) = _S_qhh.unpack_from(b, p)
+    p += 12
+    f_group_id: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_group_id = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_group_id, p = r_str(b, p - 2)
     o = _new(AddOffsetsToTxnRequest)
     o.transactional_id = f_transactional_id
     o.producer_id = f_producer_id

@@ -59,6 +59,7 @@ _I32 = _struct.Struct(">i")
 _S_B = _struct.Struct(">?")
 _S_dB = _struct.Struct(">d?")
 _S_h = _struct.Struct(">h")
+_S_hh = _struct.Struct(">hh")
 _S_i = _struct.Struct(">i")
 
 _INFO_AlterClientQuotasRequest = MessageInfo(
@@ -802,9 +803,15 @@ def _d_AlterClientQuotasResponseEntryData_v0(
     """Decode AlterClientQuotasResponseEntryData (versions 0)."""
     x: Any
     ap: Any
-    (f_error_code,) = _S_h.unpack_from(b, p)
-    p += 2
-    f_error_message, p = r_nstr(b, p)
+    (f_error_code, n) = _S_hh.unpack_from(b, p)
+    p += 4
+    f_error_message: str | None
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_error_message = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_error_message, p = r_nstr(b, p - 2)
     n, p = r_alen(b, p)
     f_entity: list[Any]
     f_entity = []

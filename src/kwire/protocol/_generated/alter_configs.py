@@ -58,7 +58,9 @@ Records = bytes | memoryview
 _I32 = _struct.Struct(">i")
 _S_B = _struct.Struct(">?")
 _S_b = _struct.Struct(">b")
+_S_bh = _struct.Struct(">bh")
 _S_h = _struct.Struct(">h")
+_S_hh = _struct.Struct(">hh")
 _S_i = _struct.Struct(">i")
 
 _INFO_AlterConfigsRequest = MessageInfo(
@@ -288,9 +290,15 @@ def _d_AlterConfigsResource_v0(b: Any, p: int) -> tuple[AlterConfigsResource, in
     """Decode AlterConfigsResource (versions 0-1)."""
     x: Any
     ap: Any
-    (f_resource_type,) = _S_b.unpack_from(b, p)
-    p += 1
-    f_resource_name, p = r_str(b, p)
+    (f_resource_type, n) = _S_bh.unpack_from(b, p)
+    p += 3
+    f_resource_name: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_resource_name = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_resource_name, p = r_str(b, p - 2)
     n, p = r_alen(b, p)
     f_configs: list[Any]
     f_configs = []
@@ -601,12 +609,24 @@ setattr(AlterConfigsResponse, "AlterConfigsResourceResponse", AlterConfigsResour
 
 def _d_AlterConfigsResourceResponse_v0(b: Any, p: int) -> tuple[AlterConfigsResourceResponse, int]:
     """Decode AlterConfigsResourceResponse (versions 0-1)."""
-    (f_error_code,) = _S_h.unpack_from(b, p)
-    p += 2
-    f_error_message, p = r_nstr(b, p)
-    (f_resource_type,) = _S_b.unpack_from(b, p)
-    p += 1
-    f_resource_name, p = r_str(b, p)
+    (f_error_code, n) = _S_hh.unpack_from(b, p)
+    p += 4
+    f_error_message: str | None
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_error_message = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_error_message, p = r_nstr(b, p - 2)
+    (f_resource_type, n) = _S_bh.unpack_from(b, p)
+    p += 3
+    f_resource_name: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_resource_name = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_resource_name, p = r_str(b, p - 2)
     o = _new(AlterConfigsResourceResponse)
     o.error_code = f_error_code
     o.error_message = f_error_message

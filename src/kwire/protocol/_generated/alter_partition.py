@@ -392,6 +392,9 @@ def _d_PartitionData_v0(b: Any, p: int) -> tuple[PartitionData, int]:
     if 1 < n < 64:
         f_new_isr = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
         p += 4 * n - 3
+    elif n == 1:
+        f_new_isr = []
+        p += 1
     else:
         f_new_isr, p = _A_int32.read_c(b, p)
     (f_partition_epoch,) = _S_i.unpack_from(b, p)
@@ -516,6 +519,9 @@ def _d_PartitionData_v1(b: Any, p: int) -> tuple[PartitionData, int]:
     if 1 < n < 64:
         f_new_isr = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
         p += 4 * n - 3
+    elif n == 1:
+        f_new_isr = []
+        p += 1
     else:
         f_new_isr, p = _A_int32.read_c(b, p)
     (f_leader_recovery_state, f_partition_epoch) = _S_bi.unpack_from(b, p)
@@ -1129,6 +1135,9 @@ def _d_AlterPartitionResponsePartitionData_v0(
     if 1 < n < 64:
         f_isr = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
         p += 4 * n - 3
+    elif n == 1:
+        f_isr = []
+        p += 1
     else:
         f_isr, p = _A_int32.read_c(b, p)
     (f_partition_epoch,) = _S_i.unpack_from(b, p)
@@ -1258,6 +1267,9 @@ def _d_AlterPartitionResponsePartitionData_v1(
     if 1 < n < 64:
         f_isr = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
         p += 4 * n - 3
+    elif n == 1:
+        f_isr = []
+        p += 1
     else:
         f_isr, p = _A_int32.read_c(b, p)
     (f_leader_recovery_state, f_partition_epoch) = _S_bi.unpack_from(b, p)

@@ -269,6 +269,9 @@ def _d_ReassignablePartition_v0(b: Any, p: int) -> tuple[ReassignablePartition, 
     if 1 < n < 64:
         f_replicas = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
         p += 4 * n - 3
+    elif n == 1:
+        f_replicas = []
+        p += 1
     else:
         f_replicas, p = _A_int32.read_nc(b, p)
     if b[p] == 0:

@@ -239,11 +239,14 @@ def _d_AlterReplicaLogDirTopic_v0(b: Any, p: int) -> tuple[AlterReplicaLogDirTop
     f_name, p = r_str(b, p)
     f_partitions: list[Any]
     (n,) = _I32.unpack_from(b, p)
+    p += 4
     if 0 < n < 64:
-        f_partitions = list(_A_int32_S[n].unpack_from(b, p + 4))
-        p += 4 * n + 4
+        f_partitions = list(_A_int32_S[n].unpack_from(b, p))
+        p += 4 * n
+    elif n == 0:
+        f_partitions = []
     else:
-        f_partitions, p = _A_int32.read(b, p)
+        f_partitions, p = _A_int32.read(b, p - 4)
     o = _new(AlterReplicaLogDirTopic)
     o.name = f_name
     o.partitions = f_partitions
@@ -327,6 +330,9 @@ def _d_AlterReplicaLogDirTopic_v2(b: Any, p: int) -> tuple[AlterReplicaLogDirTop
     if 1 < n < 64:
         f_partitions = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
         p += 4 * n - 3
+    elif n == 1:
+        f_partitions = []
+        p += 1
     else:
         f_partitions, p = _A_int32.read_c(b, p)
     if b[p] == 0:

@@ -178,11 +178,14 @@ def _d_TopicPartition_v0(b: Any, p: int) -> tuple[TopicPartition, int]:
     f_topic, p = r_str(b, p)
     f_partitions: list[Any]
     (n,) = _I32.unpack_from(b, p)
+    p += 4
     if 0 < n < 64:
-        f_partitions = list(_A_int32_S[n].unpack_from(b, p + 4))
-        p += 4 * n + 4
+        f_partitions = list(_A_int32_S[n].unpack_from(b, p))
+        p += 4 * n
+    elif n == 0:
+        f_partitions = []
     else:
-        f_partitions, p = _A_int32.read(b, p)
+        f_partitions, p = _A_int32.read(b, p - 4)
     o = _new(TopicPartition)
     o.topic = f_topic
     o.partitions = f_partitions

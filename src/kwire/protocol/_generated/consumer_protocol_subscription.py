@@ -57,6 +57,7 @@ from kwire.protocol._runtime import (
 Records = bytes | memoryview
 _I32 = _struct.Struct(">i")
 _S_i = _struct.Struct(">i")
+_S_ih = _struct.Struct(">ih")
 _A_int32 = ARRAYS["int32"]
 _A_int32_S = _A_int32.structs
 
@@ -238,11 +239,14 @@ def _d_TopicPartition_v1(b: Any, p: int) -> tuple[TopicPartition, int]:
     f_topic, p = r_str(b, p)
     f_partitions: list[Any]
     (n,) = _I32.unpack_from(b, p)
+    p += 4
     if 0 < n < 64:
-        f_partitions = list(_A_int32_S[n].unpack_from(b, p + 4))
-        p += 4 * n + 4
+        f_partitions = list(_A_int32_S[n].unpack_from(b, p))
+        p += 4 * n
+    elif n == 0:
+        f_partitions = []
     else:
-        f_partitions, p = _A_int32.read(b, p)
+        f_partitions, p = _A_int32.read(b, p - 4)
     o = _new(TopicPartition)
     o.topic = f_topic
     o.partitions = f_partitions
@@ -369,9 +373,15 @@ def _d_ConsumerProtocolSubscription_v3(b: Any, p: int) -> tuple[ConsumerProtocol
     for _ in range(n):
         x, p = _d_TopicPartition_v1(b, p)
         ap(x)
-    (f_generation_id,) = _S_i.unpack_from(b, p)
-    p += 4
-    f_rack_id, p = r_nstr(b, p)
+    (f_generation_id, n) = _S_ih.unpack_from(b, p)
+    p += 6
+    f_rack_id: str | None
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_rack_id = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_rack_id, p = r_nstr(b, p - 2)
     o = _new(ConsumerProtocolSubscription)
     o.topics = f_topics
     o.user_data = f_user_data

@@ -58,7 +58,9 @@ Records = bytes | memoryview
 _I32 = _struct.Struct(">i")
 _S_b = _struct.Struct(">b")
 _S_bb = _struct.Struct(">bb")
+_S_bh = _struct.Struct(">bh")
 _S_h = _struct.Struct(">h")
+_S_hh = _struct.Struct(">hh")
 _S_i = _struct.Struct(">i")
 
 _INFO_CreateAclsRequest = MessageInfo(
@@ -234,9 +236,15 @@ setattr(CreateAclsRequest, "AclCreation", AclCreation)
 
 def _d_AclCreation_v0(b: Any, p: int) -> tuple[AclCreation, int]:
     """Decode AclCreation (versions 0)."""
-    (f_resource_type,) = _S_b.unpack_from(b, p)
-    p += 1
-    f_resource_name, p = r_str(b, p)
+    (f_resource_type, n) = _S_bh.unpack_from(b, p)
+    p += 3
+    f_resource_name: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_resource_name = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_resource_name, p = r_str(b, p - 2)
     f_principal, p = r_str(b, p)
     f_host, p = r_str(b, p)
     (f_operation, f_permission_type) = _S_bb.unpack_from(b, p)
@@ -294,12 +302,24 @@ def _e_CreateAclsRequest_v0(o: CreateAclsRequest, out: bytearray) -> None:
 
 def _d_AclCreation_v1(b: Any, p: int) -> tuple[AclCreation, int]:
     """Decode AclCreation (versions 1)."""
-    (f_resource_type,) = _S_b.unpack_from(b, p)
-    p += 1
-    f_resource_name, p = r_str(b, p)
-    (f_resource_pattern_type,) = _S_b.unpack_from(b, p)
-    p += 1
-    f_principal, p = r_str(b, p)
+    (f_resource_type, n) = _S_bh.unpack_from(b, p)
+    p += 3
+    f_resource_name: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_resource_name = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_resource_name, p = r_str(b, p - 2)
+    (f_resource_pattern_type, n) = _S_bh.unpack_from(b, p)
+    p += 3
+    f_principal: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_principal = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_principal, p = r_str(b, p - 2)
     f_host, p = r_str(b, p)
     (f_operation, f_permission_type) = _S_bb.unpack_from(b, p)
     p += 2
@@ -565,9 +585,15 @@ setattr(CreateAclsResponse, "AclCreationResult", AclCreationResult)
 
 def _d_AclCreationResult_v0(b: Any, p: int) -> tuple[AclCreationResult, int]:
     """Decode AclCreationResult (versions 0-1)."""
-    (f_error_code,) = _S_h.unpack_from(b, p)
-    p += 2
-    f_error_message, p = r_nstr(b, p)
+    (f_error_code, n) = _S_hh.unpack_from(b, p)
+    p += 4
+    f_error_message: str | None
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_error_message = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_error_message, p = r_nstr(b, p - 2)
     o = _new(AclCreationResult)
     o.error_code = f_error_code
     o.error_message = f_error_message

@@ -57,9 +57,11 @@ from kwire.protocol._runtime import (
 Records = bytes | memoryview
 _I32 = _struct.Struct(">i")
 _S_h = _struct.Struct(">h")
+_S_hh = _struct.Struct(">hh")
 _S_i = _struct.Struct(">i")
 _S_q = _struct.Struct(">q")
 _S_qqq = _struct.Struct(">qqq")
+_S_qqqh = _struct.Struct(">qqqh")
 
 _INFO_CreateDelegationTokenRequest = MessageInfo(
     "CreateDelegationTokenRequest",
@@ -596,13 +598,25 @@ def _d_CreateDelegationTokenResponse_v0(
     b: Any, p: int
 ) -> tuple[CreateDelegationTokenResponse, int]:
     """Decode CreateDelegationTokenResponse (versions 0-1)."""
-    (f_error_code,) = _S_h.unpack_from(b, p)
-    p += 2
-    f_principal_type, p = r_str(b, p)
+    (f_error_code, n) = _S_hh.unpack_from(b, p)
+    p += 4
+    f_principal_type: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_principal_type = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_principal_type, p = r_str(b, p - 2)
     f_principal_name, p = r_str(b, p)
-    (f_issue_timestamp_ms, f_expiry_timestamp_ms, f_max_timestamp_ms) = _S_qqq.unpack_from(b, p)
-    p += 24
-    f_token_id, p = r_str(b, p)
+    (f_issue_timestamp_ms, f_expiry_timestamp_ms, f_max_timestamp_ms, n) = _S_qqqh.unpack_from(b, p)
+    p += 26
+    f_token_id: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_token_id = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_token_id, p = r_str(b, p - 2)
     f_hmac, p = r_bytes(b, p)
     (f_throttle_time_ms,) = _S_i.unpack_from(b, p)
     p += 4

@@ -57,6 +57,7 @@ from kwire.protocol._runtime import (
 Records = bytes | memoryview
 _I32 = _struct.Struct(">i")
 _S_h = _struct.Struct(">h")
+_S_hh = _struct.Struct(">hh")
 _S_i = _struct.Struct(">i")
 _S_iB = _struct.Struct(">i?")
 _A_int32 = ARRAYS["int32"]
@@ -266,11 +267,14 @@ def _d_CreatePartitionsAssignment_v0(b: Any, p: int) -> tuple[CreatePartitionsAs
     ap: Any
     f_broker_ids: list[Any]
     (n,) = _I32.unpack_from(b, p)
+    p += 4
     if 0 < n < 64:
-        f_broker_ids = list(_A_int32_S[n].unpack_from(b, p + 4))
-        p += 4 * n + 4
+        f_broker_ids = list(_A_int32_S[n].unpack_from(b, p))
+        p += 4 * n
+    elif n == 0:
+        f_broker_ids = []
     else:
-        f_broker_ids, p = _A_int32.read(b, p)
+        f_broker_ids, p = _A_int32.read(b, p - 4)
     o = _new(CreatePartitionsAssignment)
     o.broker_ids = f_broker_ids
     o.unknown_tags = None
@@ -366,6 +370,9 @@ def _d_CreatePartitionsAssignment_v2(b: Any, p: int) -> tuple[CreatePartitionsAs
     if 1 < n < 64:
         f_broker_ids = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
         p += 4 * n - 3
+    elif n == 1:
+        f_broker_ids = []
+        p += 1
     else:
         f_broker_ids, p = _A_int32.read_c(b, p)
     if b[p] == 0:
@@ -620,9 +627,15 @@ setattr(CreatePartitionsResponse, "CreatePartitionsTopicResult", CreatePartition
 def _d_CreatePartitionsTopicResult_v0(b: Any, p: int) -> tuple[CreatePartitionsTopicResult, int]:
     """Decode CreatePartitionsTopicResult (versions 0-1)."""
     f_name, p = r_str(b, p)
-    (f_error_code,) = _S_h.unpack_from(b, p)
-    p += 2
-    f_error_message, p = r_nstr(b, p)
+    (f_error_code, n) = _S_hh.unpack_from(b, p)
+    p += 4
+    f_error_message: str | None
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_error_message = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_error_message, p = r_nstr(b, p - 2)
     o = _new(CreatePartitionsTopicResult)
     o.name = f_name
     o.error_code = f_error_code

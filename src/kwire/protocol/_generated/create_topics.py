@@ -59,9 +59,11 @@ _I32 = _struct.Struct(">i")
 _S_16sh = _struct.Struct(">16sh")
 _S_BbB = _struct.Struct(">?b?")
 _S_h = _struct.Struct(">h")
+_S_hh = _struct.Struct(">hh")
 _S_i = _struct.Struct(">i")
 _S_iB = _struct.Struct(">i?")
 _S_ih = _struct.Struct(">ih")
+_S_ii = _struct.Struct(">ii")
 _A_int32 = ARRAYS["int32"]
 _A_int32_S = _A_int32.structs
 
@@ -374,15 +376,16 @@ def _d_CreatableReplicaAssignment_v0(b: Any, p: int) -> tuple[CreatableReplicaAs
     """Decode CreatableReplicaAssignment (versions 0-4)."""
     x: Any
     ap: Any
-    (f_partition_index,) = _S_i.unpack_from(b, p)
-    p += 4
+    (f_partition_index, n) = _S_ii.unpack_from(b, p)
+    p += 8
     f_broker_ids: list[Any]
-    (n,) = _I32.unpack_from(b, p)
     if 0 < n < 64:
-        f_broker_ids = list(_A_int32_S[n].unpack_from(b, p + 4))
-        p += 4 * n + 4
+        f_broker_ids = list(_A_int32_S[n].unpack_from(b, p))
+        p += 4 * n
+    elif n == 0:
+        f_broker_ids = []
     else:
-        f_broker_ids, p = _A_int32.read(b, p)
+        f_broker_ids, p = _A_int32.read(b, p - 4)
     o = _new(CreatableReplicaAssignment)
     o.partition_index = f_partition_index
     o.broker_ids = f_broker_ids
@@ -541,6 +544,9 @@ def _d_CreatableReplicaAssignment_v5(b: Any, p: int) -> tuple[CreatableReplicaAs
     if 1 < n < 64:
         f_broker_ids = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
         p += 4 * n - 3
+    elif n == 1:
+        f_broker_ids = []
+        p += 1
     else:
         f_broker_ids, p = _A_int32.read_c(b, p)
     if b[p] == 0:
@@ -1065,9 +1071,15 @@ def _e_CreateTopicsResponse_v0(o: CreateTopicsResponse, out: bytearray) -> None:
 def _d_CreatableTopicResult_v1(b: Any, p: int) -> tuple[CreatableTopicResult, int]:
     """Decode CreatableTopicResult (versions 1-4)."""
     f_name, p = r_str(b, p)
-    (f_error_code,) = _S_h.unpack_from(b, p)
-    p += 2
-    f_error_message, p = r_nstr(b, p)
+    (f_error_code, n) = _S_hh.unpack_from(b, p)
+    p += 4
+    f_error_message: str | None
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_error_message = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_error_message, p = r_nstr(b, p - 2)
     o = _new(CreatableTopicResult)
     o.name = f_name
     o.topic_id = ZERO_UUID

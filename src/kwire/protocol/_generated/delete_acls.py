@@ -58,7 +58,9 @@ Records = bytes | memoryview
 _I32 = _struct.Struct(">i")
 _S_b = _struct.Struct(">b")
 _S_bb = _struct.Struct(">bb")
+_S_bh = _struct.Struct(">bh")
 _S_h = _struct.Struct(">h")
+_S_hh = _struct.Struct(">hh")
 _S_i = _struct.Struct(">i")
 
 _INFO_DeleteAclsRequest = MessageInfo(
@@ -249,9 +251,15 @@ setattr(DeleteAclsRequest, "DeleteAclsFilter", DeleteAclsFilter)
 
 def _d_DeleteAclsFilter_v0(b: Any, p: int) -> tuple[DeleteAclsFilter, int]:
     """Decode DeleteAclsFilter (versions 0)."""
-    (f_resource_type_filter,) = _S_b.unpack_from(b, p)
-    p += 1
-    f_resource_name_filter, p = r_nstr(b, p)
+    (f_resource_type_filter, n) = _S_bh.unpack_from(b, p)
+    p += 3
+    f_resource_name_filter: str | None
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_resource_name_filter = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_resource_name_filter, p = r_nstr(b, p - 2)
     f_principal_filter, p = r_nstr(b, p)
     f_host_filter, p = r_nstr(b, p)
     (f_operation, f_permission_type) = _S_bb.unpack_from(b, p)
@@ -309,12 +317,24 @@ def _e_DeleteAclsRequest_v0(o: DeleteAclsRequest, out: bytearray) -> None:
 
 def _d_DeleteAclsFilter_v1(b: Any, p: int) -> tuple[DeleteAclsFilter, int]:
     """Decode DeleteAclsFilter (versions 1)."""
-    (f_resource_type_filter,) = _S_b.unpack_from(b, p)
-    p += 1
-    f_resource_name_filter, p = r_nstr(b, p)
-    (f_pattern_type_filter,) = _S_b.unpack_from(b, p)
-    p += 1
-    f_principal_filter, p = r_nstr(b, p)
+    (f_resource_type_filter, n) = _S_bh.unpack_from(b, p)
+    p += 3
+    f_resource_name_filter: str | None
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_resource_name_filter = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_resource_name_filter, p = r_nstr(b, p - 2)
+    (f_pattern_type_filter, n) = _S_bh.unpack_from(b, p)
+    p += 3
+    f_principal_filter: str | None
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_principal_filter = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_principal_filter, p = r_nstr(b, p - 2)
     f_host_filter, p = r_nstr(b, p)
     (f_operation, f_permission_type) = _S_bb.unpack_from(b, p)
     p += 2
@@ -720,12 +740,24 @@ setattr(DeleteAclsResponse, "DeleteAclsMatchingAcl", DeleteAclsMatchingAcl)
 
 def _d_DeleteAclsMatchingAcl_v0(b: Any, p: int) -> tuple[DeleteAclsMatchingAcl, int]:
     """Decode DeleteAclsMatchingAcl (versions 0)."""
-    (f_error_code,) = _S_h.unpack_from(b, p)
-    p += 2
-    f_error_message, p = r_nstr(b, p)
-    (f_resource_type,) = _S_b.unpack_from(b, p)
-    p += 1
-    f_resource_name, p = r_str(b, p)
+    (f_error_code, n) = _S_hh.unpack_from(b, p)
+    p += 4
+    f_error_message: str | None
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_error_message = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_error_message, p = r_nstr(b, p - 2)
+    (f_resource_type, n) = _S_bh.unpack_from(b, p)
+    p += 3
+    f_resource_name: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_resource_name = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_resource_name, p = r_str(b, p - 2)
     f_principal, p = r_str(b, p)
     f_host, p = r_str(b, p)
     (f_operation, f_permission_type) = _S_bb.unpack_from(b, p)
@@ -762,9 +794,15 @@ def _d_DeleteAclsFilterResult_v0(b: Any, p: int) -> tuple[DeleteAclsFilterResult
     """Decode DeleteAclsFilterResult (versions 0)."""
     x: Any
     ap: Any
-    (f_error_code,) = _S_h.unpack_from(b, p)
-    p += 2
-    f_error_message, p = r_nstr(b, p)
+    (f_error_code, n) = _S_hh.unpack_from(b, p)
+    p += 4
+    f_error_message: str | None
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_error_message = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_error_message, p = r_nstr(b, p - 2)
     n, p = r_alen(b, p)
     f_matching_acls: list[Any]
     f_matching_acls = []
@@ -825,15 +863,33 @@ def _e_DeleteAclsResponse_v0(o: DeleteAclsResponse, out: bytearray) -> None:
 
 def _d_DeleteAclsMatchingAcl_v1(b: Any, p: int) -> tuple[DeleteAclsMatchingAcl, int]:
     """Decode DeleteAclsMatchingAcl (versions 1)."""
-    (f_error_code,) = _S_h.unpack_from(b, p)
-    p += 2
-    f_error_message, p = r_nstr(b, p)
-    (f_resource_type,) = _S_b.unpack_from(b, p)
-    p += 1
-    f_resource_name, p = r_str(b, p)
-    (f_pattern_type,) = _S_b.unpack_from(b, p)
-    p += 1
-    f_principal, p = r_str(b, p)
+    (f_error_code, n) = _S_hh.unpack_from(b, p)
+    p += 4
+    f_error_message: str | None
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_error_message = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_error_message, p = r_nstr(b, p - 2)
+    (f_resource_type, n) = _S_bh.unpack_from(b, p)
+    p += 3
+    f_resource_name: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_resource_name = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_resource_name, p = r_str(b, p - 2)
+    (f_pattern_type, n) = _S_bh.unpack_from(b, p)
+    p += 3
+    f_principal: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_principal = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_principal, p = r_str(b, p - 2)
     f_host, p = r_str(b, p)
     (f_operation, f_permission_type) = _S_bb.unpack_from(b, p)
     p += 2
@@ -868,9 +924,15 @@ def _d_DeleteAclsFilterResult_v1(b: Any, p: int) -> tuple[DeleteAclsFilterResult
     """Decode DeleteAclsFilterResult (versions 1)."""
     x: Any
     ap: Any
-    (f_error_code,) = _S_h.unpack_from(b, p)
-    p += 2
-    f_error_message, p = r_nstr(b, p)
+    (f_error_code, n) = _S_hh.unpack_from(b, p)
+    p += 4
+    f_error_message: str | None
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_error_message = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_error_message, p = r_nstr(b, p - 2)
     n, p = r_alen(b, p)
     f_matching_acls: list[Any]
     f_matching_acls = []

@@ -58,7 +58,9 @@ Records = bytes | memoryview
 _I32 = _struct.Struct(">i")
 _S_b = _struct.Struct(">b")
 _S_bb = _struct.Struct(">bb")
+_S_bh = _struct.Struct(">bh")
 _S_ih = _struct.Struct(">ih")
+_S_ihh = _struct.Struct(">ihh")
 
 _INFO_DescribeAclsRequest = MessageInfo(
     "DescribeAclsRequest",
@@ -215,9 +217,15 @@ DescribeAclsRequest.__kafka_message__ = _INFO_DescribeAclsRequest
 
 def _d_DescribeAclsRequest_v0(b: Any, p: int) -> tuple[DescribeAclsRequest, int]:
     """Decode DescribeAclsRequest (versions 0)."""
-    (f_resource_type_filter,) = _S_b.unpack_from(b, p)
-    p += 1
-    f_resource_name_filter, p = r_nstr(b, p)
+    (f_resource_type_filter, n) = _S_bh.unpack_from(b, p)
+    p += 3
+    f_resource_name_filter: str | None
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_resource_name_filter = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_resource_name_filter, p = r_nstr(b, p - 2)
     f_principal_filter, p = r_nstr(b, p)
     f_host_filter, p = r_nstr(b, p)
     (f_operation, f_permission_type) = _S_bb.unpack_from(b, p)
@@ -248,12 +256,24 @@ def _e_DescribeAclsRequest_v0(o: DescribeAclsRequest, out: bytearray) -> None:
 
 def _d_DescribeAclsRequest_v1(b: Any, p: int) -> tuple[DescribeAclsRequest, int]:
     """Decode DescribeAclsRequest (versions 1)."""
-    (f_resource_type_filter,) = _S_b.unpack_from(b, p)
-    p += 1
-    f_resource_name_filter, p = r_nstr(b, p)
-    (f_pattern_type_filter,) = _S_b.unpack_from(b, p)
-    p += 1
-    f_principal_filter, p = r_nstr(b, p)
+    (f_resource_type_filter, n) = _S_bh.unpack_from(b, p)
+    p += 3
+    f_resource_name_filter: str | None
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_resource_name_filter = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_resource_name_filter, p = r_nstr(b, p - 2)
+    (f_pattern_type_filter, n) = _S_bh.unpack_from(b, p)
+    p += 3
+    f_principal_filter: str | None
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_principal_filter = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_principal_filter, p = r_nstr(b, p - 2)
     f_host_filter, p = r_nstr(b, p)
     (f_operation, f_permission_type) = _S_bb.unpack_from(b, p)
     p += 2
@@ -589,9 +609,15 @@ def _d_DescribeAclsResource_v0(b: Any, p: int) -> tuple[DescribeAclsResource, in
     """Decode DescribeAclsResource (versions 0)."""
     x: Any
     ap: Any
-    (f_resource_type,) = _S_b.unpack_from(b, p)
-    p += 1
-    f_resource_name, p = r_str(b, p)
+    (f_resource_type, n) = _S_bh.unpack_from(b, p)
+    p += 3
+    f_resource_name: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_resource_name = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_resource_name, p = r_str(b, p - 2)
     n, p = r_alen(b, p)
     f_acls: list[Any]
     f_acls = []
@@ -626,9 +652,15 @@ def _d_DescribeAclsResponse_v0(b: Any, p: int) -> tuple[DescribeAclsResponse, in
     """Decode DescribeAclsResponse (versions 0)."""
     x: Any
     ap: Any
-    (f_throttle_time_ms, f_error_code) = _S_ih.unpack_from(b, p)
-    p += 6
-    f_error_message, p = r_nstr(b, p)
+    (f_throttle_time_ms, f_error_code, n) = _S_ihh.unpack_from(b, p)
+    p += 8
+    f_error_message: str | None
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_error_message = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_error_message, p = r_nstr(b, p - 2)
     n, p = r_alen(b, p)
     f_resources: list[Any]
     f_resources = []
@@ -661,9 +693,15 @@ def _d_DescribeAclsResource_v1(b: Any, p: int) -> tuple[DescribeAclsResource, in
     """Decode DescribeAclsResource (versions 1)."""
     x: Any
     ap: Any
-    (f_resource_type,) = _S_b.unpack_from(b, p)
-    p += 1
-    f_resource_name, p = r_str(b, p)
+    (f_resource_type, n) = _S_bh.unpack_from(b, p)
+    p += 3
+    f_resource_name: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_resource_name = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_resource_name, p = r_str(b, p - 2)
     (f_pattern_type,) = _S_b.unpack_from(b, p)
     p += 1
     n, p = r_alen(b, p)
@@ -699,9 +737,15 @@ def _d_DescribeAclsResponse_v1(b: Any, p: int) -> tuple[DescribeAclsResponse, in
     """Decode DescribeAclsResponse (versions 1)."""
     x: Any
     ap: Any
-    (f_throttle_time_ms, f_error_code) = _S_ih.unpack_from(b, p)
-    p += 6
-    f_error_message, p = r_nstr(b, p)
+    (f_throttle_time_ms, f_error_code, n) = _S_ihh.unpack_from(b, p)
+    p += 8
+    f_error_message: str | None
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_error_message = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_error_message, p = r_nstr(b, p - 2)
     n, p = r_alen(b, p)
     f_resources: list[Any]
     f_resources = []

@@ -58,8 +58,10 @@ Records = bytes | memoryview
 _I32 = _struct.Struct(">i")
 _S_B = _struct.Struct(">?")
 _S_b = _struct.Struct(">b")
+_S_bh = _struct.Struct(">bh")
 _S_d = _struct.Struct(">d")
 _S_ih = _struct.Struct(">ih")
+_S_ihh = _struct.Struct(">ihh")
 
 _INFO_DescribeClientQuotasRequest = MessageInfo(
     "DescribeClientQuotasRequest",
@@ -229,9 +231,15 @@ setattr(DescribeClientQuotasRequest, "ComponentData", ComponentData)
 def _d_ComponentData_v0(b: Any, p: int) -> tuple[ComponentData, int]:
     """Decode ComponentData (versions 0)."""
     f_entity_type, p = r_str(b, p)
-    (f_match_type,) = _S_b.unpack_from(b, p)
-    p += 1
-    f_match, p = r_nstr(b, p)
+    (f_match_type, n) = _S_bh.unpack_from(b, p)
+    p += 3
+    f_match: str | None
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_match = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_match, p = r_nstr(b, p - 2)
     o = _new(ComponentData)
     o.entity_type = f_entity_type
     o.match_type = f_match_type
@@ -682,9 +690,15 @@ def _d_DescribeClientQuotasResponse_v0(b: Any, p: int) -> tuple[DescribeClientQu
     """Decode DescribeClientQuotasResponse (versions 0)."""
     x: Any
     ap: Any
-    (f_throttle_time_ms, f_error_code) = _S_ih.unpack_from(b, p)
-    p += 6
-    f_error_message, p = r_nstr(b, p)
+    (f_throttle_time_ms, f_error_code, n) = _S_ihh.unpack_from(b, p)
+    p += 8
+    f_error_message: str | None
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_error_message = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_error_message, p = r_nstr(b, p - 2)
     n, p = r_nalen(b, p)
     f_entries: list[Any] | None
     if n < 0:

@@ -61,7 +61,9 @@ _S_BB = _struct.Struct(">??")
 _S_BBB = _struct.Struct(">???")
 _S_BbB = _struct.Struct(">?b?")
 _S_b = _struct.Struct(">b")
+_S_bh = _struct.Struct(">bh")
 _S_h = _struct.Struct(">h")
+_S_hh = _struct.Struct(">hh")
 _S_i = _struct.Struct(">i")
 
 _INFO_DescribeConfigsRequest = MessageInfo(
@@ -237,9 +239,15 @@ def _d_DescribeConfigsResource_v0(b: Any, p: int) -> tuple[DescribeConfigsResour
     """Decode DescribeConfigsResource (versions 0-3)."""
     x: Any
     ap: Any
-    (f_resource_type,) = _S_b.unpack_from(b, p)
-    p += 1
-    f_resource_name, p = r_str(b, p)
+    (f_resource_type, n) = _S_bh.unpack_from(b, p)
+    p += 3
+    f_resource_name: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_resource_name = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_resource_name, p = r_str(b, p - 2)
     n, p = r_nalen(b, p)
     f_configuration_keys: list[Any] | None
     if n < 0:
@@ -869,12 +877,24 @@ def _d_DescribeConfigsResult_v0(b: Any, p: int) -> tuple[DescribeConfigsResult, 
     """Decode DescribeConfigsResult (versions 0)."""
     x: Any
     ap: Any
-    (f_error_code,) = _S_h.unpack_from(b, p)
-    p += 2
-    f_error_message, p = r_nstr(b, p)
-    (f_resource_type,) = _S_b.unpack_from(b, p)
-    p += 1
-    f_resource_name, p = r_str(b, p)
+    (f_error_code, n) = _S_hh.unpack_from(b, p)
+    p += 4
+    f_error_message: str | None
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_error_message = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_error_message, p = r_nstr(b, p - 2)
+    (f_resource_type, n) = _S_bh.unpack_from(b, p)
+    p += 3
+    f_resource_name: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_resource_name = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_resource_name, p = r_str(b, p - 2)
     n, p = r_alen(b, p)
     f_configs: list[Any]
     f_configs = []
@@ -1009,12 +1029,24 @@ def _d_DescribeConfigsResult_v1(b: Any, p: int) -> tuple[DescribeConfigsResult, 
     """Decode DescribeConfigsResult (versions 1-2)."""
     x: Any
     ap: Any
-    (f_error_code,) = _S_h.unpack_from(b, p)
-    p += 2
-    f_error_message, p = r_nstr(b, p)
-    (f_resource_type,) = _S_b.unpack_from(b, p)
-    p += 1
-    f_resource_name, p = r_str(b, p)
+    (f_error_code, n) = _S_hh.unpack_from(b, p)
+    p += 4
+    f_error_message: str | None
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_error_message = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_error_message, p = r_nstr(b, p - 2)
+    (f_resource_type, n) = _S_bh.unpack_from(b, p)
+    p += 3
+    f_resource_name: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_resource_name = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_resource_name, p = r_str(b, p - 2)
     n, p = r_alen(b, p)
     f_configs: list[Any]
     f_configs = []
@@ -1094,9 +1126,15 @@ def _d_DescribeConfigsResourceResult_v3(
     for _ in range(n):
         x, p = _d_DescribeConfigsSynonym_v1(b, p)
         ap(x)
-    (f_config_type,) = _S_b.unpack_from(b, p)
-    p += 1
-    f_documentation, p = r_nstr(b, p)
+    (f_config_type, n) = _S_bh.unpack_from(b, p)
+    p += 3
+    f_documentation: str | None
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_documentation = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_documentation, p = r_nstr(b, p - 2)
     o = _new(DescribeConfigsResourceResult)
     o.name = f_name
     o.value = f_value
@@ -1132,12 +1170,24 @@ def _d_DescribeConfigsResult_v3(b: Any, p: int) -> tuple[DescribeConfigsResult, 
     """Decode DescribeConfigsResult (versions 3)."""
     x: Any
     ap: Any
-    (f_error_code,) = _S_h.unpack_from(b, p)
-    p += 2
-    f_error_message, p = r_nstr(b, p)
-    (f_resource_type,) = _S_b.unpack_from(b, p)
-    p += 1
-    f_resource_name, p = r_str(b, p)
+    (f_error_code, n) = _S_hh.unpack_from(b, p)
+    p += 4
+    f_error_message: str | None
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_error_message = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_error_message, p = r_nstr(b, p - 2)
+    (f_resource_type, n) = _S_bh.unpack_from(b, p)
+    p += 3
+    f_resource_name: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_resource_name = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_resource_name, p = r_str(b, p - 2)
     n, p = r_alen(b, p)
     f_configs: list[Any]
     f_configs = []

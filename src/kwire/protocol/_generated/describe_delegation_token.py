@@ -59,6 +59,7 @@ _I32 = _struct.Struct(">i")
 _S_h = _struct.Struct(">h")
 _S_i = _struct.Struct(">i")
 _S_qqq = _struct.Struct(">qqq")
+_S_qqqh = _struct.Struct(">qqqh")
 
 _INFO_DescribeDelegationTokenRequest = MessageInfo(
     "DescribeDelegationTokenRequest",
@@ -650,9 +651,15 @@ def _d_DescribedDelegationToken_v0(b: Any, p: int) -> tuple[DescribedDelegationT
     ap: Any
     f_principal_type, p = r_str(b, p)
     f_principal_name, p = r_str(b, p)
-    (f_issue_timestamp, f_expiry_timestamp, f_max_timestamp) = _S_qqq.unpack_from(b, p)
-    p += 24
-    f_token_id, p = r_str(b, p)
+    (f_issue_timestamp, f_expiry_timestamp, f_max_timestamp, n) = _S_qqqh.unpack_from(b, p)
+    p += 26
+    f_token_id: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_token_id = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_token_id, p = r_str(b, p - 2)
     f_hmac, p = r_bytes(b, p)
     n, p = r_alen(b, p)
     f_renewers: list[Any]

@@ -58,6 +58,7 @@ Records = bytes | memoryview
 _I32 = _struct.Struct(">i")
 _S_B = _struct.Struct(">?")
 _S_h = _struct.Struct(">h")
+_S_hh = _struct.Struct(">hh")
 _S_i = _struct.Struct(">i")
 
 _INFO_DescribeGroupsRequest = MessageInfo(
@@ -594,9 +595,15 @@ def _d_DescribedGroup_v0(b: Any, p: int) -> tuple[DescribedGroup, int]:
     """Decode DescribedGroup (versions 0-2)."""
     x: Any
     ap: Any
-    (f_error_code,) = _S_h.unpack_from(b, p)
-    p += 2
-    f_group_id, p = r_str(b, p)
+    (f_error_code, n) = _S_hh.unpack_from(b, p)
+    p += 4
+    f_group_id: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_group_id = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_group_id, p = r_str(b, p - 2)
     f_group_state, p = r_str(b, p)
     f_protocol_type, p = r_str(b, p)
     f_protocol_data, p = r_str(b, p)
@@ -699,9 +706,15 @@ def _d_DescribedGroup_v3(b: Any, p: int) -> tuple[DescribedGroup, int]:
     """Decode DescribedGroup (versions 3)."""
     x: Any
     ap: Any
-    (f_error_code,) = _S_h.unpack_from(b, p)
-    p += 2
-    f_group_id, p = r_str(b, p)
+    (f_error_code, n) = _S_hh.unpack_from(b, p)
+    p += 4
+    f_group_id: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_group_id = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_group_id, p = r_str(b, p - 2)
     f_group_state, p = r_str(b, p)
     f_protocol_type, p = r_str(b, p)
     f_protocol_data, p = r_str(b, p)
@@ -807,9 +820,15 @@ def _d_DescribedGroup_v4(b: Any, p: int) -> tuple[DescribedGroup, int]:
     """Decode DescribedGroup (versions 4)."""
     x: Any
     ap: Any
-    (f_error_code,) = _S_h.unpack_from(b, p)
-    p += 2
-    f_group_id, p = r_str(b, p)
+    (f_error_code, n) = _S_hh.unpack_from(b, p)
+    p += 4
+    f_group_id: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_group_id = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_group_id, p = r_str(b, p - 2)
     f_group_state, p = r_str(b, p)
     f_protocol_type, p = r_str(b, p)
     f_protocol_data, p = r_str(b, p)

@@ -57,6 +57,7 @@ from kwire.protocol._runtime import (
 Records = bytes | memoryview
 _I32 = _struct.Struct(">i")
 _S_h = _struct.Struct(">h")
+_S_hh = _struct.Struct(">hh")
 _S_i = _struct.Struct(">i")
 _S_ih = _struct.Struct(">ih")
 _S_iqqB = _struct.Struct(">iqq?")
@@ -192,11 +193,14 @@ def _d_DescribableLogDirTopic_v0(b: Any, p: int) -> tuple[DescribableLogDirTopic
     f_topic, p = r_str(b, p)
     f_partitions: list[Any]
     (n,) = _I32.unpack_from(b, p)
+    p += 4
     if 0 < n < 64:
-        f_partitions = list(_A_int32_S[n].unpack_from(b, p + 4))
-        p += 4 * n + 4
+        f_partitions = list(_A_int32_S[n].unpack_from(b, p))
+        p += 4 * n
+    elif n == 0:
+        f_partitions = []
     else:
-        f_partitions, p = _A_int32.read(b, p)
+        f_partitions, p = _A_int32.read(b, p - 4)
     o = _new(DescribableLogDirTopic)
     o.topic = f_topic
     o.partitions = f_partitions
@@ -256,6 +260,9 @@ def _d_DescribableLogDirTopic_v2(b: Any, p: int) -> tuple[DescribableLogDirTopic
     if 1 < n < 64:
         f_partitions = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
         p += 4 * n - 3
+    elif n == 1:
+        f_partitions = []
+        p += 1
     else:
         f_partitions, p = _A_int32.read_c(b, p)
     if b[p] == 0:
@@ -693,9 +700,15 @@ def _d_DescribeLogDirsResult_v0(b: Any, p: int) -> tuple[DescribeLogDirsResult, 
     """Decode DescribeLogDirsResult (versions 0-1)."""
     x: Any
     ap: Any
-    (f_error_code,) = _S_h.unpack_from(b, p)
-    p += 2
-    f_log_dir, p = r_str(b, p)
+    (f_error_code, n) = _S_hh.unpack_from(b, p)
+    p += 4
+    f_log_dir: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_log_dir = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_log_dir, p = r_str(b, p - 2)
     n, p = r_alen(b, p)
     f_topics: list[Any]
     f_topics = []

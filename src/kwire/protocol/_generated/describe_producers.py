@@ -184,6 +184,9 @@ def _d_TopicRequest_v0(b: Any, p: int) -> tuple[TopicRequest, int]:
     if 1 < n < 64:
         f_partition_indexes = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
         p += 4 * n - 3
+    elif n == 1:
+        f_partition_indexes = []
+        p += 1
     else:
         f_partition_indexes, p = _A_int32.read_c(b, p)
     if b[p] == 0:

@@ -778,6 +778,9 @@ def _d_DescribeTopicPartitionsResponsePartition_v0(
     if 1 < n < 64:
         f_replica_nodes = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
         p += 4 * n - 3
+    elif n == 1:
+        f_replica_nodes = []
+        p += 1
     else:
         f_replica_nodes, p = _A_int32.read_c(b, p)
     f_isr_nodes: list[Any]
@@ -785,6 +788,9 @@ def _d_DescribeTopicPartitionsResponsePartition_v0(
     if 1 < n < 64:
         f_isr_nodes = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
         p += 4 * n - 3
+    elif n == 1:
+        f_isr_nodes = []
+        p += 1
     else:
         f_isr_nodes, p = _A_int32.read_c(b, p)
     f_eligible_leader_replicas: list[Any] | None
@@ -792,6 +798,9 @@ def _d_DescribeTopicPartitionsResponsePartition_v0(
     if 1 < n < 64:
         f_eligible_leader_replicas = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
         p += 4 * n - 3
+    elif n == 1:
+        f_eligible_leader_replicas = []
+        p += 1
     else:
         f_eligible_leader_replicas, p = _A_int32.read_nc(b, p)
     f_last_known_elr: list[Any] | None
@@ -799,6 +808,9 @@ def _d_DescribeTopicPartitionsResponsePartition_v0(
     if 1 < n < 64:
         f_last_known_elr = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
         p += 4 * n - 3
+    elif n == 1:
+        f_last_known_elr = []
+        p += 1
     else:
         f_last_known_elr, p = _A_int32.read_nc(b, p)
     f_offline_replicas: list[Any]
@@ -806,6 +818,9 @@ def _d_DescribeTopicPartitionsResponsePartition_v0(
     if 1 < n < 64:
         f_offline_replicas = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
         p += 4 * n - 3
+    elif n == 1:
+        f_offline_replicas = []
+        p += 1
     else:
         f_offline_replicas, p = _A_int32.read_c(b, p)
     if b[p] == 0:

@@ -59,6 +59,7 @@ _I32 = _struct.Struct(">i")
 _S_b = _struct.Struct(">b")
 _S_i = _struct.Struct(">i")
 _S_ih = _struct.Struct(">ih")
+_S_ihh = _struct.Struct(">ihh")
 _A_int32 = ARRAYS["int32"]
 _A_int32_S = _A_int32.structs
 
@@ -226,11 +227,14 @@ def _d_TopicPartitions_v0(b: Any, p: int) -> tuple[TopicPartitions, int]:
     f_topic, p = r_str(b, p)
     f_partitions: list[Any]
     (n,) = _I32.unpack_from(b, p)
+    p += 4
     if 0 < n < 64:
-        f_partitions = list(_A_int32_S[n].unpack_from(b, p + 4))
-        p += 4 * n + 4
+        f_partitions = list(_A_int32_S[n].unpack_from(b, p))
+        p += 4 * n
+    elif n == 0:
+        f_partitions = []
     else:
-        f_partitions, p = _A_int32.read(b, p)
+        f_partitions, p = _A_int32.read(b, p - 4)
     o = _new(TopicPartitions)
     o.topic = f_topic
     o.partitions = f_partitions
@@ -338,6 +342,9 @@ def _d_TopicPartitions_v2(b: Any, p: int) -> tuple[TopicPartitions, int]:
     if 1 < n < 64:
         f_partitions = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
         p += 4 * n - 3
+    elif n == 1:
+        f_partitions = []
+        p += 1
     else:
         f_partitions, p = _A_int32.read_c(b, p)
     if b[p] == 0:
@@ -622,9 +629,15 @@ setattr(ElectLeadersResponse, "ReplicaElectionResult", ReplicaElectionResult)
 
 def _d_PartitionResult_v0(b: Any, p: int) -> tuple[PartitionResult, int]:
     """Decode PartitionResult (versions 0-1)."""
-    (f_partition_id, f_error_code) = _S_ih.unpack_from(b, p)
-    p += 6
-    f_error_message, p = r_nstr(b, p)
+    (f_partition_id, f_error_code, n) = _S_ihh.unpack_from(b, p)
+    p += 8
+    f_error_message: str | None
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_error_message = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_error_message, p = r_nstr(b, p - 2)
     o = _new(PartitionResult)
     o.partition_id = f_partition_id
     o.error_code = f_error_code

@@ -62,6 +62,7 @@ _S_i = _struct.Struct(">i")
 _S_i16s = _struct.Struct(">i16s")
 _S_ihii = _struct.Struct(">ihii")
 _S_iii = _struct.Struct(">iii")
+_S_iiii = _struct.Struct(">iiii")
 _A_int32 = ARRAYS["int32"]
 _A_int32_S = _A_int32.structs
 
@@ -396,15 +397,16 @@ def _d_PartitionData_v0(b: Any, p: int) -> tuple[PartitionData, int]:
     """Decode PartitionData (versions 0)."""
     x: Any
     ap: Any
-    (f_partition_index, f_leader_id, f_leader_epoch) = _S_iii.unpack_from(b, p)
-    p += 12
+    (f_partition_index, f_leader_id, f_leader_epoch, n) = _S_iiii.unpack_from(b, p)
+    p += 16
     f_preferred_successors: list[Any]
-    (n,) = _I32.unpack_from(b, p)
     if 0 < n < 64:
-        f_preferred_successors = list(_A_int32_S[n].unpack_from(b, p + 4))
-        p += 4 * n + 4
+        f_preferred_successors = list(_A_int32_S[n].unpack_from(b, p))
+        p += 4 * n
+    elif n == 0:
+        f_preferred_successors = []
     else:
-        f_preferred_successors, p = _A_int32.read(b, p)
+        f_preferred_successors, p = _A_int32.read(b, p - 4)
     o = _new(PartitionData)
     o.partition_index = f_partition_index
     o.leader_id = f_leader_id

@@ -937,11 +937,14 @@ def _d_ForgottenTopic_v7(b: Any, p: int) -> tuple[ForgottenTopic, int]:
     f_topic, p = r_str(b, p)
     f_partitions: list[Any]
     (n,) = _I32.unpack_from(b, p)
+    p += 4
     if 0 < n < 64:
-        f_partitions = list(_A_int32_S[n].unpack_from(b, p + 4))
-        p += 4 * n + 4
+        f_partitions = list(_A_int32_S[n].unpack_from(b, p))
+        p += 4 * n
+    elif n == 0:
+        f_partitions = []
     else:
-        f_partitions, p = _A_int32.read(b, p)
+        f_partitions, p = _A_int32.read(b, p - 4)
     o = _new(ForgottenTopic)
     o.topic = f_topic
     o.topic_id = ZERO_UUID
@@ -1329,6 +1332,9 @@ def _d_ForgottenTopic_v12(b: Any, p: int) -> tuple[ForgottenTopic, int]:
     if 1 < n < 64:
         f_partitions = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
         p += 4 * n - 3
+    elif n == 1:
+        f_partitions = []
+        p += 1
     else:
         f_partitions, p = _A_int32.read_c(b, p)
     if b[p] == 0:
@@ -1509,6 +1515,9 @@ def _d_ForgottenTopic_v13(b: Any, p: int) -> tuple[ForgottenTopic, int]:
     if 1 < n < 64:
         f_partitions = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
         p += 4 * n - 3
+    elif n == 1:
+        f_partitions = []
+        p += 1
     else:
         f_partitions, p = _A_int32.read_c(b, p)
     if b[p] == 0:

@@ -58,8 +58,10 @@ Records = bytes | memoryview
 _I32 = _struct.Struct(">i")
 _S_b = _struct.Struct(">b")
 _S_hi = _struct.Struct(">hi")
+_S_hih = _struct.Struct(">hih")
 _S_i = _struct.Struct(">i")
 _S_ih = _struct.Struct(">ih")
+_S_ihh = _struct.Struct(">ihh")
 
 _INFO_FindCoordinatorRequest = MessageInfo(
     "FindCoordinatorRequest",
@@ -490,9 +492,15 @@ setattr(FindCoordinatorResponse, "Coordinator", Coordinator)
 
 def _d_FindCoordinatorResponse_v0(b: Any, p: int) -> tuple[FindCoordinatorResponse, int]:
     """Decode FindCoordinatorResponse (versions 0)."""
-    (f_error_code, f_node_id) = _S_hi.unpack_from(b, p)
-    p += 6
-    f_host, p = r_str(b, p)
+    (f_error_code, f_node_id, n) = _S_hih.unpack_from(b, p)
+    p += 8
+    f_host: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_host = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_host, p = r_str(b, p - 2)
     (f_port,) = _S_i.unpack_from(b, p)
     p += 4
     o = _new(FindCoordinatorResponse)
@@ -519,12 +527,24 @@ def _e_FindCoordinatorResponse_v0(o: FindCoordinatorResponse, out: bytearray) ->
 
 def _d_FindCoordinatorResponse_v1(b: Any, p: int) -> tuple[FindCoordinatorResponse, int]:
     """Decode FindCoordinatorResponse (versions 1-2)."""
-    (f_throttle_time_ms, f_error_code) = _S_ih.unpack_from(b, p)
+    (f_throttle_time_ms, f_error_code, n) = _S_ihh.unpack_from(b, p)
+    p += 8
+    f_error_message: str | None
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_error_message = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_error_message, p = r_nstr(b, p - 2)
+    (f_node_id, n) = _S_ih.unpack_from(b, p)
     p += 6
-    f_error_message, p = r_nstr(b, p)
-    (f_node_id,) = _S_i.unpack_from(b, p)
-    p += 4
-    f_host, p = r_str(b, p)
+    f_host: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_host = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_host, p = r_str(b, p - 2)
     (f_port,) = _S_i.unpack_from(b, p)
     p += 4
     o = _new(FindCoordinatorResponse)

@@ -341,6 +341,9 @@ def _d_GetTelemetrySubscriptionsResponse_v0(
     if 1 < n < 64:
         f_accepted_compression_types = list(_A_int8_S[n - 1].unpack_from(b, p + 1))
         p += 1 * n - 0
+    elif n == 1:
+        f_accepted_compression_types = []
+        p += 1
     else:
         f_accepted_compression_types, p = _A_int8.read_c(b, p)
     (f_push_interval_ms, f_telemetry_max_bytes, f_delta_temporality) = _S_iiB.unpack_from(b, p)

@@ -157,9 +157,15 @@ HeartbeatRequest.__kafka_message__ = _INFO_HeartbeatRequest
 def _d_HeartbeatRequest_v0(b: Any, p: int) -> tuple[HeartbeatRequest, int]:
     """Decode HeartbeatRequest (versions 0-2)."""
     f_group_id, p = r_str(b, p)
-    (f_generation_id,) = _S_i.unpack_from(b, p)
-    p += 4
-    f_member_id, p = r_str(b, p)
+    (f_generation_id, n) = _S_ih.unpack_from(b, p)
+    p += 6
+    f_member_id: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_member_id = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_member_id, p = r_str(b, p - 2)
     o = _new(HeartbeatRequest)
     o.group_id = f_group_id
     o.generation_id = f_generation_id
@@ -182,9 +188,15 @@ def _e_HeartbeatRequest_v0(o: HeartbeatRequest, out: bytearray) -> None:
 def _d_HeartbeatRequest_v3(b: Any, p: int) -> tuple[HeartbeatRequest, int]:
     """Decode HeartbeatRequest (versions 3)."""
     f_group_id, p = r_str(b, p)
-    (f_generation_id,) = _S_i.unpack_from(b, p)
-    p += 4
-    f_member_id, p = r_str(b, p)
+    (f_generation_id, n) = _S_ih.unpack_from(b, p)
+    p += 6
+    f_member_id: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_member_id = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_member_id, p = r_str(b, p - 2)
     f_group_instance_id, p = r_nstr(b, p)
     o = _new(HeartbeatRequest)
     o.group_id = f_group_id

@@ -58,9 +58,13 @@ Records = bytes | memoryview
 _I32 = _struct.Struct(">i")
 _S_B = _struct.Struct(">?")
 _S_hi = _struct.Struct(">hi")
+_S_hih = _struct.Struct(">hih")
 _S_i = _struct.Struct(">i")
+_S_ih = _struct.Struct(">ih")
 _S_ihi = _struct.Struct(">ihi")
+_S_ihih = _struct.Struct(">ihih")
 _S_ii = _struct.Struct(">ii")
+_S_iih = _struct.Struct(">iih")
 
 _INFO_JoinGroupRequest = MessageInfo(
     "JoinGroupRequest", "request", 11, "0-9", "6+", unstable=False, source="JoinGroupRequest.json"
@@ -292,9 +296,15 @@ def _d_JoinGroupRequest_v0(b: Any, p: int) -> tuple[JoinGroupRequest, int]:
     x: Any
     ap: Any
     f_group_id, p = r_str(b, p)
-    (f_session_timeout_ms,) = _S_i.unpack_from(b, p)
-    p += 4
-    f_member_id, p = r_str(b, p)
+    (f_session_timeout_ms, n) = _S_ih.unpack_from(b, p)
+    p += 6
+    f_member_id: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_member_id = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_member_id, p = r_str(b, p - 2)
     f_protocol_type, p = r_str(b, p)
     n, p = r_alen(b, p)
     f_protocols: list[Any]
@@ -337,9 +347,15 @@ def _d_JoinGroupRequest_v1(b: Any, p: int) -> tuple[JoinGroupRequest, int]:
     x: Any
     ap: Any
     f_group_id, p = r_str(b, p)
-    (f_session_timeout_ms, f_rebalance_timeout_ms) = _S_ii.unpack_from(b, p)
-    p += 8
-    f_member_id, p = r_str(b, p)
+    (f_session_timeout_ms, f_rebalance_timeout_ms, n) = _S_iih.unpack_from(b, p)
+    p += 10
+    f_member_id: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_member_id = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_member_id, p = r_str(b, p - 2)
     f_protocol_type, p = r_str(b, p)
     n, p = r_alen(b, p)
     f_protocols: list[Any]
@@ -382,9 +398,15 @@ def _d_JoinGroupRequest_v5(b: Any, p: int) -> tuple[JoinGroupRequest, int]:
     x: Any
     ap: Any
     f_group_id, p = r_str(b, p)
-    (f_session_timeout_ms, f_rebalance_timeout_ms) = _S_ii.unpack_from(b, p)
-    p += 8
-    f_member_id, p = r_str(b, p)
+    (f_session_timeout_ms, f_rebalance_timeout_ms, n) = _S_iih.unpack_from(b, p)
+    p += 10
+    f_member_id: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_member_id = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_member_id, p = r_str(b, p - 2)
     f_group_instance_id, p = r_nstr(b, p)
     f_protocol_type, p = r_str(b, p)
     n, p = r_alen(b, p)
@@ -820,9 +842,15 @@ def _d_JoinGroupResponse_v0(b: Any, p: int) -> tuple[JoinGroupResponse, int]:
     """Decode JoinGroupResponse (versions 0-1)."""
     x: Any
     ap: Any
-    (f_error_code, f_generation_id) = _S_hi.unpack_from(b, p)
-    p += 6
-    f_protocol_name, p = r_str(b, p)
+    (f_error_code, f_generation_id, n) = _S_hih.unpack_from(b, p)
+    p += 8
+    f_protocol_name: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_protocol_name = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_protocol_name, p = r_str(b, p - 2)
     f_leader, p = r_str(b, p)
     f_member_id, p = r_str(b, p)
     n, p = r_alen(b, p)
@@ -866,9 +894,15 @@ def _d_JoinGroupResponse_v2(b: Any, p: int) -> tuple[JoinGroupResponse, int]:
     """Decode JoinGroupResponse (versions 2-4)."""
     x: Any
     ap: Any
-    (f_throttle_time_ms, f_error_code, f_generation_id) = _S_ihi.unpack_from(b, p)
-    p += 10
-    f_protocol_name, p = r_str(b, p)
+    (f_throttle_time_ms, f_error_code, f_generation_id, n) = _S_ihih.unpack_from(b, p)
+    p += 12
+    f_protocol_name: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_protocol_name = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_protocol_name, p = r_str(b, p - 2)
     f_leader, p = r_str(b, p)
     f_member_id, p = r_str(b, p)
     n, p = r_alen(b, p)
@@ -933,9 +967,15 @@ def _d_JoinGroupResponse_v5(b: Any, p: int) -> tuple[JoinGroupResponse, int]:
     """Decode JoinGroupResponse (versions 5)."""
     x: Any
     ap: Any
-    (f_throttle_time_ms, f_error_code, f_generation_id) = _S_ihi.unpack_from(b, p)
-    p += 10
-    f_protocol_name, p = r_str(b, p)
+    (f_throttle_time_ms, f_error_code, f_generation_id, n) = _S_ihih.unpack_from(b, p)
+    p += 12
+    f_protocol_name: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_protocol_name = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_protocol_name, p = r_str(b, p - 2)
     f_leader, p = r_str(b, p)
     f_member_id, p = r_str(b, p)
     n, p = r_alen(b, p)

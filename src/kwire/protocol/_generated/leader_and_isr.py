@@ -65,6 +65,7 @@ _S_iBiqb = _struct.Struct(">i?iqb")
 _S_ih = _struct.Struct(">ih")
 _S_ii = _struct.Struct(">ii")
 _S_iiii = _struct.Struct(">iiii")
+_S_iiiii = _struct.Struct(">iiiii")
 _S_iiq = _struct.Struct(">iiq")
 _S_iiqb = _struct.Struct(">iiqb")
 _A_int32 = ARRAYS["int32"]
@@ -550,24 +551,28 @@ def _d_LeaderAndIsrPartitionState_v0(b: Any, p: int) -> tuple[LeaderAndIsrPartit
     x: Any
     ap: Any
     f_topic_name, p = r_str(b, p)
-    (f_partition_index, f_controller_epoch, f_leader, f_leader_epoch) = _S_iiii.unpack_from(b, p)
-    p += 16
+    (f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, n) = _S_iiiii.unpack_from(
+        b, p
+    )
+    p += 20
     f_isr: list[Any]
-    (n,) = _I32.unpack_from(b, p)
     if 0 < n < 64:
-        f_isr = list(_A_int32_S[n].unpack_from(b, p + 4))
-        p += 4 * n + 4
+        f_isr = list(_A_int32_S[n].unpack_from(b, p))
+        p += 4 * n
+    elif n == 0:
+        f_isr = []
     else:
-        f_isr, p = _A_int32.read(b, p)
-    (f_partition_epoch,) = _S_i.unpack_from(b, p)
-    p += 4
+        f_isr, p = _A_int32.read(b, p - 4)
+    (f_partition_epoch, n) = _S_ii.unpack_from(b, p)
+    p += 8
     f_replicas: list[Any]
-    (n,) = _I32.unpack_from(b, p)
     if 0 < n < 64:
-        f_replicas = list(_A_int32_S[n].unpack_from(b, p + 4))
-        p += 4 * n + 4
+        f_replicas = list(_A_int32_S[n].unpack_from(b, p))
+        p += 4 * n
+    elif n == 0:
+        f_replicas = []
     else:
-        f_replicas, p = _A_int32.read(b, p)
+        f_replicas, p = _A_int32.read(b, p - 4)
     o = _new(LeaderAndIsrPartitionState)
     o.topic_name = f_topic_name
     o.partition_index = f_partition_index
@@ -602,9 +607,15 @@ def _e_LeaderAndIsrPartitionState_v0(o: LeaderAndIsrPartitionState, out: bytearr
 
 def _d_LeaderAndIsrLiveLeader_v0(b: Any, p: int) -> tuple[LeaderAndIsrLiveLeader, int]:
     """Decode LeaderAndIsrLiveLeader (versions 0-3)."""
-    (f_broker_id,) = _S_i.unpack_from(b, p)
-    p += 4
-    f_host_name, p = r_str(b, p)
+    (f_broker_id, n) = _S_ih.unpack_from(b, p)
+    p += 6
+    f_host_name: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_host_name = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_host_name, p = r_str(b, p - 2)
     (f_port,) = _S_i.unpack_from(b, p)
     p += 4
     o = _new(LeaderAndIsrLiveLeader)
@@ -682,24 +693,28 @@ def _d_LeaderAndIsrPartitionState_v1(b: Any, p: int) -> tuple[LeaderAndIsrPartit
     x: Any
     ap: Any
     f_topic_name, p = r_str(b, p)
-    (f_partition_index, f_controller_epoch, f_leader, f_leader_epoch) = _S_iiii.unpack_from(b, p)
-    p += 16
+    (f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, n) = _S_iiiii.unpack_from(
+        b, p
+    )
+    p += 20
     f_isr: list[Any]
-    (n,) = _I32.unpack_from(b, p)
     if 0 < n < 64:
-        f_isr = list(_A_int32_S[n].unpack_from(b, p + 4))
-        p += 4 * n + 4
+        f_isr = list(_A_int32_S[n].unpack_from(b, p))
+        p += 4 * n
+    elif n == 0:
+        f_isr = []
     else:
-        f_isr, p = _A_int32.read(b, p)
-    (f_partition_epoch,) = _S_i.unpack_from(b, p)
-    p += 4
+        f_isr, p = _A_int32.read(b, p - 4)
+    (f_partition_epoch, n) = _S_ii.unpack_from(b, p)
+    p += 8
     f_replicas: list[Any]
-    (n,) = _I32.unpack_from(b, p)
     if 0 < n < 64:
-        f_replicas = list(_A_int32_S[n].unpack_from(b, p + 4))
-        p += 4 * n + 4
+        f_replicas = list(_A_int32_S[n].unpack_from(b, p))
+        p += 4 * n
+    elif n == 0:
+        f_replicas = []
     else:
-        f_replicas, p = _A_int32.read(b, p)
+        f_replicas, p = _A_int32.read(b, p - 4)
     (f_is_new,) = _S_B.unpack_from(b, p)
     p += 1
     o = _new(LeaderAndIsrPartitionState)
@@ -793,24 +808,28 @@ def _d_LeaderAndIsrPartitionState_v2(b: Any, p: int) -> tuple[LeaderAndIsrPartit
     """Decode LeaderAndIsrPartitionState (versions 2)."""
     x: Any
     ap: Any
-    (f_partition_index, f_controller_epoch, f_leader, f_leader_epoch) = _S_iiii.unpack_from(b, p)
-    p += 16
+    (f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, n) = _S_iiiii.unpack_from(
+        b, p
+    )
+    p += 20
     f_isr: list[Any]
-    (n,) = _I32.unpack_from(b, p)
     if 0 < n < 64:
-        f_isr = list(_A_int32_S[n].unpack_from(b, p + 4))
-        p += 4 * n + 4
+        f_isr = list(_A_int32_S[n].unpack_from(b, p))
+        p += 4 * n
+    elif n == 0:
+        f_isr = []
     else:
-        f_isr, p = _A_int32.read(b, p)
-    (f_partition_epoch,) = _S_i.unpack_from(b, p)
-    p += 4
+        f_isr, p = _A_int32.read(b, p - 4)
+    (f_partition_epoch, n) = _S_ii.unpack_from(b, p)
+    p += 8
     f_replicas: list[Any]
-    (n,) = _I32.unpack_from(b, p)
     if 0 < n < 64:
-        f_replicas = list(_A_int32_S[n].unpack_from(b, p + 4))
-        p += 4 * n + 4
+        f_replicas = list(_A_int32_S[n].unpack_from(b, p))
+        p += 4 * n
+    elif n == 0:
+        f_replicas = []
     else:
-        f_replicas, p = _A_int32.read(b, p)
+        f_replicas, p = _A_int32.read(b, p - 4)
     (f_is_new,) = _S_B.unpack_from(b, p)
     p += 1
     o = _new(LeaderAndIsrPartitionState)
@@ -934,38 +953,48 @@ def _d_LeaderAndIsrPartitionState_v3(b: Any, p: int) -> tuple[LeaderAndIsrPartit
     """Decode LeaderAndIsrPartitionState (versions 3)."""
     x: Any
     ap: Any
-    (f_partition_index, f_controller_epoch, f_leader, f_leader_epoch) = _S_iiii.unpack_from(b, p)
-    p += 16
+    (f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, n) = _S_iiiii.unpack_from(
+        b, p
+    )
+    p += 20
     f_isr: list[Any]
-    (n,) = _I32.unpack_from(b, p)
     if 0 < n < 64:
-        f_isr = list(_A_int32_S[n].unpack_from(b, p + 4))
-        p += 4 * n + 4
+        f_isr = list(_A_int32_S[n].unpack_from(b, p))
+        p += 4 * n
+    elif n == 0:
+        f_isr = []
     else:
-        f_isr, p = _A_int32.read(b, p)
-    (f_partition_epoch,) = _S_i.unpack_from(b, p)
-    p += 4
+        f_isr, p = _A_int32.read(b, p - 4)
+    (f_partition_epoch, n) = _S_ii.unpack_from(b, p)
+    p += 8
     f_replicas: list[Any]
-    (n,) = _I32.unpack_from(b, p)
     if 0 < n < 64:
-        f_replicas = list(_A_int32_S[n].unpack_from(b, p + 4))
-        p += 4 * n + 4
+        f_replicas = list(_A_int32_S[n].unpack_from(b, p))
+        p += 4 * n
+    elif n == 0:
+        f_replicas = []
     else:
-        f_replicas, p = _A_int32.read(b, p)
+        f_replicas, p = _A_int32.read(b, p - 4)
     f_adding_replicas: list[Any]
     (n,) = _I32.unpack_from(b, p)
+    p += 4
     if 0 < n < 64:
-        f_adding_replicas = list(_A_int32_S[n].unpack_from(b, p + 4))
-        p += 4 * n + 4
+        f_adding_replicas = list(_A_int32_S[n].unpack_from(b, p))
+        p += 4 * n
+    elif n == 0:
+        f_adding_replicas = []
     else:
-        f_adding_replicas, p = _A_int32.read(b, p)
+        f_adding_replicas, p = _A_int32.read(b, p - 4)
     f_removing_replicas: list[Any]
     (n,) = _I32.unpack_from(b, p)
+    p += 4
     if 0 < n < 64:
-        f_removing_replicas = list(_A_int32_S[n].unpack_from(b, p + 4))
-        p += 4 * n + 4
+        f_removing_replicas = list(_A_int32_S[n].unpack_from(b, p))
+        p += 4 * n
+    elif n == 0:
+        f_removing_replicas = []
     else:
-        f_removing_replicas, p = _A_int32.read(b, p)
+        f_removing_replicas, p = _A_int32.read(b, p - 4)
     (f_is_new,) = _S_B.unpack_from(b, p)
     p += 1
     o = _new(LeaderAndIsrPartitionState)
@@ -1100,6 +1129,9 @@ def _d_LeaderAndIsrPartitionState_v4(b: Any, p: int) -> tuple[LeaderAndIsrPartit
     if 1 < n < 64:
         f_isr = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
         p += 4 * n - 3
+    elif n == 1:
+        f_isr = []
+        p += 1
     else:
         f_isr, p = _A_int32.read_c(b, p)
     (f_partition_epoch,) = _S_i.unpack_from(b, p)
@@ -1109,6 +1141,9 @@ def _d_LeaderAndIsrPartitionState_v4(b: Any, p: int) -> tuple[LeaderAndIsrPartit
     if 1 < n < 64:
         f_replicas = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
         p += 4 * n - 3
+    elif n == 1:
+        f_replicas = []
+        p += 1
     else:
         f_replicas, p = _A_int32.read_c(b, p)
     f_adding_replicas: list[Any]
@@ -1116,6 +1151,9 @@ def _d_LeaderAndIsrPartitionState_v4(b: Any, p: int) -> tuple[LeaderAndIsrPartit
     if 1 < n < 64:
         f_adding_replicas = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
         p += 4 * n - 3
+    elif n == 1:
+        f_adding_replicas = []
+        p += 1
     else:
         f_adding_replicas, p = _A_int32.read_c(b, p)
     f_removing_replicas: list[Any]
@@ -1123,6 +1161,9 @@ def _d_LeaderAndIsrPartitionState_v4(b: Any, p: int) -> tuple[LeaderAndIsrPartit
     if 1 < n < 64:
         f_removing_replicas = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
         p += 4 * n - 3
+    elif n == 1:
+        f_removing_replicas = []
+        p += 1
     else:
         f_removing_replicas, p = _A_int32.read_c(b, p)
     (f_is_new,) = _S_B.unpack_from(b, p)
@@ -1411,6 +1452,9 @@ def _d_LeaderAndIsrPartitionState_v6(b: Any, p: int) -> tuple[LeaderAndIsrPartit
     if 1 < n < 64:
         f_isr = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
         p += 4 * n - 3
+    elif n == 1:
+        f_isr = []
+        p += 1
     else:
         f_isr, p = _A_int32.read_c(b, p)
     (f_partition_epoch,) = _S_i.unpack_from(b, p)
@@ -1420,6 +1464,9 @@ def _d_LeaderAndIsrPartitionState_v6(b: Any, p: int) -> tuple[LeaderAndIsrPartit
     if 1 < n < 64:
         f_replicas = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
         p += 4 * n - 3
+    elif n == 1:
+        f_replicas = []
+        p += 1
     else:
         f_replicas, p = _A_int32.read_c(b, p)
     f_adding_replicas: list[Any]
@@ -1427,6 +1474,9 @@ def _d_LeaderAndIsrPartitionState_v6(b: Any, p: int) -> tuple[LeaderAndIsrPartit
     if 1 < n < 64:
         f_adding_replicas = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
         p += 4 * n - 3
+    elif n == 1:
+        f_adding_replicas = []
+        p += 1
     else:
         f_adding_replicas, p = _A_int32.read_c(b, p)
     f_removing_replicas: list[Any]
@@ -1434,6 +1484,9 @@ def _d_LeaderAndIsrPartitionState_v6(b: Any, p: int) -> tuple[LeaderAndIsrPartit
     if 1 < n < 64:
         f_removing_replicas = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
         p += 4 * n - 3
+    elif n == 1:
+        f_removing_replicas = []
+        p += 1
     else:
         f_removing_replicas, p = _A_int32.read_c(b, p)
     (f_is_new, f_leader_recovery_state) = _S_Bb.unpack_from(b, p)

@@ -59,6 +59,7 @@ _I32 = _struct.Struct(">i")
 _S_i = _struct.Struct(">i")
 _S_ib = _struct.Struct(">ib")
 _S_ih = _struct.Struct(">ih")
+_S_ihi = _struct.Struct(">ihi")
 _S_ihqq = _struct.Struct(">ihqq")
 _S_ihqqi = _struct.Struct(">ihqqi")
 _S_iiq = _struct.Struct(">iiq")
@@ -927,15 +928,16 @@ def _d_ListOffsetsPartitionResponse_v0(b: Any, p: int) -> tuple[ListOffsetsParti
     """Decode ListOffsetsPartitionResponse (versions 0)."""
     x: Any
     ap: Any
-    (f_partition_index, f_error_code) = _S_ih.unpack_from(b, p)
-    p += 6
+    (f_partition_index, f_error_code, n) = _S_ihi.unpack_from(b, p)
+    p += 10
     f_old_style_offsets: list[Any]
-    (n,) = _I32.unpack_from(b, p)
     if 0 < n < 64:
-        f_old_style_offsets = list(_A_int64_S[n].unpack_from(b, p + 4))
-        p += 8 * n + 4
+        f_old_style_offsets = list(_A_int64_S[n].unpack_from(b, p))
+        p += 8 * n
+    elif n == 0:
+        f_old_style_offsets = []
     else:
-        f_old_style_offsets, p = _A_int64.read(b, p)
+        f_old_style_offsets, p = _A_int64.read(b, p - 4)
     o = _new(ListOffsetsPartitionResponse)
     o.partition_index = f_partition_index
     o.error_code = f_error_code

@@ -220,6 +220,9 @@ def _d_ListPartitionReassignmentsTopics_v0(
     if 1 < n < 64:
         f_partition_indexes = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
         p += 4 * n - 3
+    elif n == 1:
+        f_partition_indexes = []
+        p += 1
     else:
         f_partition_indexes, p = _A_int32.read_c(b, p)
     if b[p] == 0:
@@ -535,6 +538,9 @@ def _d_OngoingPartitionReassignment_v0(b: Any, p: int) -> tuple[OngoingPartition
     if 1 < n < 64:
         f_replicas = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
         p += 4 * n - 3
+    elif n == 1:
+        f_replicas = []
+        p += 1
     else:
         f_replicas, p = _A_int32.read_c(b, p)
     f_adding_replicas: list[Any]
@@ -542,6 +548,9 @@ def _d_OngoingPartitionReassignment_v0(b: Any, p: int) -> tuple[OngoingPartition
     if 1 < n < 64:
         f_adding_replicas = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
         p += 4 * n - 3
+    elif n == 1:
+        f_adding_replicas = []
+        p += 1
     else:
         f_adding_replicas, p = _A_int32.read_c(b, p)
     f_removing_replicas: list[Any]
@@ -549,6 +558,9 @@ def _d_OngoingPartitionReassignment_v0(b: Any, p: int) -> tuple[OngoingPartition
     if 1 < n < 64:
         f_removing_replicas = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
         p += 4 * n - 3
+    elif n == 1:
+        f_removing_replicas = []
+        p += 1
     else:
         f_removing_replicas, p = _A_int32.read_c(b, p)
     if b[p] == 0:

@@ -176,6 +176,9 @@ def _d_ListTransactionsRequest_v0(b: Any, p: int) -> tuple[ListTransactionsReque
     if 1 < n < 64:
         f_producer_id_filters = list(_A_int64_S[n - 1].unpack_from(b, p + 1))
         p += 8 * n - 7
+    elif n == 1:
+        f_producer_id_filters = []
+        p += 1
     else:
         f_producer_id_filters, p = _A_int64.read_c(b, p)
     if b[p] == 0:
@@ -223,6 +226,9 @@ def _d_ListTransactionsRequest_v1(b: Any, p: int) -> tuple[ListTransactionsReque
     if 1 < n < 64:
         f_producer_id_filters = list(_A_int64_S[n - 1].unpack_from(b, p + 1))
         p += 8 * n - 7
+    elif n == 1:
+        f_producer_id_filters = []
+        p += 1
     else:
         f_producer_id_filters, p = _A_int64.read_c(b, p)
     (f_duration_filter,) = _S_q.unpack_from(b, p)

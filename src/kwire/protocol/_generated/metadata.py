@@ -62,9 +62,12 @@ _S_B = _struct.Struct(">?")
 _S_BB = _struct.Struct(">??")
 _S_BBB = _struct.Struct(">???")
 _S_h = _struct.Struct(">h")
+_S_hh = _struct.Struct(">hh")
 _S_hii = _struct.Struct(">hii")
 _S_hiii = _struct.Struct(">hiii")
+_S_hiiii = _struct.Struct(">hiiii")
 _S_i = _struct.Struct(">i")
+_S_ih = _struct.Struct(">ih")
 _A_int32 = ARRAYS["int32"]
 _A_int32_S = _A_int32.structs
 
@@ -1081,9 +1084,15 @@ setattr(MetadataResponse, "MetadataResponseTopic", MetadataResponseTopic)
 
 def _d_MetadataResponseBroker_v0(b: Any, p: int) -> tuple[MetadataResponseBroker, int]:
     """Decode MetadataResponseBroker (versions 0)."""
-    (f_node_id,) = _S_i.unpack_from(b, p)
-    p += 4
-    f_host, p = r_str(b, p)
+    (f_node_id, n) = _S_ih.unpack_from(b, p)
+    p += 6
+    f_host: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_host = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_host, p = r_str(b, p - 2)
     (f_port,) = _S_i.unpack_from(b, p)
     p += 4
     o = _new(MetadataResponseBroker)
@@ -1107,22 +1116,26 @@ def _d_MetadataResponsePartition_v0(b: Any, p: int) -> tuple[MetadataResponsePar
     """Decode MetadataResponsePartition (versions 0-4)."""
     x: Any
     ap: Any
-    (f_error_code, f_partition_index, f_leader_id) = _S_hii.unpack_from(b, p)
-    p += 10
+    (f_error_code, f_partition_index, f_leader_id, n) = _S_hiii.unpack_from(b, p)
+    p += 14
     f_replica_nodes: list[Any]
-    (n,) = _I32.unpack_from(b, p)
     if 0 < n < 64:
-        f_replica_nodes = list(_A_int32_S[n].unpack_from(b, p + 4))
-        p += 4 * n + 4
+        f_replica_nodes = list(_A_int32_S[n].unpack_from(b, p))
+        p += 4 * n
+    elif n == 0:
+        f_replica_nodes = []
     else:
-        f_replica_nodes, p = _A_int32.read(b, p)
+        f_replica_nodes, p = _A_int32.read(b, p - 4)
     f_isr_nodes: list[Any]
     (n,) = _I32.unpack_from(b, p)
+    p += 4
     if 0 < n < 64:
-        f_isr_nodes = list(_A_int32_S[n].unpack_from(b, p + 4))
-        p += 4 * n + 4
+        f_isr_nodes = list(_A_int32_S[n].unpack_from(b, p))
+        p += 4 * n
+    elif n == 0:
+        f_isr_nodes = []
     else:
-        f_isr_nodes, p = _A_int32.read(b, p)
+        f_isr_nodes, p = _A_int32.read(b, p - 4)
     o = _new(MetadataResponsePartition)
     o.error_code = f_error_code
     o.partition_index = f_partition_index
@@ -1150,9 +1163,15 @@ def _d_MetadataResponseTopic_v0(b: Any, p: int) -> tuple[MetadataResponseTopic, 
     """Decode MetadataResponseTopic (versions 0)."""
     x: Any
     ap: Any
-    (f_error_code,) = _S_h.unpack_from(b, p)
-    p += 2
-    f_name, p = r_str(b, p)
+    (f_error_code, n) = _S_hh.unpack_from(b, p)
+    p += 4
+    f_name: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_name = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_name, p = r_str(b, p - 2)
     n, p = r_alen(b, p)
     f_partitions: list[Any]
     f_partitions = []
@@ -1232,12 +1251,24 @@ def _e_MetadataResponse_v0(o: MetadataResponse, out: bytearray) -> None:
 
 def _d_MetadataResponseBroker_v1(b: Any, p: int) -> tuple[MetadataResponseBroker, int]:
     """Decode MetadataResponseBroker (versions 1-8)."""
-    (f_node_id,) = _S_i.unpack_from(b, p)
-    p += 4
-    f_host, p = r_str(b, p)
-    (f_port,) = _S_i.unpack_from(b, p)
-    p += 4
-    f_rack, p = r_nstr(b, p)
+    (f_node_id, n) = _S_ih.unpack_from(b, p)
+    p += 6
+    f_host: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_host = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_host, p = r_str(b, p - 2)
+    (f_port, n) = _S_ih.unpack_from(b, p)
+    p += 6
+    f_rack: str | None
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_rack = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_rack, p = r_nstr(b, p - 2)
     o = _new(MetadataResponseBroker)
     o.node_id = f_node_id
     o.host = f_host
@@ -1260,9 +1291,15 @@ def _d_MetadataResponseTopic_v1(b: Any, p: int) -> tuple[MetadataResponseTopic, 
     """Decode MetadataResponseTopic (versions 1-4)."""
     x: Any
     ap: Any
-    (f_error_code,) = _S_h.unpack_from(b, p)
-    p += 2
-    f_name, p = r_str(b, p)
+    (f_error_code, n) = _S_hh.unpack_from(b, p)
+    p += 4
+    f_name: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_name = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_name, p = r_str(b, p - 2)
     (f_is_internal,) = _S_B.unpack_from(b, p)
     p += 1
     n, p = r_alen(b, p)
@@ -1453,29 +1490,36 @@ def _d_MetadataResponsePartition_v5(b: Any, p: int) -> tuple[MetadataResponsePar
     """Decode MetadataResponsePartition (versions 5-6)."""
     x: Any
     ap: Any
-    (f_error_code, f_partition_index, f_leader_id) = _S_hii.unpack_from(b, p)
-    p += 10
+    (f_error_code, f_partition_index, f_leader_id, n) = _S_hiii.unpack_from(b, p)
+    p += 14
     f_replica_nodes: list[Any]
-    (n,) = _I32.unpack_from(b, p)
     if 0 < n < 64:
-        f_replica_nodes = list(_A_int32_S[n].unpack_from(b, p + 4))
-        p += 4 * n + 4
+        f_replica_nodes = list(_A_int32_S[n].unpack_from(b, p))
+        p += 4 * n
+    elif n == 0:
+        f_replica_nodes = []
     else:
-        f_replica_nodes, p = _A_int32.read(b, p)
+        f_replica_nodes, p = _A_int32.read(b, p - 4)
     f_isr_nodes: list[Any]
     (n,) = _I32.unpack_from(b, p)
+    p += 4
     if 0 < n < 64:
-        f_isr_nodes = list(_A_int32_S[n].unpack_from(b, p + 4))
-        p += 4 * n + 4
+        f_isr_nodes = list(_A_int32_S[n].unpack_from(b, p))
+        p += 4 * n
+    elif n == 0:
+        f_isr_nodes = []
     else:
-        f_isr_nodes, p = _A_int32.read(b, p)
+        f_isr_nodes, p = _A_int32.read(b, p - 4)
     f_offline_replicas: list[Any]
     (n,) = _I32.unpack_from(b, p)
+    p += 4
     if 0 < n < 64:
-        f_offline_replicas = list(_A_int32_S[n].unpack_from(b, p + 4))
-        p += 4 * n + 4
+        f_offline_replicas = list(_A_int32_S[n].unpack_from(b, p))
+        p += 4 * n
+    elif n == 0:
+        f_offline_replicas = []
     else:
-        f_offline_replicas, p = _A_int32.read(b, p)
+        f_offline_replicas, p = _A_int32.read(b, p - 4)
     o = _new(MetadataResponsePartition)
     o.error_code = f_error_code
     o.partition_index = f_partition_index
@@ -1505,9 +1549,15 @@ def _d_MetadataResponseTopic_v5(b: Any, p: int) -> tuple[MetadataResponseTopic, 
     """Decode MetadataResponseTopic (versions 5-6)."""
     x: Any
     ap: Any
-    (f_error_code,) = _S_h.unpack_from(b, p)
-    p += 2
-    f_name, p = r_str(b, p)
+    (f_error_code, n) = _S_hh.unpack_from(b, p)
+    p += 4
+    f_name: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_name = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_name, p = r_str(b, p - 2)
     (f_is_internal,) = _S_B.unpack_from(b, p)
     p += 1
     n, p = r_alen(b, p)
@@ -1600,29 +1650,36 @@ def _d_MetadataResponsePartition_v7(b: Any, p: int) -> tuple[MetadataResponsePar
     """Decode MetadataResponsePartition (versions 7-8)."""
     x: Any
     ap: Any
-    (f_error_code, f_partition_index, f_leader_id, f_leader_epoch) = _S_hiii.unpack_from(b, p)
-    p += 14
+    (f_error_code, f_partition_index, f_leader_id, f_leader_epoch, n) = _S_hiiii.unpack_from(b, p)
+    p += 18
     f_replica_nodes: list[Any]
-    (n,) = _I32.unpack_from(b, p)
     if 0 < n < 64:
-        f_replica_nodes = list(_A_int32_S[n].unpack_from(b, p + 4))
-        p += 4 * n + 4
+        f_replica_nodes = list(_A_int32_S[n].unpack_from(b, p))
+        p += 4 * n
+    elif n == 0:
+        f_replica_nodes = []
     else:
-        f_replica_nodes, p = _A_int32.read(b, p)
+        f_replica_nodes, p = _A_int32.read(b, p - 4)
     f_isr_nodes: list[Any]
     (n,) = _I32.unpack_from(b, p)
+    p += 4
     if 0 < n < 64:
-        f_isr_nodes = list(_A_int32_S[n].unpack_from(b, p + 4))
-        p += 4 * n + 4
+        f_isr_nodes = list(_A_int32_S[n].unpack_from(b, p))
+        p += 4 * n
+    elif n == 0:
+        f_isr_nodes = []
     else:
-        f_isr_nodes, p = _A_int32.read(b, p)
+        f_isr_nodes, p = _A_int32.read(b, p - 4)
     f_offline_replicas: list[Any]
     (n,) = _I32.unpack_from(b, p)
+    p += 4
     if 0 < n < 64:
-        f_offline_replicas = list(_A_int32_S[n].unpack_from(b, p + 4))
-        p += 4 * n + 4
+        f_offline_replicas = list(_A_int32_S[n].unpack_from(b, p))
+        p += 4 * n
+    elif n == 0:
+        f_offline_replicas = []
     else:
-        f_offline_replicas, p = _A_int32.read(b, p)
+        f_offline_replicas, p = _A_int32.read(b, p - 4)
     o = _new(MetadataResponsePartition)
     o.error_code = f_error_code
     o.partition_index = f_partition_index
@@ -1652,9 +1709,15 @@ def _d_MetadataResponseTopic_v7(b: Any, p: int) -> tuple[MetadataResponseTopic, 
     """Decode MetadataResponseTopic (versions 7)."""
     x: Any
     ap: Any
-    (f_error_code,) = _S_h.unpack_from(b, p)
-    p += 2
-    f_name, p = r_str(b, p)
+    (f_error_code, n) = _S_hh.unpack_from(b, p)
+    p += 4
+    f_name: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_name = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_name, p = r_str(b, p - 2)
     (f_is_internal,) = _S_B.unpack_from(b, p)
     p += 1
     n, p = r_alen(b, p)
@@ -1747,9 +1810,15 @@ def _d_MetadataResponseTopic_v8(b: Any, p: int) -> tuple[MetadataResponseTopic, 
     """Decode MetadataResponseTopic (versions 8)."""
     x: Any
     ap: Any
-    (f_error_code,) = _S_h.unpack_from(b, p)
-    p += 2
-    f_name, p = r_str(b, p)
+    (f_error_code, n) = _S_hh.unpack_from(b, p)
+    p += 4
+    f_name: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_name = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_name, p = r_str(b, p - 2)
     (f_is_internal,) = _S_B.unpack_from(b, p)
     p += 1
     n, p = r_alen(b, p)
@@ -1884,6 +1953,9 @@ def _d_MetadataResponsePartition_v9(b: Any, p: int) -> tuple[MetadataResponsePar
     if 1 < n < 64:
         f_replica_nodes = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
         p += 4 * n - 3
+    elif n == 1:
+        f_replica_nodes = []
+        p += 1
     else:
         f_replica_nodes, p = _A_int32.read_c(b, p)
     f_isr_nodes: list[Any]
@@ -1891,6 +1963,9 @@ def _d_MetadataResponsePartition_v9(b: Any, p: int) -> tuple[MetadataResponsePar
     if 1 < n < 64:
         f_isr_nodes = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
         p += 4 * n - 3
+    elif n == 1:
+        f_isr_nodes = []
+        p += 1
     else:
         f_isr_nodes, p = _A_int32.read_c(b, p)
     f_offline_replicas: list[Any]
@@ -1898,6 +1973,9 @@ def _d_MetadataResponsePartition_v9(b: Any, p: int) -> tuple[MetadataResponsePar
     if 1 < n < 64:
         f_offline_replicas = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
         p += 4 * n - 3
+    elif n == 1:
+        f_offline_replicas = []
+        p += 1
     else:
         f_offline_replicas, p = _A_int32.read_c(b, p)
     if b[p] == 0:

@@ -59,8 +59,11 @@ _I32 = _struct.Struct(">i")
 _S_i = _struct.Struct(">i")
 _S_ih = _struct.Struct(">ih")
 _S_iq = _struct.Struct(">iq")
+_S_iqh = _struct.Struct(">iqh")
 _S_iqi = _struct.Struct(">iqi")
+_S_iqih = _struct.Struct(">iqih")
 _S_iqq = _struct.Struct(">iqq")
+_S_iqqh = _struct.Struct(">iqqh")
 _S_q = _struct.Struct(">q")
 
 _INFO_OffsetCommitRequest = MessageInfo(
@@ -360,9 +363,15 @@ setattr(OffsetCommitRequest, "OffsetCommitRequestTopic", OffsetCommitRequestTopi
 
 def _d_OffsetCommitRequestPartition_v0(b: Any, p: int) -> tuple[OffsetCommitRequestPartition, int]:
     """Decode OffsetCommitRequestPartition (versions 0, 2, 3, 4, 5)."""
-    (f_partition_index, f_committed_offset) = _S_iq.unpack_from(b, p)
-    p += 12
-    f_committed_metadata, p = r_nstr(b, p)
+    (f_partition_index, f_committed_offset, n) = _S_iqh.unpack_from(b, p)
+    p += 14
+    f_committed_metadata: str | None
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_committed_metadata = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_committed_metadata, p = r_nstr(b, p - 2)
     o = _new(OffsetCommitRequestPartition)
     o.partition_index = f_partition_index
     o.committed_offset = f_committed_offset
@@ -450,9 +459,15 @@ def _e_OffsetCommitRequest_v0(o: OffsetCommitRequest, out: bytearray) -> None:
 
 def _d_OffsetCommitRequestPartition_v1(b: Any, p: int) -> tuple[OffsetCommitRequestPartition, int]:
     """Decode OffsetCommitRequestPartition (versions 1)."""
-    (f_partition_index, f_committed_offset, f_commit_timestamp) = _S_iqq.unpack_from(b, p)
-    p += 20
-    f_committed_metadata, p = r_nstr(b, p)
+    (f_partition_index, f_committed_offset, f_commit_timestamp, n) = _S_iqqh.unpack_from(b, p)
+    p += 22
+    f_committed_metadata: str | None
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_committed_metadata = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_committed_metadata, p = r_nstr(b, p - 2)
     o = _new(OffsetCommitRequestPartition)
     o.partition_index = f_partition_index
     o.committed_offset = f_committed_offset
@@ -505,9 +520,15 @@ def _d_OffsetCommitRequest_v1(b: Any, p: int) -> tuple[OffsetCommitRequest, int]
     x: Any
     ap: Any
     f_group_id, p = r_str(b, p)
-    (f_generation_id_or_member_epoch,) = _S_i.unpack_from(b, p)
-    p += 4
-    f_member_id, p = r_str(b, p)
+    (f_generation_id_or_member_epoch, n) = _S_ih.unpack_from(b, p)
+    p += 6
+    f_member_id: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_member_id = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_member_id, p = r_str(b, p - 2)
     n, p = r_alen(b, p)
     f_topics: list[Any]
     f_topics = []
@@ -546,9 +567,15 @@ def _d_OffsetCommitRequest_v2(b: Any, p: int) -> tuple[OffsetCommitRequest, int]
     x: Any
     ap: Any
     f_group_id, p = r_str(b, p)
-    (f_generation_id_or_member_epoch,) = _S_i.unpack_from(b, p)
-    p += 4
-    f_member_id, p = r_str(b, p)
+    (f_generation_id_or_member_epoch, n) = _S_ih.unpack_from(b, p)
+    p += 6
+    f_member_id: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_member_id = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_member_id, p = r_str(b, p - 2)
     (f_retention_time_ms,) = _S_q.unpack_from(b, p)
     p += 8
     n, p = r_alen(b, p)
@@ -590,9 +617,15 @@ def _d_OffsetCommitRequest_v5(b: Any, p: int) -> tuple[OffsetCommitRequest, int]
     x: Any
     ap: Any
     f_group_id, p = r_str(b, p)
-    (f_generation_id_or_member_epoch,) = _S_i.unpack_from(b, p)
-    p += 4
-    f_member_id, p = r_str(b, p)
+    (f_generation_id_or_member_epoch, n) = _S_ih.unpack_from(b, p)
+    p += 6
+    f_member_id: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_member_id = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_member_id, p = r_str(b, p - 2)
     n, p = r_alen(b, p)
     f_topics: list[Any]
     f_topics = []
@@ -628,9 +661,15 @@ def _e_OffsetCommitRequest_v5(o: OffsetCommitRequest, out: bytearray) -> None:
 
 def _d_OffsetCommitRequestPartition_v6(b: Any, p: int) -> tuple[OffsetCommitRequestPartition, int]:
     """Decode OffsetCommitRequestPartition (versions 6-7)."""
-    (f_partition_index, f_committed_offset, f_committed_leader_epoch) = _S_iqi.unpack_from(b, p)
-    p += 16
-    f_committed_metadata, p = r_nstr(b, p)
+    (f_partition_index, f_committed_offset, f_committed_leader_epoch, n) = _S_iqih.unpack_from(b, p)
+    p += 18
+    f_committed_metadata: str | None
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_committed_metadata = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_committed_metadata, p = r_nstr(b, p - 2)
     o = _new(OffsetCommitRequestPartition)
     o.partition_index = f_partition_index
     o.committed_offset = f_committed_offset
@@ -685,9 +724,15 @@ def _d_OffsetCommitRequest_v6(b: Any, p: int) -> tuple[OffsetCommitRequest, int]
     x: Any
     ap: Any
     f_group_id, p = r_str(b, p)
-    (f_generation_id_or_member_epoch,) = _S_i.unpack_from(b, p)
-    p += 4
-    f_member_id, p = r_str(b, p)
+    (f_generation_id_or_member_epoch, n) = _S_ih.unpack_from(b, p)
+    p += 6
+    f_member_id: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_member_id = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_member_id, p = r_str(b, p - 2)
     n, p = r_alen(b, p)
     f_topics: list[Any]
     f_topics = []
@@ -726,9 +771,15 @@ def _d_OffsetCommitRequest_v7(b: Any, p: int) -> tuple[OffsetCommitRequest, int]
     x: Any
     ap: Any
     f_group_id, p = r_str(b, p)
-    (f_generation_id_or_member_epoch,) = _S_i.unpack_from(b, p)
-    p += 4
-    f_member_id, p = r_str(b, p)
+    (f_generation_id_or_member_epoch, n) = _S_ih.unpack_from(b, p)
+    p += 6
+    f_member_id: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_member_id = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_member_id, p = r_str(b, p - 2)
     f_group_instance_id, p = r_nstr(b, p)
     n, p = r_alen(b, p)
     f_topics: list[Any]

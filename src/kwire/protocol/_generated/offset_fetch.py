@@ -60,7 +60,9 @@ _S_B = _struct.Struct(">?")
 _S_h = _struct.Struct(">h")
 _S_i = _struct.Struct(">i")
 _S_iq = _struct.Struct(">iq")
+_S_iqh = _struct.Struct(">iqh")
 _S_iqi = _struct.Struct(">iqi")
+_S_iqih = _struct.Struct(">iqih")
 _A_int32 = ARRAYS["int32"]
 _A_int32_S = _A_int32.structs
 
@@ -376,11 +378,14 @@ def _d_OffsetFetchRequestTopic_v0(b: Any, p: int) -> tuple[OffsetFetchRequestTop
     f_name, p = r_str(b, p)
     f_partition_indexes: list[Any]
     (n,) = _I32.unpack_from(b, p)
+    p += 4
     if 0 < n < 64:
-        f_partition_indexes = list(_A_int32_S[n].unpack_from(b, p + 4))
-        p += 4 * n + 4
+        f_partition_indexes = list(_A_int32_S[n].unpack_from(b, p))
+        p += 4 * n
+    elif n == 0:
+        f_partition_indexes = []
     else:
-        f_partition_indexes, p = _A_int32.read(b, p)
+        f_partition_indexes, p = _A_int32.read(b, p - 4)
     o = _new(OffsetFetchRequestTopic)
     o.name = f_name
     o.partition_indexes = f_partition_indexes
@@ -485,6 +490,9 @@ def _d_OffsetFetchRequestTopic_v6(b: Any, p: int) -> tuple[OffsetFetchRequestTop
     if 1 < n < 64:
         f_partition_indexes = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
         p += 4 * n - 3
+    elif n == 1:
+        f_partition_indexes = []
+        p += 1
     else:
         f_partition_indexes, p = _A_int32.read_c(b, p)
     if b[p] == 0:
@@ -619,6 +627,9 @@ def _d_OffsetFetchRequestTopics_v8(b: Any, p: int) -> tuple[OffsetFetchRequestTo
     if 1 < n < 64:
         f_partition_indexes = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
         p += 4 * n - 3
+    elif n == 1:
+        f_partition_indexes = []
+        p += 1
     else:
         f_partition_indexes, p = _A_int32.read_c(b, p)
     if b[p] == 0:
@@ -1308,9 +1319,15 @@ setattr(OffsetFetchResponse, "OffsetFetchResponseTopics", OffsetFetchResponseTop
 
 def _d_OffsetFetchResponsePartition_v0(b: Any, p: int) -> tuple[OffsetFetchResponsePartition, int]:
     """Decode OffsetFetchResponsePartition (versions 0-4)."""
-    (f_partition_index, f_committed_offset) = _S_iq.unpack_from(b, p)
-    p += 12
-    f_metadata, p = r_nstr(b, p)
+    (f_partition_index, f_committed_offset, n) = _S_iqh.unpack_from(b, p)
+    p += 14
+    f_metadata: str | None
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_metadata = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_metadata, p = r_nstr(b, p - 2)
     (f_error_code,) = _S_h.unpack_from(b, p)
     p += 2
     o = _new(OffsetFetchResponsePartition)
@@ -1468,9 +1485,15 @@ def _e_OffsetFetchResponse_v3(o: OffsetFetchResponse, out: bytearray) -> None:
 
 def _d_OffsetFetchResponsePartition_v5(b: Any, p: int) -> tuple[OffsetFetchResponsePartition, int]:
     """Decode OffsetFetchResponsePartition (versions 5)."""
-    (f_partition_index, f_committed_offset, f_committed_leader_epoch) = _S_iqi.unpack_from(b, p)
-    p += 16
-    f_metadata, p = r_nstr(b, p)
+    (f_partition_index, f_committed_offset, f_committed_leader_epoch, n) = _S_iqih.unpack_from(b, p)
+    p += 18
+    f_metadata: str | None
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_metadata = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_metadata, p = r_nstr(b, p - 2)
     (f_error_code,) = _S_h.unpack_from(b, p)
     p += 2
     o = _new(OffsetFetchResponsePartition)

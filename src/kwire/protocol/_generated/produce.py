@@ -58,6 +58,7 @@ Records = bytes | memoryview
 _I32 = _struct.Struct(">i")
 _S_hi = _struct.Struct(">hi")
 _S_i = _struct.Struct(">i")
+_S_ih = _struct.Struct(">ih")
 _S_ihq = _struct.Struct(">ihq")
 _S_ihqq = _struct.Struct(">ihqq")
 _S_ihqqq = _struct.Struct(">ihqqq")
@@ -1283,9 +1284,15 @@ def _e_ProduceResponse_v5(o: ProduceResponse, out: bytearray) -> None:
 
 def _d_BatchIndexAndErrorMessage_v8(b: Any, p: int) -> tuple[BatchIndexAndErrorMessage, int]:
     """Decode BatchIndexAndErrorMessage (versions 8)."""
-    (f_batch_index,) = _S_i.unpack_from(b, p)
-    p += 4
-    f_batch_index_error_message, p = r_nstr(b, p)
+    (f_batch_index, n) = _S_ih.unpack_from(b, p)
+    p += 6
+    f_batch_index_error_message: str | None
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_batch_index_error_message = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_batch_index_error_message, p = r_nstr(b, p - 2)
     o = _new(BatchIndexAndErrorMessage)
     o.batch_index = f_batch_index
     o.batch_index_error_message = f_batch_index_error_message

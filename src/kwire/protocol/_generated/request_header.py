@@ -57,6 +57,7 @@ from kwire.protocol._runtime import (
 Records = bytes | memoryview
 _I32 = _struct.Struct(">i")
 _S_hhi = _struct.Struct(">hhi")
+_S_hhih = _struct.Struct(">hhih")
 
 _INFO_RequestHeader = MessageInfo(
     "RequestHeader", "header", None, "0-2", "2+", unstable=False, source="RequestHeader.json"
@@ -180,9 +181,15 @@ def _e_RequestHeader_v0(o: RequestHeader, out: bytearray) -> None:
 
 def _d_RequestHeader_v1(b: Any, p: int) -> tuple[RequestHeader, int]:
     """Decode RequestHeader (versions 1)."""
-    (f_request_api_key, f_request_api_version, f_correlation_id) = _S_hhi.unpack_from(b, p)
-    p += 8
-    f_client_id, p = r_nstr(b, p)
+    (f_request_api_key, f_request_api_version, f_correlation_id, n) = _S_hhih.unpack_from(b, p)
+    p += 10
+    f_client_id: str | None
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_client_id = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_client_id, p = r_nstr(b, p - 2)
     o = _new(RequestHeader)
     o.request_api_key = f_request_api_key
     o.request_api_version = f_request_api_version
@@ -201,9 +208,15 @@ def _e_RequestHeader_v1(o: RequestHeader, out: bytearray) -> None:
 
 def _d_RequestHeader_v2(b: Any, p: int) -> tuple[RequestHeader, int]:
     """Decode RequestHeader (versions 2)."""
-    (f_request_api_key, f_request_api_version, f_correlation_id) = _S_hhi.unpack_from(b, p)
-    p += 8
-    f_client_id, p = r_nstr(b, p)
+    (f_request_api_key, f_request_api_version, f_correlation_id, n) = _S_hhih.unpack_from(b, p)
+    p += 10
+    f_client_id: str | None
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_client_id = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_client_id, p = r_nstr(b, p - 2)
     if b[p] == 0:
         ut = None
         p += 1

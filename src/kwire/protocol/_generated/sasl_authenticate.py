@@ -57,6 +57,7 @@ from kwire.protocol._runtime import (
 Records = bytes | memoryview
 _I32 = _struct.Struct(">i")
 _S_h = _struct.Struct(">h")
+_S_hh = _struct.Struct(">hh")
 _S_q = _struct.Struct(">q")
 
 _INFO_SaslAuthenticateRequest = MessageInfo(
@@ -268,9 +269,15 @@ SaslAuthenticateResponse.__kafka_message__ = _INFO_SaslAuthenticateResponse
 
 def _d_SaslAuthenticateResponse_v0(b: Any, p: int) -> tuple[SaslAuthenticateResponse, int]:
     """Decode SaslAuthenticateResponse (versions 0)."""
-    (f_error_code,) = _S_h.unpack_from(b, p)
-    p += 2
-    f_error_message, p = r_nstr(b, p)
+    (f_error_code, n) = _S_hh.unpack_from(b, p)
+    p += 4
+    f_error_message: str | None
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_error_message = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_error_message, p = r_nstr(b, p - 2)
     f_auth_bytes, p = r_bytes(b, p)
     o = _new(SaslAuthenticateResponse)
     o.error_code = f_error_code
@@ -291,9 +298,15 @@ def _e_SaslAuthenticateResponse_v0(o: SaslAuthenticateResponse, out: bytearray) 
 
 def _d_SaslAuthenticateResponse_v1(b: Any, p: int) -> tuple[SaslAuthenticateResponse, int]:
     """Decode SaslAuthenticateResponse (versions 1)."""
-    (f_error_code,) = _S_h.unpack_from(b, p)
-    p += 2
-    f_error_message, p = r_nstr(b, p)
+    (f_error_code, n) = _S_hh.unpack_from(b, p)
+    p += 4
+    f_error_message: str | None
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_error_message = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_error_message, p = r_nstr(b, p - 2)
     f_auth_bytes, p = r_bytes(b, p)
     (f_session_lifetime_ms,) = _S_q.unpack_from(b, p)
     p += 8

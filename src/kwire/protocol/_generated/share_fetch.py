@@ -511,6 +511,9 @@ def _d_AcknowledgementBatch_v0(b: Any, p: int) -> tuple[AcknowledgementBatch, in
     if 1 < n < 64:
         f_acknowledge_types = list(_A_int8_S[n - 1].unpack_from(b, p + 1))
         p += 1 * n - 0
+    elif n == 1:
+        f_acknowledge_types = []
+        p += 1
     else:
         f_acknowledge_types, p = _A_int8.read_c(b, p)
     if b[p] == 0:
@@ -627,6 +630,9 @@ def _d_ForgottenTopic_v0(b: Any, p: int) -> tuple[ForgottenTopic, int]:
     if 1 < n < 64:
         f_partitions = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
         p += 4 * n - 3
+    elif n == 1:
+        f_partitions = []
+        p += 1
     else:
         f_partitions, p = _A_int32.read_c(b, p)
     if b[p] == 0:

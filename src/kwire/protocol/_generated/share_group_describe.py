@@ -607,6 +607,9 @@ def _d_TopicPartitions_v0(b: Any, p: int) -> tuple[TopicPartitions, int]:
     if 1 < n < 64:
         f_partitions = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
         p += 4 * n - 3
+    elif n == 1:
+        f_partitions = []
+        p += 1
     else:
         f_partitions, p = _A_int32.read_c(b, p)
     if b[p] == 0:

@@ -518,11 +518,14 @@ def _d_StopReplicaTopicV1_v1(b: Any, p: int) -> tuple[StopReplicaTopicV1, int]:
     f_name, p = r_str(b, p)
     f_partition_indexes: list[Any]
     (n,) = _I32.unpack_from(b, p)
+    p += 4
     if 0 < n < 64:
-        f_partition_indexes = list(_A_int32_S[n].unpack_from(b, p + 4))
-        p += 4 * n + 4
+        f_partition_indexes = list(_A_int32_S[n].unpack_from(b, p))
+        p += 4 * n
+    elif n == 0:
+        f_partition_indexes = []
     else:
-        f_partition_indexes, p = _A_int32.read(b, p)
+        f_partition_indexes, p = _A_int32.read(b, p - 4)
     o = _new(StopReplicaTopicV1)
     o.name = f_name
     o.partition_indexes = f_partition_indexes
@@ -594,6 +597,9 @@ def _d_StopReplicaTopicV1_v2(b: Any, p: int) -> tuple[StopReplicaTopicV1, int]:
     if 1 < n < 64:
         f_partition_indexes = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
         p += 4 * n - 3
+    elif n == 1:
+        f_partition_indexes = []
+        p += 1
     else:
         f_partition_indexes, p = _A_int32.read_c(b, p)
     if b[p] == 0:

@@ -280,9 +280,15 @@ def _d_SyncGroupRequest_v0(b: Any, p: int) -> tuple[SyncGroupRequest, int]:
     x: Any
     ap: Any
     f_group_id, p = r_str(b, p)
-    (f_generation_id,) = _S_i.unpack_from(b, p)
-    p += 4
-    f_member_id, p = r_str(b, p)
+    (f_generation_id, n) = _S_ih.unpack_from(b, p)
+    p += 6
+    f_member_id: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_member_id = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_member_id, p = r_str(b, p - 2)
     n, p = r_alen(b, p)
     f_assignments: list[Any]
     f_assignments = []
@@ -322,9 +328,15 @@ def _d_SyncGroupRequest_v3(b: Any, p: int) -> tuple[SyncGroupRequest, int]:
     x: Any
     ap: Any
     f_group_id, p = r_str(b, p)
-    (f_generation_id,) = _S_i.unpack_from(b, p)
-    p += 4
-    f_member_id, p = r_str(b, p)
+    (f_generation_id, n) = _S_ih.unpack_from(b, p)
+    p += 6
+    f_member_id: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_member_id = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_member_id, p = r_str(b, p - 2)
     f_group_instance_id, p = r_nstr(b, p)
     n, p = r_alen(b, p)
     f_assignments: list[Any]

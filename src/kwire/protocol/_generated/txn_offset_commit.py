@@ -59,7 +59,9 @@ _I32 = _struct.Struct(">i")
 _S_i = _struct.Struct(">i")
 _S_ih = _struct.Struct(">ih")
 _S_iq = _struct.Struct(">iq")
+_S_iqh = _struct.Struct(">iqh")
 _S_iqi = _struct.Struct(">iqi")
+_S_iqih = _struct.Struct(">iqih")
 _S_qh = _struct.Struct(">qh")
 _S_qhi = _struct.Struct(">qhi")
 
@@ -376,9 +378,15 @@ def _d_TxnOffsetCommitRequestPartition_v0(
     b: Any, p: int
 ) -> tuple[TxnOffsetCommitRequestPartition, int]:
     """Decode TxnOffsetCommitRequestPartition (versions 0-1)."""
-    (f_partition_index, f_committed_offset) = _S_iq.unpack_from(b, p)
-    p += 12
-    f_committed_metadata, p = r_nstr(b, p)
+    (f_partition_index, f_committed_offset, n) = _S_iqh.unpack_from(b, p)
+    p += 14
+    f_committed_metadata: str | None
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_committed_metadata = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_committed_metadata, p = r_nstr(b, p - 2)
     o = _new(TxnOffsetCommitRequestPartition)
     o.partition_index = f_partition_index
     o.committed_offset = f_committed_offset
@@ -478,9 +486,15 @@ def _d_TxnOffsetCommitRequestPartition_v2(
     b: Any, p: int
 ) -> tuple[TxnOffsetCommitRequestPartition, int]:
     """Decode TxnOffsetCommitRequestPartition (versions 2)."""
-    (f_partition_index, f_committed_offset, f_committed_leader_epoch) = _S_iqi.unpack_from(b, p)
-    p += 16
-    f_committed_metadata, p = r_nstr(b, p)
+    (f_partition_index, f_committed_offset, f_committed_leader_epoch, n) = _S_iqih.unpack_from(b, p)
+    p += 18
+    f_committed_metadata: str | None
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_committed_metadata = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_committed_metadata, p = r_nstr(b, p - 2)
     o = _new(TxnOffsetCommitRequestPartition)
     o.partition_index = f_partition_index
     o.committed_offset = f_committed_offset

@@ -61,8 +61,10 @@ _S_b = _struct.Struct(">b")
 _S_h = _struct.Struct(">h")
 _S_i = _struct.Struct(">i")
 _S_iBiq = _struct.Struct(">i?iq")
+_S_ih = _struct.Struct(">ih")
 _S_ii = _struct.Struct(">ii")
 _S_iiii = _struct.Struct(">iiii")
+_S_iiiii = _struct.Struct(">iiiii")
 _S_iiq = _struct.Struct(">iiq")
 _A_int32 = ARRAYS["int32"]
 _A_int32_S = _A_int32.structs
@@ -621,24 +623,28 @@ def _d_UpdateMetadataPartitionState_v0(b: Any, p: int) -> tuple[UpdateMetadataPa
     x: Any
     ap: Any
     f_topic_name, p = r_str(b, p)
-    (f_partition_index, f_controller_epoch, f_leader, f_leader_epoch) = _S_iiii.unpack_from(b, p)
-    p += 16
+    (f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, n) = _S_iiiii.unpack_from(
+        b, p
+    )
+    p += 20
     f_isr: list[Any]
-    (n,) = _I32.unpack_from(b, p)
     if 0 < n < 64:
-        f_isr = list(_A_int32_S[n].unpack_from(b, p + 4))
-        p += 4 * n + 4
+        f_isr = list(_A_int32_S[n].unpack_from(b, p))
+        p += 4 * n
+    elif n == 0:
+        f_isr = []
     else:
-        f_isr, p = _A_int32.read(b, p)
-    (f_zk_version,) = _S_i.unpack_from(b, p)
-    p += 4
+        f_isr, p = _A_int32.read(b, p - 4)
+    (f_zk_version, n) = _S_ii.unpack_from(b, p)
+    p += 8
     f_replicas: list[Any]
-    (n,) = _I32.unpack_from(b, p)
     if 0 < n < 64:
-        f_replicas = list(_A_int32_S[n].unpack_from(b, p + 4))
-        p += 4 * n + 4
+        f_replicas = list(_A_int32_S[n].unpack_from(b, p))
+        p += 4 * n
+    elif n == 0:
+        f_replicas = []
     else:
-        f_replicas, p = _A_int32.read(b, p)
+        f_replicas, p = _A_int32.read(b, p - 4)
     o = _new(UpdateMetadataPartitionState)
     o.topic_name = f_topic_name
     o.partition_index = f_partition_index
@@ -668,9 +674,15 @@ def _e_UpdateMetadataPartitionState_v0(o: UpdateMetadataPartitionState, out: byt
 
 def _d_UpdateMetadataBroker_v0(b: Any, p: int) -> tuple[UpdateMetadataBroker, int]:
     """Decode UpdateMetadataBroker (versions 0)."""
-    (f_id,) = _S_i.unpack_from(b, p)
-    p += 4
-    f_v0_host, p = r_str(b, p)
+    (f_id, n) = _S_ih.unpack_from(b, p)
+    p += 6
+    f_v0_host: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_v0_host = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_v0_host, p = r_str(b, p - 2)
     (f_v0_port,) = _S_i.unpack_from(b, p)
     p += 4
     o = _new(UpdateMetadataBroker)
@@ -747,9 +759,15 @@ def _e_UpdateMetadataRequest_v0(o: UpdateMetadataRequest, out: bytearray) -> Non
 
 def _d_UpdateMetadataEndpoint_v1(b: Any, p: int) -> tuple[UpdateMetadataEndpoint, int]:
     """Decode UpdateMetadataEndpoint (versions 1-2)."""
-    (f_port,) = _S_i.unpack_from(b, p)
-    p += 4
-    f_host, p = r_str(b, p)
+    (f_port, n) = _S_ih.unpack_from(b, p)
+    p += 6
+    f_host: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_host = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_host, p = r_str(b, p - 2)
     (f_security_protocol,) = _S_h.unpack_from(b, p)
     p += 2
     o = _new(UpdateMetadataEndpoint)
@@ -949,9 +967,15 @@ def _e_UpdateMetadataRequest_v2(o: UpdateMetadataRequest, out: bytearray) -> Non
 
 def _d_UpdateMetadataEndpoint_v3(b: Any, p: int) -> tuple[UpdateMetadataEndpoint, int]:
     """Decode UpdateMetadataEndpoint (versions 3-5)."""
-    (f_port,) = _S_i.unpack_from(b, p)
-    p += 4
-    f_host, p = r_str(b, p)
+    (f_port, n) = _S_ih.unpack_from(b, p)
+    p += 6
+    f_host: str
+    e = p + n
+    if n >= 0 and e <= len(b):
+        f_host = str(b[p:e], "utf-8")
+        p = e
+    else:
+        f_host, p = r_str(b, p - 2)
     f_listener, p = r_str(b, p)
     (f_security_protocol,) = _S_h.unpack_from(b, p)
     p += 2
@@ -1068,31 +1092,38 @@ def _d_UpdateMetadataPartitionState_v4(b: Any, p: int) -> tuple[UpdateMetadataPa
     x: Any
     ap: Any
     f_topic_name, p = r_str(b, p)
-    (f_partition_index, f_controller_epoch, f_leader, f_leader_epoch) = _S_iiii.unpack_from(b, p)
-    p += 16
+    (f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, n) = _S_iiiii.unpack_from(
+        b, p
+    )
+    p += 20
     f_isr: list[Any]
-    (n,) = _I32.unpack_from(b, p)
     if 0 < n < 64:
-        f_isr = list(_A_int32_S[n].unpack_from(b, p + 4))
-        p += 4 * n + 4
+        f_isr = list(_A_int32_S[n].unpack_from(b, p))
+        p += 4 * n
+    elif n == 0:
+        f_isr = []
     else:
-        f_isr, p = _A_int32.read(b, p)
-    (f_zk_version,) = _S_i.unpack_from(b, p)
-    p += 4
+        f_isr, p = _A_int32.read(b, p - 4)
+    (f_zk_version, n) = _S_ii.unpack_from(b, p)
+    p += 8
     f_replicas: list[Any]
-    (n,) = _I32.unpack_from(b, p)
     if 0 < n < 64:
-        f_replicas = list(_A_int32_S[n].unpack_from(b, p + 4))
-        p += 4 * n + 4
+        f_replicas = list(_A_int32_S[n].unpack_from(b, p))
+        p += 4 * n
+    elif n == 0:
+        f_replicas = []
     else:
-        f_replicas, p = _A_int32.read(b, p)
+        f_replicas, p = _A_int32.read(b, p - 4)
     f_offline_replicas: list[Any]
     (n,) = _I32.unpack_from(b, p)
+    p += 4
     if 0 < n < 64:
-        f_offline_replicas = list(_A_int32_S[n].unpack_from(b, p + 4))
-        p += 4 * n + 4
+        f_offline_replicas = list(_A_int32_S[n].unpack_from(b, p))
+        p += 4 * n
+    elif n == 0:
+        f_offline_replicas = []
     else:
-        f_offline_replicas, p = _A_int32.read(b, p)
+        f_offline_replicas, p = _A_int32.read(b, p - 4)
     o = _new(UpdateMetadataPartitionState)
     o.topic_name = f_topic_name
     o.partition_index = f_partition_index
@@ -1180,31 +1211,38 @@ def _d_UpdateMetadataPartitionState_v5(b: Any, p: int) -> tuple[UpdateMetadataPa
     """Decode UpdateMetadataPartitionState (versions 5)."""
     x: Any
     ap: Any
-    (f_partition_index, f_controller_epoch, f_leader, f_leader_epoch) = _S_iiii.unpack_from(b, p)
-    p += 16
+    (f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, n) = _S_iiiii.unpack_from(
+        b, p
+    )
+    p += 20
     f_isr: list[Any]
-    (n,) = _I32.unpack_from(b, p)
     if 0 < n < 64:
-        f_isr = list(_A_int32_S[n].unpack_from(b, p + 4))
-        p += 4 * n + 4
+        f_isr = list(_A_int32_S[n].unpack_from(b, p))
+        p += 4 * n
+    elif n == 0:
+        f_isr = []
     else:
-        f_isr, p = _A_int32.read(b, p)
-    (f_zk_version,) = _S_i.unpack_from(b, p)
-    p += 4
+        f_isr, p = _A_int32.read(b, p - 4)
+    (f_zk_version, n) = _S_ii.unpack_from(b, p)
+    p += 8
     f_replicas: list[Any]
-    (n,) = _I32.unpack_from(b, p)
     if 0 < n < 64:
-        f_replicas = list(_A_int32_S[n].unpack_from(b, p + 4))
-        p += 4 * n + 4
+        f_replicas = list(_A_int32_S[n].unpack_from(b, p))
+        p += 4 * n
+    elif n == 0:
+        f_replicas = []
     else:
-        f_replicas, p = _A_int32.read(b, p)
+        f_replicas, p = _A_int32.read(b, p - 4)
     f_offline_replicas: list[Any]
     (n,) = _I32.unpack_from(b, p)
+    p += 4
     if 0 < n < 64:
-        f_offline_replicas = list(_A_int32_S[n].unpack_from(b, p + 4))
-        p += 4 * n + 4
+        f_offline_replicas = list(_A_int32_S[n].unpack_from(b, p))
+        p += 4 * n
+    elif n == 0:
+        f_offline_replicas = []
     else:
-        f_offline_replicas, p = _A_int32.read(b, p)
+        f_offline_replicas, p = _A_int32.read(b, p - 4)
     o = _new(UpdateMetadataPartitionState)
     o.topic_name = ""
     o.partition_index = f_partition_index
@@ -1329,6 +1367,9 @@ def _d_UpdateMetadataPartitionState_v6(b: Any, p: int) -> tuple[UpdateMetadataPa
     if 1 < n < 64:
         f_isr = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
         p += 4 * n - 3
+    elif n == 1:
+        f_isr = []
+        p += 1
     else:
         f_isr, p = _A_int32.read_c(b, p)
     (f_zk_version,) = _S_i.unpack_from(b, p)
@@ -1338,6 +1379,9 @@ def _d_UpdateMetadataPartitionState_v6(b: Any, p: int) -> tuple[UpdateMetadataPa
     if 1 < n < 64:
         f_replicas = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
         p += 4 * n - 3
+    elif n == 1:
+        f_replicas = []
+        p += 1
     else:
         f_replicas, p = _A_int32.read_c(b, p)
     f_offline_replicas: list[Any]
@@ -1345,6 +1389,9 @@ def _d_UpdateMetadataPartitionState_v6(b: Any, p: int) -> tuple[UpdateMetadataPa
     if 1 < n < 64:
         f_offline_replicas = list(_A_int32_S[n - 1].unpack_from(b, p + 1))
         p += 4 * n - 3
+    elif n == 1:
+        f_offline_replicas = []
+        p += 1
     else:
         f_offline_replicas, p = _A_int32.read_c(b, p)
     if b[p] == 0:
