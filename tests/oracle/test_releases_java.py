@@ -37,15 +37,15 @@ TEXT = ("", "a", "héllo wörld", "日本語", "🦀", "a longer string " + "ß"
 
 @functools.cache
 def _registry() -> Any:
-    from kwire.protocol import _bundled
+    """kwire's codec for the merged corpus: the bundled one once it carries Kafka 4.x's versions,
+    else the merged specs compiled on the fly (both through kwire's public API)."""
+    import types
 
-    produce = _bundled.bundled_specs().get("ProduceRequest")
+    from kwire.protocol import bundled_specs, load_specs, message_class, message_spec
+
+    produce = bundled_specs().get("ProduceRequest")
     if produce is not None and 13 in produce.versions():
-        from kwire.protocol._registry import bundled_registry
-
-        return bundled_registry()
-    from kwire.protocol._registry import load_specs
-
+        return types.SimpleNamespace(message_class=message_class, spec=message_spec)
     return load_specs(merge_specs.MERGED_DIR)
 
 
