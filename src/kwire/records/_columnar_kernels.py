@@ -741,11 +741,10 @@ def _jit_copy(numba: Any) -> Any:
 
         return sig, codegen
 
-    @numba.njit(cache=True, nogil=True, inline="always")  # type: ignore[untyped-decorator,unused-ignore]
     def copy(dst: Any, dpos: int, src: Any, spos: int, n: int) -> None:
         memcpy(dst, dpos, src, spos, n)
 
-    return copy
+    return _njit(numba, copy, inline="always")
 
 
 def _jit_kernels() -> str:
@@ -773,8 +772,16 @@ def _jit_kernels() -> str:
     g = globals()
     g["_copy"] = _jit_copy(numba)
     for name in _KERNELS:
-        g[name] = numba.njit(cache=True, nogil=True)(g[name])
+        g[name] = _njit(numba, g[name])
     return "numba"
+
+
+def _njit(numba: Any, fn: Any, **options: Any) -> Any:
+    """``numba.njit(cache=True, nogil=True)``, or uncached where numba finds no cache location."""
+    try:
+        return numba.njit(cache=True, nogil=True, **options)(fn)
+    except RuntimeError:  # "cannot cache function ...: no locator available for file ..."
+        return numba.njit(nogil=True, **options)(fn)  # compiles in every process instead
 
 
 ENGINE: Final[str] = _jit_kernels()
