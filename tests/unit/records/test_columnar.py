@@ -460,3 +460,28 @@ def test_timestamps_beyond_microsecond_range_are_null() -> None:
     ts = rb.column("timestamp")
     assert ts.null_count == 1
     assert ts.cast(pa.int64()).to_pylist() == [None, MAX_TS_MS * 1000]
+
+
+def test_count_zero_batch_has_no_records_like_kafka() -> None:
+    # Kafka's DefaultRecordBatch.iterator() returns nothing for a count of 0, whatever follows.
+    for codec in (Compression.NONE, Compression.ZSTD):
+        b = BatchBuilder(2, codec, base_offset=3)
+        b.append(None, 1, b"k", b"v")
+        batch = bytearray(b.build())
+        batch[57:61] = bytes(4)
+        if codec:
+            batch[61:] = b"\x00" * (len(batch) - 61)  # not even valid zstd any more
+        fix_crc(batch)
+        result = decode_columnar(bytes(batch))
+        assert result.batch.num_rows == 0
+        assert result.batch_count == 1
+
+
+def test_delete_horizon_batches() -> None:
+    b = BatchBuilder(2, Compression.LZ4, base_offset=8, delete_horizon_ms=1_000_000)
+    for i in range(4):
+        b.append(None, 1_000_500 + i, b"k", None if i % 2 else b"v")
+    rb = assert_matches_row_api(b.build())
+    assert rb.column("timestamp").cast(pa.int64()).to_pylist() == [
+        (1_000_500 + i) * 1000 for i in range(4)
+    ]
