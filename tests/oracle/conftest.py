@@ -14,8 +14,12 @@ Generic fixtures (any oracle test can use them):
 
 Protocol fixtures (``tools/java/ProtocolOracle.java``):
 
-* ``protocol_oracle``: the ProtocolOracle server (``encode``/``decode``/``dump`` requests).
+* ``protocol_oracle``: the ProtocolOracle server (``encode``, ``decode``, ``reencode``, ``frame``,
+  ``apiKeys`` and ``dump`` requests; see the Java file's header).
 * ``kafka_schemas``: its ``dump`` document, the wire schema and defaults of every message-version.
+
+Several test directories have a conftest.py, so in a full run the module name ``conftest`` is
+ambiguous: import :class:`JavaProcess` for annotations only (under ``TYPE_CHECKING``).
 """
 
 from __future__ import annotations
