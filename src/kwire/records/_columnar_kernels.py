@@ -760,15 +760,16 @@ def _jit_kernels() -> str:
             stacklevel=3,
         )
         return "python"
-    if not os.environ.get("NUMBA_CACHE_DIR"):
-        # numba reads NUMBA_CACHE_DIR at import; set its config so the cache lands somewhere
-        # writable even when site-packages is read-only (Spark executors, containers).
-        cache_dir = numba_cache_dir()
-        try:
-            Path(cache_dir).mkdir(parents=True, exist_ok=True)
-            setattr(numba.config, "CACHE_DIR", cache_dir)  # noqa: B010
-        except OSError:
-            pass  # numba falls back to its own locators (or compiles without caching)
+    # numba reads NUMBA_CACHE_DIR once, when it is first imported (perhaps by someone else, before
+    # the caller set the variable); set its config now so the cache lands in NUMBA_CACHE_DIR or,
+    # if unset, in the user's cache dir: writable even where site-packages is read-only (Spark
+    # executors, containers).
+    cache_dir = numba_cache_dir()
+    try:
+        Path(cache_dir).mkdir(parents=True, exist_ok=True)
+        setattr(numba.config, "CACHE_DIR", cache_dir)  # noqa: B010
+    except OSError:
+        pass  # numba falls back to its own locators (or compiles without caching)
     g = globals()
     g["_copy"] = _jit_copy(numba)
     for name in _KERNELS:

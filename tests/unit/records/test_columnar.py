@@ -485,3 +485,17 @@ def test_delete_horizon_batches() -> None:
     assert rb.column("timestamp").cast(pa.int64()).to_pylist() == [
         (1_000_500 + i) * 1000 for i in range(4)
     ]
+
+
+@pytest.mark.slow
+def test_kernels_cache_in_numba_cache_dir_even_if_set_after_numba_import(tmp_path: Any) -> None:
+    script = (
+        "import os, numba\n"  # numba imported (and its config read) before the variable is set
+        f"os.environ['NUMBA_CACHE_DIR'] = {str(tmp_path)!r}\n"
+        "from kwire.records._columnar import warm_up\n"
+        "warm_up()\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    subprocess.run([sys.executable, "-c", script], check=True, env=env)
+    cached = [p.name for p in tmp_path.rglob("*.nbi")]
+    assert any("walk_records" in name for name in cached), cached
