@@ -291,3 +291,24 @@ def test_legacy_crcs() -> None:
     result = decode_columnar(bytes(plain) + wrapper, on_corrupt="skip")
     assert result.batch.column("offset").to_pylist() == [4]
     assert [s.position for s in result.skipped] == [len(plain) // 2, len(plain)]
+
+
+@given(log_bytes(), st.data())
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_mutations_python_engine_agrees_with_numba(buf: bytes, data: st.DataObject) -> None:
+    bad = bytearray(buf)
+    pos = data.draw(st.integers(0, len(bad) - 1))
+    bad[pos] = data.draw(st.integers(0, 255))
+    outcomes = []
+    for engine in ("auto", "python"):
+        try:
+            result = decode_columnar(bytes(bad), verify_crc=False, on_corrupt="skip", engine=engine)
+        except DecodeError as exc:
+            outcomes.append(("error", exc.reason, exc.offset))
+        else:
+            outcomes.append(("ok", result.batch, result.skipped))
+    if outcomes[0][0] == "ok" and outcomes[1][0] == "ok":
+        assert outcomes[0][1].equals(outcomes[1][1])
+        assert outcomes[0][2] == outcomes[1][2]
+    else:
+        assert outcomes[0] == outcomes[1]
