@@ -940,6 +940,10 @@ class _Careful:
             object.__setattr__(obj, f.attr, value)
         unknown: dict[int, bytes] | None = None
         if flexible:
+            # tags of fields that are not tagged at this version: Kafka's readers reject them
+            reserved = {
+                f.tag for f in cls.__kafka_fields__ if f.tag is not None and version not in f.tagged
+            }
             tpath = f"{path}._tagged_fields" if path else "_tagged_fields"
             count, pos = self.uvarint(pos, end, tpath, "tagged field count")
             seen: set[int] = set()
@@ -953,6 +957,8 @@ class _Careful:
                 self.need(pos, size, end, tpath, f"tag {tag}")
                 tag_end = pos + size
                 tf = tagged.get(tag)
+                if tf is None and tag in reserved:
+                    raise self.fail(f"tag {tag} is not valid for version {version}", tag_pos, tpath)
                 if tf is None:
                     if unknown is None:
                         unknown = {}
@@ -1069,7 +1075,10 @@ def _check_struct(
     where = f" ({ctx}{', field ' + path if path else ''})"
     if not isinstance(obj, cls):
         raise EncodeError(f"expected {cls.__name__}, not {type(obj).__name__}{where}")
-    known_tags: set[int] = set()
+    # Like Kafka's writer, unknown tags may reuse the tag of a field tagged in other versions only
+    # (Kafka's readers, and kwire's, then reject the bytes); only collisions with a field tagged
+    # at this version are refused, as they would put one tag on the wire twice.
+    known_tags = {f.tag for f in cls.__kafka_fields__ if f.tag is not None and version in f.tagged}
     for f in cls.__kafka_fields__:
         fpath = f"{path}.{f.attr}" if path else f.attr
         value = getattr(obj, f.attr)
@@ -1080,8 +1089,6 @@ def _check_struct(
                     f"({ctx}, field {fpath})"
                 )
             continue
-        if version in f.tagged and f.tag is not None:
-            known_tags.add(f.tag)
         _check_value(f, value, version, flexible, ctx, fpath)
     unknown = getattr(obj, "unknown_tags", None)
     if unknown:
@@ -1095,7 +1102,9 @@ def _check_struct(
             if not isinstance(tag, int) or not 0 <= tag <= 0xFFFFFFFF:
                 raise EncodeError(f"invalid unknown tag {tag!r}{where}")
             if tag in known_tags:
-                raise EncodeError(f"unknown tag {tag} collides with a known tagged field{where}")
+                raise EncodeError(
+                    f"unknown tag {tag} is the tag of field of {cls.__name__} tagged at this version{where}"
+                )
             if not isinstance(raw, bytes | bytearray | memoryview):
                 raise EncodeError(f"unknown tag {tag} must hold bytes{where}")
 

@@ -94,9 +94,11 @@ def random_instance(
         kwargs: dict[str, Any] = {}
         tags: set[int] = set()
         for f in c.__kafka_fields__:
+            if f.tag is not None:
+                tags.add(f.tag)  # unknown tags must not reuse any field's tag
             if version not in f.versions:
                 continue
-            if f.tag is not None and version in f.tagged:
+            if f.tag is not None:
                 tags.add(f.tag)
             kwargs[f.attr] = value(f)
         unknown = None

@@ -285,3 +285,14 @@ class TestJson:
         cls = message_class("ApiVersionsRequest")
         with pytest.raises(DecodeError, match="mandatory in version 3"):
             cls.from_json({"clientSoftwareName": "x"}, 3)
+
+
+def test_tag_of_a_field_tagged_in_other_versions_is_rejected() -> None:
+    # BrokerHeartbeatRequest.OfflineLogDirs is tag 0 from v1; at v0 Kafka's reader rejects tag 0.
+    cls = message_class("BrokerHeartbeatRequest")
+    data = cls(unknown_tags={0: b""}).encode(0)  # Kafka's writer writes it too
+    with pytest.raises(DecodeError, match="tag 0 is not valid for version 0"):
+        cls.decode(data, 0)
+    assert cls.decode(cls(unknown_tags={1: b"x"}).encode(0), 0).unknown_tags == {1: b"x"}
+    with pytest.raises(EncodeError, match="tagged at this version"):
+        cls(unknown_tags={0: b""}).encode(1)  # tag 0 is OfflineLogDirs at v1: one tag twice

@@ -336,6 +336,11 @@ def _emit_decoder(code: _Code, mod: _Module, m: _Msg, s: StructSpec, v: int) -> 
                                 code("if p > e:")
                                 with code.block():
                                     code("raise Malformed")
+                        other = _other_tags(s, v)
+                        if other:
+                            code(f"elif tag in {other}:")
+                            with code.block():
+                                code("raise Malformed  # a tag Kafka rejects at this version")
                         code("else:")
                         with code.block():
                             code("ut[tag] = bytes(b[p:e])")
@@ -351,6 +356,11 @@ def _emit_decoder(code: _Code, mod: _Module, m: _Msg, s: StructSpec, v: int) -> 
                 code("else:")
                 with code.block():
                     code("ut, p = skip_tags(b, p)")
+                    other = _other_tags(s, v)
+                    if other:
+                        code(f"if ut and not ut.keys().isdisjoint({other}):")
+                        with code.block():
+                            code("raise Malformed  # a tag Kafka rejects at this version")
         code(f"o = _new({cls})")
         for f in s.fields:
             if v in f.versions:
@@ -361,6 +371,13 @@ def _emit_decoder(code: _Code, mod: _Module, m: _Msg, s: StructSpec, v: int) -> 
         code("return o, p")
     code()
     code()
+
+
+def _other_tags(s: StructSpec, v: int) -> tuple[int, ...]:
+    """Tags of fields of ``s`` that are not tagged at ``v`` (Kafka's readers reject them)."""
+    return tuple(
+        sorted(f.tag for f in s.fields if f.tag is not None and v not in f.tagged_versions)
+    )
 
 
 def _absorbable(f: FieldSpec, v: int, m: _Msg) -> bool:
@@ -576,6 +593,11 @@ def _emit_encoder(code: _Code, mod: _Module, m: _Msg, s: StructSpec, v: int) -> 
             _encode_value(code, m, f, v, f"o.{f.attr}", "out")
             i += 1
         if flexible:
+            own = tuple(sorted(f.tag for f in tagged if f.tag is not None))
+            if own:
+                code(f"if o.unknown_tags and not o.unknown_tags.keys().isdisjoint({own}):")
+                with code.block():
+                    code("raise Malformed  # an unknown tag that is a known field's tag")
             if tagged:
                 code("t: list[tuple[int, Any]] = []")
                 for f in tagged:

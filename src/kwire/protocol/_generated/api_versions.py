@@ -806,6 +806,8 @@ def _e_ApiVersionsResponse_v3(o: ApiVersionsResponse, out: bytearray) -> None:
     for x in a:
         _e_ApiVersion_v3(x, out)
     out += _S_i.pack(o.throttle_time_ms)
+    if o.unknown_tags and not o.unknown_tags.keys().isdisjoint((0, 1, 2, 3)):
+        raise Malformed  # an unknown tag that is a known field's tag
     t: list[tuple[int, Any]] = []
     if o.supported_features != []:
         tb = bytearray()

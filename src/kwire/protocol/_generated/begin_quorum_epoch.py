@@ -1085,6 +1085,8 @@ def _e_BeginQuorumEpochResponse_v1(o: BeginQuorumEpochResponse, out: bytearray) 
     w_uv(out, len(a) + 1)
     for x in a:
         _e_BeginQuorumEpochResponseTopicData_v1(x, out)
+    if o.unknown_tags and not o.unknown_tags.keys().isdisjoint((0,)):
+        raise Malformed  # an unknown tag that is a known field's tag
     t: list[tuple[int, Any]] = []
     if o.node_endpoints != []:
         tb = bytearray()

@@ -201,6 +201,8 @@ def _d_BrokerHeartbeatRequest_v0(b: Any, p: int) -> tuple[BrokerHeartbeatRequest
         p += 1
     else:
         ut, p = skip_tags(b, p)
+        if ut and not ut.keys().isdisjoint((0,)):
+            raise Malformed  # a tag Kafka rejects at this version
     o = _new(BrokerHeartbeatRequest)
     o.broker_id = f_broker_id
     o.broker_epoch = f_broker_epoch
@@ -275,6 +277,8 @@ def _e_BrokerHeartbeatRequest_v1(o: BrokerHeartbeatRequest, out: bytearray) -> N
     out += _S_iqqBB.pack(
         o.broker_id, o.broker_epoch, o.current_metadata_offset, o.want_fence, o.want_shut_down
     )
+    if o.unknown_tags and not o.unknown_tags.keys().isdisjoint((0,)):
+        raise Malformed  # an unknown tag that is a known field's tag
     t: list[tuple[int, Any]] = []
     if o.offline_log_dirs != []:
         tb = bytearray()

@@ -1264,6 +1264,8 @@ def _e_CreatableTopicResult_v5(o: CreatableTopicResult, out: bytearray) -> None:
         w_uv(out, len(a) + 1)
         for x in a:
             _e_CreatableTopicConfigs_v5(x, out)
+    if o.unknown_tags and not o.unknown_tags.keys().isdisjoint((0,)):
+        raise Malformed  # an unknown tag that is a known field's tag
     t: list[tuple[int, Any]] = []
     if o.topic_config_error_code != 0:
         tb = bytearray()
@@ -1384,6 +1386,8 @@ def _e_CreatableTopicResult_v7(o: CreatableTopicResult, out: bytearray) -> None:
         w_uv(out, len(a) + 1)
         for x in a:
             _e_CreatableTopicConfigs_v5(x, out)
+    if o.unknown_tags and not o.unknown_tags.keys().isdisjoint((0,)):
+        raise Malformed  # an unknown tag that is a known field's tag
     t: list[tuple[int, Any]] = []
     if o.topic_config_error_code != 0:
         tb = bytearray()

@@ -1257,6 +1257,8 @@ def _d_FetchPartition_v12(b: Any, p: int) -> tuple[FetchPartition, int]:
         p += 1
     else:
         ut, p = skip_tags(b, p)
+        if ut and not ut.keys().isdisjoint((0,)):
+            raise Malformed  # a tag Kafka rejects at this version
     o = _new(FetchPartition)
     o.partition = f_partition
     o.current_leader_epoch = f_current_leader_epoch
@@ -1411,6 +1413,8 @@ def _d_FetchRequest_v12(b: Any, p: int) -> tuple[FetchRequest, int]:
                 f_cluster_id, p = r_ncstr(b, p)
                 if p > e:
                     raise Malformed
+            elif tag in (1,):
+                raise Malformed  # a tag Kafka rejects at this version
             else:
                 ut[tag] = bytes(b[p:e])
             p = e
@@ -1455,6 +1459,8 @@ def _e_FetchRequest_v12(o: FetchRequest, out: bytearray) -> None:
     for x in a:
         _e_ForgottenTopic_v12(x, out)
     w_cstr(out, o.rack_id)
+    if o.unknown_tags and not o.unknown_tags.keys().isdisjoint((0,)):
+        raise Malformed  # an unknown tag that is a known field's tag
     t: list[tuple[int, Any]] = []
     if o.cluster_id is not None:
         tb = bytearray()
@@ -1594,6 +1600,8 @@ def _d_FetchRequest_v13(b: Any, p: int) -> tuple[FetchRequest, int]:
                 f_cluster_id, p = r_ncstr(b, p)
                 if p > e:
                     raise Malformed
+            elif tag in (1,):
+                raise Malformed  # a tag Kafka rejects at this version
             else:
                 ut[tag] = bytes(b[p:e])
             p = e
@@ -1638,6 +1646,8 @@ def _e_FetchRequest_v13(o: FetchRequest, out: bytearray) -> None:
     for x in a:
         _e_ForgottenTopic_v13(x, out)
     w_cstr(out, o.rack_id)
+    if o.unknown_tags and not o.unknown_tags.keys().isdisjoint((0,)):
+        raise Malformed  # an unknown tag that is a known field's tag
     t: list[tuple[int, Any]] = []
     if o.cluster_id is not None:
         tb = bytearray()
@@ -1757,6 +1767,8 @@ def _e_FetchRequest_v15(o: FetchRequest, out: bytearray) -> None:
     for x in a:
         _e_ForgottenTopic_v13(x, out)
     w_cstr(out, o.rack_id)
+    if o.unknown_tags and not o.unknown_tags.keys().isdisjoint((0, 1)):
+        raise Malformed  # an unknown tag that is a known field's tag
     t: list[tuple[int, Any]] = []
     if o.cluster_id is not None:
         tb = bytearray()
@@ -1829,6 +1841,8 @@ def _e_FetchPartition_v17(o: FetchPartition, out: bytearray) -> None:
         o.log_start_offset,
         o.partition_max_bytes,
     )
+    if o.unknown_tags and not o.unknown_tags.keys().isdisjoint((0,)):
+        raise Malformed  # an unknown tag that is a known field's tag
     t: list[tuple[int, Any]] = []
     if o.replica_directory_id != ZERO_UUID:
         tb = bytearray()
@@ -1964,6 +1978,8 @@ def _e_FetchRequest_v17(o: FetchRequest, out: bytearray) -> None:
     for x in a:
         _e_ForgottenTopic_v13(x, out)
     w_cstr(out, o.rack_id)
+    if o.unknown_tags and not o.unknown_tags.keys().isdisjoint((0, 1)):
+        raise Malformed  # an unknown tag that is a known field's tag
     t: list[tuple[int, Any]] = []
     if o.cluster_id is not None:
         tb = bytearray()
@@ -3411,6 +3427,8 @@ def _e_PartitionData_v12(o: PartitionData, out: bytearray) -> None:
             _e_AbortedTransaction_v12(x, out)
     out += _S_i.pack(o.preferred_read_replica)
     w_crecords(out, o.records)
+    if o.unknown_tags and not o.unknown_tags.keys().isdisjoint((0, 1, 2)):
+        raise Malformed  # an unknown tag that is a known field's tag
     t: list[tuple[int, Any]] = []
     if o.diverging_epoch != EpochEndOffset():
         tb = bytearray()
@@ -3483,6 +3501,8 @@ def _d_FetchResponse_v12(b: Any, p: int) -> tuple[FetchResponse, int]:
         p += 1
     else:
         ut, p = skip_tags(b, p)
+        if ut and not ut.keys().isdisjoint((0,)):
+            raise Malformed  # a tag Kafka rejects at this version
     o = _new(FetchResponse)
     o.throttle_time_ms = f_throttle_time_ms
     o.error_code = f_error_code
@@ -3566,6 +3586,8 @@ def _d_FetchResponse_v13(b: Any, p: int) -> tuple[FetchResponse, int]:
         p += 1
     else:
         ut, p = skip_tags(b, p)
+        if ut and not ut.keys().isdisjoint((0,)):
+            raise Malformed  # a tag Kafka rejects at this version
     o = _new(FetchResponse)
     o.throttle_time_ms = f_throttle_time_ms
     o.error_code = f_error_code
@@ -3685,6 +3707,8 @@ def _e_FetchResponse_v16(o: FetchResponse, out: bytearray) -> None:
     w_uv(out, len(a) + 1)
     for x in a:
         _e_FetchableTopicResponse_v13(x, out)
+    if o.unknown_tags and not o.unknown_tags.keys().isdisjoint((0,)):
+        raise Malformed  # an unknown tag that is a known field's tag
     t: list[tuple[int, Any]] = []
     if o.node_endpoints != []:
         tb = bytearray()

@@ -412,6 +412,8 @@ def _d_PartitionSnapshot_v0(b: Any, p: int) -> tuple[PartitionSnapshot, int]:
         p += 1
     else:
         ut, p = skip_tags(b, p)
+        if ut and not ut.keys().isdisjoint((0,)):
+            raise Malformed  # a tag Kafka rejects at this version
     o = _new(PartitionSnapshot)
     o.partition = f_partition
     o.current_leader_epoch = f_current_leader_epoch
@@ -524,6 +526,8 @@ def _e_FetchSnapshotRequest_v0(o: FetchSnapshotRequest, out: bytearray) -> None:
     w_uv(out, len(a) + 1)
     for x in a:
         _e_TopicSnapshot_v0(x, out)
+    if o.unknown_tags and not o.unknown_tags.keys().isdisjoint((0,)):
+        raise Malformed  # an unknown tag that is a known field's tag
     t: list[tuple[int, Any]] = []
     if o.cluster_id is not None:
         tb = bytearray()
@@ -581,6 +585,8 @@ def _e_PartitionSnapshot_v1(o: PartitionSnapshot, out: bytearray) -> None:
     out += _S_ii.pack(o.partition, o.current_leader_epoch)
     _e_SnapshotId_v0(o.snapshot_id, out)
     out += _S_q.pack(o.position)
+    if o.unknown_tags and not o.unknown_tags.keys().isdisjoint((0,)):
+        raise Malformed  # an unknown tag that is a known field's tag
     t: list[tuple[int, Any]] = []
     if o.replica_directory_id != ZERO_UUID:
         tb = bytearray()
@@ -681,6 +687,8 @@ def _e_FetchSnapshotRequest_v1(o: FetchSnapshotRequest, out: bytearray) -> None:
     w_uv(out, len(a) + 1)
     for x in a:
         _e_TopicSnapshot_v1(x, out)
+    if o.unknown_tags and not o.unknown_tags.keys().isdisjoint((0,)):
+        raise Malformed  # an unknown tag that is a known field's tag
     t: list[tuple[int, Any]] = []
     if o.cluster_id is not None:
         tb = bytearray()
@@ -1216,6 +1224,8 @@ def _e_FetchSnapshotResponsePartitionSnapshot_v0(
     if o.unaligned_records is None:
         raise Malformed
     w_crecords(out, o.unaligned_records)
+    if o.unknown_tags and not o.unknown_tags.keys().isdisjoint((0,)):
+        raise Malformed  # an unknown tag that is a known field's tag
     t: list[tuple[int, Any]] = []
     if o.current_leader != LeaderIdAndEpoch():
         tb = bytearray()
@@ -1283,6 +1293,8 @@ def _d_FetchSnapshotResponse_v0(b: Any, p: int) -> tuple[FetchSnapshotResponse, 
         p += 1
     else:
         ut, p = skip_tags(b, p)
+        if ut and not ut.keys().isdisjoint((0,)):
+            raise Malformed  # a tag Kafka rejects at this version
     o = _new(FetchSnapshotResponse)
     o.throttle_time_ms = f_throttle_time_ms
     o.error_code = f_error_code
@@ -1397,6 +1409,8 @@ def _e_FetchSnapshotResponse_v1(o: FetchSnapshotResponse, out: bytearray) -> Non
     w_uv(out, len(a) + 1)
     for x in a:
         _e_FetchSnapshotResponseTopicSnapshot_v0(x, out)
+    if o.unknown_tags and not o.unknown_tags.keys().isdisjoint((0,)):
+        raise Malformed  # an unknown tag that is a known field's tag
     t: list[tuple[int, Any]] = []
     if o.node_endpoints != []:
         tb = bytearray()

@@ -1463,6 +1463,8 @@ def _d_PartitionProduceResponse_v9(b: Any, p: int) -> tuple[PartitionProduceResp
         p += 1
     else:
         ut, p = skip_tags(b, p)
+        if ut and not ut.keys().isdisjoint((0,)):
+            raise Malformed  # a tag Kafka rejects at this version
     o = _new(PartitionProduceResponse)
     o.index = f_index
     o.error_code = f_error_code
@@ -1549,6 +1551,8 @@ def _d_ProduceResponse_v9(b: Any, p: int) -> tuple[ProduceResponse, int]:
         p += 1
     else:
         ut, p = skip_tags(b, p)
+        if ut and not ut.keys().isdisjoint((0,)):
+            raise Malformed  # a tag Kafka rejects at this version
     o = _new(ProduceResponse)
     o.responses = f_responses
     o.throttle_time_ms = f_throttle_time_ms
@@ -1661,6 +1665,8 @@ def _e_PartitionProduceResponse_v10(o: PartitionProduceResponse, out: bytearray)
     for x in a:
         _e_BatchIndexAndErrorMessage_v9(x, out)
     w_ncstr(out, o.error_message)
+    if o.unknown_tags and not o.unknown_tags.keys().isdisjoint((0,)):
+        raise Malformed  # an unknown tag that is a known field's tag
     t: list[tuple[int, Any]] = []
     if o.current_leader != LeaderIdAndEpoch():
         tb = bytearray()
@@ -1798,6 +1804,8 @@ def _e_ProduceResponse_v10(o: ProduceResponse, out: bytearray) -> None:
     for x in a:
         _e_TopicProduceResponse_v10(x, out)
     out += _S_i.pack(o.throttle_time_ms)
+    if o.unknown_tags and not o.unknown_tags.keys().isdisjoint((0,)):
+        raise Malformed  # an unknown tag that is a known field's tag
     t: list[tuple[int, Any]] = []
     if o.node_endpoints != []:
         tb = bytearray()

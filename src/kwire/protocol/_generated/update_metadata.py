@@ -1568,6 +1568,8 @@ def _d_UpdateMetadataRequest_v6(b: Any, p: int) -> tuple[UpdateMetadataRequest, 
         p += 1
     else:
         ut, p = skip_tags(b, p)
+        if ut and not ut.keys().isdisjoint((0,)):
+            raise Malformed  # a tag Kafka rejects at this version
     o = _new(UpdateMetadataRequest)
     o.controller_id = f_controller_id
     o.is_kraft_controller = False
@@ -1671,6 +1673,8 @@ def _d_UpdateMetadataRequest_v7(b: Any, p: int) -> tuple[UpdateMetadataRequest, 
         p += 1
     else:
         ut, p = skip_tags(b, p)
+        if ut and not ut.keys().isdisjoint((0,)):
+            raise Malformed  # a tag Kafka rejects at this version
     o = _new(UpdateMetadataRequest)
     o.controller_id = f_controller_id
     o.is_kraft_controller = False
@@ -1782,6 +1786,8 @@ def _e_UpdateMetadataRequest_v8(o: UpdateMetadataRequest, out: bytearray) -> Non
     w_uv(out, len(a) + 1)
     for x in a:
         _e_UpdateMetadataBroker_v6(x, out)
+    if o.unknown_tags and not o.unknown_tags.keys().isdisjoint((0,)):
+        raise Malformed  # an unknown tag that is a known field's tag
     t: list[tuple[int, Any]] = []
     if o.type != 0:
         tb = bytearray()

@@ -638,6 +638,8 @@ def _d_UpdateRaftVoterResponse_v0(b: Any, p: int) -> tuple[UpdateRaftVoterRespon
 
 def _e_UpdateRaftVoterResponse_v0(o: UpdateRaftVoterResponse, out: bytearray) -> None:
     out += _S_ih.pack(o.throttle_time_ms, o.error_code)
+    if o.unknown_tags and not o.unknown_tags.keys().isdisjoint((0,)):
+        raise Malformed  # an unknown tag that is a known field's tag
     t: list[tuple[int, Any]] = []
     if o.current_leader != CurrentLeader():
         tb = bytearray()

@@ -889,6 +889,8 @@ def _d_VoteResponse_v0(b: Any, p: int) -> tuple[VoteResponse, int]:
         p += 1
     else:
         ut, p = skip_tags(b, p)
+        if ut and not ut.keys().isdisjoint((0,)):
+            raise Malformed  # a tag Kafka rejects at this version
     o = _new(VoteResponse)
     o.error_code = f_error_code
     o.topics = f_topics
@@ -1001,6 +1003,8 @@ def _e_VoteResponse_v1(o: VoteResponse, out: bytearray) -> None:
     w_uv(out, len(a) + 1)
     for x in a:
         _e_VoteResponseTopicData_v0(x, out)
+    if o.unknown_tags and not o.unknown_tags.keys().isdisjoint((0,)):
+        raise Malformed  # an unknown tag that is a known field's tag
     t: list[tuple[int, Any]] = []
     if o.node_endpoints != []:
         tb = bytearray()
