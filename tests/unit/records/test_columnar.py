@@ -499,3 +499,19 @@ def test_kernels_cache_in_numba_cache_dir_even_if_set_after_numba_import(tmp_pat
     subprocess.run([sys.executable, "-c", script], check=True, env=env)
     cached = [p.name for p in tmp_path.rglob("*.nbi")]
     assert any("walk_records" in name for name in cached), cached
+
+
+def test_mmap_can_be_closed_after_decoding(tmp_path: Any) -> None:
+    import mmap
+
+    b = BatchBuilder(2, Compression.SNAPPY)
+    for i in range(50):
+        b.append(None, i, b"k", b"v" * i)
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(b.build() + bytes(64))  # a preallocated, zero-filled tail
+    with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        result = decode_columnar(m, allow_truncated_tail=True)
+        m.close()  # no view of the mapping outlives the call (BufferError otherwise)
+    assert result.batch.num_rows == 50
+    assert result.truncated_bytes == 64
+    assert result.batch.column("value")[49].as_py() == b"v" * 49
