@@ -416,8 +416,10 @@ class _Decoder:
     # -- errors ------------------------------------------------------------------------------
 
     def _where(self, table: np.ndarray, i: int) -> str:
-        pos = int(table[i, 0])
-        return f"batch at byte {self.base + pos} (base offset {int(table[i, 5])})"
+        from kwire.records import _columnar_kernels as k
+
+        pos = int(table[i, k.BT_POS])
+        return f"batch at byte {self.base + pos} (base offset {int(table[i, k.BT_BASE_OFFSET])})"
 
     def _fail(self, table: np.ndarray, i: int, reason: str, offset: int, keep: np.ndarray) -> None:
         """Raise, or (skip mode) mark batch ``i`` as skipped."""
