@@ -528,22 +528,6 @@ def r_ncalen(b: Any, p: int) -> tuple[int, int]:
     return n, p
 
 
-_ARRAY_STRUCTS: dict[tuple[str, int], struct.Struct] = {}
-
-
-def r_fixed_array(b: Any, p: int, n: int, code: str, size: int) -> tuple[list[Any], int]:
-    """``n`` fixed-width elements in one unpack (``n`` already checked against what remains)."""
-    if n == 0:
-        return [], p
-    key = (code, n)
-    s = _ARRAY_STRUCTS.get(key)
-    if s is None:
-        s = struct.Struct(">" + code * n) if len(code) > 1 else struct.Struct(f">{n}{code}")
-        if len(_ARRAY_STRUCTS) < 512:
-            _ARRAY_STRUCTS[key] = s
-    return list(s.unpack_from(b, p)), p + n * size
-
-
 class FixedArray:
     """Arrays of one fixed-width type (``[]int32``...): count and elements in one call, one unpack.
 
@@ -787,18 +771,6 @@ def _records_bytes(v: Any) -> Any:
     if to_bytes is not None:
         return to_bytes()
     return memoryview(v).cast("B")
-
-
-def w_fixed_array(out: bytearray, values: list[Any], code: str) -> None:
-    n = len(values)
-    if n:
-        key = (code, n)
-        s = _ARRAY_STRUCTS.get(key)
-        if s is None:
-            s = struct.Struct(f">{n}{code}")
-            if len(_ARRAY_STRUCTS) < 512:
-                _ARRAY_STRUCTS[key] = s
-        out += s.pack(*values)
 
 
 def w_tags(out: bytearray, tags: list[tuple[int, Any]], unknown: dict[int, bytes] | None) -> None:

@@ -91,6 +91,13 @@ def test_bundled_specs_all_load() -> None:
     assert assignment.struct is not None
     assert assignment.struct.fields[0].struct is not None
     assert assignment.struct.fields[0].struct.is_common
+    names = [s.name for s in meta.iter_structs()]
+    assert names == [
+        "MetadataResponse",
+        "MetadataResponseBroker",
+        "MetadataResponseTopic",
+        "MetadataResponsePartition",
+    ]
 
 
 def _spec(fields: list[dict[str, object]], **top: object) -> str:

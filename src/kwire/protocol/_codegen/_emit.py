@@ -517,10 +517,6 @@ def _decode_elements(
 ) -> None:
     el = f.type.element
     assert el is not None
-    if el.name in _ARRAY_CODES:
-        fmt, size = _ARRAY_CODES[el.name]
-        code(f'{target}, p = r_fixed_array({b}, p, n, "{fmt}", {size})')
-        return
     if el.name == "uuid":
         code(f"{target}, p = r_uuid_array({b}, p, n)")
         return
@@ -682,9 +678,6 @@ def _encode_elements(code: _Code, m: _Msg, f: FieldSpec, v: int, out: str, compa
         code(f"w_uv({out}, len(a) + 1)")
     else:
         code(f"{out} += _I32.pack(len(a))")
-    if el.name in _ARRAY_CODES:
-        code(f'w_fixed_array({out}, a, "{_ARRAY_CODES[el.name][0]}")')
-        return
     code("for x in a:")
     with code.block():
         if el.is_struct:

@@ -324,15 +324,15 @@ class MessageSpec:
     def flexible(self, version: int) -> bool:
         return version in self.flexible_versions
 
-    def iter_structs(self) -> Iterator[tuple[StructSpec, tuple[str, ...]]]:
+    def iter_structs(self) -> Iterator[StructSpec]:
         """Every struct reachable from the root (root first, then depth-first), each once."""
         seen: set[str] = set()
 
-        def walk(s: StructSpec) -> Iterator[tuple[StructSpec, tuple[str, ...]]]:
+        def walk(s: StructSpec) -> Iterator[StructSpec]:
             if s.name in seen:
                 return
             seen.add(s.name)
-            yield s, ()
+            yield s
             for f in s.fields:
                 if f.struct is not None:
                     yield from walk(f.struct)
