@@ -296,3 +296,14 @@ def test_tag_of_a_field_tagged_in_other_versions_is_rejected() -> None:
     assert cls.decode(cls(unknown_tags={1: b"x"}).encode(0), 0).unknown_tags == {1: b"x"}
     with pytest.raises(EncodeError, match="tagged at this version"):
         cls(unknown_tags={0: b""}).encode(1)  # tag 0 is OfflineLogDirs at v1: one tag twice
+
+
+def test_messages_pickle_and_copy(metadata_response: Any) -> None:
+    import copy
+    import pickle
+
+    topic = nested(metadata_response, "topics")
+    msg = metadata_response(topics=[topic(name="t")], unknown_tags={3: b"x"})
+    assert pickle.loads(pickle.dumps(msg)) == msg
+    clone = copy.deepcopy(msg)
+    assert clone == msg and clone.topics[0] is not msg.topics[0]

@@ -15,6 +15,7 @@ The same emitter produces the committed modules in ``protocol/_generated`` and t
 from __future__ import annotations
 
 import math
+import threading
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -810,6 +811,14 @@ def _message_doc(spec: MessageSpec) -> str:
 
 def emit_module(specs: Iterable[MessageSpec], options: EmitOptions | None = None) -> str:
     """Python source for one module holding ``specs`` (a request and its response, or one type)."""
+    with _EMIT_LOCK:  # the struct-constant registry is module state
+        return _emit_module(specs, options)
+
+
+_EMIT_LOCK = threading.Lock()
+
+
+def _emit_module(specs: Iterable[MessageSpec], options: EmitOptions | None) -> str:
     global _MOD
     opts = options or EmitOptions()
     specs = list(specs)
