@@ -811,6 +811,9 @@ class _Decoder:
     ) -> pa.RecordBatch:
         import pyarrow as pa
 
+        if not self.names:  # no columns, but still the number of rows (a count)
+            offsets = pa.RecordBatch.from_arrays([_fixed(pa.int64(), off_out)], names=["offset"])
+            return offsets.select([])
         schema = _schema(self.names)
         arrays: list[pa.Array] = []
         for name in self.names:

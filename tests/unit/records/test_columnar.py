@@ -515,3 +515,12 @@ def test_mmap_can_be_closed_after_decoding(tmp_path: Any) -> None:
     assert result.batch.num_rows == 50
     assert result.truncated_bytes == 64
     assert result.batch.column("value")[49].as_py() == b"v" * 49
+
+
+def test_no_columns_still_counts_rows() -> None:
+    b = BatchBuilder(2, Compression.GZIP)
+    for i in range(7):
+        b.append(None, i, None, b"v")
+    rb = decode_to_arrow(b.build(), columns=[])
+    assert rb.num_columns == 0
+    assert rb.num_rows == 7
