@@ -1111,7 +1111,7 @@ def docs_table() -> str:
         if key == 74:
             note.append("was ListClientMetricsResources in 3.9.1")
         if n is None:
-            note.append("removed in Kafka 4.0")
+            note.append("not in Kafka 4.x (ZooKeeper-era)")
         elif o is None and old_spec is None and key != 74:
             note.append("new in Kafka 4.x")
         removed = [v for v in v39 if v not in v43] if n else []
