@@ -673,7 +673,16 @@ def _encode_elements(code: _Code, m: _Msg, f: FieldSpec, v: int, out: str, compa
     el = f.type.element
     assert el is not None
     if el.name in _ARRAY_CODES:
-        code(f"{_MOD.array_const(el.name)}.write{'_c' if compact else ''}({out}, a)")
+        const = _MOD.array_const(el.name)
+        # small arrays inline: count, then one prebuilt struct; big ones through the helper
+        code("n = len(a)")
+        code("if n < 64:")
+        with code.block():
+            code(f"{out}.append(n + 1)" if compact else f"{out} += _I32.pack(n)")
+            code(f"{out} += {const}_S[n].pack(*a)")
+        code("else:")
+        with code.block():
+            code(f"{const}.write{'_c' if compact else ''}({out}, a)")
         return
     if compact:
         code(f"w_uv({out}, len(a) + 1)")

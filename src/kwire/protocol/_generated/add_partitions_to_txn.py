@@ -376,7 +376,12 @@ def _e_AddPartitionsToTxnTopic_v0(o: AddPartitionsToTxnTopic, out: bytearray) ->
     a: Any
     w_str(out, o.name)
     a = o.partitions
-    _A_int32.write(out, a)
+    n = len(a)
+    if n < 64:
+        out += _I32.pack(n)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write(out, a)
     if o.unknown_tags:
         raise Malformed
 
@@ -450,7 +455,12 @@ def _e_AddPartitionsToTxnTopic_v3(o: AddPartitionsToTxnTopic, out: bytearray) ->
     a: Any
     w_cstr(out, o.name)
     a = o.partitions
-    _A_int32.write_c(out, a)
+    n = len(a)
+    if n < 64:
+        out.append(n + 1)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write_c(out, a)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)
     else:

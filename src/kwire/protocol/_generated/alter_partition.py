@@ -423,7 +423,12 @@ def _e_PartitionData_v0(o: PartitionData, out: bytearray) -> None:
         raise Malformed("leaderRecoveryState")
     out += _S_ii.pack(o.partition_index, o.leader_epoch)
     a = o.new_isr
-    _A_int32.write_c(out, a)
+    n = len(a)
+    if n < 64:
+        out.append(n + 1)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write_c(out, a)
     out += _S_i.pack(o.partition_epoch)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)
@@ -548,7 +553,12 @@ def _e_PartitionData_v1(o: PartitionData, out: bytearray) -> None:
         raise Malformed("newIsrWithEpochs")
     out += _S_ii.pack(o.partition_index, o.leader_epoch)
     a = o.new_isr
-    _A_int32.write_c(out, a)
+    n = len(a)
+    if n < 64:
+        out.append(n + 1)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write_c(out, a)
     out += _S_bi.pack(o.leader_recovery_state, o.partition_epoch)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)
@@ -1165,7 +1175,12 @@ def _e_AlterPartitionResponsePartitionData_v0(
     a: Any
     out += _S_ihii.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch)
     a = o.isr
-    _A_int32.write_c(out, a)
+    n = len(a)
+    if n < 64:
+        out.append(n + 1)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write_c(out, a)
     out += _S_i.pack(o.partition_epoch)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)
@@ -1297,7 +1312,12 @@ def _e_AlterPartitionResponsePartitionData_v1(
     a: Any
     out += _S_ihii.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch)
     a = o.isr
-    _A_int32.write_c(out, a)
+    n = len(a)
+    if n < 64:
+        out.append(n + 1)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write_c(out, a)
     out += _S_bi.pack(o.leader_recovery_state, o.partition_epoch)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)

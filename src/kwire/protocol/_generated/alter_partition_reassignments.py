@@ -293,7 +293,12 @@ def _e_ReassignablePartition_v0(o: ReassignablePartition, out: bytearray) -> Non
     if a is None:
         out.append(0)
     else:
-        _A_int32.write_c(out, a)
+        n = len(a)
+        if n < 64:
+            out.append(n + 1)
+            out += _A_int32_S[n].pack(*a)
+        else:
+            _A_int32.write_c(out, a)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)
     else:

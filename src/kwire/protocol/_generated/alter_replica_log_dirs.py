@@ -258,7 +258,12 @@ def _e_AlterReplicaLogDirTopic_v0(o: AlterReplicaLogDirTopic, out: bytearray) ->
     a: Any
     w_str(out, o.name)
     a = o.partitions
-    _A_int32.write(out, a)
+    n = len(a)
+    if n < 64:
+        out += _I32.pack(n)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write(out, a)
     if o.unknown_tags:
         raise Malformed
 
@@ -351,7 +356,12 @@ def _e_AlterReplicaLogDirTopic_v2(o: AlterReplicaLogDirTopic, out: bytearray) ->
     a: Any
     w_cstr(out, o.name)
     a = o.partitions
-    _A_int32.write_c(out, a)
+    n = len(a)
+    if n < 64:
+        out.append(n + 1)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write_c(out, a)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)
     else:

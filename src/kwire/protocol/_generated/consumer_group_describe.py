@@ -675,7 +675,12 @@ def _e_TopicPartitions_v0(o: TopicPartitions, out: bytearray) -> None:
     out += _S_16s.pack(o.topic_id.bytes)
     w_cstr(out, o.topic_name)
     a = o.partitions
-    _A_int32.write_c(out, a)
+    n = len(a)
+    if n < 64:
+        out.append(n + 1)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write_c(out, a)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)
     else:

@@ -258,7 +258,12 @@ def _e_TopicPartition_v1(o: TopicPartition, out: bytearray) -> None:
     a: Any
     w_str(out, o.topic)
     a = o.partitions
-    _A_int32.write(out, a)
+    n = len(a)
+    if n < 64:
+        out += _I32.pack(n)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write(out, a)
     if o.unknown_tags:
         raise Malformed
 

@@ -284,7 +284,12 @@ def _d_CreatePartitionsAssignment_v0(b: Any, p: int) -> tuple[CreatePartitionsAs
 def _e_CreatePartitionsAssignment_v0(o: CreatePartitionsAssignment, out: bytearray) -> None:
     a: Any
     a = o.broker_ids
-    _A_int32.write(out, a)
+    n = len(a)
+    if n < 64:
+        out += _I32.pack(n)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write(out, a)
     if o.unknown_tags:
         raise Malformed
 
@@ -389,7 +394,12 @@ def _d_CreatePartitionsAssignment_v2(b: Any, p: int) -> tuple[CreatePartitionsAs
 def _e_CreatePartitionsAssignment_v2(o: CreatePartitionsAssignment, out: bytearray) -> None:
     a: Any
     a = o.broker_ids
-    _A_int32.write_c(out, a)
+    n = len(a)
+    if n < 64:
+        out.append(n + 1)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write_c(out, a)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)
     else:

@@ -397,7 +397,12 @@ def _e_CreatableReplicaAssignment_v0(o: CreatableReplicaAssignment, out: bytearr
     a: Any
     out += _S_i.pack(o.partition_index)
     a = o.broker_ids
-    _A_int32.write(out, a)
+    n = len(a)
+    if n < 64:
+        out += _I32.pack(n)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write(out, a)
     if o.unknown_tags:
         raise Malformed
 
@@ -565,7 +570,12 @@ def _e_CreatableReplicaAssignment_v5(o: CreatableReplicaAssignment, out: bytearr
     a: Any
     out += _S_i.pack(o.partition_index)
     a = o.broker_ids
-    _A_int32.write_c(out, a)
+    n = len(a)
+    if n < 64:
+        out.append(n + 1)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write_c(out, a)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)
     else:

@@ -212,7 +212,12 @@ def _e_DescribableLogDirTopic_v0(o: DescribableLogDirTopic, out: bytearray) -> N
     a: Any
     w_str(out, o.topic)
     a = o.partitions
-    _A_int32.write(out, a)
+    n = len(a)
+    if n < 64:
+        out += _I32.pack(n)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write(out, a)
     if o.unknown_tags:
         raise Malformed
 
@@ -281,7 +286,12 @@ def _e_DescribableLogDirTopic_v2(o: DescribableLogDirTopic, out: bytearray) -> N
     a: Any
     w_cstr(out, o.topic)
     a = o.partitions
-    _A_int32.write_c(out, a)
+    n = len(a)
+    if n < 64:
+        out.append(n + 1)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write_c(out, a)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)
     else:

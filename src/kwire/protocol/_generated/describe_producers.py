@@ -205,7 +205,12 @@ def _e_TopicRequest_v0(o: TopicRequest, out: bytearray) -> None:
     a: Any
     w_cstr(out, o.name)
     a = o.partition_indexes
-    _A_int32.write_c(out, a)
+    n = len(a)
+    if n < 64:
+        out.append(n + 1)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write_c(out, a)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)
     else:

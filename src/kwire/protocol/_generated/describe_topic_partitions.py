@@ -848,21 +848,46 @@ def _e_DescribeTopicPartitionsResponsePartition_v0(
     a: Any
     out += _S_hiii.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
     a = o.replica_nodes
-    _A_int32.write_c(out, a)
+    n = len(a)
+    if n < 64:
+        out.append(n + 1)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write_c(out, a)
     a = o.isr_nodes
-    _A_int32.write_c(out, a)
+    n = len(a)
+    if n < 64:
+        out.append(n + 1)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write_c(out, a)
     a = o.eligible_leader_replicas
     if a is None:
         out.append(0)
     else:
-        _A_int32.write_c(out, a)
+        n = len(a)
+        if n < 64:
+            out.append(n + 1)
+            out += _A_int32_S[n].pack(*a)
+        else:
+            _A_int32.write_c(out, a)
     a = o.last_known_elr
     if a is None:
         out.append(0)
     else:
-        _A_int32.write_c(out, a)
+        n = len(a)
+        if n < 64:
+            out.append(n + 1)
+            out += _A_int32_S[n].pack(*a)
+        else:
+            _A_int32.write_c(out, a)
     a = o.offline_replicas
-    _A_int32.write_c(out, a)
+    n = len(a)
+    if n < 64:
+        out.append(n + 1)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write_c(out, a)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)
     else:

@@ -421,7 +421,12 @@ def _e_PartitionData_v0(o: PartitionData, out: bytearray) -> None:
     a: Any
     out += _S_iii.pack(o.partition_index, o.leader_id, o.leader_epoch)
     a = o.preferred_successors
-    _A_int32.write(out, a)
+    n = len(a)
+    if n < 64:
+        out += _I32.pack(n)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write(out, a)
     if o.unknown_tags:
         raise Malformed
 

@@ -957,7 +957,12 @@ def _e_ForgottenTopic_v7(o: ForgottenTopic, out: bytearray) -> None:
     a: Any
     w_str(out, o.topic)
     a = o.partitions
-    _A_int32.write(out, a)
+    n = len(a)
+    if n < 64:
+        out += _I32.pack(n)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write(out, a)
     if o.unknown_tags:
         raise Malformed
 
@@ -1356,7 +1361,12 @@ def _e_ForgottenTopic_v12(o: ForgottenTopic, out: bytearray) -> None:
     a: Any
     w_cstr(out, o.topic)
     a = o.partitions
-    _A_int32.write_c(out, a)
+    n = len(a)
+    if n < 64:
+        out.append(n + 1)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write_c(out, a)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)
     else:
@@ -1543,7 +1553,12 @@ def _e_ForgottenTopic_v13(o: ForgottenTopic, out: bytearray) -> None:
     a: Any
     out += _S_16s.pack(o.topic_id.bytes)
     a = o.partitions
-    _A_int32.write_c(out, a)
+    n = len(a)
+    if n < 64:
+        out.append(n + 1)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write_c(out, a)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)
     else:

@@ -382,7 +382,12 @@ def _e_GetTelemetrySubscriptionsResponse_v0(
         o.throttle_time_ms, o.error_code, o.client_instance_id.bytes, o.subscription_id
     )
     a = o.accepted_compression_types
-    _A_int8.write_c(out, a)
+    n = len(a)
+    if n < 64:
+        out.append(n + 1)
+        out += _A_int8_S[n].pack(*a)
+    else:
+        _A_int8.write_c(out, a)
     out += _S_iiB.pack(o.push_interval_ms, o.telemetry_max_bytes, o.delta_temporality)
     a = o.requested_metrics
     w_uv(out, len(a) + 1)

@@ -597,10 +597,20 @@ def _e_LeaderAndIsrPartitionState_v0(o: LeaderAndIsrPartitionState, out: bytearr
     w_str(out, o.topic_name)
     out += _S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     a = o.isr
-    _A_int32.write(out, a)
+    n = len(a)
+    if n < 64:
+        out += _I32.pack(n)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write(out, a)
     out += _S_i.pack(o.partition_epoch)
     a = o.replicas
-    _A_int32.write(out, a)
+    n = len(a)
+    if n < 64:
+        out += _I32.pack(n)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write(out, a)
     if o.unknown_tags:
         raise Malformed
 
@@ -741,10 +751,20 @@ def _e_LeaderAndIsrPartitionState_v1(o: LeaderAndIsrPartitionState, out: bytearr
     w_str(out, o.topic_name)
     out += _S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     a = o.isr
-    _A_int32.write(out, a)
+    n = len(a)
+    if n < 64:
+        out += _I32.pack(n)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write(out, a)
     out += _S_i.pack(o.partition_epoch)
     a = o.replicas
-    _A_int32.write(out, a)
+    n = len(a)
+    if n < 64:
+        out += _I32.pack(n)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write(out, a)
     out += _S_B.pack(o.is_new)
     if o.unknown_tags:
         raise Malformed
@@ -855,10 +875,20 @@ def _e_LeaderAndIsrPartitionState_v2(o: LeaderAndIsrPartitionState, out: bytearr
         raise Malformed("leaderRecoveryState")
     out += _S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     a = o.isr
-    _A_int32.write(out, a)
+    n = len(a)
+    if n < 64:
+        out += _I32.pack(n)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write(out, a)
     out += _S_i.pack(o.partition_epoch)
     a = o.replicas
-    _A_int32.write(out, a)
+    n = len(a)
+    if n < 64:
+        out += _I32.pack(n)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write(out, a)
     out += _S_B.pack(o.is_new)
     if o.unknown_tags:
         raise Malformed
@@ -1020,14 +1050,34 @@ def _e_LeaderAndIsrPartitionState_v3(o: LeaderAndIsrPartitionState, out: bytearr
         raise Malformed("leaderRecoveryState")
     out += _S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     a = o.isr
-    _A_int32.write(out, a)
+    n = len(a)
+    if n < 64:
+        out += _I32.pack(n)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write(out, a)
     out += _S_i.pack(o.partition_epoch)
     a = o.replicas
-    _A_int32.write(out, a)
+    n = len(a)
+    if n < 64:
+        out += _I32.pack(n)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write(out, a)
     a = o.adding_replicas
-    _A_int32.write(out, a)
+    n = len(a)
+    if n < 64:
+        out += _I32.pack(n)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write(out, a)
     a = o.removing_replicas
-    _A_int32.write(out, a)
+    n = len(a)
+    if n < 64:
+        out += _I32.pack(n)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write(out, a)
     out += _S_B.pack(o.is_new)
     if o.unknown_tags:
         raise Malformed
@@ -1196,14 +1246,34 @@ def _e_LeaderAndIsrPartitionState_v4(o: LeaderAndIsrPartitionState, out: bytearr
         raise Malformed("leaderRecoveryState")
     out += _S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     a = o.isr
-    _A_int32.write_c(out, a)
+    n = len(a)
+    if n < 64:
+        out.append(n + 1)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write_c(out, a)
     out += _S_i.pack(o.partition_epoch)
     a = o.replicas
-    _A_int32.write_c(out, a)
+    n = len(a)
+    if n < 64:
+        out.append(n + 1)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write_c(out, a)
     a = o.adding_replicas
-    _A_int32.write_c(out, a)
+    n = len(a)
+    if n < 64:
+        out.append(n + 1)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write_c(out, a)
     a = o.removing_replicas
-    _A_int32.write_c(out, a)
+    n = len(a)
+    if n < 64:
+        out.append(n + 1)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write_c(out, a)
     out += _S_B.pack(o.is_new)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)
@@ -1517,14 +1587,34 @@ def _e_LeaderAndIsrPartitionState_v6(o: LeaderAndIsrPartitionState, out: bytearr
     a: Any
     out += _S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     a = o.isr
-    _A_int32.write_c(out, a)
+    n = len(a)
+    if n < 64:
+        out.append(n + 1)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write_c(out, a)
     out += _S_i.pack(o.partition_epoch)
     a = o.replicas
-    _A_int32.write_c(out, a)
+    n = len(a)
+    if n < 64:
+        out.append(n + 1)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write_c(out, a)
     a = o.adding_replicas
-    _A_int32.write_c(out, a)
+    n = len(a)
+    if n < 64:
+        out.append(n + 1)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write_c(out, a)
     a = o.removing_replicas
-    _A_int32.write_c(out, a)
+    n = len(a)
+    if n < 64:
+        out.append(n + 1)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write_c(out, a)
     out += _S_Bb.pack(o.is_new, o.leader_recovery_state)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)

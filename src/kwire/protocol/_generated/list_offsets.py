@@ -959,7 +959,12 @@ def _e_ListOffsetsPartitionResponse_v0(o: ListOffsetsPartitionResponse, out: byt
         raise Malformed("leaderEpoch")
     out += _S_ih.pack(o.partition_index, o.error_code)
     a = o.old_style_offsets
-    _A_int64.write(out, a)
+    n = len(a)
+    if n < 64:
+        out += _I32.pack(n)
+        out += _A_int64_S[n].pack(*a)
+    else:
+        _A_int64.write(out, a)
     if o.unknown_tags:
         raise Malformed
 

@@ -203,7 +203,12 @@ def _e_ListTransactionsRequest_v0(o: ListTransactionsRequest, out: bytearray) ->
     for x in a:
         w_cstr(out, x)
     a = o.producer_id_filters
-    _A_int64.write_c(out, a)
+    n = len(a)
+    if n < 64:
+        out.append(n + 1)
+        out += _A_int64_S[n].pack(*a)
+    else:
+        _A_int64.write_c(out, a)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)
     else:
@@ -253,7 +258,12 @@ def _e_ListTransactionsRequest_v1(o: ListTransactionsRequest, out: bytearray) ->
     for x in a:
         w_cstr(out, x)
     a = o.producer_id_filters
-    _A_int64.write_c(out, a)
+    n = len(a)
+    if n < 64:
+        out.append(n + 1)
+        out += _A_int64_S[n].pack(*a)
+    else:
+        _A_int64.write_c(out, a)
     out += _S_q.pack(o.duration_filter)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)

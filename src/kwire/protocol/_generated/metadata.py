@@ -1152,9 +1152,19 @@ def _e_MetadataResponsePartition_v0(o: MetadataResponsePartition, out: bytearray
     a: Any
     out += _S_hii.pack(o.error_code, o.partition_index, o.leader_id)
     a = o.replica_nodes
-    _A_int32.write(out, a)
+    n = len(a)
+    if n < 64:
+        out += _I32.pack(n)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write(out, a)
     a = o.isr_nodes
-    _A_int32.write(out, a)
+    n = len(a)
+    if n < 64:
+        out += _I32.pack(n)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write(out, a)
     if o.unknown_tags:
         raise Malformed
 
@@ -1536,11 +1546,26 @@ def _e_MetadataResponsePartition_v5(o: MetadataResponsePartition, out: bytearray
     a: Any
     out += _S_hii.pack(o.error_code, o.partition_index, o.leader_id)
     a = o.replica_nodes
-    _A_int32.write(out, a)
+    n = len(a)
+    if n < 64:
+        out += _I32.pack(n)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write(out, a)
     a = o.isr_nodes
-    _A_int32.write(out, a)
+    n = len(a)
+    if n < 64:
+        out += _I32.pack(n)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write(out, a)
     a = o.offline_replicas
-    _A_int32.write(out, a)
+    n = len(a)
+    if n < 64:
+        out += _I32.pack(n)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write(out, a)
     if o.unknown_tags:
         raise Malformed
 
@@ -1696,11 +1721,26 @@ def _e_MetadataResponsePartition_v7(o: MetadataResponsePartition, out: bytearray
     a: Any
     out += _S_hiii.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
     a = o.replica_nodes
-    _A_int32.write(out, a)
+    n = len(a)
+    if n < 64:
+        out += _I32.pack(n)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write(out, a)
     a = o.isr_nodes
-    _A_int32.write(out, a)
+    n = len(a)
+    if n < 64:
+        out += _I32.pack(n)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write(out, a)
     a = o.offline_replicas
-    _A_int32.write(out, a)
+    n = len(a)
+    if n < 64:
+        out += _I32.pack(n)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write(out, a)
     if o.unknown_tags:
         raise Malformed
 
@@ -1999,11 +2039,26 @@ def _e_MetadataResponsePartition_v9(o: MetadataResponsePartition, out: bytearray
     a: Any
     out += _S_hiii.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
     a = o.replica_nodes
-    _A_int32.write_c(out, a)
+    n = len(a)
+    if n < 64:
+        out.append(n + 1)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write_c(out, a)
     a = o.isr_nodes
-    _A_int32.write_c(out, a)
+    n = len(a)
+    if n < 64:
+        out.append(n + 1)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write_c(out, a)
     a = o.offline_replicas
-    _A_int32.write_c(out, a)
+    n = len(a)
+    if n < 64:
+        out.append(n + 1)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write_c(out, a)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)
     else:

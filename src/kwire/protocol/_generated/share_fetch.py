@@ -533,7 +533,12 @@ def _e_AcknowledgementBatch_v0(o: AcknowledgementBatch, out: bytearray) -> None:
     a: Any
     out += _S_qq.pack(o.first_offset, o.last_offset)
     a = o.acknowledge_types
-    _A_int8.write_c(out, a)
+    n = len(a)
+    if n < 64:
+        out.append(n + 1)
+        out += _A_int8_S[n].pack(*a)
+    else:
+        _A_int8.write_c(out, a)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)
     else:
@@ -651,7 +656,12 @@ def _e_ForgottenTopic_v0(o: ForgottenTopic, out: bytearray) -> None:
     a: Any
     out += _S_16s.pack(o.topic_id.bytes)
     a = o.partitions
-    _A_int32.write_c(out, a)
+    n = len(a)
+    if n < 64:
+        out.append(n + 1)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write_c(out, a)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)
     else:

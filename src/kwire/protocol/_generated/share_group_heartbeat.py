@@ -498,7 +498,12 @@ def _e_TopicPartitions_v0(o: TopicPartitions, out: bytearray) -> None:
     a: Any
     out += _S_16s.pack(o.topic_id.bytes)
     a = o.partitions
-    _A_int32.write_c(out, a)
+    n = len(a)
+    if n < 64:
+        out.append(n + 1)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write_c(out, a)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)
     else:

@@ -537,7 +537,12 @@ def _e_StopReplicaTopicV1_v1(o: StopReplicaTopicV1, out: bytearray) -> None:
     a: Any
     w_str(out, o.name)
     a = o.partition_indexes
-    _A_int32.write(out, a)
+    n = len(a)
+    if n < 64:
+        out += _I32.pack(n)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write(out, a)
     if o.unknown_tags:
         raise Malformed
 
@@ -618,7 +623,12 @@ def _e_StopReplicaTopicV1_v2(o: StopReplicaTopicV1, out: bytearray) -> None:
     a: Any
     w_cstr(out, o.name)
     a = o.partition_indexes
-    _A_int32.write_c(out, a)
+    n = len(a)
+    if n < 64:
+        out.append(n + 1)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write_c(out, a)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)
     else:

@@ -664,10 +664,20 @@ def _e_UpdateMetadataPartitionState_v0(o: UpdateMetadataPartitionState, out: byt
     w_str(out, o.topic_name)
     out += _S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     a = o.isr
-    _A_int32.write(out, a)
+    n = len(a)
+    if n < 64:
+        out += _I32.pack(n)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write(out, a)
     out += _S_i.pack(o.zk_version)
     a = o.replicas
-    _A_int32.write(out, a)
+    n = len(a)
+    if n < 64:
+        out += _I32.pack(n)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write(out, a)
     if o.unknown_tags:
         raise Malformed
 
@@ -1143,12 +1153,27 @@ def _e_UpdateMetadataPartitionState_v4(o: UpdateMetadataPartitionState, out: byt
     w_str(out, o.topic_name)
     out += _S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     a = o.isr
-    _A_int32.write(out, a)
+    n = len(a)
+    if n < 64:
+        out += _I32.pack(n)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write(out, a)
     out += _S_i.pack(o.zk_version)
     a = o.replicas
-    _A_int32.write(out, a)
+    n = len(a)
+    if n < 64:
+        out += _I32.pack(n)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write(out, a)
     a = o.offline_replicas
-    _A_int32.write(out, a)
+    n = len(a)
+    if n < 64:
+        out += _I32.pack(n)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write(out, a)
     if o.unknown_tags:
         raise Malformed
 
@@ -1261,12 +1286,27 @@ def _e_UpdateMetadataPartitionState_v5(o: UpdateMetadataPartitionState, out: byt
     a: Any
     out += _S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     a = o.isr
-    _A_int32.write(out, a)
+    n = len(a)
+    if n < 64:
+        out += _I32.pack(n)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write(out, a)
     out += _S_i.pack(o.zk_version)
     a = o.replicas
-    _A_int32.write(out, a)
+    n = len(a)
+    if n < 64:
+        out += _I32.pack(n)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write(out, a)
     a = o.offline_replicas
-    _A_int32.write(out, a)
+    n = len(a)
+    if n < 64:
+        out += _I32.pack(n)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write(out, a)
     if o.unknown_tags:
         raise Malformed
 
@@ -1417,12 +1457,27 @@ def _e_UpdateMetadataPartitionState_v6(o: UpdateMetadataPartitionState, out: byt
     a: Any
     out += _S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     a = o.isr
-    _A_int32.write_c(out, a)
+    n = len(a)
+    if n < 64:
+        out.append(n + 1)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write_c(out, a)
     out += _S_i.pack(o.zk_version)
     a = o.replicas
-    _A_int32.write_c(out, a)
+    n = len(a)
+    if n < 64:
+        out.append(n + 1)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write_c(out, a)
     a = o.offline_replicas
-    _A_int32.write_c(out, a)
+    n = len(a)
+    if n < 64:
+        out.append(n + 1)
+        out += _A_int32_S[n].pack(*a)
+    else:
+        _A_int32.write_c(out, a)
     if o.unknown_tags:
         w_tags(out, [], o.unknown_tags)
     else:
