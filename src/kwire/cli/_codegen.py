@@ -27,6 +27,9 @@ def register(subparsers: Any) -> None:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="fail if the committed code is stale")
     mode.add_argument("--write", action="store_true", help="rewrite the committed code")
+    mode.add_argument(
+        "--reference", action="store_true", help="print a markdown reference of the messages"
+    )
     parser.add_argument("message", nargs="?", help="a message name, e.g. MetadataResponse")
     parser.add_argument("version", nargs="?", type=int, help="the message version to show")
     parser.add_argument("--spec-dir", type=Path, help="a Kafka spec directory (default: bundled)")
@@ -56,6 +59,22 @@ def _run(args: argparse.Namespace) -> int:
             print("kwire codegen: run `kwire codegen --write`", file=sys.stderr)
             return EXIT_FAILED
         print("kwire codegen: generated code is up to date")
+        return EXIT_OK
+    if args.reference:
+        from kwire.protocol._codegen._reference import render_message, render_reference
+
+        ref_specs = load_spec_dir(args.spec_dir) if args.spec_dir is not None else None
+        if ref_specs is None:
+            from kwire.protocol import bundled_specs
+
+            ref_specs = bundled_specs()
+        if args.message is None:
+            sys.stdout.write(render_reference(ref_specs.values()))
+            return EXIT_OK
+        if args.message not in ref_specs:
+            print(f"kwire codegen: no message named {args.message!r}", file=sys.stderr)
+            return EXIT_USAGE
+        sys.stdout.write(render_message(ref_specs[args.message]))
         return EXIT_OK
     if args.message is None or args.version is None:
         print("kwire codegen: give --check, --write, or MESSAGE VERSION", file=sys.stderr)

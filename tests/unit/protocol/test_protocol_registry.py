@@ -96,3 +96,15 @@ def test_demo_runs(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_nested_helper() -> None:
     assert nested(message_class("MetadataResponse"), "topics").__name__ == "MetadataResponseTopic"
+
+
+def test_codegen_reference(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["codegen", "--reference", "MetadataResponse"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("## MetadataResponse")
+    assert (
+        "| `cluster_authorized_operations` | `clusterAuthorizedOperations` | `int32` | 8-10 |"
+        in out
+    )
+    assert "### MetadataResponse.MetadataResponsePartition" in out
+    assert main(["codegen", "--reference", "Nope"]) == 2
