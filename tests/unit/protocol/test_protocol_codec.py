@@ -307,3 +307,38 @@ def test_messages_pickle_and_copy(metadata_response: Any) -> None:
     assert pickle.loads(pickle.dumps(msg)) == msg
     clone = copy.deepcopy(msg)
     assert clone == msg and clone.topics[0] is not msg.topics[0]
+
+
+class TestJsonErrors:
+    cls = message_class("MetadataResponse")
+
+    def test_bad_types_name_the_field(self) -> None:
+        obj = self.cls().to_json(12)
+        obj["controllerId"] = "x"
+        with pytest.raises(DecodeError, match="integer") as info:
+            self.cls.from_json(obj, 12)
+        assert info.value.path == "controller_id"
+        obj = self.cls().to_json(12)
+        obj["brokers"] = [{"nodeId": 1, "host": None, "port": 1, "rack": None}]
+        with pytest.raises(DecodeError, match="non-nullable") as info:
+            self.cls.from_json(obj, 12)
+        assert info.value.path == "brokers[0].host"
+        obj["brokers"] = [{"nodeId": 2**31, "host": "h", "port": 1, "rack": None}]
+        with pytest.raises(DecodeError, match="range"):
+            self.cls.from_json(obj, 12)
+
+    def test_uuid_and_bytes_forms(self) -> None:
+        topic = self.cls.MetadataResponseTopic
+        obj = self.cls(topics=[topic(name="t")]).to_json(12)
+        obj["topics"][0]["topicId"] = "not a uuid!"
+        with pytest.raises(DecodeError, match="UUID"):
+            self.cls.from_json(obj, 12)
+
+    def test_non_default_absent_field(self) -> None:
+        with pytest.raises(UnsupportedVersionError, match="clusterAuthorizedOperations"):
+            self.cls(cluster_authorized_operations=1).to_json(12)
+        assert "throttleTimeMs" not in self.cls(throttle_time_ms=5).to_json(2)  # ignorable
+
+    def test_unsupported_version(self) -> None:
+        with pytest.raises(UnsupportedVersionError):
+            self.cls().to_json(99)
