@@ -41,9 +41,16 @@ def join_uri(root_uri: str, path_in_fs: str) -> str:
 
 
 def list_files(fs: pafs.FileSystem, root: str) -> dict[str, int]:
-    """Every file under ``root`` (recursive) with its size; ``root`` may also be one file's dir."""
+    """Every file under ``root`` (recursive) with its size; ``root`` may also be a single file."""
     import pyarrow.fs as pafs
 
+    from kwire.errors import KwireError
+
+    info = fs.get_file_info(root)
+    if info.type == pafs.FileType.NotFound:
+        raise KwireError(f"no such file or directory: {root}")
+    if info.type == pafs.FileType.File:  # one segment file
+        return {info.path: int(info.size or 0)}
     infos = fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=False))
     return {info.path: int(info.size or 0) for info in infos if info.type == pafs.FileType.File}
 
