@@ -109,7 +109,7 @@ def print_results(results: list[JobResult]) -> None:
             f"{r.mb_per_second:,.2f}",
             f"{r.skipped_bytes:,} B",
         )
-    console = Console()
+    console = Console(width=None if sys.stdout.isatty() else 120)
     console.print(table)
     for r in results:
         for note in r.notes:

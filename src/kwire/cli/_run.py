@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -42,7 +43,7 @@ def _run(args: argparse.Namespace) -> int:
     from kwire.spark._pipeline import export, read_log
     from kwire.spark._sample import write_sample
 
-    console = Console()
+    console = Console(width=None if sys.stdout.isatty() else 120)
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="kwire-run-"))
     log_dir, parquet = workdir / "log", workdir / "parquet"
     shutil.rmtree(log_dir, ignore_errors=True)

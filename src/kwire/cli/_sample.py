@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 EXIT_OK = 0
@@ -95,5 +96,5 @@ def _sample(args: argparse.Namespace) -> int:
         "",
         style="bold",
     )
-    Console().print(table)
+    Console(width=None if sys.stdout.isatty() else 120).print(table)
     return EXIT_OK
