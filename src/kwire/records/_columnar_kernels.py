@@ -173,12 +173,30 @@ TS_NULL: Final = -(2**63)  # written for such timestamps; the Python layer turns
 
 def _be_int(buf: Any, p: int, n: int) -> int:
     """Big-endian signed integer of ``n`` bytes at ``p`` (caller checked the bytes exist)."""
-    v = 0
-    for i in range(n):
+    v = int(buf[p])
+    if v >= 0x80:  # the sign comes from the first byte; shifting keeps it (Python and int64 alike)
+        v -= 0x100
+    for i in range(1, n):
         v = (v << 8) | int(buf[p + i])
-    if n < 8 and v >= (1 << (8 * n - 1)):
-        v -= 1 << (8 * n)
     return v
+
+
+_INT64_MAX: Final = 2**63 - 1
+_INT64_MIN: Final = -(2**63)
+
+
+def _add64(a: int, b: int) -> int:
+    """``a + b`` wrapping like Java's ``long`` (numba's int64 does; Python's int must be told)."""
+    if b > 0 and a > _INT64_MAX - b:
+        return (a + _INT64_MIN) + (b + _INT64_MIN)
+    if b < 0 and a < _INT64_MIN - b:
+        return (a - _INT64_MIN) + (b - _INT64_MIN)
+    return a + b
+
+
+def _neg64(a: int) -> int:
+    """``-a`` wrapping like Java's ``long`` (the negation of the minimum is itself)."""
+    return a if a == _INT64_MIN else -a
 
 
 def _be_uint32(buf: Any, p: int) -> int:
@@ -409,7 +427,7 @@ def walk_records(
                 err_pos = p
                 break
             p = q
-            ts = max_ts if log_append else base_ts + ts_delta
+            ts = max_ts if log_append else _add64(base_ts, ts_delta)
             # key
             klen, q = _varint(buf, p, rend)
             if q < 0:
@@ -449,9 +467,9 @@ def walk_records(
                 if r >= off_out.shape[0]:
                     err = E_OUTPUT
                     break
-                off_out[r] = base_off + off_delta
+                off_out[r] = _add64(base_off, off_delta)
                 if n == 0:
-                    sec_info[si, 0] = base_off + off_delta
+                    sec_info[si, 0] = _add64(base_off, off_delta)
                 # microseconds for Arrow/Spark; a timestamp they cannot hold becomes null
                 ts_out[r] = ts * 1000 if -_MAX_TS_MS <= ts <= _MAX_TS_MS else TS_NULL
                 if want_key:
@@ -564,7 +582,7 @@ def walk_records(
                 if whole and last >= 0 and base_off < last:
                     err = E_LEGACY_WRAPPER_OFFSET
                     err_pos = p
-                adjust = base_off - last if whole else 0
+                adjust = _add64(base_off, _neg64(last)) if whole else 0
             while err == E_OK and p < end:
                 err_pos = p
                 if end - p < _LOG_OVERHEAD:
@@ -610,7 +628,7 @@ def walk_records(
                     err = E_VALUE_LENGTH
                     err_pos = q - 4
                     break
-                offset = _be_int(buf, p, 8) + adjust
+                offset = _add64(_be_int(buf, p, 8), adjust)
                 if fill:
                     if r >= off_out.shape[0]:
                         err = E_OUTPUT
@@ -698,6 +716,8 @@ def legacy_crc_ranges(buf: Any, start: int, end: int, out: Any) -> int:
 # --- engine selection ----------------------------------------------------------------------------
 
 _KERNELS: Final = (
+    "_add64",
+    "_neg64",
     "_be_int",
     "_be_uint32",
     "_varint",

@@ -79,6 +79,10 @@ def reference_rows(buf: bytes, **kwargs: Any) -> list[dict[str, Any]]:
 MAX_TS_MS = (2**63 - 1) // 1000
 
 
+def wrap64(x: int) -> int:
+    return ((x + 2**63) % 2**64) - 2**63
+
+
 def as_columnar_sees_it(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The row API's rows with the columnar decoder's two documented differences applied.
 
@@ -88,6 +92,9 @@ def as_columnar_sees_it(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for row in rows:
         row = dict(row)
+        # crafted offsets/timestamps beyond int64: Java's long arithmetic wraps, and so do we
+        for name in ("offset", "batchOffset", "timestamp"):
+            row[name] = wrap64(row[name])
         if abs(row["timestamp"]) > MAX_TS_MS:
             row["timestamp"] = None
         if row["headers"]:
@@ -433,11 +440,22 @@ print(json.dumps({
 
 
 def test_without_numba_falls_back_with_a_warning() -> None:
+    parts = []
     b = BatchBuilder(2, Compression.GZIP, base_offset=3, producer_id=1, producer_epoch=0,
                      base_sequence=0)  # fmt: skip
     for i in range(20):
         b.append(None, 1000 + i, b"k%d" % i, None if i == 4 else b"v" * i, [("h", b"%d" % i)])
-    data = b.build()
+    parts.append(b.build())
+    b = BatchBuilder(2, base_offset=23, timestamp_type=1, log_append_time=5)  # producer id -1
+    b.append(None, 1, None, b"x", [("é", None)])
+    parts.append(b.build())
+    parts.append(build_end_txn_marker(False, coordinator_epoch=3, producer_id=2**40,
+                                      producer_epoch=1, offset=24))  # fmt: skip
+    b = BatchBuilder(1, Compression.LZ4, base_offset=25)
+    for i in range(3):
+        b.append(None, 7 + i, b"legacy", b"v%d" % i)
+    parts.append(b.build())
+    data = b"".join(parts)
     env = {**os.environ, "PYTHONWARNINGS": "default"}
     out = subprocess.run(
         [sys.executable, "-c", _FALLBACK_SCRIPT], input=data.hex(), capture_output=True,

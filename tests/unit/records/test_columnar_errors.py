@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import random
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -315,3 +316,81 @@ def test_mutations_python_engine_agrees_with_numba(buf: bytes, data: st.DataObje
         assert outcomes[0][2] == outcomes[1][2]
     else:
         assert outcomes[0] == outcomes[1]
+
+
+_PURE_SCRIPT = """
+import json, sys, warnings
+sys.modules["numba"] = None  # the pure-Python kernels, as without numba
+warnings.simplefilter("ignore")
+from kwire.errors import DecodeError
+from kwire.records._columnar import columnar_engine, decode_columnar
+assert columnar_engine() == "python"
+out = []
+for hexed in json.load(sys.stdin):
+    try:
+        r = decode_columnar(bytes.fromhex(hexed), verify_crc=False, on_corrupt="skip")
+    except DecodeError as exc:
+        out.append(["error", exc.reason, exc.offset])
+    else:
+        skipped = [[s.position, s.size, s.reason] for s in r.skipped]
+        out.append(["ok", r.batch.serialize().to_pybytes().hex(), skipped])
+print(json.dumps(out))
+"""
+
+
+def _random_log(rnd: random.Random) -> bytes:
+    out = bytearray()
+    offset = rnd.choice([0, 2**40, 2**63 - 100])
+    for _ in range(rnd.randint(1, 3)):
+        magic = rnd.choice([0, 1, 2, 2, 2])
+        codec = rnd.randrange(5 if magic == 2 else 4)
+        extra: dict[str, object] = {}
+        if magic == 2 and rnd.random() < 0.5:
+            extra = {"producer_id": rnd.choice([0, 2**62]), "producer_epoch": 3,
+                     "base_sequence": rnd.choice([0, 2**31 - 2]), "is_transactional": True}  # fmt: skip
+        b = BatchBuilder(magic, codec, base_offset=offset, **extra)  # type: ignore[arg-type]
+        for _ in range(rnd.randint(1, 5)):
+            headers = [("h", rnd.choice([None, b"v"]))] if magic == 2 and rnd.random() < 0.5 else []
+            key = rnd.choice([None, b"key"])
+            b.append(None, -1 if magic == 0 else rnd.randrange(2**45), key, b"x" * rnd.randrange(9),
+                     headers)  # fmt: skip
+        out += b.build()
+        offset = min(b.next_offset + rnd.randrange(3), 2**63 - 100)
+    return bytes(out)
+
+
+@pytest.mark.slow
+def test_pure_python_kernels_agree_with_numba_on_mutated_input() -> None:
+    """Without numba at all (subprocess), on valid and mutated logs: same rows, same errors."""
+    import json
+    import subprocess
+    import sys
+
+    import pyarrow as pa
+
+    from kwire.records._columnar import records_arrow_schema
+
+    rnd = random.Random(1234)
+    buffers = []
+    for _ in range(60):
+        buf = bytearray(_random_log(rnd))
+        if rnd.random() < 0.7:
+            for _ in range(rnd.randint(1, 3)):
+                buf[rnd.randrange(len(buf))] = rnd.randrange(256)
+        buffers.append(bytes(buf))
+    res = subprocess.run(
+        [sys.executable, "-c", _PURE_SCRIPT], input=json.dumps([b.hex() for b in buffers]),
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    pure = json.loads(res.stdout)
+    schema = records_arrow_schema()
+    for buf, got in zip(buffers, pure, strict=True):
+        try:
+            r = decode_columnar(buf, verify_crc=False, on_corrupt="skip")
+        except DecodeError as exc:
+            assert got == ["error", exc.reason, exc.offset]
+            continue
+        assert got[0] == "ok", got
+        batch = pa.ipc.read_record_batch(pa.py_buffer(bytes.fromhex(got[1])), schema)
+        assert batch.equals(r.batch)
+        assert got[2] == [[s.position, s.size, s.reason] for s in r.skipped]
