@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kwire.errors import CorruptRecordError, DecodeError
+from kwire.log import scan_batches
 from kwire.records import read_batches
 from kwire.records._columnar import decode_columnar, decode_to_arrow
 from kwire.spark._fs import read_bytes, resolve
@@ -175,6 +176,7 @@ class _SplitReader:
         self.started = split.start_timestamp is None  # the start timestamp rule is satisfied
         self.stopped = False  # the end timestamp rule was reached
         self.with_corrupt = CORRUPT_RECORD in names
+        self.pending: list[pa.RecordBatch] = []
 
     # ---- rows --------------------------------------------------------------------------------
     def decode(self, view: memoryview, base: int, *, verify_crc: bool) -> Any:
@@ -325,6 +327,26 @@ class _SplitReader:
             yield from self.problem(base + result.bytes_consumed, result.truncated_bytes, reason)
 
     # ---- the split -----------------------------------------------------------------------------
+    def resync(self, fs: Any, path: str, pos: int) -> int | None:
+        """Where the next readable batch starts after bad framing at ``pos`` (None: none left).
+
+        The bytes skipped are reported (or raised, in FAILFAST) through ``problem``; their marker
+        rows are queued in ``self.pending``.
+        """
+        rest = read_bytes(fs, path, pos, self.split.end)
+        scan = scan_batches(
+            rest, base_position=pos, source=self.split.uri, verify_crc=True, errors="report"
+        )
+        first = next(scan, None)
+        resume = None if first is None else scan.file_position(first)
+        for skipped in scan.skipped:
+            if resume is not None and skipped.position >= resume:
+                break
+            self.pending.extend(self.problem(skipped.position, skipped.length, skipped.reason))
+        if resume is not None and resume <= pos:
+            return None  # cannot move forward: give up on the rest (already reported)
+        return resume
+
     def read(self) -> Iterator[pa.RecordBatch]:
         split = self.split
         fs, path = resolve(split.uri)
@@ -340,15 +362,21 @@ class _SplitReader:
                 view = read_bytes(fs, path, pos, min(split.log_size, pos + _FRAME_OVERHEAD + size))
                 length = len(view)
             elif length <= 0:
-                # Corrupt framing (or a tail shorter than a frame): hand the rest of the split to
-                # the decoder, which reports it.
-                if want < split.end:
-                    view = read_bytes(fs, path, pos, split.end)
-                length = len(view)
+                # Corrupt framing: the log layer's scan resynchronises on the next batch whose
+                # CRC verifies; the bytes in between are reported, the batches after them read.
+                resume = self.resync(fs, path, pos)
+                if resume is None:
+                    break
+                pos = resume
+                continue
             if length == 0:
                 break
+            yield from self.pending
+            self.pending.clear()
             yield from self.window(view[:length], pos)
             pos += length
+        yield from self.pending
+        self.pending.clear()
 
 
 def read_split(
