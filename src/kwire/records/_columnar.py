@@ -411,6 +411,12 @@ class _Decoder:
         self.constants = constants
         self.base = position_base
         self.scan, self.walk = _kernels(engine)
+        # Without numba the kernels read a memoryview (indexing it yields ints, several times
+        # faster than numpy scalars); compiled kernels (and their helpers) read the numpy view.
+        from kwire.records import _columnar_kernels as k
+
+        self.interpreted = k.ENGINE == "python"
+        self.kbuf: Any = self.view if self.interpreted else self.buf
         self.skipped: list[SkippedBatch] = []
 
     # -- errors ------------------------------------------------------------------------------
@@ -440,10 +446,10 @@ class _Decoder:
         from kwire.records import _columnar_kernels as k
 
         buf = self.buf
-        n, stop, status = self.scan(buf, 0, buf.shape[0], False, np.zeros((0, 1), np.int64))
+        n, stop, status = self.scan(self.kbuf, 0, buf.shape[0], False, np.zeros((0, 1), np.int64))
         table = np.zeros((n, k.BT_NFIELDS), dtype=np.int64)
         if n:
-            self.scan(buf, 0, buf.shape[0], True, table)
+            self.scan(self.kbuf, 0, buf.shape[0], True, table)
         truncated = 0
         if status != k.E_OK:
             rest = buf.shape[0] - stop
@@ -537,7 +543,8 @@ class _Decoder:
         if legacy.size:
             arena_len = self._legacy(table, legacy, keep, sections, meta, arena_parts, arena_len)
 
-        arena = _as_uint8(b"".join(arena_parts))[1]
+        joined = b"".join(arena_parts)
+        arena = memoryview(joined) if self.interpreted else _as_uint8(joined)[1]
 
         return self._records(table, keep, sections, meta, arena, stop, truncated)
 
@@ -654,7 +661,7 @@ class _Decoder:
 
         from kwire.records import _columnar_kernels as k
 
-        arr = _as_uint8(data)[1]
+        arr = memoryview(data) if self.interpreted else _as_uint8(data)[1]
         ranges = np.empty((len(data) // 26 + 1, 3), dtype=np.int64)
         fn = k.legacy_crc_ranges if self.walk is k.walk_records else k.PY_LEGACY_CRC_RANGES
         n = fn(arr, 0, len(data), ranges)
@@ -677,7 +684,7 @@ class _Decoder:
         keep: np.ndarray,
         sections: np.ndarray,
         meta: dict[str, np.ndarray],
-        arena: np.ndarray,
+        arena: Any,  # numpy view, or memoryview for the interpreted kernels
         stop: int,
         truncated: int,
     ) -> ColumnarResult:
@@ -698,7 +705,7 @@ class _Decoder:
         sec_info = np.zeros((sec.shape[0], 2), dtype=np.int64)
         # pass 1: validate and count
         failed = self.walk(
-            self.buf, arena, sec, False, not self.skip_corrupt,
+            self.kbuf, arena, sec, False, not self.skip_corrupt,
             want_key, want_value, want_headers, totals, errors,
             i64, i64, i32, u8, u8, i32, u8, u8, i32, u8, i32, u8, i32, u8, u8, sec_info,
         )  # fmt: skip
@@ -752,7 +759,7 @@ class _Decoder:
         # pass 2: fill
         if sec.shape[0]:
             failed = self.walk(
-                self.buf, arena, sec, True, True,
+                self.kbuf, arena, sec, True, True,
                 want_key, want_value, want_headers, np.zeros(k.T_NFIELDS, dtype=np.int64), errors,
                 off_out, ts_out, key_offs, key_data, key_valid, val_offs, val_data, val_valid,
                 hdr_offs, hdr_valid, hk_offs, hk_data, hv_offs, hv_data, hv_valid, sec_info,

@@ -393,7 +393,7 @@ def walk_records(
         nhv = 0
         if kind == KIND_V2 and declared < 0:
             err = E_RECORD_COUNT
-        if end > buf.shape[0] or p > end or p < 0:
+        if end > len(buf) or p > end or p < 0:
             err = E_OUTPUT
         sec_info[si, 0] = base_off
         while kind == KIND_V2 and err == E_OK and n < declared:
