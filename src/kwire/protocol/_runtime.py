@@ -24,9 +24,17 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeAlias
 
-from kwire._wire import read_uvarint, write_uvarint
+from kwire._wire import read_uvarint, read_uvarlong, write_uvarint
 from kwire.errors import DecodeError, EncodeError, KwireError, UnsupportedVersionError
 from kwire.protocol._spec._model import INT_RANGES
+from kwire.protocol._spec._varint import (
+    MAX_VARINT_BYTES,
+    VARINT_TYPES,
+    interleave,
+    is_unsigned,
+    uninterleave,
+    wire_range,
+)
 from kwire.protocol._spec._versions import NONE, VersionRange
 
 __all__ = [
@@ -84,6 +92,7 @@ class KField:
         "attr",
         "default",
         "element",
+        "encodings",
         "flexible",
         "ignorable",
         "is_array",
@@ -114,6 +123,7 @@ class KField:
         struct: type[KafkaStruct] | None = None,
         zero_copy: bool = False,
         about: str = "",
+        encoding: tuple[tuple[str, str], ...] = (),
     ) -> None:
         self.name = name
         self.attr = attr
@@ -133,6 +143,15 @@ class KField:
         self.struct = struct
         self.zero_copy = zero_copy
         self.about = about
+        #: kwire extension (seed 002): ``(version range, wire type)`` pairs of a varint field.
+        self.encodings = tuple((VersionRange.parse(r), w) for r, w in encoding)
+
+    def wire(self, version: int) -> str:
+        """The wire type of the value (or of each element) at ``version``."""
+        for r, w in self.encodings:
+            if version in r:
+                return w
+        return self.element
 
     def make_default(self) -> Any:
         """A fresh default value (a new list or struct where the default is mutable)."""
@@ -177,7 +196,16 @@ class KField:
 class MessageInfo:
     """Message-level facts a generated top-level class carries."""
 
-    __slots__ = ("api_key", "flexible", "kind", "name", "source", "unstable", "valid")
+    __slots__ = (
+        "api_key",
+        "flexible",
+        "kind",
+        "name",
+        "source",
+        "tag_header",
+        "unstable",
+        "valid",
+    )
 
     def __init__(
         self,
@@ -189,9 +217,12 @@ class MessageInfo:
         *,
         unstable: bool = False,
         source: str = "",
+        tag_header: str = "kip482",
     ) -> None:
         self.name = name
         self.kind = kind
+        #: kwire extension (seed 003): "kip482" or "interleaved" tag headers.
+        self.tag_header = tag_header
         self.api_key = api_key
         self.valid = VersionRange.parse(valid)
         self.flexible = VersionRange.parse(flexible)
@@ -806,6 +837,157 @@ def no_tags(o: KafkaStruct) -> None:
 
 
 # ----------------------------------------------------------------------------------------------
+# kwire extensions: varint fields (seed 002) and the interleaved tag header (seed 003)
+
+
+class VarintCodec:
+    """One varint wire type (``varint32``, ``unsigned_varint64``...): single values and arrays.
+
+    Readers raise ``Malformed`` (or ``IndexError`` when the bytes run out) for an overlong varint or
+    a value outside the wire type's range; the careful decoder then says where. Writers raise
+    ``Malformed`` for a value they cannot hold (negative into an unsigned varint, out of range);
+    ``check_encodable`` then names the field.
+    """
+
+    __slots__ = ("hi", "lo", "max_bytes", "name", "unsigned")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.unsigned = is_unsigned(name)
+        self.lo, self.hi = wire_range(name)
+        self.max_bytes = MAX_VARINT_BYTES[VARINT_TYPES[name]]
+
+    def _raw(self, b: Any, p: int) -> tuple[int, int]:
+        result = 0
+        shift = 0
+        limit = 7 * self.max_bytes
+        while True:
+            x = b[p]
+            p += 1
+            result |= (x & 0x7F) << shift
+            if x < 0x80:
+                return result, p
+            shift += 7
+            if shift >= limit:
+                raise Malformed
+
+    def read(self, b: Any, p: int) -> tuple[int, int]:
+        x = b[p]
+        if x < 0x80:
+            return (x if self.unsigned else (x >> 1) ^ -(x & 1)), p + 1
+        n, p = self._raw(b, p)
+        if not self.unsigned:
+            n = (n >> 1) ^ -(n & 1)
+        if not self.lo <= n <= self.hi:
+            raise Malformed
+        return n, p
+
+    def read_array(self, b: Any, p: int, n: int) -> tuple[list[int], int]:
+        out: list[int] = []
+        ap = out.append
+        read = self.read
+        if self.unsigned:
+            for _ in range(n):
+                x = b[p]
+                if x < 0x80:
+                    ap(x)
+                    p += 1
+                else:
+                    x, p = read(b, p)
+                    ap(x)
+        else:
+            for _ in range(n):
+                x = b[p]
+                if x < 0x80:
+                    ap((x >> 1) ^ -(x & 1))
+                    p += 1
+                else:
+                    x, p = read(b, p)
+                    ap(x)
+        return out, p
+
+    def write(self, out: bytearray, v: int) -> None:
+        if not self.lo <= v <= self.hi:
+            raise Malformed
+        if not self.unsigned:
+            v = (v << 1) ^ (v >> 63) if v < 0 else v << 1
+        if v < 0x80:
+            out.append(v)
+        else:
+            write_uvarint(out, v)
+
+    def write_array(self, out: bytearray, a: Any) -> None:
+        write = self.write
+        if self.unsigned:
+            for v in a:
+                if 0 <= v < 0x80:
+                    out.append(v)
+                else:
+                    write(out, v)
+        else:
+            for v in a:
+                if 0 <= v < 0x40:
+                    out.append(v << 1)
+                else:
+                    write(out, v)
+
+
+#: One codec per varint wire type (generated modules that use varint fields import these).
+VARINTS: Final[dict[str, VarintCodec]] = {name: VarintCodec(name) for name in VARINT_TYPES}
+
+
+def r_taghdr(b: Any, p: int) -> tuple[int, int, int]:
+    """An interleaved tag header: ``(tag, size, new position)``."""
+    x = b[p]
+    if x < 0x80:
+        # one byte: length bits 0, 2, 4, 6 -> 0..3; tag bits 1, 3, 5 -> 0..2
+        return (
+            ((x >> 1) & 1) | ((x >> 2) & 2) | ((x >> 3) & 4),
+            (x & 1) | ((x >> 1) & 2) | ((x >> 2) & 4) | ((x >> 3) & 8),
+            p + 1,
+        )
+    h, p = read_uvarlong(b, p)
+    tag, size = uninterleave(h)
+    return tag, size, p
+
+
+def skip_tags_il(b: Any, p: int) -> tuple[dict[int, bytes] | None, int]:
+    """``skip_tags`` for interleaved tag headers."""
+    n = b[p]
+    if n < 0x80:
+        p += 1
+    else:
+        n, p = read_uvarint(b, p)
+    if n == 0:
+        return None, p
+    ut: dict[int, bytes] = {}
+    for _ in range(n):
+        tag, size, p = r_taghdr(b, p)
+        e = p + size
+        if e > len(b) or tag in ut:
+            raise Malformed
+        ut[tag] = bytes(b[p:e])
+        p = e
+    return ut, p
+
+
+def w_tags_il(
+    out: bytearray, tags: list[tuple[int, Any]], unknown: dict[int, bytes] | None
+) -> None:
+    """``w_tags`` with interleaved tag headers."""
+    if unknown:
+        known = {t for t, _ in tags}
+        for t in unknown:
+            if t in known:
+                raise Malformed
+        tags = sorted([*tags, *unknown.items()], key=_first)
+    w_uv(out, len(tags))
+    for tag, data in tags:
+        write_uvarint(out, interleave(tag, len(data)))
+        out += data
+
+
+# ----------------------------------------------------------------------------------------------
 # UUIDs as Kafka prints them
 
 
@@ -841,11 +1023,13 @@ _FIXED: Final[dict[str, tuple[struct.Struct, int]]] = {
 
 
 class _Careful:
-    __slots__ = ("buf", "context")
+    __slots__ = ("buf", "context", "interleaved")
 
-    def __init__(self, buf: Any, context: str) -> None:
+    def __init__(self, buf: Any, context: str, interleaved: bool = False) -> None:
         self.buf = buf
         self.context = context
+        #: seed-003 tag headers (kwire extension)
+        self.interleaved = interleaved
 
     def fail(self, reason: str, pos: int, path: str) -> DecodeError:
         return DecodeError(reason, offset=pos, path=path or None, context=self.context)
@@ -856,24 +1040,47 @@ class _Careful:
                 f"{what} needs {n} bytes but only {max(end - pos, 0)} remain", pos, path
             )
 
-    def uvarint(self, pos: int, end: int, path: str, what: str) -> tuple[int, int]:
+    def uvarint(
+        self, pos: int, end: int, path: str, what: str, max_bytes: int = 5, kind: str = ""
+    ) -> tuple[int, int]:
+        kind = kind or ("unsigned varint" if max_bytes == 5 else "unsigned varlong")
         result = 0
         shift = 0
         start = pos
         while True:
             if pos >= end:
-                raise self.fail(f"truncated unsigned varint ({what})", start, path)
+                raise self.fail(f"truncated {kind} ({what})", start, path)
             byte = self.buf[pos]
             pos += 1
             result |= (byte & 0x7F) << shift
             if not byte & 0x80:
                 break
             shift += 7
-            if pos - start >= 5:
-                raise self.fail(f"unsigned varint longer than 5 bytes ({what})", start, path)
-        if result > 0xFFFFFFFF:
-            raise self.fail(f"unsigned varint does not fit in 32 bits ({what})", start, path)
+            if pos - start >= max_bytes:
+                raise self.fail(f"{kind} longer than {max_bytes} bytes ({what})", start, path)
+        bits = 32 if max_bytes == 5 else 64
+        if result >> bits:
+            raise self.fail(f"{kind} does not fit in {bits} bits ({what})", start, path)
         return result, pos
+
+    def varint_field(self, wire: str, pos: int, end: int, path: str) -> tuple[int, int]:
+        """A seed-002 varint field value (kwire extension), range-checked for its wire type."""
+        codec = VARINTS[wire]
+        raw, after = self.uvarint(pos, end, path, wire, codec.max_bytes, wire)
+        value = raw if codec.unsigned else (raw >> 1) ^ -(raw & 1)
+        if not codec.lo <= value <= codec.hi:
+            raise self.fail(f"{wire} value {value} is out of range", pos, path)
+        return value, after
+
+    def tag_header(self, pos: int, end: int, path: str) -> tuple[int, int, int]:
+        """``(tag, size, position)``: two unsigned varints, or one interleaved varlong."""
+        if self.interleaved:
+            h, pos = self.uvarint(pos, end, path, "interleaved tag header", 10)
+            tag, size = uninterleave(h)
+            return tag, size, pos
+        tag, pos = self.uvarint(pos, end, path, "tag")
+        size, pos = self.uvarint(pos, end, path, f"size of tag {tag}")
+        return tag, size, pos
 
     def length(
         self, pos: int, end: int, path: str, compact: bool, nullable: bool, width: int, what: str
@@ -921,8 +1128,7 @@ class _Careful:
             seen: set[int] = set()
             for _ in range(count):
                 tag_pos = pos
-                tag, pos = self.uvarint(pos, end, tpath, "tag")
-                size, pos = self.uvarint(pos, end, tpath, f"size of tag {tag}")
+                tag, size, pos = self.tag_header(pos, end, tpath)
                 if tag in seen:
                     raise self.fail(f"duplicate tag {tag}", tag_pos, tpath)
                 seen.add(tag)
@@ -980,10 +1186,12 @@ class _Careful:
         path: str,
         nullable: bool = False,
     ) -> tuple[Any, int]:
-        t = f.element
+        t = f.wire(version) if f.encodings else f.element
         if t == "struct":
             assert f.struct is not None
             return self.struct(f.struct, pos, end, version, flexible, path)
+        if t in VARINTS:
+            return self.varint_field(t, pos, end, path)
         fixed = _FIXED.get(t)
         if fixed is not None:
             s, size = fixed
@@ -1022,7 +1230,7 @@ def careful_decode(
 ) -> tuple[Any, int]:
     """Decode with full checking; raises ``DecodeError`` with the field path and byte offset."""
     info = cls.__kafka_message__
-    reader = _Careful(buf, f"{info.name} v{version}")
+    reader = _Careful(buf, f"{info.name} v{version}", info.tag_header == "interleaved")
     flexible = version in info.flexible
     msg, end = reader.struct(cls, pos, len(buf), version, flexible, "")
     if whole and end != len(buf):
@@ -1110,6 +1318,19 @@ def _check_element(f: KField, v: Any, version: int, flexible: bool, ctx: str, pa
         lo, hi = INT_RANGES[t]
         if not lo <= v <= hi:
             raise EncodeError(f"{v} is out of range for {t}{where}")
+        wire = f.wire(version) if f.encodings else t
+        if wire in VARINTS:
+            codec = VARINTS[wire]
+            if v < 0 and codec.unsigned:
+                raise EncodeError(
+                    f"negative value {v} cannot be written as {wire} at version {version}{where}"
+                )
+            if not codec.lo <= v <= codec.hi:
+                raise EncodeError(f"{v} is out of range for {wire} at version {version}{where}")
+        elif wire != t and wire in INT_RANGES:
+            lo, hi = INT_RANGES[wire]
+            if not lo <= v <= hi:
+                raise EncodeError(f"{v} is out of range for {wire} at version {version}{where}")
     elif t == "bool":
         if not isinstance(v, bool | int):
             raise EncodeError(f"expected a bool, not {type(v).__name__}{where}")

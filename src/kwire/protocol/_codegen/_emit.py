@@ -24,6 +24,7 @@ from typing import Any
 from kwire.protocol._spec import (
     FIXED_TYPES,
     STRUCT_DEFAULT,
+    VARINT_TYPES,
     FieldSpec,
     MessageSpec,
     StructSpec,
@@ -60,8 +61,9 @@ def module_name_for(spec: MessageSpec) -> str:
 # Layouts
 
 
-def _fixed(f: FieldSpec) -> bool:
-    return f.type.name in FIXED_TYPES
+def _fixed(f: FieldSpec, v: int) -> bool:
+    """A fixed-width value at ``v`` (an encoded int field may be a varint at some versions)."""
+    return f.wire_type(v) in FIXED_TYPES
 
 
 class _Msg:
@@ -91,7 +93,7 @@ class _Msg:
                     (
                         "t" if v in f.tagged_versions else "f",
                         f.attr,
-                        f.type.name,
+                        f.wire_type(v),
                         v in f.nullable_versions,
                         f.compact(v, self.spec.flexible_versions),
                         child,
@@ -231,6 +233,17 @@ class _Module:
     structs: dict[str, str] = field(default_factory=dict)  # format -> constant name
 
     arrays: dict[str, str] = field(default_factory=dict)  # element type -> FixedArray constant
+    # kwire extensions: varint wire type -> VarintCodec constant; extra runtime names to import
+    varints: dict[str, str] = field(default_factory=dict)
+    extra: set[str] = field(default_factory=set)
+
+    def varint_const(self, wire: str) -> str:
+        name = self.varints.get(wire)
+        if name is None:
+            name = f"_V_{wire}"
+            self.varints[wire] = name
+            self.extra.add("VARINTS")
+        return name
 
     def array_const(self, type_name: str) -> str:
         name = self.arrays.get(type_name)
@@ -270,12 +283,12 @@ def _emit_decoder(code: _Code, mod: _Module, m: _Msg, s: StructSpec, v: int) -> 
         i = 0
         while i < len(present):
             f = present[i]
-            if _fixed(f):
+            if _fixed(f, v):
                 run = [f]
-                while i + len(run) < len(present) and _fixed(present[i + len(run)]):
+                while i + len(run) < len(present) and _fixed(present[i + len(run)], v):
                     run.append(present[i + len(run)])
-                fmt = "".join(FIXED_TYPES[x.type.name][0] for x in run)
-                size = sum(FIXED_TYPES[x.type.name][1] for x in run)
+                fmt = "".join(FIXED_TYPES[x.wire_type(v)][0] for x in run)
+                size = sum(FIXED_TYPES[x.wire_type(v)][1] for x in run)
                 targets = ", ".join(f"f_{x.attr}" for x in run)
                 # the length prefix of a following non-compact string or fixed-width array joins
                 # the run: one unpack instead of two
@@ -321,8 +334,12 @@ def _emit_decoder(code: _Code, mod: _Module, m: _Msg, s: StructSpec, v: int) -> 
                     code("seen: set[int] = set()")
                     code("for _ in range(n):")
                     with code.block():
-                        code("tag, p = uv(b, p)")
-                        code("size, p = uv(b, p)")
+                        if m.spec.tag_header == "interleaved":
+                            _MOD.extra.add("r_taghdr")
+                            code("tag, size, p = r_taghdr(b, p)")
+                        else:
+                            code("tag, p = uv(b, p)")
+                            code("size, p = uv(b, p)")
                         code("e = p + size")
                         code("if e > len(b) or tag in seen:")
                         with code.block():
@@ -356,7 +373,7 @@ def _emit_decoder(code: _Code, mod: _Module, m: _Msg, s: StructSpec, v: int) -> 
                     code("p += 1")
                 code("else:")
                 with code.block():
-                    code("ut, p = skip_tags(b, p)")
+                    code(f"ut, p = {_tags_helper(m, 'skip_tags')}(b, p)")
                     other = _other_tags(s, v)
                     if other:
                         code(f"if ut and not ut.keys().isdisjoint({other}):")
@@ -374,6 +391,14 @@ def _emit_decoder(code: _Code, mod: _Module, m: _Msg, s: StructSpec, v: int) -> 
     code()
 
 
+def _tags_helper(m: _Msg, name: str) -> str:
+    """A runtime tag-section helper, or its seed-003 twin for interleaved tag headers."""
+    if m.spec.tag_header == "interleaved":
+        _MOD.extra.add(name + "_il")
+        return name + "_il"
+    return name
+
+
 def _other_tags(s: StructSpec, v: int) -> tuple[int, ...]:
     """Tags of fields of ``s`` that are not tagged at ``v`` (Kafka's readers reject them)."""
     return tuple(
@@ -388,7 +413,7 @@ def _absorbable(f: FieldSpec, v: int, m: _Msg) -> bool:
     if f.type.name == "string":
         return True
     el = f.type.element
-    return el is not None and el.name in _ARRAY_CODES
+    return el is not None and f.wire_element(v) in _ARRAY_CODES
 
 
 def _fmt_versions(versions: list[int]) -> str:
@@ -421,9 +446,10 @@ def _decode_value(
     compact = f.compact(v, m.spec.flexible_versions)
     if t.is_array:
         assert t.element is not None
-        if t.element.name in _ARRAY_CODES:
-            const = _MOD.array_const(t.element.name)
-            size = _ARRAY_CODES[t.element.name][1]
+        wire = f.wire_element(v)
+        if wire in _ARRAY_CODES:
+            const = _MOD.array_const(wire)
+            size = _ARRAY_CODES[wire][1]
             method = "read" + ("_" if nullable or compact else "")
             method += ("n" if nullable else "") + ("c" if compact else "")
             if declare:
@@ -490,8 +516,12 @@ def _decode_value(
         else:
             code(f"{target}, p = {fn}({b}, p)")
         return
-    if t.name in FIXED_TYPES:
-        fmt, size = FIXED_TYPES[t.name]
+    wire = f.wire_type(v)
+    if wire in VARINT_TYPES:
+        code(f"{target}, p = {_MOD.varint_const(wire)}.read({b}, p)")
+        return
+    if wire in FIXED_TYPES:
+        fmt, size = FIXED_TYPES[wire]
         code(f"({target},) = {_MOD.struct_const(fmt)}.unpack_from({b}, p)")
         code(f"p += {size}")
         if t.name == "uuid":
@@ -520,6 +550,10 @@ def _decode_elements(
     assert el is not None
     if el.name == "uuid":
         code(f"{target}, p = r_uuid_array({b}, p, n)")
+        return
+    wire = f.wire_element(v)
+    if wire in VARINT_TYPES:
+        code(f"{target}, p = {_MOD.varint_const(wire)}.read_array({b}, p, n)")
         return
     if el.is_struct:
         assert f.struct is not None
@@ -575,11 +609,11 @@ def _emit_encoder(code: _Code, mod: _Module, m: _Msg, s: StructSpec, v: int) -> 
         i = 0
         while i < len(present):
             f = present[i]
-            if _fixed(f):
+            if _fixed(f, v):
                 run = [f]
-                while i + len(run) < len(present) and _fixed(present[i + len(run)]):
+                while i + len(run) < len(present) and _fixed(present[i + len(run)], v):
                     run.append(present[i + len(run)])
-                fmt = "".join(FIXED_TYPES[x.type.name][0] for x in run)
+                fmt = "".join(FIXED_TYPES[x.wire_type(v)][0] for x in run)
                 const = mod.struct_const(fmt)
                 args = ", ".join(
                     f"o.{x.attr}.bytes" if x.type.name == "uuid" else f"o.{x.attr}" for x in run
@@ -603,11 +637,11 @@ def _emit_encoder(code: _Code, mod: _Module, m: _Msg, s: StructSpec, v: int) -> 
                         code("tb = bytearray()")
                         _encode_value(code, m, f, v, f"o.{f.attr}", "tb")
                         code(f"t.append(({f.tag}, tb))")
-                code("w_tags(out, t, o.unknown_tags)")
+                code(f"{_tags_helper(m, 'w_tags')}(out, t, o.unknown_tags)")
             else:
                 code("if o.unknown_tags:")
                 with code.block():
-                    code("w_tags(out, [], o.unknown_tags)")
+                    code(f"{_tags_helper(m, 'w_tags')}(out, [], o.unknown_tags)")
                 code("else:")
                 with code.block():
                     code("out.append(0)")
@@ -657,8 +691,12 @@ def _encode_value(code: _Code, m: _Msg, f: FieldSpec, v: int, expr: str, out: st
         else:
             code(f"{fn}({expr}, {out})")
         return
-    if t.name in FIXED_TYPES:
-        fmt, _ = FIXED_TYPES[t.name]
+    wire = f.wire_type(v)
+    if wire in VARINT_TYPES:
+        code(f"{_MOD.varint_const(wire)}.write({out}, {expr})")
+        return
+    if wire in FIXED_TYPES:
+        fmt, _ = FIXED_TYPES[wire]
         arg = f"{expr}.bytes" if t.name == "uuid" else expr
         code(f"{out} += {_MOD.struct_const(fmt)}.pack({arg})")
         return
@@ -672,8 +710,13 @@ def _encode_value(code: _Code, m: _Msg, f: FieldSpec, v: int, expr: str, out: st
 def _encode_elements(code: _Code, m: _Msg, f: FieldSpec, v: int, out: str, compact: bool) -> None:
     el = f.type.element
     assert el is not None
-    if el.name in _ARRAY_CODES:
-        const = _MOD.array_const(el.name)
+    wire = f.wire_element(v)
+    if wire in VARINT_TYPES:
+        code(f"w_uv({out}, len(a) + 1)" if compact else f"{out} += _I32.pack(len(a))")
+        code(f"{_MOD.varint_const(wire)}.write_array({out}, a)")
+        return
+    if wire in _ARRAY_CODES:
+        const = _MOD.array_const(wire)
         # small arrays inline: count, then one prebuilt struct; big ones through the helper
         code("n = len(a)")
         code("if n < 64:")
@@ -778,6 +821,9 @@ def _kfield(f: FieldSpec, class_names: dict[str, str]) -> str:
         args.append(f"struct={class_names[f.struct.name]}")
     if f.zero_copy:
         args.append("zero_copy=True")
+    if f.encodings:
+        pairs = ", ".join(f"({str(r)!r}, {w!r})" for r, w in f.encodings)
+        args.append(f"encoding=({pairs},)")
     if f.about:
         args.append(f"about={f.about!r}")
     return f"KField({', '.join(args)})"
@@ -898,7 +944,7 @@ def _emit_module(specs: Iterable[MessageSpec], options: EmitOptions | None) -> s
     head()
     head("from kwire.protocol._runtime import (")
     with head.block():
-        for n in _RUNTIME_NAMES:
+        for n in (*_RUNTIME_NAMES, *sorted(mod.extra - set(_RUNTIME_NAMES))):
             head(f"{n},")
     head(")")
     head()
@@ -909,12 +955,16 @@ def _emit_module(specs: Iterable[MessageSpec], options: EmitOptions | None) -> s
     for type_name, const in sorted(mod.arrays.items()):
         head(f'{const} = ARRAYS["{type_name}"]')
         head(f"{const}_S = {const}.structs")
+    for wire, const in sorted(mod.varints.items()):
+        head(f'{const} = VARINTS["{wire}"]')
     head()
     for spec in specs:
         head(
             f"_INFO_{spec.name} = MessageInfo({spec.name!r}, {spec.type!r}, {spec.api_key!r}, "
             f"{str(spec.valid_versions)!r}, {str(spec.flexible_versions)!r}, "
-            f"unstable={spec.latest_version_unstable!r}, source={spec.source!r})"
+            f"unstable={spec.latest_version_unstable!r}, source={spec.source!r}"
+            + ("" if spec.tag_header == "kip482" else f", tag_header={spec.tag_header!r}")
+            + ")"
         )
     head()
     head()

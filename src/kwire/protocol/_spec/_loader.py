@@ -23,6 +23,13 @@ from kwire.protocol._spec._model import (
     StructSpec,
     parse_default,
 )
+from kwire.protocol._spec._varint import (
+    TAG_HEADERS,
+    VARINT_TYPES,
+    check_default,
+    parse_encoding_form,
+    parse_type_form,
+)
 from kwire.protocol._spec._versions import NONE, VersionRange
 
 __all__ = [
@@ -55,6 +62,7 @@ MESSAGE_KEYS: Final = frozenset(
         "listeners",
         "latestVersionUnstable",
         "headerVersions",
+        "tagHeader",  # kwire extension (seed 003), see _varint
     }
 )
 FIELD_KEYS: Final = frozenset(
@@ -73,6 +81,7 @@ FIELD_KEYS: Final = frozenset(
         "flexibleVersions",
         "zeroCopy",
         "fields",
+        "encoding",  # kwire extension (seed 002), see _varint
     }
 )
 STRUCT_KEYS: Final = frozenset({"name", "versions", "deprecatedVersions", "fields"})
@@ -161,13 +170,32 @@ def _parse_field(ctx: _Ctx, obj: Any) -> FieldSpec:
         if "versions" not in obj and tagged.empty:
             raise ctx.error("you must specify the versions of the field")
         versions = _versions(ctx, obj.get("versions"), "versions", tagged)
-        type_text = obj.get("type")
-        if not isinstance(type_text, str):
+        type_raw = obj.get("type")
+        encodings: tuple[tuple[VersionRange, str], ...] = ()
+        form = ""
+        if isinstance(type_raw, dict) or (
+            isinstance(type_raw, str) and type_raw.strip().removeprefix("[]") in VARINT_TYPES
+        ):
+            # kwire extension, seed 002 form A: a version-dependent (or varint) type
+            if "encoding" in obj:
+                raise ctx.error(
+                    "mixes both varint forms: a version-dependent or varint type and an encoding "
+                    "property; use one"
+                )
+            type_text, encodings = parse_type_form(ctx.error, type_raw, versions)
+            form = "type"
+        elif isinstance(type_raw, str):
+            type_text = type_raw
+        else:
             raise ctx.error("a field needs a type")
         try:
             ftype = FieldType.parse(type_text)
         except ValueError as exc:
             raise ctx.error(str(exc)) from None
+        if "encoding" in obj:
+            # kwire extension, seed 002 form B: a logical type plus per-version encodings
+            encodings = parse_encoding_form(ctx.error, obj["encoding"], type_text, versions)
+            form = "encoding"
         nullable = _versions(ctx, obj.get("nullableVersions"), "nullableVersions", NONE)
         if not nullable.empty and not ftype.can_be_nullable:
             raise ctx.error(f"type {ftype} cannot be nullable")
@@ -265,11 +293,15 @@ def _parse_field(ctx: _Ctx, obj: Any) -> FieldSpec:
             flexible_versions=flexible,
             zero_copy=zero_copy,
             fields=sub,
+            encodings=encodings,
+            encoding_form=form,
         )
         try:
-            parse_default(spec)
+            value = parse_default(spec)
         except ValueError as exc:
             raise ctx.error(f"invalid default {default!r} for {ftype} field: {exc}") from None
+        if encodings and isinstance(value, int):
+            check_default(ctx.error, value, encodings)
         return spec
     finally:
         ctx.path.pop()
@@ -383,7 +415,10 @@ def parse_spec(text: str, source: str = "<spec>") -> MessageSpec:
         cfields = tuple(_parse_field(ctx, f) for f in (c.get("fields") or []))
         ctx.path.pop()
         commons.append((cname, cvers, cfields))
-    return _resolve(
+    tag_header = obj.get("tagHeader", "kip482")
+    if tag_header not in TAG_HEADERS:
+        raise ctx.error(f"tagHeader must be one of {', '.join(TAG_HEADERS)}, not {tag_header!r}")
+    spec = _resolve(
         ctx,
         obj,
         name,
@@ -397,6 +432,11 @@ def parse_spec(text: str, source: str = "<spec>") -> MessageSpec:
         fields,
         commons,
     )
+    if tag_header != "kip482":
+        from dataclasses import replace
+
+        spec = replace(spec, tag_header=tag_header)
+    return spec
 
 
 def _resolve(

@@ -168,6 +168,10 @@ class FieldSpec:
     fields: tuple[FieldSpec, ...] = ()
     #: The struct a struct or struct-array field holds (resolved by the loader).
     struct: StructSpec | None = None
+    #: kwire extension (seed 002): the integer wire type per version range, from a version-dependent
+    #: ``type`` (form "type") or an ``encoding`` property (form "encoding"); empty when neither.
+    encodings: tuple[tuple[VersionRange, str], ...] = ()
+    encoding_form: str = ""
 
     @property
     def attr(self) -> str:
@@ -192,6 +196,21 @@ class FieldSpec:
         """Whether this field uses the compact (uvarint length) form at ``version``."""
         flex = self.flexible_versions if self.flexible_versions is not None else message_flexible
         return version in flex
+
+    def wire_element(self, version: int) -> str:
+        """The wire type of the value (or of each array element) at ``version``: the type itself,
+        or for an encoded field ``int32``, ``varint32``, ``unsigned_varint32``..."""
+        for r, wire in self.encodings:
+            if version in r:
+                return wire
+        t = self.type
+        return t.element.name if t.element is not None else t.name
+
+    def wire_type(self, version: int) -> str:
+        """``wire_element`` with the array marker: ``[]varint32`` for an encoded array."""
+        if not self.encodings:
+            return self.type.name
+        return ("[]" if self.type.is_array else "") + self.wire_element(version)
 
     @property
     def null_default(self) -> bool:
@@ -312,6 +331,8 @@ class MessageSpec:
     structs: dict[str, StructSpec] = field(default_factory=dict)
     #: Where it was loaded from (file name), for error messages and generated headers.
     source: str = ""
+    #: kwire extension (seed 003): "kip482" (as Kafka) or "interleaved" tag headers.
+    tag_header: str = "kip482"
 
     @property
     def fields(self) -> tuple[FieldSpec, ...]:
