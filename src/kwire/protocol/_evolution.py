@@ -224,6 +224,15 @@ def _compare(old: MessageSpec, new: MessageSpec) -> Iterator[_Raw]:
             )
             yield _Raw("violation", "flexibility-changed", "", what, v)
             continue  # every field would differ; the flexibility change says it all
+        if new.flexible(v) and old.tag_header != new.tag_header:
+            # kwire extension (seed 003): the tag-header layout of an existing version changed
+            yield _Raw(
+                "violation",
+                "tag-header-changed",
+                "",
+                f"tag headers changed from {old.tag_header} to {new.tag_header}",
+                v,
+            )
         yield from _compare_struct(old, new, old.struct, new.struct, "", v)
     yield from _tag_reuse(old, new, old.struct, new.struct, "")
 
@@ -236,7 +245,8 @@ def _wire_type(spec: MessageSpec, f: FieldSpec, v: int) -> str:
     """How a field is written at ``v``: type, compactness and nullability (not its name)."""
     t = f.type
     compact = t.has_compact_form and f.compact(v, spec.flexible_versions)
-    text = ("compact " if compact else "") + str(t)
+    # wire_type: the varint encoding at v (kwire extension, seed 002) is part of the layout
+    text = ("compact " if compact else "") + f.wire_type(v)
     if f.nullable(v):
         text = "nullable " + text
     return text
@@ -319,12 +329,13 @@ def _compare_struct(
         assert fa is not None and fb is not None
         if fa.name != fb.name:
             continue  # reported once, over all versions, by _tag_reuse
-        if str(fa.type) != str(fb.type):
+        if fa.wire_type(v) != fb.wire_type(v):
             yield _Raw(
                 "violation",
                 "tagged-type-changed",
                 _path(path, fb),
-                f"tagged field {fb.name} (tag {tag}) changed type {fa.type} -> {fb.type}",
+                f"tagged field {fb.name} (tag {tag}) changed type {fa.wire_type(v)} -> "
+                f"{fb.wire_type(v)}",
                 v,
             )
         elif fa.nullable(v) != fb.nullable(v):

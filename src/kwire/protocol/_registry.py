@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import importlib
 import types
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from kwire.protocol._bundled import bundled_specs
 from kwire.protocol._runtime import KafkaMessage, KafkaStruct, KField, fields_at
-from kwire.protocol._spec import MessageSpec, SpecError, load_spec_dir
+from kwire.protocol._spec import TAG_HEADERS, MessageSpec, SpecError, load_spec_dir
 
 __all__ = ["ProtocolRegistry", "inspect", "load_specs", "message_class"]
 
@@ -149,21 +151,37 @@ def message_class(
     return bundled_registry().message_class(name, api_key=api_key, kind=kind)
 
 
-def load_specs(path: str | Path) -> ProtocolRegistry:
+def load_specs(
+    path: str | Path | Mapping[str, MessageSpec], *, tag_header: str | None = None
+) -> ProtocolRegistry:
     """Load and validate a directory of Kafka JSON specs (e.g. a Kafka checkout's
     ``clients/src/main/resources/common/message``) and return a registry with ``message_class``.
 
+    ``path`` may also be specs already loaded (name -> ``MessageSpec``, e.g. built with
+    ``parse_spec``). ``tag_header="interleaved"`` (a kwire extension, seed 003) writes and reads
+    every message's tag headers in the draft's interleaved form, whatever the specs say;
+    ``"kip482"`` forces Kafka's form.
+
     Raises ``SpecError`` naming the file and field for a spec that breaks Kafka's rules.
     """
-    specs = load_spec_dir(path)
+    if tag_header is not None and tag_header not in TAG_HEADERS:
+        raise ValueError(f"tag_header must be one of {', '.join(TAG_HEADERS)}, not {tag_header!r}")
     version = "unknown"
-    source = Path(path) / "SOURCE"
-    if source.is_file():
-        for line in source.read_text().splitlines():
-            if line.startswith("kafka_version:"):
-                version = line.split(":", 1)[1].strip()
+    if isinstance(path, Mapping):
+        specs = dict(path)
+        where = "the given specs"
+    else:
+        specs = load_spec_dir(path)
+        where = str(path)
+        source = Path(path) / "SOURCE"
+        if source.is_file():
+            for line in source.read_text().splitlines():
+                if line.startswith("kafka_version:"):
+                    version = line.split(":", 1)[1].strip()
     if not specs:
-        raise SpecError(f"{path}: no *.json message specs found")
+        raise SpecError(f"{where}: no *.json message specs found")
+    if tag_header is not None:
+        specs = {name: replace(s, tag_header=tag_header) for name, s in specs.items()}
     return ProtocolRegistry(specs, version)
 
 
