@@ -71,16 +71,20 @@ def interleaved(fns: dict[str, Callable[[], object]], budget: float) -> dict[str
     The machine is shared with other jobs (load well above its 2 cores at times), so wall-clock
     time of a millisecond-long call mostly measures the scheduler. The process's CPU time
     (``time.process_time``: this process only, all its threads) does not count time spent
-    waiting for a core. Rounds alternate between the contenders (after one warm-up call each)
-    so that what contention remains (caches, memory bandwidth) falls on all of them alike, until
-    ``budget`` wall seconds per function are spent (at least 5 rounds).
+    waiting for a core. Rounds alternate between the contenders, in a shuffled order (after one
+    warm-up call each), so that what contention remains (caches, memory bandwidth, what the
+    previous contender left in the allocator) falls on all of them alike, until ``budget`` wall
+    seconds per function are spent (at least 5 rounds).
     """
     for fn in fns.values():
         fn()
     rounds: dict[str, list[float]] = {name: [] for name in fns}
     deadline = time.perf_counter() + budget * len(fns)
-    while time.perf_counter() < deadline or len(rounds[next(iter(fns))]) < 5:
-        for name, fn in fns.items():
+    order = list(fns.items())
+    shuffle = random.Random(0).shuffle
+    while time.perf_counter() < deadline or len(rounds[order[0][0]]) < 5:
+        shuffle(order)  # no contender always runs right after the same other one
+        for name, fn in order:
             start = time.process_time()
             fn()
             rounds[name].append(time.process_time() - start)
