@@ -14,7 +14,16 @@ from collections.abc import Sequence
 
 from kwire.errors import DecodeError, KwireError
 
-_COMMANDS: tuple[str, ...] = ("run", "codegen", "demo", "dump", "spec_check", "sample", "pipeline")
+_COMMANDS: tuple[str, ...] = (
+    "run",
+    "codegen",
+    "demo",
+    "dump",
+    "spec_check",
+    "sample",
+    "pipeline",
+    "size_report",
+)
 
 EXIT_OK = 0
 EXIT_DECODE_ERROR = 1
