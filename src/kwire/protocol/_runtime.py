@@ -875,6 +875,10 @@ class VarintCodec:
         x = b[p]
         if x < 0x80:
             return (x if self.unsigned else (x >> 1) ^ -(x & 1)), p + 1
+        y = b[p + 1]
+        if y < 0x80:  # two bytes: always in range
+            n = (x & 0x7F) | (y << 7)
+            return (n if self.unsigned else (n >> 1) ^ -(n & 1)), p + 2
         n, p = self._raw(b, p)
         if not self.unsigned:
             n = (n >> 1) ^ -(n & 1)
