@@ -316,41 +316,40 @@ class Case:
         }
 
 
-def _best(fn: Callable[[], object], repeat: int) -> float:
-    """The best time of ``repeat`` runs of ``fn``, each run looped until it takes 50 ms or more
-    (timeit's autorange); the cyclic GC is collected before and paused during each run."""
-    clock = time.perf_counter
+def _timed(fn: Callable[[], object], loops: int) -> float:
+    """Seconds per call of ``fn`` over ``loops`` calls; the cyclic GC collected before, paused in."""
+    gc.collect()
+    gc.disable()
+    try:
+        t0 = time.perf_counter()
+        for _ in range(loops):
+            fn()
+        return (time.perf_counter() - t0) / loops
+    finally:
+        gc.enable()
+
+
+def _loops(fn: Callable[[], object]) -> int:
+    """How many calls take 50 ms or more (timeit's autorange)."""
     loops = 1
-    while True:
-        gc.collect()
-        gc.disable()
-        try:
-            t0 = clock()
-            for _ in range(loops):
-                fn()
-            took = clock() - t0
-        finally:
-            gc.enable()
-        if took >= 0.05 or loops >= 10**6:
+    while loops < 10**6:
+        took = _timed(fn, loops) * loops
+        if took >= 0.05:
             break
         loops *= 10 if took < 0.005 else 2
-    best = took / loops
-    for _ in range(max(0, repeat - 1)):
-        gc.collect()
-        gc.disable()
-        try:
-            t0 = clock()
-            for _ in range(loops):
-                fn()
-            best = min(best, (clock() - t0) / loops)
-        finally:
-            gc.enable()
-    return best
+    return loops
 
 
-def _measure(
-    messages: Sequence[KafkaMessage], version: int, repeat: int, m: Measurement
-) -> Measurement:
+@dataclass
+class _Prepared:
+    m: Measurement
+    encode: Callable[[], object]
+    decode: Callable[[], object]
+    loops: tuple[int, int] = (1, 1)
+
+
+def _prepare(messages: Sequence[KafkaMessage], version: int, m: Measurement) -> _Prepared | None:
+    """Encode once (sizes, round-trip check); return the timing closures, or ``None`` with a note."""
     try:
         datas = [msg.encode(version) for msg in messages]
     except UnsupportedVersionError:
@@ -361,25 +360,37 @@ def _measure(
         datas = [msg.encode(version) for msg in messages]
     except KwireError as exc:
         m.note = f"cannot encode: {exc}"
-        return m
+        return None
     m.size = sum(len(d) for d in datas)
     cls = type(messages[0])
     # every variant must give back the bytes it was given
     if cls.decode(datas[0], version).encode(version) != datas[0]:  # pragma: no cover - a bug
         raise AssertionError(f"{cls.__name__} v{version} does not round-trip")
-    if repeat > 0:
 
-        def encode_all() -> None:
-            for msg in messages:
-                msg.encode(version)
+    def encode_all() -> None:
+        for msg in messages:
+            msg.encode(version)
 
-        def decode_all() -> None:
-            for d in datas:
-                cls.decode(d, version)
+    def decode_all() -> None:
+        for d in datas:
+            cls.decode(d, version)
 
-        m.encode_s = _best(encode_all, repeat)
-        m.decode_s = _best(decode_all, repeat)
-    return m
+    return _Prepared(m, encode_all, decode_all)
+
+
+def _time_rounds(prepared: list[_Prepared], repeat: int) -> None:
+    """Time every variant in rounds (variant after variant, ``repeat`` rounds) and keep each one's
+    best, so a busy moment of the machine does not land on one variant only."""
+    if repeat <= 0:
+        return
+    for p in prepared:
+        p.loops = (_loops(p.encode), _loops(p.decode))
+    for _ in range(repeat):
+        for p in prepared:
+            enc = _timed(p.encode, p.loops[0])
+            dec = _timed(p.decode, p.loops[1])
+            p.m.encode_s = enc if p.m.encode_s is None else min(p.m.encode_s, enc)
+            p.m.decode_s = dec if p.m.decode_s is None else min(p.m.decode_s, dec)
 
 
 def report_case(
@@ -457,17 +468,20 @@ def report_case(
                 latest + 1,
             )
         )
+    prepared: list[_Prepared] = []
     for key, label, make, version in variants:
         m = Measurement(key, label, version)
+        case.measurements.append(m)
         try:
             cls = make()
         except (SpecError, KeyError) as exc:
             m.note = f"no variant: {exc}"
-            case.measurements.append(m)
             continue
         converted = msgs if cls is base_cls else [convert(x, cls) for x in msgs]
-        case.measurements.append(_measure(converted, version, repeat, m))
-        del converted
+        p = _prepare(converted, version, m)
+        if p is not None:
+            prepared.append(p)
+    _time_rounds(prepared, repeat)
     return case
 
 
