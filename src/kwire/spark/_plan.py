@@ -108,10 +108,15 @@ class _PartitionPlanner:
         return self._timeindexes[seg.base_offset]
 
     def _timestamp_segment(self, segments: Sequence[SegmentFiles], ts: int) -> int | None:
-        """Index of the first segment whose largest timestamp is >= ts (unknown counts as yes)."""
+        """Index of the first segment whose largest timestamp is >= ts (unknown counts as yes).
+
+        The last segment may be a broker's active segment, whose time index is only written
+        every index interval (its largest timestamp is known only once it rolls): it is always
+        a candidate, and the reader's first-record rule decides.
+        """
         for i, seg in enumerate(segments):
             largest = _max_timestamp(self.timeindex(seg))
-            if largest is None or largest >= ts:
+            if largest is None or largest >= ts or i == len(segments) - 1:
                 return i
         return None
 

@@ -19,7 +19,8 @@ from kwire.spark._options import (
     parse_write_options,
 )
 from kwire.spark._plan import SegmentSplit, plan_splits
-from kwire.spark._read import ReadCommitted, frame_cut
+from kwire.spark._read import ReadCommitted, frame_cut, read_split
+from kwire.spark._schema import arrow_schema
 from kwire.spark._sink import default_partition, murmur2
 
 T0 = 1_700_000_000_000
@@ -163,7 +164,12 @@ def test_plan_timestamps_pick_the_segment_with_the_first_match(tmp_path: Path) -
     assert all(s.base_offset <= 230 for s in some)
     first = min(some, key=lambda s: s.base_offset)
     assert first.start_timestamp == T0 + 200 and first.base_offset <= 200
-    assert _plan(tmp_path, startingTimestamp=str(T0 + 10_000)) == []
+    # past every timestamp: only the last (possibly active) segment is looked at, and it has none
+    late = _plan(tmp_path, startingTimestamp=str(T0 + 10_000))
+    last_base = max(s.base_offset for s in _plan(tmp_path))
+    assert [s.base_offset for s in late] == [last_base]
+    opts = parse_read_options({"startingTimestamp": str(T0 + 10_000)})
+    assert [b for b in read_split(late[0], opts, arrow_schema(["offset"])) if b.num_rows] == []
 
 
 def test_plan_read_committed_carries_aborted_transactions(tmp_path: Path) -> None:
