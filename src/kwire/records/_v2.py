@@ -271,7 +271,9 @@ class RecordBatch(Batch):
             src = self._src if self._src is not None else self._whole
             return _iter_records(self, src, self._whole, start + HEADER_SIZE, start + self.size, 0)
         view, base = self.records_view()
-        return _iter_records(self, view, view, 0, len(view), base)
+        # decompressed records: integers are read from the bytes object (faster to index)
+        data = view.obj if base < 0 and isinstance(view.obj, bytes) else view
+        return _iter_records(self, data, view, 0, len(view), base)
 
     def header_dict(self) -> dict[str, int | bool]:
         """The header fields as a plain dict (for printing and tests)."""

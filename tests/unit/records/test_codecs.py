@@ -159,3 +159,50 @@ def test_compression_levels(codec: Compression, levels: tuple[int, int]) -> None
     assert sizes[1] <= sizes[0]
     with pytest.raises(UnsupportedCodecError):
         compress(codec, DATA, level=10_000)
+
+
+@pytest.mark.parametrize("magic", [1, 2])
+@pytest.mark.parametrize("size", [0, 1, 5000, 65536, 65537, 300_000])
+def test_lz4_one_call_path_agrees_with_block_reader(magic: int, size: int) -> None:
+    from kwire.records._codecs import _lz4_decompress_blocks, _lz4_frame_bound
+
+    data = DATA[:size] + os.urandom(size // 10)  # some blocks stored, most compressed
+    frame = compress(Compression.LZ4, data, magic=magic)
+    assert _lz4_frame_bound(memoryview(frame), 1 << 30) is not None  # Kafka's frames take it
+    assert decompress(Compression.LZ4, frame, magic=magic) == data
+    assert _lz4_decompress_blocks(memoryview(frame), magic, 1 << 30) == data
+    # what follows the end mark is ignored by both (one frame per batch, as Kafka reads it)
+    for tail in (b"junk", frame):
+        assert decompress(Compression.LZ4, frame + tail, magic=magic) == data
+    # a frame the one-call path rejects is read again block by block: same typed errors
+    for cut in (len(frame) - 2, 9, 7):
+        with pytest.raises(CorruptRecordError, match="truncated"):
+            decompress(Compression.LZ4, frame[:cut], magic=magic)
+    if size:
+        with pytest.raises(CorruptRecordError, match="exceeds the limit of"):
+            decompress(Compression.LZ4, frame, magic=magic, max_size=len(data) - 1)
+
+
+def test_lz4_bad_block_through_one_call_path() -> None:
+    frame = bytearray(compress(Compression.LZ4, DATA))
+    frame[7:11] = (70_000).to_bytes(4, "little")  # larger than the 64 KiB block maximum
+    with pytest.raises(CorruptRecordError, match="exceeds the frame's maximum") as info:
+        decompress(Compression.LZ4, bytes(frame))
+    assert info.value.offset == 7
+    broken = bytearray(compress(Compression.LZ4, DATA, magic=1))
+    broken[6] ^= 0xFF  # header checksum: liblz4 rejects it, and so does the block reader
+    with pytest.raises(CorruptRecordError, match="descriptor checksum"):
+        decompress(Compression.LZ4, bytes(broken), magic=2)
+
+
+@pytest.mark.parametrize("size", [0, 100, 1023, 1024, 5000, 2_000_000])
+def test_zstd_frames_without_content_size(size: int) -> None:
+    zstandard = pytest.importorskip("zstandard")
+    data = (DATA * (1 + size // len(DATA)))[:size]
+    frame = zstandard.ZstdCompressor(write_content_size=False).compress(data)
+    assert decompress(Compression.ZSTD, frame) == data  # the output buffer grows by doubling
+    if size:
+        with pytest.raises(CorruptRecordError, match="exceeds the limit of"):
+            decompress(Compression.ZSTD, frame, max_size=size - 1)
+    with_size = zstandard.ZstdCompressor(write_content_size=True).compress(data)
+    assert decompress(Compression.ZSTD, with_size) == data
