@@ -255,8 +255,8 @@ def _convert_segment(
     job: _SegmentJob, staging: str, magic: int, compression: int | None, segment_bytes: int
 ) -> dict[str, Any]:
     """Executor side: convert one segment into ``staging/<base offset>/<topic>-<partition>/``."""
-    from kwire.log import LogWriter, TransactionIndex
-    from kwire.records import convert, read_batches
+    from kwire.log import LogWriter, TransactionIndex, scan_batches
+    from kwire.records import convert
     from kwire.spark._fs import read_bytes
 
     fs, path = resolve(job.uri)
@@ -268,7 +268,6 @@ def _convert_segment(
     root = os.path.join(staging, f"{job.topic}-{job.partition}-{job.base_offset:020d}")
     records = 0
     losses: dict[str, int] = {}
-    skipped = 0
     with LogWriter(
         root,
         job.topic,
@@ -277,8 +276,8 @@ def _convert_segment(
         start_offset=job.base_offset,
         fsync=False,
     ) as writer:
-        reader = read_batches(data, allow_truncated_tail=True)
-        for batch in reader:
+        scan = scan_batches(data, source=job.uri)  # corrupt bytes are reported, not fatal
+        for batch in scan:
             result = convert(batch.view, magic, compression=compression)
             if result.records:
                 writer.append(result.records)
@@ -291,8 +290,12 @@ def _convert_segment(
                 writer.append_aborted_txn(
                     txn.producer_id, txn.first_offset, txn.last_offset, txn.last_stable_offset
                 )
-        skipped = len(data) - reader.position
+        skipped = scan.skipped_bytes
+        problems = [
+            f"{job.uri}: {s.length} bytes at {s.position}: {s.reason}" for s in scan.skipped
+        ]
     return {
+        "problems": problems,
         "dir": os.path.join(root, f"{job.topic}-{job.partition}"),
         "topic": job.topic,
         "partition": job.partition,
@@ -365,6 +368,7 @@ def convert_log(
         result.records += item["records"]
         result.input_bytes += item["input_bytes"]
         result.skipped_bytes += item["skipped"]
+        result.problems.extend(item["problems"])
         for what, count in item["losses"].items():
             losses[what] = losses.get(what, 0) + count
     shutil.rmtree(staging, ignore_errors=True)

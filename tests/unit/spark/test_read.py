@@ -135,3 +135,22 @@ def test_read_committed_and_control_records(tmp_path: Path) -> None:
     got = [r["offset"] for b in read_split(split, opts, arrow_schema(cols)) for r in b.to_pylist()]
     assert got == [3, 4, 5]
     assert sum(1 for _ in read_batches(log.read_bytes())) == 4
+
+
+def test_convert_segment_skips_and_reports_corrupt_bytes(tmp_path: Path) -> None:
+    from kwire.log import list_log_dir
+    from kwire.spark._pipeline import _convert_segment, _SegmentJob
+
+    b = _batches(6)
+    src = tmp_path / "in" / "t-0" / "00000000000000000000.log"
+    src.parent.mkdir(parents=True)
+    src.write_bytes(b"".join(b[:3]) + b"\xff" * 50 + b"".join(b[3:]) + bytes(64))
+    job = _SegmentJob(str(src), "t", 0, 0, None)
+    out = _convert_segment(job, str(tmp_path / "staging"), 2, Compression.ZSTD, 1 << 20)
+    assert out["records"] == 30 and out["skipped"] == 50 + 64
+    assert len(out["problems"]) == 2
+    (pdir,) = list_log_dir(Path(out["dir"]))
+    converted = [bt for seg in pdir.segments for bt in read_batches(Path(seg.log).read_bytes())]
+    assert sum(bt.record_count for bt in converted) == 30
+    assert {bt.compression for bt in converted} == {Compression.ZSTD}
+    assert [bt.base_offset for bt in converted] == [0, 5, 10, 15, 20, 25]
