@@ -887,6 +887,12 @@ class VarintCodec:
         return n, p
 
     def read_array(self, b: Any, p: int, n: int) -> tuple[list[int], int]:
+        e = p + n
+        chunk = b[p:e]
+        if len(chunk) == n and bytes(chunk).isascii():  # every element one byte
+            if self.unsigned:
+                return list(chunk), e
+            return [(x >> 1) ^ -(x & 1) for x in chunk], e
         out: list[int] = []
         ap = out.append
         read = self.read
@@ -921,6 +927,14 @@ class VarintCodec:
             write_uvarint(out, v)
 
     def write_array(self, out: bytearray, a: Any) -> None:
+        # every element one byte: bytes() takes 0..255 only, isascii() then means < 0x80
+        try:
+            raw = bytes(a) if self.unsigned else bytes([(v << 1) ^ (v >> 63) for v in a])
+        except (ValueError, TypeError):
+            raw = None
+        if raw is not None and raw.isascii():
+            out += raw
+            return
         write = self.write
         if self.unsigned:
             for v in a:

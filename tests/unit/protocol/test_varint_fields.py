@@ -407,3 +407,19 @@ def test_spec_check_reports_an_encoding_change_in_an_existing_version() -> None:
         parse_spec(json.dumps(old), "S.json"), parse_spec(json.dumps(tagged), "S.json")
     )
     assert [f.rule for f in findings if f.kind == "violation"] == ["tagged-type-changed"]
+
+
+def test_both_forms_give_the_same_bytes() -> None:
+    form_a = {"name": "X", "type": {"0": "int32", "1+": "unsigned_varint32"}, "versions": "0+"}
+    form_b = {
+        "name": "X",
+        "type": "int32",
+        "versions": "0+",
+        "encoding": {"0": "fixed32", "1+": "unsigned32"},
+    }
+    a = make(_with(form_a, versions="0-1"), "A.json")
+    b = make(_with(form_b, versions="0-1"), "B.json")
+    for value in (0, 1, 127, 128, 2**31 - 1):
+        for version in (0, 1):
+            assert a(x=value).encode(version) == b(x=value).encode(version)
+    assert a(x=300).encode(1) == b"\xac\x02\x00"

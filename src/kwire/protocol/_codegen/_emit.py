@@ -278,6 +278,8 @@ def _emit_decoder(code: _Code, mod: _Module, m: _Msg, s: StructSpec, v: int) -> 
         if any(f.type.is_array and v in f.versions for f in s.fields):
             code("x: Any")
             code("ap: Any")
+        elif any(f.wire_type(v) in VARINT_TYPES for f in s.fields if v in f.versions):
+            code("x: Any")
         present = [f for f in s.fields if v in f.versions and v not in f.tagged_versions]
         tagged = [f for f in s.fields if v in f.versions and v in f.tagged_versions]
         i = 0
@@ -484,6 +486,34 @@ def _decode_value(
                 with code.block():
                     code(f"{target}, p = {const}.{method}({b}, p - 4)")
             return
+        if wire in VARINT_TYPES and compact and not nullable:
+            # small counts of one-byte elements inline (one slice); the rest through the codec
+            codec = _MOD.varint_const(wire)
+            if declare:
+                code(f"{target}: list[Any]")
+            code(f"n = {b}[p]")
+            code("x = None")
+            code("if 0 < n < 0x80:")
+            with code.block():
+                code(f"x = {b}[p + 1 : p + n]")
+                code(
+                    "if len(x) != n - 1 or not "
+                    "(x.isascii() if type(x) is bytes else bytes(x).isascii()):"
+                )
+                with code.block():
+                    code("x = None")
+            code("if x is None:")
+            with code.block():
+                code(f"n, p = r_calen({b}, p)")
+                code(f"{target}, p = {codec}.read_array({b}, p, n)")
+            code("else:")
+            with code.block():
+                if wire.startswith("unsigned"):
+                    code(f"{target} = list(x)")
+                else:
+                    code(f"{target} = [(y >> 1) ^ -(y & 1) for y in x]")
+                code("p += n")
+            return
         reader = (
             ("r_nc" if nullable else "r_c") + "alen"
             if compact
@@ -518,7 +548,19 @@ def _decode_value(
         return
     wire = f.wire_type(v)
     if wire in VARINT_TYPES:
-        code(f"{target}, p = {_MOD.varint_const(wire)}.read({b}, p)")
+        # one-byte values inline; longer ones (and range checks) through the codec
+        code(f"x = {b}[p]")
+        code("if x < 0x80:")
+        with code.block():
+            code(
+                f"{target} = x"
+                if wire.startswith("unsigned")
+                else f"{target} = (x >> 1) ^ -(x & 1)"
+            )
+            code("p += 1")
+        code("else:")
+        with code.block():
+            code(f"{target}, p = {_MOD.varint_const(wire)}.read({b}, p)")
         return
     if wire in FIXED_TYPES:
         fmt, size = FIXED_TYPES[wire]
@@ -693,7 +735,19 @@ def _encode_value(code: _Code, m: _Msg, f: FieldSpec, v: int, expr: str, out: st
         return
     wire = f.wire_type(v)
     if wire in VARINT_TYPES:
-        code(f"{_MOD.varint_const(wire)}.write({out}, {expr})")
+        # one-byte values inline; the codec checks the range of the others
+        code(f"iv = {expr}")
+        if wire.startswith("unsigned"):
+            code("if 0 <= iv < 0x80:")
+            with code.block():
+                code(f"{out}.append(iv)")
+        else:
+            code("if 0 <= iv < 0x40:")
+            with code.block():
+                code(f"{out}.append(iv << 1)")
+        code("else:")
+        with code.block():
+            code(f"{_MOD.varint_const(wire)}.write({out}, iv)")
         return
     if wire in FIXED_TYPES:
         fmt, _ = FIXED_TYPES[wire]
@@ -712,7 +766,16 @@ def _encode_elements(code: _Code, m: _Msg, f: FieldSpec, v: int, out: str, compa
     assert el is not None
     wire = f.wire_element(v)
     if wire in VARINT_TYPES:
-        code(f"w_uv({out}, len(a) + 1)" if compact else f"{out} += _I32.pack(len(a))")
+        if compact:
+            code("n = len(a)")
+            code("if n < 0x7F:")
+            with code.block():
+                code(f"{out}.append(n + 1)")
+            code("else:")
+            with code.block():
+                code(f"w_uv({out}, n + 1)")
+        else:
+            code(f"{out} += _I32.pack(len(a))")
         code(f"{_MOD.varint_const(wire)}.write_array({out}, a)")
         return
     if wire in _ARRAY_CODES:
