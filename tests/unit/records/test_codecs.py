@@ -163,18 +163,13 @@ def test_compression_levels(codec: Compression, levels: tuple[int, int]) -> None
 
 @pytest.mark.parametrize("magic", [1, 2])
 @pytest.mark.parametrize("size", [0, 1, 5000, 65536, 65537, 300_000])
-def test_lz4_one_call_path_agrees_with_block_reader(magic: int, size: int) -> None:
-    from kwire.records._codecs import _lz4_decompress_blocks, _lz4_frame_bound
-
+def test_lz4_frame_sizes_tails_and_truncation(magic: int, size: int) -> None:
     data = DATA[:size] + os.urandom(size // 10)  # some blocks stored, most compressed
     frame = compress(Compression.LZ4, data, magic=magic)
-    assert _lz4_frame_bound(memoryview(frame), 1 << 30) is not None  # Kafka's frames take it
     assert decompress(Compression.LZ4, frame, magic=magic) == data
-    assert _lz4_decompress_blocks(memoryview(frame), magic, 1 << 30) == data
     # what follows the end mark is ignored by both (one frame per batch, as Kafka reads it)
     for tail in (b"junk", frame):
         assert decompress(Compression.LZ4, frame + tail, magic=magic) == data
-    # a frame the one-call path rejects is read again block by block: same typed errors
     for cut in (len(frame) - 2, 9, 7):
         with pytest.raises(CorruptRecordError, match="truncated"):
             decompress(Compression.LZ4, frame[:cut], magic=magic)
@@ -183,14 +178,14 @@ def test_lz4_one_call_path_agrees_with_block_reader(magic: int, size: int) -> No
             decompress(Compression.LZ4, frame, magic=magic, max_size=len(data) - 1)
 
 
-def test_lz4_bad_block_through_one_call_path() -> None:
+def test_lz4_bad_block_size_and_header_checksum() -> None:
     frame = bytearray(compress(Compression.LZ4, DATA))
     frame[7:11] = (70_000).to_bytes(4, "little")  # larger than the 64 KiB block maximum
     with pytest.raises(CorruptRecordError, match="exceeds the frame's maximum") as info:
         decompress(Compression.LZ4, bytes(frame))
     assert info.value.offset == 7
     broken = bytearray(compress(Compression.LZ4, DATA, magic=1))
-    broken[6] ^= 0xFF  # header checksum: liblz4 rejects it, and so does the block reader
+    broken[6] ^= 0xFF  # the header checksum
     with pytest.raises(CorruptRecordError, match="descriptor checksum"):
         decompress(Compression.LZ4, bytes(broken), magic=2)
 
@@ -206,3 +201,19 @@ def test_zstd_frames_without_content_size(size: int) -> None:
             decompress(Compression.ZSTD, frame, max_size=size - 1)
     with_size = zstandard.ZstdCompressor(write_content_size=True).compress(data)
     assert decompress(Compression.ZSTD, with_size) == data
+
+
+def test_zstd_reused_context_and_general_path_agree() -> None:
+    from kwire.records import _codecs
+
+    zstandard = pytest.importorskip("zstandard")
+    one = compress(Compression.ZSTD, DATA)
+    assert _codecs._zstd_reused(one, 0) == DATA  # the per-thread context, bounded by the header
+    assert _codecs._zstd_reused(one + one, 0) is None  # two frames: the general path
+    # concatenated frames and trailing frames read as the general path did (every frame)
+    assert decompress(Compression.ZSTD, one + one) == DATA + DATA
+    bare = zstandard.ZstdCompressor(write_content_size=False).compress(DATA)
+    assert _codecs._zstd_reused(bare, len(DATA) - 1) is None  # over the bound: not returned
+    for bad in (one[:-3], one[:5], b"\x28\xb5\x2f\xfd" + bytes(10)):
+        with pytest.raises(CorruptRecordError, match="zstd"):
+            decompress(Compression.ZSTD, bad)
