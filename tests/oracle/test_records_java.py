@@ -372,3 +372,33 @@ def test_random_sweep_both_directions(oracle: Any) -> None:
             spec
         )
         assert kafka["batches"] == _kwire_read(data)
+
+
+@pytest.mark.parametrize("codec", list(Compression))
+def test_zero_count_batch_with_bytes_after_its_header(oracle: Any, codec: Compression) -> None:
+    """Record count 0: Kafka's DefaultRecordBatch.iterator() gives no records whatever follows the
+    header (garbage, or a real records section), without reading it; so does kwire (rows and
+    columns). The CRC still covers those bytes (ensureValid passes here, fails on a flip)."""
+    from kwire.records import decode_to_arrow
+    from kwire.records._v2 import HEADER_SIZE, crc32c, encode_batch
+
+    real = BatchBuilder(2, codec)
+    real.append(0, 1, b"k", b"v")
+    section = real.build()[HEADER_SIZE:]
+    for body in (b"not a records section", section, section + b"\x00junk"):
+        out = bytearray()
+        encode_batch(out, body, count=0, base_offset=70, last_offset_delta=3,
+                     base_timestamp=5, max_timestamp=5)  # fmt: skip
+        out[22] |= codec  # attributes (int16 at 21): the codec bits
+        out[17:21] = crc32c(memoryview(out)[21:]).to_bytes(4, "big")
+        data = bytes(out)
+        kafka = oracle.request({"op": "read", "bytes": data.hex(), "iterator": True})
+        (batch,) = kafka["batches"]
+        assert batch["valid"] and batch["count"] == 0, batch
+        assert batch["records"] == [] and "records_error" not in batch
+        assert kafka["batches"] == _kwire_read(data)
+        assert decode_to_arrow(data).num_rows == 0
+        flipped = bytearray(data)
+        flipped[-1] ^= 0x40
+        kafka = oracle.request({"op": "read", "bytes": bytes(flipped).hex(), "iterator": True})
+        assert not kafka["batches"][0]["valid"]

@@ -16,9 +16,10 @@
  *   {"op":"leader_change", "offset":0, "timestamp":1, "leader_epoch":3, "leader_id":7,
  *    "voters":[1,2,3]}
  *       -> {"bytes": hex, "value": hex}   (MemoryRecords.withLeaderChangeMessage)
- *   {"op":"read", "bytes": hex}
+ *   {"op":"read", "bytes": hex, "iterator": false}
  *       -> {"batches":[{header fields..., "valid":true|false, "error":..., "records":[...]}]}
- *          (MemoryRecords.readableRecords(...).batches(), ensureValid(), then every record)
+ *          (MemoryRecords.readableRecords(...).batches(), ensureValid(), then every record
+ *          through streamingIterator(), or through iterator() with "iterator": true)
  *
  * Errors come back as {"error": "<exception class>: <message>"}; the server keeps running.
  */
@@ -214,8 +215,10 @@ public class RecordsOracle {
                 continue;
             }
             ArrayNode recs = F.arrayNode();
-            try (CloseableIterator<Record> it = batch.streamingIterator(
-                    org.apache.kafka.common.utils.BufferSupplier.NO_CACHING)) {
+            boolean plainIterator = req.path("iterator").asBoolean(false);
+            try (CloseableIterator<Record> it = plainIterator
+                    ? CloseableIterator.wrap(batch.iterator())
+                    : batch.streamingIterator(org.apache.kafka.common.utils.BufferSupplier.NO_CACHING)) {
                 while (it.hasNext()) {
                     Record r = it.next();
                     ObjectNode rec = F.objectNode();

@@ -265,7 +265,14 @@ class RecordBatch(Batch):
         return memoryview(data), -1
 
     def records(self) -> Iterator[Record]:
-        """Decode the records lazily (for a compressed batch, decompress first, once per call)."""
+        """Decode the records lazily (for a compressed batch, decompress first, once per call).
+
+        A batch whose record count is 0 has no records, whatever bytes follow its header (they are
+        neither decompressed nor parsed), as Kafka's ``DefaultRecordBatch.iterator()``: compaction
+        leaves such batches, and the columnar decoder reads them the same way.
+        """
+        if not self._record_count:
+            return iter(())
         if self.attributes & ATTR_CODEC_MASK == 0 and self._whole is not None:
             start = self.position
             src = self._src if self._src is not None else self._whole

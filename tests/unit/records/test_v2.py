@@ -17,7 +17,7 @@ from kwire.records import (
     read_batch,
     read_batches,
 )
-from kwire.records._v2 import HEADER, HEADER_SIZE, encode_batch
+from kwire.records._v2 import HEADER, HEADER_SIZE, crc32c, encode_batch
 
 
 def test_empty_batch_left_by_compaction() -> None:
@@ -41,6 +41,43 @@ def test_empty_batch_left_by_compaction() -> None:
     assert (batch.base_offset, batch.last_offset, batch.record_count) == (500, 509, 0)
     assert list(batch) == []
     batch.verify()
+
+
+@pytest.mark.parametrize("codec", list(Compression))
+@pytest.mark.parametrize("tail", [b"", b"\x00", b"garbage that is no record and no frame"])
+def test_zero_count_batch_has_no_records_whatever_follows(codec: Compression, tail: bytes) -> None:
+    """Kafka's DefaultRecordBatch.iterator(): count 0 means no records, the bytes are not read."""
+    from kwire.records import decode_to_arrow
+
+    real = BatchBuilder(2, codec)
+    real.append(0, 1, b"k", b"v")
+    section = real.build()[HEADER_SIZE:]  # a real (compressed) records section
+    for body in (tail, section, section + tail):
+        out = bytearray()
+        encode_batch(
+            out,
+            body,
+            count=0,
+            base_offset=70,
+            last_offset_delta=3,
+            base_timestamp=5,
+            max_timestamp=5,
+        )
+        out[22] |= codec  # attributes (int16 at 21): codec bits; the records stay as given
+        out[17:21] = crc32c(memoryview(out)[21:]).to_bytes(4, "big")
+        data = bytes(out) + real.build()  # a normal batch after it is still read
+        first, second = read_batches(data)
+        assert first.record_count == 0 and first.compression == codec
+        assert list(first) == [] and list(first.records()) == []
+        first.verify()
+        assert [(r.offset, bytes(r.value or b"")) for r in second] == [(0, b"v")]
+        table = decode_to_arrow(data)
+        assert table.column("offset").to_pylist() == [0]
+    # the CRC still covers the ignored bytes
+    broken = bytearray(out)
+    broken[HEADER_SIZE] ^= 1
+    with pytest.raises(CorruptRecordError, match="CRC"):
+        read_batch(bytes(broken))
 
 
 def test_header_layout_is_61_bytes_in_kafka_order() -> None:
