@@ -13,6 +13,7 @@ from typing import Any
 
 from kwire.protocol._runtime import KafkaMessage, KafkaStruct, KField
 from kwire.protocol._spec._model import INT_RANGES
+from kwire.protocol._spec._varint import VARINT_TYPES, wire_range
 
 __all__ = ["instances", "nested", "roundtrip"]
 
@@ -58,6 +59,9 @@ def random_instance(
             return struct_of(f.struct)
         if t in INT_RANGES:
             lo, hi = INT_RANGES[t]
+            if f.encodings:  # a varint field (kwire extension): the range of its wire type
+                wire = f.wire(version)
+                lo, hi = wire_range(wire) if wire in VARINT_TYPES else INT_RANGES[wire]
             pick = rng.random()
             if pick < 0.3:
                 return rng.choice((lo, hi, 0, -1 if lo < 0 else 1))

@@ -451,3 +451,19 @@ def test_mutated_bytes_give_only_decode_errors(data: st.DataObject) -> None:
     # whatever decodes must encode and decode to itself (non-minimal varints are accepted, as
     # Kafka's readers do, so the bytes themselves may differ)
     assert cls.decode(back.encode(version), version) == back
+
+
+@pytest.mark.parametrize("header", ["kip482", "interleaved"])
+def test_random_instances_round_trip(header: str) -> None:
+    import random
+
+    from kwire.protocol._testing import random_instance
+
+    spec = parse_spec(json.dumps(dict(SAMPLE, tagHeader=header)), "Sample.json")
+    cls = load_specs({spec.name: spec}).message_class("Sample")
+    rng = random.Random(5)
+    for version in (0, 1, 2):
+        for _ in range(200):
+            msg = random_instance(cls, version, rng)
+            data = roundtrip(msg, version)
+            assert careful_decode(cls, data, version)[0] == msg
