@@ -150,11 +150,17 @@ def _export(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if args.read_committed:
         options["isolationLevel"] = "read_committed"
-    from kwire.spark import get_session
+    from kwire.spark import OptionError, get_session
+    from kwire.spark._options import parse_read_options
     from kwire.spark._pipeline import export
 
-    spark = get_session(args.master, app_name="kwire pipeline export")
-    with progress_bar(f"export to {args.format}", not args.json) as update:
+    try:
+        parse_read_options(options)  # a bad option is a usage error, found before Spark starts
+    except OptionError as exc:
+        print(f"kwire pipeline: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    spark = get_session(args.master, app_name="kwire pipeline export", log_level="FATAL")
+    with progress_bar(f"export to {args.format}", not args.json) as update, spark_errors():
         result = export(
             spark, args.input, args.output, args.format, options=options, progress=update
         )
@@ -166,8 +172,8 @@ def _convert(args: argparse.Namespace) -> int:
     from kwire.spark import get_session
     from kwire.spark._pipeline import convert_log
 
-    spark = get_session(args.master, app_name="kwire pipeline convert")
-    with progress_bar("convert", not args.json) as update:
+    spark = get_session(args.master, app_name="kwire pipeline convert", log_level="FATAL")
+    with progress_bar("convert", not args.json) as update, spark_errors():
         result = convert_log(
             spark,
             args.input,
@@ -179,6 +185,27 @@ def _convert(args: argparse.Namespace) -> int:
         )
     _report(args, result)
     return EXIT_OK if not result.skipped_bytes else EXIT_PROBLEMS
+
+
+@contextmanager
+def spark_errors() -> Iterator[None]:
+    """A failed Spark job becomes kwire's error: its Python cause, without the JVM trace."""
+    from pyspark.errors import PySparkException
+
+    from kwire.errors import CorruptRecordError, KwireError
+
+    try:
+        yield
+    except Exception as exc:
+        if not isinstance(exc, PySparkException) and not type(exc).__module__.startswith("py4j"):
+            raise
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        causes = [line for line in lines if line.startswith("kwire.")]
+        if causes:
+            name, _, message = causes[-1].partition(": ")
+            error = CorruptRecordError if "CorruptRecordError" in name else KwireError
+            raise error(message) from None
+        raise KwireError(f"Spark job failed: {lines[-1] if lines else exc}") from None
 
 
 def _report(args: argparse.Namespace, result: JobResult) -> None:

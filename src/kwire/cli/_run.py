@@ -58,7 +58,7 @@ def _run(args: argparse.Namespace) -> int:
             f"{summary.bytes / 1e6:.2f} MB"
         )
         console.print("[bold]2.[/bold] Spark session (embedded unless --master)")
-        spark = get_session(args.master, app_name="kwire run")
+        spark = get_session(args.master, app_name="kwire run", log_level="FATAL")
         console.print(f"   master {spark.sparkContext.master}, Spark {spark.version}")
         console.print(f"[bold]3.[/bold] export to Parquet -> {parquet}")
         with progress_bar("export to parquet", True) as update:

@@ -96,9 +96,9 @@ def track_progress(
     finally:
         stop.set()
         thread.join()
-        total = sum(t for _, t in seen.values())
-        if total:
-            callback(total, total)
+    total = sum(t for _, t in seen.values())
+    if total:  # the job succeeded: every task is done
+        callback(total, total)
 
 
 def _log_bytes(uri: str) -> int:
