@@ -379,7 +379,7 @@ def test_zero_count_batch_with_bytes_after_its_header(oracle: Any, codec: Compre
     """Record count 0: Kafka's DefaultRecordBatch.iterator() gives no records whatever follows the
     header (garbage, or a real records section), without reading it; so does kwire (rows and
     columns). The CRC still covers those bytes (ensureValid passes here, fails on a flip)."""
-    from kwire.records import decode_to_arrow
+    from kwire.records._columnar import decode_to_arrow
     from kwire.records._v2 import HEADER_SIZE, crc32c, encode_batch
 
     real = BatchBuilder(2, codec)
