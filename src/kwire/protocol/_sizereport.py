@@ -26,6 +26,7 @@ import copy
 import gc
 import json
 import random
+import statistics
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -266,6 +267,9 @@ class Measurement:
     size: int | None = None
     encode_s: float | None = None
     decode_s: float | None = None
+    #: the time of each round (seconds per encode / decode of the whole sample)
+    encode_rounds: list[float] = field(default_factory=list)
+    decode_rounds: list[float] = field(default_factory=list)
     note: str = ""
 
     def to_json(self) -> dict[str, Any]:
@@ -301,10 +305,9 @@ class Case:
             row = m.to_json()
             if base is not None and base.size and m.size is not None:
                 row["bytes_vs_shipped"] = m.size / base.size - 1
-            if base is not None and base.encode_s and m.encode_s is not None:
-                row["encode_vs_shipped"] = m.encode_s / base.encode_s
-            if base is not None and base.decode_s and m.decode_s is not None:
-                row["decode_vs_shipped"] = m.decode_s / base.decode_s
+            if base is not None and m.encode_rounds and base.encode_rounds:
+                row["encode_vs_shipped"] = _paired_ratio(m.encode_rounds, base.encode_rounds)
+                row["decode_vs_shipped"] = _paired_ratio(m.decode_rounds, base.decode_rounds)
             rows.append(row)
         return {
             "case": self.title,
@@ -389,8 +392,17 @@ def _time_rounds(prepared: list[_Prepared], repeat: int) -> None:
         for p in prepared:
             enc = _timed(p.encode, p.loops[0])
             dec = _timed(p.decode, p.loops[1])
-            p.m.encode_s = enc if p.m.encode_s is None else min(p.m.encode_s, enc)
-            p.m.decode_s = dec if p.m.decode_s is None else min(p.m.decode_s, dec)
+            p.m.encode_rounds.append(enc)
+            p.m.decode_rounds.append(dec)
+    for p in prepared:
+        p.m.encode_s = min(p.m.encode_rounds)
+        p.m.decode_s = min(p.m.decode_rounds)
+
+
+def _paired_ratio(variant: list[float], shipped: list[float]) -> float:
+    """The median over rounds of variant / shipped time, each pair timed in the same round: a
+    busy spell of the machine then slows both sides of a pair instead of skewing one variant."""
+    return statistics.median(v / b for v, b in zip(variant, shipped, strict=True))
 
 
 def report_case(
