@@ -147,6 +147,10 @@ def prepare_environment() -> JavaInstall:
 _LOG4J2 = """\
 status = error
 rootLogger.level = {level}
+logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
+logger.gateway.level = {level}
+logger.submit.name = org.apache.spark.deploy.SparkSubmit
+logger.submit.level = {level}
 rootLogger.appenderRef.stderr.ref = console
 appender.console.type = Console
 appender.console.name = console
