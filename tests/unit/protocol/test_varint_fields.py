@@ -467,3 +467,35 @@ def test_random_instances_round_trip(header: str) -> None:
             msg = random_instance(cls, version, rng)
             data = roundtrip(msg, version)
             assert careful_decode(cls, data, version)[0] == msg
+
+
+def test_varints_in_inflexible_versions_and_nullable_arrays() -> None:
+    spec = {
+        "type": "data",
+        "name": "Plain",
+        "validVersions": "0-1",
+        "flexibleVersions": "1+",
+        "fields": [
+            {
+                "name": "Ids",
+                "type": "[]unsigned_varint64",
+                "versions": "0+",
+                "nullableVersions": "0+",
+            },
+            {"name": "N", "type": "varint16", "versions": "0+"},
+        ],
+    }
+    cls = make(spec, "Plain.json")
+    for version, ids, expected in [
+        (0, [1, 300], b"\x00\x00\x00\x02\x01\xac\x02\x09"),  # int32 count, uvarints, zigzag(-5)
+        (0, None, b"\xff\xff\xff\xff\x09"),
+        (1, [1, 300], b"\x03\x01\xac\x02\x09\x00"),  # compact count, ..., empty tag section
+        (1, None, b"\x00\x09\x00"),
+        (1, [], b"\x01\x09\x00"),
+    ]:
+        msg = cls(ids=ids, n=-5)
+        assert roundtrip(msg, version) == expected
+        assert careful_decode(cls, expected, version)[0] == msg
+    with pytest.raises(DecodeError) as info:
+        cls.decode(b"\x00\x00\x00\x02\x01\xff", 0)  # second id truncated
+    assert info.value.path == "ids[1]" and info.value.offset == 5
