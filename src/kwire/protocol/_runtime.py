@@ -840,6 +840,12 @@ def no_tags(o: KafkaStruct) -> None:
 # kwire extensions: varint fields (seed 002) and the interleaved tag header (seed 003)
 
 
+#: ``bytes.translate`` tables for arrays of one-byte zigzag varints: values 0..63 <-> their zigzag
+#: bytes; anything else (negative values, odd bytes) maps to 0xFF, which ``isascii()`` then catches.
+ZIGZAG_SMALL: Final = bytes((x << 1) if x < 0x40 else 0xFF for x in range(256))
+UNZIGZAG_EVEN: Final = bytes((x >> 1) if x < 0x80 and not x & 1 else 0xFF for x in range(256))
+
+
 class VarintCodec:
     """One varint wire type (``varint32``, ``unsigned_varint64``...): single values and arrays.
 
@@ -888,10 +894,13 @@ class VarintCodec:
 
     def read_array(self, b: Any, p: int, n: int) -> tuple[list[int], int]:
         e = p + n
-        chunk = b[p:e]
-        if len(chunk) == n and bytes(chunk).isascii():  # every element one byte
+        chunk = bytes(b[p:e])
+        if len(chunk) == n and chunk.isascii():  # every element one byte
             if self.unsigned:
                 return list(chunk), e
+            small = chunk.translate(UNZIGZAG_EVEN)
+            if small.isascii():  # every value 0..63
+                return list(small), e
             return [(x >> 1) ^ -(x & 1) for x in chunk], e
         out: list[int] = []
         ap = out.append
@@ -929,12 +938,23 @@ class VarintCodec:
     def write_array(self, out: bytearray, a: Any) -> None:
         # every element one byte: bytes() takes 0..255 only, isascii() then means < 0x80
         try:
-            raw = bytes(a) if self.unsigned else bytes([(v << 1) ^ (v >> 63) for v in a])
+            raw = bytes(a)
         except (ValueError, TypeError):
             raw = None
-        if raw is not None and raw.isascii():
-            out += raw
-            return
+        if raw is not None:
+            if not self.unsigned:
+                raw = raw.translate(ZIGZAG_SMALL)
+            if raw.isascii():
+                out += raw
+                return
+        if not self.unsigned:
+            try:
+                raw = bytes([(v << 1) ^ (v >> 63) for v in a])
+            except (ValueError, TypeError):
+                raw = None
+            if raw is not None and raw.isascii():  # small negative values
+                out += raw
+                return
         write = self.write
         if self.unsigned:
             for v in a:

@@ -499,3 +499,32 @@ def test_varints_in_inflexible_versions_and_nullable_arrays() -> None:
     with pytest.raises(DecodeError) as info:
         cls.decode(b"\x00\x00\x00\x02\x01\xff", 0)  # second id truncated
     assert info.value.path == "ids[1]" and info.value.offset == 5
+
+
+@pytest.mark.parametrize("kind", ["unsigned", "varint"])
+def test_runs_of_varint_fields(kind: str) -> None:
+    # consecutive varint fields are read and written together when every value is one byte
+    names = ["P", "Q", "R"]
+    spec = _with({"name": "X", "type": "int8", "versions": "0+"})
+    spec["fields"] = [
+        {"name": n, "type": "int32", "versions": "0+", "encoding": f"{kind}32"} for n in names
+    ]
+    cls = make(spec, "Run.json")
+    lo = 0 if kind == "unsigned" else -70
+    for values in (
+        [0, 1, 63],
+        [5, 127, 0],
+        [lo, 300, 64],
+        [2**31 - 1, 0, 1],
+        [-1 if lo else 9, 2, 3],
+    ):
+        msg = cls(p=values[0], q=values[1], r=values[2])
+        expected = bytearray()
+        for value in values:
+            (write_uvarint if kind == "unsigned" else write_varint)(expected, value)
+        data = roundtrip(msg, 0)
+        assert data == bytes(expected)
+        assert careful_decode(cls, data, 0)[0] == msg
+    if kind == "unsigned":
+        with pytest.raises(EncodeError, match=r"negative value -1 .*field q\)"):
+            cls(p=1, q=-1, r=1).encode(0)

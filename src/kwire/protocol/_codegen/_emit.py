@@ -316,6 +316,11 @@ def _emit_decoder(code: _Code, mod: _Module, m: _Msg, s: StructSpec, v: int) -> 
                     _decode_value(code, m, nxt, v, f"f_{nxt.attr}", "b", pre_read=True)
                     i += 1
                 continue
+            run = _varint_run(present, i, v)
+            if len(run) > 1:
+                _decode_varint_run(code, m, run, v)
+                i += len(run)
+                continue
             _decode_value(code, m, f, v, f"f_{f.attr}", "b")
             i += 1
         if flexible:
@@ -399,6 +404,65 @@ def _tags_helper(m: _Msg, name: str) -> str:
         _MOD.extra.add(name + "_il")
         return name + "_il"
     return name
+
+
+def _varint_run(present: list[FieldSpec], i: int, v: int) -> list[FieldSpec]:
+    """Consecutive single-value varint fields from ``present[i]``, all zigzag or all unsigned."""
+    run: list[FieldSpec] = []
+    kind = None
+    for f in present[i:]:
+        wire = f.wire_type(v)
+        if wire not in VARINT_TYPES:
+            break
+        unsigned = wire.startswith("unsigned")
+        if kind is not None and unsigned != kind:
+            break
+        kind = unsigned
+        run.append(f)
+    return run
+
+
+def _decode_varint_run(code: _Code, m: _Msg, run: list[FieldSpec], v: int) -> None:
+    """A run of varint fields: when every one is a single byte (the common case), one slice and one
+    translate; otherwise field by field."""
+    k = len(run)
+    targets = ", ".join(f"f_{f.attr}" for f in run)
+    if run[0].wire_type(v).startswith("unsigned"):
+        code(f"y = bytes(b[p : p + {k}])")
+    else:
+        _MOD.extra.add("UNZIGZAG_EVEN")
+        code(f"y = bytes(b[p : p + {k}]).translate(UNZIGZAG_EVEN)")
+    code(f"if len(y) == {k} and y.isascii():")
+    with code.block():
+        code(f"({targets}) = y")
+        code(f"p += {k}")
+    code("else:")
+    with code.block():
+        for f in run:
+            _decode_value(code, m, f, v, f"f_{f.attr}", "b")
+
+
+def _encode_varint_run(code: _Code, m: _Msg, run: list[FieldSpec], v: int) -> None:
+    """A run of varint fields: all one-byte values in one ``bytes()`` (and a translate for zigzag);
+    otherwise field by field (the codecs then check the ranges)."""
+    values = ", ".join(f"o.{f.attr}" for f in run)
+    code("try:")
+    with code.block():
+        if run[0].wire_type(v).startswith("unsigned"):
+            code(f"iv = bytes(({values},))")
+        else:
+            _MOD.extra.add("ZIGZAG_SMALL")
+            code(f"iv = bytes(({values},)).translate(ZIGZAG_SMALL)")
+    code("except (ValueError, TypeError):")
+    with code.block():
+        code('iv = b"\\xff"')
+    code("if iv.isascii():")
+    with code.block():
+        code("out += iv")
+    code("else:")
+    with code.block():
+        for f in run:
+            _encode_value(code, m, f, v, f"o.{f.attr}", "out")
 
 
 def _other_tags(s: StructSpec, v: int) -> tuple[int, ...]:
@@ -511,7 +575,9 @@ def _decode_value(
                 if wire.startswith("unsigned"):
                     code(f"{target} = list(x)")
                 else:
-                    code(f"{target} = [(y >> 1) ^ -(y & 1) for y in x]")
+                    _MOD.extra.add("UNZIGZAG_EVEN")
+                    code("y = bytes(x).translate(UNZIGZAG_EVEN)")
+                    code(f"{target} = list(y) if y.isascii() else [(z >> 1) ^ -(z & 1) for z in x]")
                 code("p += n")
             return
         reader = (
@@ -661,6 +727,11 @@ def _emit_encoder(code: _Code, mod: _Module, m: _Msg, s: StructSpec, v: int) -> 
                     f"o.{x.attr}.bytes" if x.type.name == "uuid" else f"o.{x.attr}" for x in run
                 )
                 code(f"out += {const}.pack({args})")
+                i += len(run)
+                continue
+            run = _varint_run(present, i, v)
+            if len(run) > 1:
+                _encode_varint_run(code, m, run, v)
                 i += len(run)
                 continue
             _encode_value(code, m, f, v, f"o.{f.attr}", "out")
