@@ -696,26 +696,7 @@ class _Validator:
         # Everything validated: only now touch the bytes (so mutate=True never half-patches).
         buf = self.output_buffer()
         for batch, last, batch_max in patches:
-            stamp = self.now if self.ts_type == LOG_APPEND_TIME else batch_max
-            if batch.magic >= 2:
-                _patch_v2(
-                    buf,
-                    batch.position,
-                    batch,
-                    last_offset=last,
-                    leader_epoch=self.leader_epoch,
-                    ts_type=self.ts_type,
-                    max_timestamp=stamp,
-                )
-            else:
-                _patch_legacy(
-                    buf,
-                    batch.position,
-                    batch,
-                    last_offset=last,
-                    ts_type=self.ts_type if batch.magic > 0 else None,
-                    max_timestamp=stamp,
-                )
+            self.patch_header(buf, batch, last, batch_max)
         if self.ts_type == LOG_APPEND_TIME:
             # Kafka 3.9 keeps these equal to what MemoryRecordsBuilder.info() reports.
             if self.to_magic == 0:
@@ -801,30 +782,39 @@ class _Validator:
             return self.rebuild(first, walk.records, self.target, reason)
         return self.patch_in_place(first, len(walk.records), walk.max_timestamp)
 
+    def patch_header(
+        self, buf: bytearray | memoryview, batch: Batch, last_offset: int, records_max_ts: int
+    ) -> None:
+        """Write one batch's assigned offsets (and leader epoch, timestamp type and max
+        timestamp: the log-append time under LogAppendTime) into its header in ``buf``."""
+        stamp = self.now if self.ts_type == LOG_APPEND_TIME else records_max_ts
+        if batch.magic >= 2:
+            _patch_v2(
+                buf,
+                batch.position,
+                batch,
+                last_offset=last_offset,
+                leader_epoch=self.leader_epoch,
+                ts_type=self.ts_type,
+                max_timestamp=stamp,
+            )
+        else:
+            _patch_legacy(
+                buf,
+                batch.position,
+                batch,
+                last_offset=last_offset,
+                ts_type=self.ts_type if batch.magic > 0 else None,
+                max_timestamp=stamp,
+            )
+
     def patch_in_place(self, first: Batch, count: int, records_max_ts: int) -> AppendResult:
         """The in-place end of the compressed path: one batch, header fields only."""
         last = self.next_offset + count - 1
         buf = self.output_buffer()
         max_ts = self.now if self.ts_type == LOG_APPEND_TIME else records_max_ts
-        if first.magic >= 2:
-            _patch_v2(
-                buf,
-                first.position,
-                first,
-                last_offset=last,
-                leader_epoch=self.leader_epoch,
-                ts_type=self.ts_type,
-                max_timestamp=max_ts,
-            )
-        else:
-            _patch_legacy(
-                buf,
-                first.position,
-                first,
-                last_offset=last,
-                ts_type=self.ts_type if self.to_magic >= 1 else None,
-                max_timestamp=max_ts,
-            )
+        # (in place means no format conversion: first.magic is the target magic here)
+        self.patch_header(buf, first, last, records_max_ts)
         return self.result(
             buf,
             first=self.next_offset,

@@ -154,7 +154,9 @@ class BatchBuilder:
                 raise EncodeError(f"magic {self.magic} does not support record headers")
             self._records.append((offset, timestamp, key, value))
         else:
-            # v2: encode now (one pass, no per-record tuples kept); see _v2.encode_record
+            # v2: encode now (one pass, no per-record tuples kept). These lines are
+            # _v2.encode_record inlined: calling it costs ~14% of encoding time (measured), so
+            # both stay, and a property test checks they write the same bytes.
             off_delta = offset - self.base_offset
             if off_delta > _INT32_MAX:
                 raise EncodeError(f"offset delta {off_delta} does not fit a v2 batch")

@@ -168,6 +168,9 @@ class LegacyBatch(Batch):
 
     __slots__ = ("_entry", "_inner", "_verify_crc")
 
+    CRC_NAME = "CRC32"
+    CRC_OFFSET = CRC_OFFSET
+
     def __init__(
         self,
         view: memoryview,
@@ -274,17 +277,8 @@ class LegacyBatch(Batch):
     def compute_crc(self) -> int:
         return _crc32(self.view[MAGIC_OFFSET:])
 
-    def is_valid(self) -> bool:
-        return self.compute_crc() == self.crc
-
     def verify(self) -> None:
-        actual = self.compute_crc()
-        if actual != self.crc:
-            raise CorruptRecordError(
-                f"CRC32 mismatch: stored 0x{self.crc:08x}, computed 0x{actual:08x}",
-                offset=self.position + CRC_OFFSET,
-                context=f"legacy message at offset {self._entry.offset}",
-            )
+        self._check_crc(f"legacy message at offset {self._entry.offset}")
         if self.attributes & 0x07:
             self._inner = None
             verify = self._verify_crc

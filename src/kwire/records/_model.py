@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import ClassVar, Final
 
-from kwire.errors import DecodeError
+from kwire.errors import CorruptRecordError, DecodeError
 from kwire.records._codecs import Compression
 
 __all__ = [
@@ -224,6 +224,27 @@ class Batch:
     @property
     def record_count(self) -> int:
         raise NotImplementedError
+
+    #: The checksum's name in errors and where it is stored in the batch.
+    CRC_NAME: ClassVar[str] = "CRC"
+    CRC_OFFSET: ClassVar[int] = 0
+
+    def compute_crc(self) -> int:
+        """The checksum of the bytes the stored CRC covers (v2: CRC32C, magic 0/1: CRC32)."""
+        raise NotImplementedError
+
+    def is_valid(self) -> bool:
+        """Whether the stored CRC matches the bytes (Kafka's ``isValid()``)."""
+        return self.compute_crc() == self.crc
+
+    def _check_crc(self, context: str) -> None:
+        actual = self.compute_crc()
+        if actual != self.crc:
+            raise CorruptRecordError(
+                f"{self.CRC_NAME} mismatch: stored 0x{self.crc:08x}, computed 0x{actual:08x}",
+                offset=self.position + self.CRC_OFFSET,
+                context=context,
+            )
 
     def verify(self) -> None:
         """Check the CRC (and, for compressed batches, that every record decodes)."""

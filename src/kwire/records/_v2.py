@@ -100,6 +100,8 @@ class RecordBatch(Batch):
     )
 
     HEADER_SIZE = HEADER_SIZE
+    CRC_NAME = "CRC32C"
+    CRC_OFFSET = CRC_OFFSET
 
     _base_offset: int
     _base_timestamp: int
@@ -224,18 +226,9 @@ class RecordBatch(Batch):
     def compute_crc(self) -> int:
         return _crc32c(self.view[ATTRIBUTES_OFFSET:])
 
-    def is_valid(self) -> bool:
-        return self.compute_crc() == self.crc
-
     def verify(self) -> None:
         """Check the CRC32C, then decode every record (raises ``CorruptRecordError``)."""
-        actual = self.compute_crc()
-        if actual != self.crc:
-            raise CorruptRecordError(
-                f"CRC32C mismatch: stored 0x{self.crc:08x}, computed 0x{actual:08x}",
-                offset=self.position + CRC_OFFSET,
-                context=self._where(),
-            )
+        self._check_crc(self._where())
         for _ in self.records():
             pass
 
@@ -391,7 +384,8 @@ def _iter_records(
                         pos += 3
                     else:
                         off_delta, pos = rvarint(data, pos)
-            # key
+            # key, then value: the same steps twice, inline on purpose (a helper call per field
+            # costs ~15% of this loop; the varint decoding above is inline for the same reason)
             b = data[pos]
             if b < 0x80:
                 n = unzz[b]
