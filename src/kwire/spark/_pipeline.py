@@ -225,18 +225,24 @@ def _to_iceberg(uri: str, data_uri: str) -> str:
 
 
 def count_output(spark: SparkSession, output: str, fmt: str = "parquet") -> int:
-    """Rows in an export, read back through Spark (Parquet) or the table format's own reader."""
+    """Records in an export (rows standing for unreadable bytes, with a ``_corrupt_record``, are
+    not records), read back through Spark from the files the table format lists."""
     out_uri = to_uri(output)
     if fmt == "parquet":
-        return int(spark.read.parquet(out_uri).count())
-    if fmt == "delta":
+        files = [out_uri]
+    elif fmt == "delta":
         from deltalake import DeltaTable
 
         files = DeltaTable(out_uri).file_uris()
-        return int(spark.read.parquet(*files).count()) if files else 0
-    table = _iceberg_catalog(out_uri).load_table(ICEBERG_TABLE)
-    files = [task.file.file_path for task in table.scan().plan_files()]
-    return int(spark.read.parquet(*files).count()) if files else 0
+    else:
+        table = _iceberg_catalog(out_uri).load_table(ICEBERG_TABLE)
+        files = [task.file.file_path for task in table.scan().plan_files()]
+    if not files:
+        return 0
+    df = spark.read.parquet(*files)
+    if "_corrupt_record" in df.columns:
+        df = df.where(df["_corrupt_record"].isNull())
+    return int(df.count())
 
 
 # ---- convert ---------------------------------------------------------------------------------
