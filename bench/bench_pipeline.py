@@ -5,6 +5,7 @@ What it measures, in one run on this machine (see docs/benchmarks.md, section "P
 * export of >= 1 GiB of log segments (uncompressed, and >= 1 GiB of zstd segments) to Parquet
   (best of 2), and the source alone (Spark's "noop" sink, best of 3), as rows/s and MB/s of
   segment bytes read;
+* kwire's read path alone, in one Python process (one core, no Spark), to show where time goes;
 * the naive baseline in the same run: ``binaryFile`` + a Python UDF that decodes each segment
   with kafka-python 3.0.12, exploded into rows and written to Parquet the same way;
 * the peak resident memory of the Python workers, for a dataset and one 4x larger: bounded means
@@ -182,6 +183,29 @@ def run_export(spark: Any, log_dir: Path, out: Path, info: dict[str, int]) -> di
     return results
 
 
+def run_decode_only(log_dir: Path, info: dict[str, int]) -> dict[str, Any]:
+    """kwire's read path without Spark: plan + read every split in this one process (one core)."""
+    from kwire.records._columnar import warm_up
+    from kwire.spark._fs import list_files, read_bytes, resolve
+    from kwire.spark._options import parse_read_options
+    from kwire.spark._plan import plan_splits
+    from kwire.spark._read import read_split
+    from kwire.spark._schema import CORRUPT_RECORD, RECORD_COLUMNS, arrow_schema
+
+    warm_up()
+    fs, root = resolve(str(log_dir))
+    options = parse_read_options({})
+    target = arrow_schema([*RECORD_COLUMNS, CORRUPT_RECORD])
+
+    def scan() -> int:
+        splits = plan_splits(list_files(fs, root), options, lambda p: read_bytes(fs, p))
+        return sum(b.num_rows for s in splits for b in read_split(s, options, target))
+
+    seconds, rows = min(_timed(scan) for _ in range(2))
+    assert rows == info["records"]
+    return _rates(seconds, info, 0)
+
+
 def run_baseline(spark: Any, log_dir: Path, out: Path, info: dict[str, int]) -> dict[str, Any]:
     from pyspark.sql import functions as F
 
@@ -279,6 +303,7 @@ def main() -> None:
         ).save()
         for name, info in (("small", small), ("plain", plain), ("zstd", zstd)):
             report[name] = run_export(spark, work / name, work / f"out-{name}", info)
+            report[name]["decode_only_1_core"] = run_decode_only(work / name, info)
             assert report[name]["parquet"]["rows_check"] == info["records"]
             print(name, report[name], flush=True)
         report["baseline"] = run_baseline(spark, base_dir, work / "out-baseline", base)
