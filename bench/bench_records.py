@@ -121,6 +121,36 @@ def encode_kafka_python(records: list[tuple[int, int, bytes, bytes]], codec: int
     return _encode_foreign(m, records, codec)
 
 
+def encode_kafka_python_level6(records: list[tuple[int, int, bytes, bytes]], codec: int) -> bytes:
+    """kafka-python with gzip at Kafka's default level 6 (its own default is 9)."""
+    import kafka.codec
+    import kafka.record.default_records as m
+
+    default = m.gzip_encode
+    m.gzip_encode = lambda data: kafka.codec.gzip_encode(data, compresslevel=6)
+    try:
+        return _encode_foreign(m, records, codec)
+    finally:
+        m.gzip_encode = default
+
+
+def with_stdlib_zlib(fn: Callable[[], object]) -> Callable[[], object]:
+    """``fn`` run with kwire's gzip codec on the standard library's zlib instead of zlib-ng."""
+    import zlib
+
+    from kwire.records import _codecs
+
+    def run() -> object:
+        default = _codecs._zlib
+        _codecs._zlib = zlib
+        try:
+            return fn()
+        finally:
+            _codecs._zlib = default
+
+    return run
+
+
 def encode_aiokafka(records: list[tuple[int, int, bytes, bytes]], codec: int) -> bytes:
     import aiokafka.record.default_records as m
 
@@ -232,30 +262,28 @@ def run_codecs(budget: float) -> list[dict[str, Any]]:
         assert rb.column("timestamp").cast(pa.int64()).to_pylist() == [r[1] * 1000 for r in records]
 
         row: dict[str, Any] = {"codec": name, "bytes": len(ours)}
-        row.update(
-            interleaved(
-                {
-                    "enc kwire": lambda c=codec: encode_kwire(records, c),
-                    "enc kafka-python": lambda c=codec: encode_kafka_python(records, c),
-                    "enc aiokafka": lambda c=codec: encode_aiokafka(records, c),
-                },
-                budget,
+        encoders: dict[str, Callable[[], object]] = {
+            "enc kwire": lambda c=codec: encode_kwire(records, c),
+            "enc kafka-python": lambda c=codec: encode_kafka_python(records, c),
+            "enc aiokafka": lambda c=codec: encode_aiokafka(records, c),
+        }
+        decoders: dict[str, Callable[[], object]] = {
+            "dec kwire rows": lambda b=ours: decode_kwire_rows(b),
+            "dec kwire columnar": lambda b=ours: decode_kwire_columnar(b),
+            "dec kwire columnar (spark cols)": lambda b=ours: decode_kwire_columnar_spark(b),
+            "dec kafka-python": lambda b=ours: decode_kafka_python(b),
+            "dec aiokafka": lambda b=ours: decode_aiokafka(b),
+        }
+        if codec == 1:  # gzip, apples to apples: same level, same zlib
+            level6 = encode_kafka_python_level6(records, codec)
+            assert rows_of(level6) == records and level6 != theirs["kafka-python"]
+            encoders["enc kafka-python level 6"] = lambda: encode_kafka_python_level6(records, 1)
+            encoders["enc kwire stdlib zlib"] = with_stdlib_zlib(lambda: encode_kwire(records, 1))
+            decoders["dec kwire rows stdlib zlib"] = with_stdlib_zlib(
+                lambda b=ours: decode_kwire_rows(b)
             )
-        )
-        row.update(
-            interleaved(
-                {
-                    "dec kwire rows": lambda b=ours: decode_kwire_rows(b),
-                    "dec kwire columnar": lambda b=ours: decode_kwire_columnar(b),
-                    "dec kwire columnar (spark cols)": lambda b=ours: decode_kwire_columnar_spark(
-                        b
-                    ),
-                    "dec kafka-python": lambda b=ours: decode_kafka_python(b),
-                    "dec aiokafka": lambda b=ours: decode_aiokafka(b),
-                },
-                budget,
-            )
-        )
+        row.update(interleaved(encoders, budget))
+        row.update(interleaved(decoders, budget))
         results.append(row)
         print(f"  {name}: done", file=sys.stderr)
     return results
@@ -484,6 +512,26 @@ def render(
             f"| {r['enc aiokafka'] / r['enc kwire']:.2f}x |"
         )
     lines.append("")
+    for r in codec_rows:
+        if "enc kafka-python level 6" not in r:
+            continue
+        lines.append(
+            "gzip, like for like (CPU ms; kafka-python's own default level is 9, Kafka's is 6; "
+            "kwire uses zlib-ng when installed, kafka-python the standard library's zlib)\n"
+        )
+        lines.append("| contender | encode | decode | encode / kwire's | decode / kwire's |")
+        lines.append("|---|---:|---:|---:|---:|")
+        enc, dec = r["enc kwire"], r["dec kwire rows"]
+        for label, e, d in (
+            ("kwire rows, zlib-ng (default)", enc, dec),
+            ("kwire rows, standard zlib", r["enc kwire stdlib zlib"],
+             r["dec kwire rows stdlib zlib"]),
+            ("kafka-python, level 6", r["enc kafka-python level 6"], r["dec kafka-python"]),
+            ("kafka-python, level 9 (its default)", r["enc kafka-python"],
+             r["dec kafka-python"]),
+        ):  # fmt: skip
+            lines.append(f"| {label} | {ms(e)} | {ms(d)} | {e / enc:.1f}x | {d / dec:.1f}x |")
+        lines.append("")
     lines.append(
         f"Decode of the same {N_RECORDS:,} records in many small batches "
         "(CPU ms for all of them; aiokafka: one DefaultRecordBatch per batch)\n"
