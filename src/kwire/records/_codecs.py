@@ -1,8 +1,8 @@
 """Compression codecs of Kafka record batches, keyed by the codec bits of the attributes.
 
-Approach: every codec is a well-kept library (cramjam for snappy/lz4/zstd, zlib-ng for gzip, the
-standard library's zlib when zlib-ng is missing, xxhash for lz4 frame checksums); this module only
-does Kafka's framing around them and bounds the output. Each codec sits in a table entry
+Approach: every codec is a well-kept library (cramjam for snappy/lz4/zstd, zstandard for zstd
+decompression, zlib-ng for gzip, the standard library's zlib when zlib-ng is missing, xxhash for
+lz4 frame checksums); this module only does Kafka's framing around them and bounds the output. Each codec sits in a table entry
 (compress, decompress) imported lazily on first use, so a missing library is reported as
 ``UnsupportedCodecError`` naming what to install.
 
@@ -22,8 +22,10 @@ Framing, as Kafka's Java client writes and reads it:
 
 Decompression never allocates more than ``max_size`` bytes of output: gzip through zlib's
 ``max_length``, snappy by reading the declared length first, lz4 block by block into buffers of
-the declared block maximum, zstd into a bounded buffer that grows by doubling up to the cap.
-Output beyond the cap raises ``CorruptRecordError`` (a compression bomb or a too-small cap).
+the declared block maximum, zstd through a reused zstandard context bounded by the frame's
+declared content size (checked against the cap first) or by a guess, else into a bounded buffer
+that grows by doubling up to the cap. Output beyond the cap raises ``CorruptRecordError`` (a
+compression bomb or a too-small cap).
 """
 
 from __future__ import annotations
