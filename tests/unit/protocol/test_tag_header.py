@@ -175,3 +175,19 @@ def test_interleave_is_invertible_and_fits_a_varlong(tag: int, length: int) -> N
     out = bytearray()
     write_uvarint(out, h)
     assert r_taghdr(bytes(out), 0) == (tag, length, len(out))
+
+
+@given(st.data())
+def test_mutated_interleaved_tag_sections_give_only_decode_errors(data: st.DataObject) -> None:
+    cls = make()
+    msg = cls(plain=1, t1="abc", t5=7, unknown_tags={9: bytes(20)})
+    raw = bytearray(msg.encode(0))
+    for _ in range(data.draw(st.integers(1, 3))):
+        i = data.draw(st.integers(4, len(raw) - 1))  # inside the top-level tag section
+        raw[i] = data.draw(st.integers(0, 255))
+    try:
+        back = cls.decode(bytes(raw), 0)
+    except DecodeError as exc:
+        assert exc.offset is not None and exc.path is not None
+        return
+    assert cls.decode(back.encode(0), 0) == back
