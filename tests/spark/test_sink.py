@@ -127,9 +127,14 @@ def test_sink_legacy_magic_and_tasks_sharing_a_partition(
         batches = kafka_reader(log.read_bytes())
         assert all(b["valid"] and b["magic"] == 1 for b in batches)
 
-    # the path now holds partitions: without overwrite the sink refuses to mix logs
-    with pytest.raises(Exception, match="overwrite"):
-        source.write.format("kafka-log").mode("append").save(str(out))
+    # append: new batches (magic 2 now, as after a format upgrade) follow the log end offset
+    n = back.count()
+    source.write.format("kafka-log").mode("append").option("recordsPerBatch", "40").save(str(out))
+    appended = spark.read.format("kafka-log").load(str(out))
+    assert sorted(r["offset"] for r in appended.select("offset").collect()) == list(range(2 * n))
+    assert {r["magic"] for r in appended.where(f"offset >= {n}").select("magic").collect()} == {2}
+    for log in out.rglob("*.log"):
+        assert all(b["valid"] for b in kafka_reader(log.read_bytes()))
     with pytest.raises(Exception, match="value"):
         source.select("key", "topic").write.format("kafka-log").mode("overwrite").save(
             str(tmp_path / "x")

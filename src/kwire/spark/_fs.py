@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
 
-__all__ = ["list_files", "read_bytes", "resolve", "to_uri"]
+__all__ = ["STAGING_DIR", "list_files", "read_bytes", "resolve", "to_uri"]
+
+STAGING_DIR = "_kwire_staging"
 
 
 def to_uri(path: str) -> str:
@@ -40,8 +42,12 @@ def join_uri(root_uri: str, path_in_fs: str) -> str:
     return f"{scheme}://{path_in_fs.lstrip('/')}"
 
 
-def list_files(fs: pafs.FileSystem, root: str) -> dict[str, int]:
-    """Every file under ``root`` (recursive) with its size; ``root`` may also be a single file."""
+def list_files(fs: pafs.FileSystem, root: str, *, staging: bool = False) -> dict[str, int]:
+    """Every file under ``root`` (recursive) with its size; ``root`` may also be a single file.
+
+    The staging folders of kwire's sink (writes in progress or abandoned) are left out unless
+    ``staging`` is true.
+    """
     import pyarrow.fs as pafs
 
     from kwire.errors import KwireError
@@ -52,7 +58,11 @@ def list_files(fs: pafs.FileSystem, root: str) -> dict[str, int]:
     if info.type == pafs.FileType.File:  # one segment file
         return {info.path: int(info.size or 0)}
     infos = fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=False))
-    return {info.path: int(info.size or 0) for info in infos if info.type == pafs.FileType.File}
+    return {
+        info.path: int(info.size or 0)
+        for info in infos
+        if info.type == pafs.FileType.File and (staging or f"/{STAGING_DIR}/" not in info.path)
+    }
 
 
 def read_bytes(

@@ -17,13 +17,13 @@
 # reading a byte; several chunks are merged by re-appending their batches with offsets shifted
 # (kwire.records' broker append path patches offsets in place), which reads those chunks on the
 # driver, so it is the slow path and logs a warning. `abort` deletes the staging folder.
-# mode("overwrite") replaces every topic-partition folder under the path; otherwise the path must
-# not hold any yet.
+# mode("overwrite") replaces every topic-partition folder under the path; mode("append") adds to
+# existing topic-partitions after their log end offset (found from the last segment's tail, as
+# Kafka's readNextOffset) and creates the others.
 from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import shutil
 import tempfile
 import time
@@ -37,7 +37,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from kwire.errors import KwireError
 from kwire.log._layout import parse_partition_dir
 from kwire.records import Batch, BatchBuilder, Compression, read_batches
-from kwire.spark._fs import list_files, resolve
+from kwire.spark._fs import STAGING_DIR, list_files, resolve
 from kwire.spark._options import WriteOptions
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ __all__ = ["KafkaLogWriter", "TaskCommit", "murmur2", "write_kafka_log"]
 
 log = logging.getLogger("kwire.spark")
 
-STAGING = "_kwire_staging"
+STAGING = STAGING_DIR
 _CODECS = {
     "none": Compression.NONE,
     "gzip": Compression.GZIP,
@@ -116,7 +116,9 @@ class TaskCommit(WriterCommitMessage):  # type: ignore[misc]
 class _PartitionSink:
     """One topic-partition of one task: a builder for the open batch, a LogWriter for the rest."""
 
-    def __init__(self, root: str, topic: str, partition: int, options: WriteOptions) -> None:
+    def __init__(
+        self, root: str, topic: str, partition: int, options: WriteOptions, start_offset: int
+    ) -> None:
         from kwire.log import LogWriter
 
         self.options = options
@@ -126,6 +128,7 @@ class _PartitionSink:
             partition,
             segment_bytes=options.segment_bytes,
             index_interval_bytes=options.index_interval_bytes,
+            start_offset=start_offset,
         )
         self.writer.__enter__()
         self.codec = _CODECS[options.compression]
@@ -153,6 +156,24 @@ class _PartitionSink:
         self.flush()
         self.writer.close()
         return int(self.writer.next_offset)
+
+
+def _move_into(fs: Any, src: str, final: str) -> None:
+    """Move a written topic-partition folder to ``final``; when ``final`` exists (append), move
+    its segment files in (their names, base offsets, follow the existing ones) and keep the
+    existing leader-epoch-checkpoint."""
+    import pyarrow.fs as pafs
+
+    if fs.get_file_info(final).type == pafs.FileType.NotFound:
+        fs.move(src, final)
+        return
+    for info in fs.get_file_info(pafs.FileSelector(src)):
+        name = info.path.rstrip("/").rsplit("/", 1)[-1]
+        target = f"{final}/{name}"
+        if fs.get_file_info(target).type != pafs.FileType.NotFound:
+            continue  # leader-epoch-checkpoint: the existing one stays
+        fs.move(info.path, target)
+    fs.delete_dir(src)
 
 
 def _as_bytes(value: Any) -> bytes | None:
@@ -211,13 +232,8 @@ class KafkaLogWriter(DataSourceArrowWriter):  # type: ignore[misc]
         self.names = names
         self.overwrite = overwrite
         self.job = uuid.uuid4().hex[:12]
-        if not overwrite:
-            existing = self._existing_partitions()
-            if existing:
-                raise KwireError(
-                    f"kafka-log sink: {uri} already holds {len(existing)} topic-partition "
-                    f'folders (e.g. {existing[0]}); use .mode("overwrite") to replace them'
-                )
+        # append: new records go after each existing topic-partition's log end offset
+        self.log_end: dict[tuple[str, int], int] = {} if overwrite else self._log_end_offsets()
 
     # ---- driver helpers ---------------------------------------------------------------------
     def _existing_partitions(self) -> list[str]:
@@ -234,6 +250,32 @@ class KafkaLogWriter(DataSourceArrowWriter):  # type: ignore[misc]
             if i.type == pafs.FileType.Directory
             and parse_partition_dir(i.path.rstrip("/").rsplit("/", 1)[-1]) is not None
         )
+
+    def _log_end_offsets(self) -> dict[tuple[str, int], int]:
+        """Each existing topic-partition's next offset: from its last segment, read from the last
+        offset-index position on (Kafka's readNextOffset), so only its tail is read."""
+        from kwire.log import OffsetIndex, partitions_from_paths, scan_batches
+        from kwire.spark._fs import read_bytes
+
+        fs, root = resolve(self.uri)
+        try:
+            files = list_files(fs, root)
+        except KwireError:
+            return {}
+        ends: dict[tuple[str, int], int] = {}
+        for pdir in partitions_from_paths(sorted(files), files):
+            if not pdir.segments:
+                continue
+            seg = pdir.segments[-1]
+            start = 0
+            if seg.index:
+                index = OffsetIndex(read_bytes(fs, seg.index), seg.base_offset)
+                start = index.lookup(index.last_offset).position
+            nxt = seg.base_offset
+            for batch in scan_batches(read_bytes(fs, seg.log, start), base_position=start):
+                nxt = batch.last_offset + 1
+            ends[(pdir.topic, pdir.partition)] = max(nxt, ends.get((pdir.topic, pdir.partition), 0))
+        return ends
 
     def _staging(self) -> str:
         return f"{self.uri.rstrip('/')}/{STAGING}/{self.job}"
@@ -281,7 +323,9 @@ class KafkaLogWriter(DataSourceArrowWriter):  # type: ignore[misc]
                         counter += 1
                     sink = sinks.get((topic, part))
                     if sink is None:
-                        sink = sinks[(topic, part)] = _PartitionSink(root, topic, part, opts)
+                        sink = sinks[(topic, part)] = _PartitionSink(
+                            root, topic, part, opts, self.log_end.get((topic, part), 0)
+                        )
                     hdrs = headers[i]
                     sink.append(
                         now if stamps[i] is None else stamps[i],
@@ -329,7 +373,7 @@ class KafkaLogWriter(DataSourceArrowWriter):  # type: ignore[misc]
             final = f"{root.rstrip('/')}/{topic}-{part}"
             if len(chunks) == 1:
                 _, src_path = resolve(chunks[0][1].path)
-                fs.move(src_path, final)
+                _move_into(fs, src_path, final)
             else:
                 log.warning(
                     "kwire: %s-%d came from %d Spark tasks; merging them on the driver "
@@ -346,18 +390,20 @@ class KafkaLogWriter(DataSourceArrowWriter):  # type: ignore[misc]
 
         fs, _ = resolve(self.uri)
         now = int(time.time() * 1000)
-        local = "://" not in self.uri
-        out_root = os.path.dirname(final) if local else tempfile.mkdtemp(prefix="kwire-merge-")
+        out_root = tempfile.mkdtemp(prefix="kwire-merge-")
         with LogWriter(
             out_root,
             topic,
             part,
             segment_bytes=self.options.segment_bytes,
             index_interval_bytes=self.options.index_interval_bytes,
+            start_offset=self.log_end.get((topic, part), 0),
         ) as writer:
             for chunk in chunks:
                 _, chunk_path = resolve(chunk.path)
-                logs = sorted(p for p in list_files(fs, chunk_path) if p.endswith(".log"))
+                logs = sorted(
+                    p for p in list_files(fs, chunk_path, staging=True) if p.endswith(".log")
+                )
                 for log_path in logs:
                     with fs.open_input_file(log_path) as f:
                         data = f.read()
@@ -365,12 +411,17 @@ class KafkaLogWriter(DataSourceArrowWriter):  # type: ignore[misc]
                         continue
                     for batch in read_batches(data):
                         writer.append(_shifted(batch, writer.next_offset - batch.base_offset, now))
-        if not local:
-            import pyarrow.fs as pafs
+        import pyarrow.fs as pafs
 
-            _, final_path = resolve(final)
-            pafs.copy_files(f"{out_root}/{topic}-{part}", final_path, destination_filesystem=fs)
-            shutil.rmtree(out_root, ignore_errors=True)
+        merged = f"{out_root}/{topic}-{part}"
+        if "://" in self.uri:
+            staged = f"{self._staging()}/merged/{topic}-{part}"
+            _, staged_path = resolve(staged)
+            pafs.copy_files(merged, staged_path, destination_filesystem=fs)
+            _move_into(fs, staged_path, final)
+        else:
+            _move_into(fs, merged, final)
+        shutil.rmtree(out_root, ignore_errors=True)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         self._cleanup()
