@@ -9,7 +9,8 @@
 # Commit protocol. Offsets are per topic-partition and must be dense and increasing, but a Spark
 # task does not know how many records other tasks hold for the same topic-partition. So each task
 # writes whatever topic-partitions it sees into its own staging folder
-# (`<path>/_kwire_staging/<job>/<task>-<attempt>/<topic>-<partition>/`), with offsets from 0, as
+# (`<path>/_kwire_staging/<job>/<task>-<attempt>/<topic>-<partition>/`), with offsets from 0 (from
+# the existing log end offset when appending), as
 # complete segments (kwire.log's LogWriter: .log, .index, .timeindex, written under temporary
 # names), and returns the list as its commit message. On the driver, `commit` takes, per
 # topic-partition, the chunks in task order: a single chunk (the normal case after
