@@ -31,6 +31,7 @@ compression bomb or a too-small cap).
 from __future__ import annotations
 
 import importlib
+import struct
 import threading
 import zlib as _stdlib_zlib
 from collections.abc import Callable
@@ -145,7 +146,7 @@ def _gzip_decompress(data: bytes | memoryview, magic: int, max_size: int) -> byt
 
 # -- snappy --------------------------------------------------------------------------------------
 
-_XERIAL_MAGIC: Final = b"\x82SNAPPY\x00"
+_XERIAL_MAGIC: Final[bytes] = b"\x82SNAPPY\x00"
 _XERIAL_HEADER: Final = _XERIAL_MAGIC + b"\x00\x00\x00\x01\x00\x00\x00\x01"
 _XERIAL_BLOCK: Final = 32 * 1024
 
@@ -162,37 +163,41 @@ def _snappy_compress(data: bytes | memoryview, magic: int, level: int | None) ->
 
 
 def _snappy_raw(cramjam: Any, block: bytes | memoryview, limit: int, max_size: int) -> bytes:
+    # the declared length (a varint at the start of the block) is checked against the cap before
+    # anything is allocated; the decoder then fills exactly that many bytes or fails
     try:
         size = int(cramjam.snappy.decompress_raw_len(block))
+        if size > limit:
+            raise _bomb(max_size)
+        out = bytes(cramjam.snappy.decompress_raw(block))
+    except CorruptRecordError:
+        raise
     except Exception as exc:
         raise CorruptRecordError(f"invalid snappy data: {exc}") from None
-    if size > limit:
-        raise _bomb(max_size)
-    out = bytearray(size)
-    try:
-        written = int(cramjam.snappy.decompress_raw_into(block, out))
-    except Exception as exc:
-        raise CorruptRecordError(f"invalid snappy data: {exc}") from None
-    if written != size:
+    if len(out) != size:  # pragma: no cover - the decoder enforces the declared length
         raise CorruptRecordError("invalid snappy data: short output")
-    return bytes(out)
+    return out
+
+
+_XERIAL_CHUNK_SIZE: Final = struct.Struct(">i")
 
 
 def _snappy_decompress(data: bytes | memoryview, magic: int, max_size: int) -> bytes:
     cramjam = _library("cramjam")
     view = memoryview(data)
-    if bytes(view[:8]) != _XERIAL_MAGIC:
+    if view[:8] != _XERIAL_MAGIC:
         return _snappy_raw(cramjam, view, max_size, max_size)
-    if len(view) < 16:
+    end = len(view)
+    if end < 16:
         raise CorruptRecordError("truncated xerial snappy header")
     pos = 16
-    end = len(view)
     parts: list[bytes] = []
     total = 0
+    chunk_size = _XERIAL_CHUNK_SIZE.unpack_from
     while pos < end:
         if end - pos < 4:
             raise CorruptRecordError("truncated xerial snappy chunk length", offset=pos)
-        size = int.from_bytes(view[pos : pos + 4], "big", signed=True)
+        (size,) = chunk_size(view, pos)
         pos += 4
         if size < 0 or size > end - pos:
             raise CorruptRecordError(
@@ -202,7 +207,7 @@ def _snappy_decompress(data: bytes | memoryview, magic: int, max_size: int) -> b
         total += len(chunk)
         parts.append(chunk)
         pos += size
-    return b"".join(parts)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 # -- lz4 -----------------------------------------------------------------------------------------
@@ -216,6 +221,25 @@ _LZ4_INCOMPRESSIBLE: Final = 0x80000000
 
 def _xxh32(data: bytes | memoryview) -> int:
     return int(_library("xxhash").xxh32_intdigest(bytes(data)))
+
+
+_LZ4_SCRATCH = threading.local()
+_LZ4_HC: dict[bytes, int] = {}
+
+
+def _lz4_header_checksum(descriptor: bytes) -> int:
+    """The frame header checksum byte (second byte of xxHash32) of FLG, BD [, content size]."""
+    hc = _LZ4_HC.get(descriptor)
+    if hc is None:
+        hc = (_xxh32(descriptor) >> 8) & 0xFF
+        if len(descriptor) == 2:  # at most 65,536 of these; frames with a content size vary
+            _LZ4_HC[descriptor] = hc
+    return hc
+
+
+#: What Kafka's writer puts before the first block: magic number, FLG, BD and, for magic 1 and 2,
+#: the correct header checksum byte (second byte of xxHash32(FLG BD); a unit test recomputes it).
+_KAFKA_LZ4_HEADER: Final = _LZ4_MAGIC + bytes((_LZ4_FLG, _LZ4_BD, 0x82))
 
 
 def _lz4_compress(data: bytes | memoryview, magic: int, level: int | None) -> bytes:
@@ -254,35 +278,43 @@ def _lz4_decompress(data: bytes | memoryview, magic: int, max_size: int) -> byte
 def _lz4_decompress_blocks(view: memoryview, magic: int, max_size: int) -> bytes:
     cramjam = _library("cramjam")
     end = len(view)
-    if end < 7:
-        raise CorruptRecordError("truncated lz4 frame header")
-    if bytes(view[:4]) != _LZ4_MAGIC:
-        raise CorruptRecordError("not an lz4 frame (bad magic number)", offset=0)
-    flg = view[4]
-    bd = view[5]
-    if flg >> 6 != 1 or flg & 0x03:
-        raise CorruptRecordError(f"unsupported lz4 frame FLG byte 0x{flg:02x}", offset=4)
-    if not flg & 0x20:
-        raise CorruptRecordError("lz4 frames with dependent blocks are not supported", offset=4)
-    block_checksum = bool(flg & 0x10)
-    content_size = bool(flg & 0x08)
-    content_checksum = bool(flg & 0x04)
-    if bd & 0x8F or not 4 <= (bd >> 4) & 7 <= 7:
-        raise CorruptRecordError(f"invalid lz4 frame BD byte 0x{bd:02x}", offset=5)
-    block_max = 1 << (2 * ((bd >> 4) & 7) + 8)
-    pos = 6
-    if content_size:
-        if end - pos < 9:
+    if view[:7] == _KAFKA_LZ4_HEADER or (magic == 0 and view[:6] == _KAFKA_LZ4_HEADER[:6]):
+        # Kafka's own frame (the common case; magic 0's checksum byte is not checked, as Kafka)
+        block_checksum = content_checksum = False
+        block_max = _LZ4_BLOCK
+        pos = 7
+    else:
+        if end < 7:
             raise CorruptRecordError("truncated lz4 frame header")
-        declared = int.from_bytes(view[pos : pos + 8], "little")
-        if declared > max_size:
-            raise _bomb(max_size)
-        pos += 8
-    if magic != 0:  # Kafka ignores the header checksum of magic 0 (historically computed wrongly)
-        expected = (_xxh32(view[4:pos]) >> 8) & 0xFF
-        if view[pos] != expected:
-            raise CorruptRecordError("lz4 frame descriptor checksum mismatch", offset=pos)
-    pos += 1
+        if bytes(view[:4]) != _LZ4_MAGIC:
+            raise CorruptRecordError("not an lz4 frame (bad magic number)", offset=0)
+        flg = view[4]
+        bd = view[5]
+        if flg >> 6 != 1 or flg & 0x03:
+            raise CorruptRecordError(f"unsupported lz4 frame FLG byte 0x{flg:02x}", offset=4)
+        if not flg & 0x20:
+            raise CorruptRecordError("lz4 frames with dependent blocks are not supported", offset=4)
+        block_checksum = bool(flg & 0x10)
+        content_size = bool(flg & 0x08)
+        content_checksum = bool(flg & 0x04)
+        if bd & 0x8F or not 4 <= (bd >> 4) & 7 <= 7:
+            raise CorruptRecordError(f"invalid lz4 frame BD byte 0x{bd:02x}", offset=5)
+        block_max = 1 << (2 * ((bd >> 4) & 7) + 8)
+        pos = 6
+        if content_size:
+            if end - pos < 9:
+                raise CorruptRecordError("truncated lz4 frame header")
+            declared = int.from_bytes(view[pos : pos + 8], "little")
+            if declared > max_size:
+                raise _bomb(max_size)
+            pos += 8
+        if (
+            magic != 0
+        ):  # Kafka ignores the header checksum of magic 0 (historically computed wrongly)
+            expected = _lz4_header_checksum(bytes(view[4:pos]))
+            if view[pos] != expected:
+                raise CorruptRecordError("lz4 frame descriptor checksum mismatch", offset=pos)
+        pos += 1
     parts: list[bytes] = []
     total = 0
     xxhash = _library("xxhash") if content_checksum else None
@@ -312,14 +344,22 @@ def _lz4_decompress_blocks(view: memoryview, magic: int, max_size: int) -> bytes
         if word & _LZ4_INCOMPRESSIBLE:
             chunk = bytes(block)
         else:
-            buf = bytearray(min(block_max, max_size - total + 1))
+            # into a per-thread scratch buffer (a fresh zeroed 64 KiB one per block cost more than
+            # decompressing a small batch), bounded by the block maximum and what the cap allows
+            limit = min(block_max, max_size - total + 1)
+            scratch = getattr(_LZ4_SCRATCH, "buf", None)
+            if scratch is None or len(scratch) < limit:
+                scratch = _LZ4_SCRATCH.buf = bytearray(max(limit, _LZ4_BLOCK))
+            out = memoryview(scratch)[:limit]
             try:
-                n = int(cramjam.lz4.decompress_block_into(block, buf))
+                n = int(cramjam.lz4.decompress_block_into(block, out))
             except Exception:
-                if len(buf) <= max_size - total:
+                if limit <= max_size - total:
                     raise CorruptRecordError("invalid lz4 block", offset=pos - size) from None
                 raise _bomb(max_size) from None
-            chunk = bytes(memoryview(buf)[:n])
+            finally:
+                out.release()
+            chunk = bytes(memoryview(scratch)[:n])
         total += len(chunk)
         if total > max_size:
             raise _bomb(max_size)
@@ -359,42 +399,50 @@ def _zstd_content_size(data: bytes | memoryview) -> int | None:
 
 
 _ZSTD_LOCAL = threading.local()
+_ZSTANDARD: list[Any] = []  # [the zstandard module] once imported, [None] if it is missing
 
 
-def _zstd_reused(data: bytes | memoryview, bound: int) -> bytes | None:
+def _zstd_reused(data: bytes | memoryview, max_size: int) -> bytes | None:
     """One zstd frame through a per-thread ``zstandard.ZstdDecompressor`` (its context is reused:
-    a fresh one per call is most of the cost of a small batch), output at most ``bound`` bytes.
+    a fresh one per call is most of the cost of a small batch), bounded by the frame's declared
+    content size (checked against ``max_size`` first) or, without one, by a guess.
 
     None when zstandard is missing or rejects the data for any reason (more than one frame, a
     larger output, corrupt input): the caller then takes the general path, which says why.
     """
+    if not _ZSTANDARD:
+        try:
+            _ZSTANDARD.append(importlib.import_module("zstandard"))
+        except ImportError:  # pragma: no cover - zstandard is a core dependency
+            _ZSTANDARD.append(None)
+    zstandard = _ZSTANDARD[0]
+    if zstandard is None:  # pragma: no cover
+        return None
     d = getattr(_ZSTD_LOCAL, "d", None)
     if d is None:
-        try:
-            zstandard = importlib.import_module("zstandard")
-        except ImportError:  # pragma: no cover - zstandard is a core dependency
-            _ZSTD_LOCAL.d = False
-            return None
         d = _ZSTD_LOCAL.d = zstandard.ZstdDecompressor()
-        _ZSTD_LOCAL.error = zstandard.ZstdError
-    elif d is False:  # pragma: no cover
+    try:
+        declared = int(zstandard.frame_content_size(data))
+    except zstandard.ZstdError:
         return None
+    if declared > max_size:
+        raise _bomb(max_size)
+    # max_output_size 0: exactly the declared size (zstd checks the frame produces that much)
+    bound = 0 if declared >= 0 else min(max_size, max(1024, 4 * len(data)))
     try:
         return bytes(d.decompress(data, max_output_size=bound, allow_extra_data=False))
-    except _ZSTD_LOCAL.error:
+    except zstandard.ZstdError:
         return None
 
 
 def _zstd_decompress(data: bytes | memoryview, magic: int, max_size: int) -> bytes:
+    out = _zstd_reused(data, max_size)  # the fast path; a miss takes the bounded loop below
+    if out is not None:
+        return out
     cramjam = _library("cramjam")
     declared = _zstd_content_size(data)
     if declared is not None and declared > max_size:
         raise _bomb(max_size)
-    # fast path: a reused context, bounded by the declared size (zstd checks the frame produces
-    # exactly that) or, without one, by a guess; a miss falls through to the bounded loop below
-    out = _zstd_reused(data, min(max_size, max(1024, 4 * len(data))) if declared is None else 0)
-    if out is not None:
-        return out
     # start from the declared size (a hint only: the loop below still bounds the output); frames
     # without one start from a guess (allocating a zeroed buffer is a per-batch cost, keep it small)
     size = min(max_size, declared if declared is not None else max(1024, 4 * len(data)))

@@ -178,6 +178,13 @@ def test_lz4_frame_sizes_tails_and_truncation(magic: int, size: int) -> None:
             decompress(Compression.LZ4, frame, magic=magic, max_size=len(data) - 1)
 
 
+def test_kafka_lz4_header_constant() -> None:
+    from kwire.records._codecs import _KAFKA_LZ4_HEADER
+
+    assert _KAFKA_LZ4_HEADER[6] == (xxhash.xxh32_intdigest(b"\x60\x40") >> 8) & 0xFF
+    assert compress(Compression.LZ4, b"abc", magic=2)[:7] == _KAFKA_LZ4_HEADER
+
+
 def test_lz4_bad_block_size_and_header_checksum() -> None:
     frame = bytearray(compress(Compression.LZ4, DATA))
     frame[7:11] = (70_000).to_bytes(4, "little")  # larger than the 64 KiB block maximum
@@ -208,12 +215,21 @@ def test_zstd_reused_context_and_general_path_agree() -> None:
 
     zstandard = pytest.importorskip("zstandard")
     one = compress(Compression.ZSTD, DATA)
-    assert _codecs._zstd_reused(one, 0) == DATA  # the per-thread context, bounded by the header
-    assert _codecs._zstd_reused(one + one, 0) is None  # two frames: the general path
+    assert _codecs._zstd_reused(one, 1 << 30) == DATA  # the per-thread context, header's size
+    assert _codecs._zstd_reused(memoryview(one), 1 << 30) == DATA
+    assert _codecs._zstd_reused(one + one, 1 << 30) is None  # two frames: the general path
+    with pytest.raises(CorruptRecordError, match="exceeds the limit"):
+        _codecs._zstd_reused(one, len(DATA) - 1)  # declared size over the cap: never allocated
     # concatenated frames and trailing frames read as the general path did (every frame)
     assert decompress(Compression.ZSTD, one + one) == DATA + DATA
     bare = zstandard.ZstdCompressor(write_content_size=False).compress(DATA)
-    assert _codecs._zstd_reused(bare, len(DATA) - 1) is None  # over the bound: not returned
+    assert _codecs._zstd_reused(bare, 1 << 30) is None  # no size, > 4x the input: general path
+    assert decompress(Compression.ZSTD, bare) == DATA
+    noise = os.urandom(5000)
+    bare = zstandard.ZstdCompressor(write_content_size=False).compress(noise)
+    assert _codecs._zstd_reused(bare, 1 << 30) == noise  # no declared size: a guessed bound
+    assert _codecs._zstd_reused(bare, len(noise) - 1) is None  # over the cap: not returned
+    assert _codecs._zstd_reused(b"\x28\xb5\x2f\xfd", 1 << 30) is None  # no header to read
     for bad in (one[:-3], one[:5], b"\x28\xb5\x2f\xfd" + bytes(10)):
         with pytest.raises(CorruptRecordError, match="zstd"):
             decompress(Compression.ZSTD, bad)
