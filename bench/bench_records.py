@@ -365,7 +365,7 @@ def run_small_batches(budget: float) -> list[dict[str, Any]]:
     records = make_records()
     out = []
     for per_batch in (10, 100):
-        for codec in (0, 4):
+        for codec in range(len(CODECS)):
             parts = [
                 encode_kwire(records[i : i + per_batch], codec)
                 for i in range(0, len(records), per_batch)
