@@ -272,11 +272,8 @@ def _lz4_decompress(data: bytes | memoryview, magic: int, max_size: int) -> byte
     # Block by block, each through cramjam's block decoder. Measured against one call of
     # cramjam's (liblz4) frame decoder into a bounded buffer: that costs ~2 us more per frame
     # (a frame context per call) and ~4x more on a 1 MB frame, so frames are parsed here.
-    return _lz4_decompress_blocks(memoryview(data), magic, max_size)
-
-
-def _lz4_decompress_blocks(view: memoryview, magic: int, max_size: int) -> bytes:
     cramjam = _library("cramjam")
+    view = memoryview(data)
     end = len(view)
     if view[:7] == _KAFKA_LZ4_HEADER or (magic == 0 and view[:6] == _KAFKA_LZ4_HEADER[:6]):
         # Kafka's own frame (the common case; magic 0's checksum byte is not checked, as Kafka)
