@@ -49,6 +49,7 @@ from kwire.log import (
     walk_offset_index,
     walk_time_index,
 )
+from kwire.protocol import KafkaMessage
 from kwire.records import (
     Batch,
     Compression,
@@ -82,12 +83,6 @@ _SPECIAL_DECODERS: Final = (
 
 Decoder = Callable[[bytes], str]
 
-_KRAFT_MESSAGES: Final = {
-    ControlRecordType.SNAPSHOT_HEADER: "SnapshotHeaderRecord",
-    ControlRecordType.SNAPSHOT_FOOTER: "SnapshotFooterRecord",
-    ControlRecordType.KRAFT_VERSION: "KRaftVersionRecord",
-    ControlRecordType.KRAFT_VOTERS: "VotersRecord",
-}
 #: DumpLogSegments prints these KRaft control records as "<label> <JSON of the message>".
 _KRAFT_LABELS: Final = {
     ControlRecordType.SNAPSHOT_HEADER: "SnapshotHeader",
@@ -556,21 +551,15 @@ def _legacy_inner(batch: Batch) -> list[tuple[bool, int]]:
     return [(valid, entry.crc) for entry in parse(decompress())]
 
 
-def _kraft_json(ctype: ControlRecordType, value: memoryview | bytes | None) -> Any:
-    """A KRaft control record's value as Kafka's JsonConverter writes it, or None.
+def _kraft_json(value: object) -> Any:
+    """A decoded KRaft control value as Kafka's JsonConverter writes it, or None if undecodable.
 
-    Kafka's ``ControlRecordUtils`` reads the value as the message at its CURRENT_VERSION (0 in
-    Kafka 3.9), with no version prefix; the JSON uses the message's own ``version`` field.
+    ``decode_control_record`` reads it as Kafka's ``ControlRecordUtils`` does (the message at
+    version 0, no prefix); the JSON uses the message's own ``version`` field.
     """
-    if value is None:
+    if not isinstance(value, KafkaMessage):
         return None
-    try:
-        from kwire.protocol import message_class
-
-        message = message_class(_KRAFT_MESSAGES[ctype]).decode(memoryview(value), 0)
-        return message.to_json(getattr(message, "version", 0))
-    except Exception:  # the protocol layer could not read it: print the type, as for others
-        return None
+    return value.to_json(getattr(value, "version", 0))
 
 
 def _control_text(record: Record) -> tuple[str, dict[str, Any]]:
@@ -585,7 +574,7 @@ def _control_text(record: Record) -> tuple[str, dict[str, Any]]:
             "coordinatorEpoch": value.coordinator_epoch,
         }
     label = _KRAFT_LABELS.get(control.type)
-    doc = None if label is None else _kraft_json(control.type, record.value)
+    doc = None if label is None else _kraft_json(value)
     if label is not None and doc is not None:
         # Kafka: "<Label> " + <Message>JsonConverter.write(message, message.version()), as compact
         # JSON (Jackson's JsonNode.toString).

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Final
 
-from kwire.errors import CorruptRecordError, EncodeError
+from kwire.errors import CorruptRecordError, DecodeError, EncodeError
 from kwire.records._builder import BatchBuilder
 from kwire.records._model import NO_TIMESTAMP, Record
 
@@ -135,17 +135,17 @@ KRAFT_VALUE_VERSION: Final = 0
 
 def _decode_kraft_value(control_type: ControlRecordType, value: memoryview | bytes) -> object:
     """A KRaft control value as its protocol message (no version prefix: Kafka writes the body
-    at version 0, and these messages carry their own ``version`` field); raw bytes when kwire's
-    protocol layer is unavailable or cannot decode it.
+    at version 0, and these messages carry their own ``version`` field); raw bytes when the
+    value does not decode as that message (the record itself stays readable).
     """
     name = KRAFT_VALUE_MESSAGES.get(control_type)
     if name is None:
         return bytes(value)
-    try:  # the protocol layer is optional here
-        from kwire import protocol
+    from kwire import protocol  # imported here: only KRaft logs need the protocol layer
 
+    try:
         return protocol.message_class(name).decode(value, KRAFT_VALUE_VERSION)
-    except Exception:
+    except DecodeError:
         return bytes(value)
 
 
