@@ -148,20 +148,23 @@ def export(
     read_options = {"reportPath": reports, **(options or {})}
     out_uri = to_uri(output)
     data_uri = f"{out_uri.rstrip('/')}/data" if fmt == "iceberg" else out_uri
-    df = read_log(spark, input_path, read_options)
-    if fmt == "iceberg":
-        df = _for_iceberg(df)
-    started = time.perf_counter()
-    with track_progress(spark, progress):
-        df.write.mode("overwrite").parquet(data_uri)
-    if fmt == "delta":
-        _to_delta(out_uri)
-    elif fmt == "iceberg":
-        result.notes.append(_to_iceberg(out_uri, data_uri))
-    result.seconds = time.perf_counter() - started
-    result.records = count_output(spark, output, fmt)
-    result.output_bytes = _dir_bytes(out_uri)
-    _collect_reports(result, reports)
+    try:
+        df = read_log(spark, input_path, read_options)
+        if fmt == "iceberg":
+            df = _for_iceberg(df)
+        started = time.perf_counter()
+        with track_progress(spark, progress):
+            df.write.mode("overwrite").parquet(data_uri)
+        if fmt == "delta":
+            _to_delta(out_uri)
+        elif fmt == "iceberg":
+            result.notes.append(_to_iceberg(out_uri, data_uri))
+        result.seconds = time.perf_counter() - started
+        result.records = count_output(spark, output, fmt)
+        result.output_bytes = _dir_bytes(out_uri)
+        _collect_reports(result, reports)
+    finally:
+        shutil.rmtree(reports, ignore_errors=True)
     return result
 
 
