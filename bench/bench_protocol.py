@@ -151,6 +151,17 @@ def fresh_process_ms(setup: str, use: str, data_path: str) -> tuple[float, float
     return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
 
 
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="shorter timing budget")
