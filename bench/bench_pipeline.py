@@ -5,6 +5,8 @@ What it measures, in one run on this machine (see docs/benchmarks.md, section "P
 * export of >= 1 GiB of log segments (uncompressed, and >= 1 GiB of zstd segments) to Parquet
   (best of 2), and the source alone (Spark's "noop" sink, best of 3), as rows/s and MB/s of
   segment bytes read;
+* the same export with ``kwire pipeline export --engine arrow`` (tasks write Parquet with pyarrow;
+  its time includes the pipeline's read-back count of the output);
 * kwire's read path alone, in one Python process (one core, no Spark), to show where time goes;
 * the naive baseline in the same run: ``binaryFile`` + a Python UDF that decodes each segment
   with kafka-python 3.0.12, exploded into rows and written to Parquet the same way (on a copy
@@ -186,6 +188,16 @@ def run_export(spark: Any, log_dir: Path, out: Path, info: dict[str, int]) -> di
         )
     results["parquet"] = _rates(seconds, info, mem.peak_kib)
     results["parquet"]["rows_check"] = spark.read.parquet(str(out)).count()
+    from kwire.spark._pipeline import export
+
+    arrow_out = out.with_name(out.name + "-arrow")
+    with WorkerMemory() as mem:
+        seconds = min(
+            _timed(lambda: export(spark, str(log_dir), str(arrow_out), engine="arrow"))[0]
+            for _ in range(2)
+        )
+    results["parquet_arrow_engine"] = _rates(seconds, info, mem.peak_kib)
+    results["parquet_arrow_engine"]["rows_check"] = spark.read.parquet(str(arrow_out)).count()
     return results
 
 
@@ -314,13 +326,15 @@ def main() -> None:
             report[name] = run_export(spark, work / name, work / f"out-{name}", info)
             report[name]["decode_only_1_core"] = run_decode_only(work / name, info)
             assert report[name]["parquet"]["rows_check"] == info["records"]
+            assert report[name]["parquet_arrow_engine"]["rows_check"] == info["records"]
             print(name, report[name], flush=True)
         report["baseline"] = run_baseline(spark, base_dir, work / "out-baseline", base)
         assert report["baseline"]["rows_check"] == base["records"]
         print("baseline", report["baseline"], flush=True)
-        report["speedup_parquet_vs_baseline_rows"] = round(
-            report["plain"]["parquet"]["rows_per_s"] / report["baseline"]["rows_per_s"], 1
-        )
+        for job in ("parquet", "parquet_arrow_engine"):
+            report[f"speedup_{job}_vs_baseline_rows"] = round(
+                report["plain"][job]["rows_per_s"] / report["baseline"]["rows_per_s"], 1
+            )
         spark.stop()
     finally:
         shutil.rmtree(work, ignore_errors=True)

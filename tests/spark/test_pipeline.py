@@ -31,6 +31,11 @@ def test_export_every_format_keeps_every_record(
 
     assert DeltaTable(str(tmp_path / "delta")).version() == 0
     parquet = spark.read.parquet(str(tmp_path / "parquet"))
+    # the DataFrame engine (Spark's Parquet writer) writes the same rows as the arrow engine
+    by_spark = export(spark, str(path), str(tmp_path / "spark-engine"), engine="spark")
+    assert by_spark.records == summary.records
+    assert spark.read.parquet(str(tmp_path / "spark-engine")).exceptAll(parquet).count() == 0
+    assert parquet.schema == spark.read.format("kafka-log").load(str(path)).schema
     committed = export(
         spark,
         str(path),

@@ -43,6 +43,13 @@ def register(subparsers: Any) -> None:
     _common(export)
     export.add_argument("--format", choices=("parquet", "delta", "iceberg"), default="parquet")
     export.add_argument(
+        "--engine",
+        choices=("arrow", "spark"),
+        default="arrow",
+        help="arrow: Spark tasks write Parquet with pyarrow (default, faster); "
+        "spark: the kafka-log DataFrame into Spark's Parquet writer",
+    )
+    export.add_argument(
         "--read-committed",
         action="store_true",
         help="leave out aborted transactions (isolationLevel=read_committed)",
@@ -162,7 +169,13 @@ def _export(args: argparse.Namespace) -> int:
     spark = get_session(args.master, app_name="kwire pipeline export", log_level="FATAL")
     with progress_bar(f"export to {args.format}", not args.json) as update, spark_errors():
         result = export(
-            spark, args.input, args.output, args.format, options=options, progress=update
+            spark,
+            args.input,
+            args.output,
+            args.format,
+            options=options,
+            progress=update,
+            engine=args.engine,
         )
     _report(args, result)
     return EXIT_OK if not result.skipped_bytes else EXIT_PROBLEMS
