@@ -31,7 +31,7 @@ from kwire.log._index import (
     offset_index_sanity_problem,
     time_index_sanity_problem,
 )
-from kwire.log._isolation import committed_batches, is_abort_marker
+from kwire.log._isolation import ReadCommittedFilter, committed_batches, is_abort_marker
 from kwire.log._layout import (
     PartitionDir,
     SegmentFiles,
@@ -80,6 +80,7 @@ __all__ = [
     "PartitionMetadata",
     "ProducerSnapshot",
     "ProducerSnapshotEntry",
+    "ReadCommittedFilter",
     "Segment",
     "SegmentFiles",
     "SkippedBytes",

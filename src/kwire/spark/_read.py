@@ -11,7 +11,7 @@
 #     wide); control records unless includeControl;
 #   * timestamp bounds: from the first record with timestamp >= startingTimestamp on, up to (not
 #     including) the first record with timestamp >= endingTimestamp, as Kafka's offsetsForTimes;
-#   * read_committed: Kafka's consumer logic (CompletedFetch) runs over the batch headers of the
+#   * read_committed: Kafka's consumer logic (kwire.log.ReadCommittedFilter) runs over the batch headers of the
 #     window (a cheap header walk, kwire.records.read_batches) and names the aborted batches by
 #     base offset; their rows are masked out. Control batches never reach the output.
 # Problems follow Spark's file-source modes: PERMISSIVE keeps what can be read and says why in
@@ -27,12 +27,12 @@ import json
 import logging
 import struct
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kwire.errors import CorruptRecordError, DecodeError
-from kwire.log import scan_batches
+from kwire.log import ReadCommittedFilter, scan_batches
 from kwire.records import read_batches
 from kwire.records._columnar import decode_columnar, decode_to_arrow
 from kwire.spark._fs import read_bytes, resolve
@@ -51,8 +51,6 @@ WINDOW_BYTES = 16 << 20
 _FRAME = struct.Struct(">qi")  # every magic starts with offset int64, size int32
 _FRAME_OVERHEAD = 12
 _MIN_FRAME = 14  # the smallest message a size field can announce (magic 0 record overhead)
-_CONTROL_KEY = struct.Struct(">hh")  # control record key: version, type (0 ABORT, 1 COMMIT)
-_ABORT = 0
 
 
 @dataclass
@@ -88,66 +86,12 @@ def frame_cut(view: memoryview, limit: int) -> int:
     return pos
 
 
-class ReadCommitted:
-    """Kafka's read_committed consumer logic over batch headers (CompletedFetch.nextFetchedBatch).
-
-    ``aborted`` holds (producer_id, first_offset, last_offset) of the aborted transactions that
-    overlap the split (from the .txnindex files). Feed batches in log order; ``keep`` says whether
-    a consumer would return the batch's records.
-    """
-
-    def __init__(self, aborted: Sequence[tuple[int, int, int]]) -> None:
-        self._pending = sorted(aborted, key=lambda t: t[1])
-        self._aborting: set[int] = set()
-        self._started = False
-
-    def keep(
-        self,
-        *,
-        base_offset: int,
-        last_offset: int,
-        producer_id: int,
-        is_transactional: bool,
-        is_control: bool,
-        control_type: int | None,
-    ) -> bool:
-        if not self._started:
-            # Only transactions whose ABORT marker is at or after the first batch read matter:
-            # a consumer fetching from here gets collectAbortedTxns(fetchOffset, ...).
-            self._pending = [t for t in self._pending if t[2] >= base_offset]
-            self._started = True
-        if producer_id >= 0:
-            while self._pending and self._pending[0][1] <= last_offset:
-                self._aborting.add(self._pending.pop(0)[0])
-        if is_control:
-            if control_type == _ABORT:
-                self._aborting.discard(producer_id)
-            return False
-        return not (is_transactional and producer_id in self._aborting)
-
-
-def _aborted_batches(view: memoryview, state: ReadCommitted) -> list[int]:
-    """Base offsets of the v2 batches in ``view`` that read_committed drops (control included)."""
+def _aborted_batches(view: memoryview, txn_filter: ReadCommittedFilter) -> list[int]:
+    """Base offsets of the batches in ``view`` that read_committed drops (control included)."""
     dropped: list[int] = []
     try:
         for batch in read_batches(view, verify_crc=False, allow_truncated_tail=True):
-            if batch.magic < 2:
-                continue
-            control_type = None
-            if batch.is_control:
-                for record in batch.records():
-                    key = record.key
-                    if key is not None and len(key) >= _CONTROL_KEY.size:
-                        control_type = int(_CONTROL_KEY.unpack_from(key, 0)[1])
-                    break
-            if not state.keep(
-                base_offset=batch.base_offset,
-                last_offset=batch.last_offset,
-                producer_id=batch.producer_id,
-                is_transactional=batch.is_transactional,
-                is_control=batch.is_control,
-                control_type=control_type,
-            ):
+            if not txn_filter.keep(batch):
                 dropped.append(batch.base_offset)
     except DecodeError:
         pass  # the columnar decode reports the corrupt bytes; decisions so far stand
@@ -172,7 +116,9 @@ class _SplitReader:
             needed.append("batchOffset")
         self.columns = tuple(dict.fromkeys(needed))
         self.decoded_schema = arrow_schema(self.columns)
-        self.committed = ReadCommitted(split.aborted or ()) if options.read_committed else None
+        self.committed = (
+            ReadCommittedFilter(split.aborted or ()) if options.read_committed else None
+        )
         self.started = split.start_timestamp is None  # the start timestamp rule is satisfied
         self.stopped = False  # the end timestamp rule was reached
         self.with_corrupt = CORRUPT_RECORD in names

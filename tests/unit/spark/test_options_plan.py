@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kwire.log import LogWriter
+from kwire.log import LogWriter, ReadCommittedFilter
 from kwire.records import BatchBuilder, build_end_txn_marker
 from kwire.spark._fs import list_files, read_bytes, resolve
 from kwire.spark._options import (
@@ -19,7 +19,7 @@ from kwire.spark._options import (
     parse_write_options,
 )
 from kwire.spark._plan import SegmentSplit, plan_splits
-from kwire.spark._read import ReadCommitted, frame_cut, read_split
+from kwire.spark._read import frame_cut, read_split
 from kwire.spark._schema import arrow_schema
 from kwire.spark._sink import default_partition, murmur2
 
@@ -190,34 +190,38 @@ def test_plan_read_committed_carries_aborted_transactions(tmp_path: Path) -> Non
 
 
 def test_read_committed_state_machine_as_kafka_consumer() -> None:
-    state = ReadCommitted([(7, 10, 20)])
-    kw = {"is_control": False, "control_type": None}
+    state = ReadCommittedFilter([(7, 10, 20)])
+    kw = {"is_control": False, "is_abort": False}
     # producer 7's transactional batch inside the aborted range: dropped
-    assert not state.keep(
+    assert not state.keep_header(
         base_offset=10, last_offset=12, producer_id=7, is_transactional=True, **kw
     )
     # another producer's batch is kept
-    assert state.keep(base_offset=13, last_offset=13, producer_id=8, is_transactional=True, **kw)
+    assert state.keep_header(
+        base_offset=13, last_offset=13, producer_id=8, is_transactional=True, **kw
+    )
     # the ABORT marker is dropped and closes the aborted transaction
-    assert not state.keep(
+    assert not state.keep_header(
         base_offset=20,
         last_offset=20,
         producer_id=7,
         is_transactional=True,
         is_control=True,
-        control_type=0,
+        is_abort=True,
     )
     # producer 7's next (committed) transaction is kept
-    assert state.keep(base_offset=21, last_offset=22, producer_id=7, is_transactional=True, **kw)
+    assert state.keep_header(
+        base_offset=21, last_offset=22, producer_id=7, is_transactional=True, **kw
+    )
 
 
 def test_read_committed_ignores_transactions_aborted_before_the_split() -> None:
-    state = ReadCommitted([(7, 0, 5)])
-    assert state.keep(
+    state = ReadCommittedFilter([(7, 0, 5)])
+    assert state.keep_header(
         base_offset=10,
         last_offset=10,
         producer_id=7,
         is_transactional=True,
         is_control=False,
-        control_type=None,
+        is_abort=False,
     )
