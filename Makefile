@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: run test lint typecheck unit install codegen-check bench clean
+.PHONY: run test lint typecheck unit install codegen-check bench docs clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -36,6 +36,11 @@ test: lint typecheck codegen-check
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not oracle and not spark"
+
+# Regenerate what is generated from the specs: the codecs and the message reference page.
+docs: $(STAMP)
+	$(BIN)/kwire codegen --write
+	$(BIN)/kwire codegen --reference > docs/messages.md
 
 bench: $(STAMP)
 	$(BIN)/python bench/run_all.py

@@ -63,13 +63,16 @@ def _run(args: argparse.Namespace) -> int:
     if args.reference:
         from kwire.protocol._codegen._reference import render_message, render_reference
 
-        ref_specs = load_spec_dir(args.spec_dir) if args.spec_dir is not None else None
-        if ref_specs is None:
-            from kwire.protocol import bundled_specs
+        if args.spec_dir is not None:
+            ref_specs = load_spec_dir(args.spec_dir)
+            described = f"the specs in {args.spec_dir}"
+        else:
+            from kwire.protocol import bundled_specs, spec_source
 
             ref_specs = bundled_specs()
+            described = f"Kafka {spec_source().get('kafka_version', '?')}"
         if args.message is None:
-            sys.stdout.write(render_reference(ref_specs.values()))
+            sys.stdout.write(render_reference(ref_specs.values(), described))
             return EXIT_OK
         if args.message not in ref_specs:
             print(f"kwire codegen: no message named {args.message!r}", file=sys.stderr)
