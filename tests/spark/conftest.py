@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kwire.spark._sample import SampleSummary, write_sample
+from kwire.log import SampleSummary, write_sample
 
 
 @pytest.fixture(scope="session")

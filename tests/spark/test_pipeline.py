@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kwire.spark._sample import SampleSummary
+from kwire.log import SampleSummary
 
 pytestmark = pytest.mark.spark
 

@@ -11,9 +11,8 @@ from typing import Any
 
 import pytest
 
-from kwire.log import list_log_dir
+from kwire.log import SampleSummary, list_log_dir
 from kwire.records import read_batches
-from kwire.spark._sample import SampleSummary
 
 pytestmark = pytest.mark.spark
 

@@ -39,9 +39,9 @@ def _run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from kwire.cli._pipeline import print_results, progress_bar
+    from kwire.log import write_sample
     from kwire.spark import get_session
     from kwire.spark._pipeline import export, read_log
-    from kwire.spark._sample import write_sample
 
     console = Console(width=None if sys.stdout.isatty() else 120)
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="kwire-run-"))

@@ -33,7 +33,7 @@ def register(subparsers: Any) -> None:
 
 
 def _sample(args: argparse.Namespace) -> int:
-    from kwire.spark._sample import MIN_SEGMENT_BYTES, write_sample
+    from kwire.log import MIN_SEGMENT_BYTES, write_sample
 
     if args.records < 1 or args.segment_bytes < MIN_SEGMENT_BYTES:
         print(f"kwire sample: --records must be >= 1 and --segment-bytes >= {MIN_SEGMENT_BYTES}")

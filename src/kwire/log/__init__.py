@@ -42,6 +42,7 @@ from kwire.log._layout import (
     segment_file_name,
 )
 from kwire.log._partition import PartitionLog
+from kwire.log._sample import MIN_SEGMENT_BYTES, SampleSummary, write_sample
 from kwire.log._segment import (
     BatchScan,
     Segment,
@@ -67,6 +68,7 @@ from kwire.log._writer import LogWriter
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_SIZE",
+    "MIN_SEGMENT_BYTES",
     "AbortedTxn",
     "BatchScan",
     "EpochEntry",
@@ -81,6 +83,7 @@ __all__ = [
     "ProducerSnapshot",
     "ProducerSnapshotEntry",
     "ReadCommittedFilter",
+    "SampleSummary",
     "Segment",
     "SegmentFiles",
     "SkippedBytes",
@@ -115,4 +118,5 @@ __all__ = [
     "to_arrow_batch_reader",
     "walk_offset_index",
     "walk_time_index",
+    "write_sample",
 ]

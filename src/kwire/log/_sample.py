@@ -21,6 +21,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kwire.log._writer import LogWriter
 from kwire.records import BatchBuilder, Compression, build_end_txn_marker
 
 __all__ = ["PartitionSummary", "SampleSummary", "write_sample"]
@@ -90,7 +91,6 @@ class _Partition:
         self, root: Path, topic: str, partition: int, summary: SampleSummary, segment_bytes: int
     ) -> None:
         _OPEN.append(self)
-        from kwire.log import LogWriter
 
         self.writer = LogWriter(
             str(root),
