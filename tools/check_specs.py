@@ -1,7 +1,8 @@
 """Check kwire's message specs, as kwire's spec model reads them, against Kafka's compiled classes.
 
-kwire bundles Kafka's JSON specs (``src/kwire/protocol/specs``, copied from the jar by
-``tools/sync_specs.py``) and generates its codecs from its own reading of them. This tool proves that
+kwire bundles Kafka's JSON specs (``src/kwire/protocol/specs``: Kafka 3.9.1's, copied from the jar by
+``tools/sync_specs.py``, merged with Kafka 4.3.1's by ``tools/merge_specs.py``) and generates its
+codecs from its own reading of them. This tool proves that
 reading right: it asks Kafka's generated classes in ``kafka-clients.jar`` for their wire schema and
 defaults (``tools/java/ProtocolOracle.java dump``) and compares them, for every message and version,
 with what kwire's spec model says kwire will write:
@@ -16,12 +17,20 @@ with what kwire's spec model says kwire will write:
 
 Usage::
 
-    python tools/check_specs.py                      # bundled specs vs the jar (fetched via pip)
+    python tools/check_specs.py                      # bundled specs vs the jar (fetched via pip),
+                                                     #   only what the jar can judge (see below)
+    python tools/check_specs.py --judged --spec-dir DIR   # the same for another directory
     python tools/check_specs.py --spec-dir DIR       # any spec directory, e.g. a Kafka checkout's
                                                      #   clients/src/main/resources/common/message
     python tools/check_specs.py --jar kafka-clients-X.Y.Z.jar    # another Kafka release's jar
     python tools/check_specs.py --dump FILE          # use a saved dump instead of running Java
     python tools/check_specs.py --save-dump FILE     # keep the dump that was made
+
+The bundled corpus is a superset of Kafka 3.9.1's, so for it (or with ``--judged``) only what the
+jar can judge is compared: the messages and versions the jar defines (a message Kafka 4.x renamed
+under its new name), less the message-versions where kwire follows Kafka 4.x
+(``kwire.protocol.releases.DIFFERS_FROM_3_9_1``); messages and versions the jar lacks are not
+differences then. ``--spec-dir`` alone compares exactly: the same messages and versions, all alike.
 
 It prints every difference and exits 1 if there is any (0 when all match, 2 on usage errors). A newer
 jar is brought in the same way: copy its specs in (``tools/sync_specs.py --jar``), then run this
@@ -46,8 +55,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
+from merge_specs import RENAMED  # noqa: E402  (the jar's name -> the bundled name)
+
 from kwire.protocol import FieldSpec, FieldType, MessageSpec, StructSpec, bundled_specs  # noqa: E402
 from kwire.protocol._spec import STRUCT_DEFAULT, load_spec_dir, snake_case  # noqa: E402
+from kwire.protocol.releases import DIFFERS_FROM_3_9_1  # noqa: E402
 
 #: kwire's primitive type names -> the names of Kafka's ``Type`` constants.
 FIXED_WIRE_TYPES = {
@@ -259,8 +271,25 @@ def compare_struct(path: str, want: JSON, got: JSON, defaults: bool = True) -> l
     return out
 
 
-def compare(dump: Mapping[str, Any], specs: Mapping[str, MessageSpec]) -> list[str]:
-    """Every difference between the jar's dump and kwire's spec models; empty when they agree."""
+def judged_pairs(dump: Mapping[str, Any]) -> set[tuple[str, int]]:
+    """The (message, version) pairs of the bundled corpus the jar can judge: the jar's, renamed
+    messages under their bundled name, less ``DIFFERS_FROM_3_9_1``."""
+    return {
+        (RENAMED.get(name, name), int(v))
+        for name, entry in dump["messages"].items()
+        for v in entry["versions"]
+    } - DIFFERS_FROM_3_9_1
+
+
+def compare(
+    dump: Mapping[str, Any], specs: Mapping[str, MessageSpec], *, judged: bool = False
+) -> list[str]:
+    """Every difference between the jar's dump and kwire's spec models; empty when they agree.
+
+    With ``judged``, only the pairs of :func:`judged_pairs` are compared (each must be in ``specs``);
+    what ``specs`` has beyond them is not a difference."""
+    if judged:
+        return _compare_judged(dump, specs)
     out: list[str] = []
     jar = dump["messages"]
     for name in sorted(set(specs) - set(jar)):
@@ -285,6 +314,30 @@ def compare(dump: Mapping[str, Any], specs: Mapping[str, MessageSpec]) -> list[s
     return out
 
 
+def _compare_judged(dump: Mapping[str, Any], specs: Mapping[str, MessageSpec]) -> list[str]:
+    out: list[str] = []
+    pairs = judged_pairs(dump)
+    for name, entry in sorted(dump["messages"].items()):
+        mine = RENAMED.get(name, name)
+        versions = sorted(v for n, v in pairs if n == mine)
+        if not versions:
+            continue
+        spec = specs.get(mine)
+        if spec is None:
+            out.append(f"{mine}: in the jar but not in kwire's specs")
+            continue
+        if entry["apiKey"] != (spec.api_key if spec.api_key is not None else -1):
+            out.append(f"{mine}: apiKey kwire {spec.api_key}, jar {entry['apiKey']}")
+        have = set(spec.versions())
+        for v in versions:
+            if v not in have:
+                out.append(f"{mine} v{v}: in the jar but not in kwire's specs")
+                continue
+            want = struct_schema(spec, spec.struct, v)
+            out += compare_struct(f"{mine} v{v}", want, entry["versions"][str(v)])
+    return out
+
+
 def count_versions(dump: Mapping[str, Any]) -> int:
     return sum(len(e["versions"]) for e in dump["messages"].values())
 
@@ -295,6 +348,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jar", type=Path, help="another kafka-clients jar to check against")
     parser.add_argument("--dump", type=Path, help="a saved ProtocolOracle dump to compare with")
     parser.add_argument("--save-dump", type=Path, help="write the jar's dump to this file")
+    parser.add_argument(
+        "--judged",
+        action="store_true",
+        help="compare only what the jar can judge (the default for the bundled specs)",
+    )
     args = parser.parse_args(argv)
     if args.jar is not None and not args.jar.is_file():
         parser.error(f"no such jar: {args.jar}")
@@ -303,14 +361,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.save_dump:
         args.save_dump.write_text(json.dumps(dump), encoding="utf-8")
     specs = load_spec_dir(args.spec_dir) if args.spec_dir else bundled_specs()
-    differences = compare(dump, specs)
+    judged = args.judged or args.spec_dir is None
+    differences = compare(dump, specs, judged=judged)
     for line in differences:
         print(line)
     print(
         f"kwire specs: {len(specs)} messages, "
         f"{sum(len(s.versions()) for s in specs.values())} message-versions; "
         f"jar (Kafka {dump['kafkaVersion']}): {len(dump['messages'])} messages, "
-        f"{count_versions(dump)} message-versions; {len(differences)} differences",
+        f"{count_versions(dump)} message-versions"
+        + (f", {len(judged_pairs(dump))} judged" if judged else "")
+        + f"; {len(differences)} differences",
         file=sys.stderr,
     )
     return 1 if differences else 0

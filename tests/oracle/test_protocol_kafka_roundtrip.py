@@ -1,7 +1,14 @@
-"""Random messages of every message-version, made and read by Kafka's Java code and by kwire.
+"""Random messages of every message-version Kafka 3.9.1 can judge, made and read by its Java code and
+by kwire.
 
-For each of the 666 message-versions of the bundled specs (the 652 of the jar's *Data classes and
-the 14 of its other generated specs), random instances are generated as JSON from kwire's spec
+kwire bundles the merged Kafka 3.9.1 + 4.3.1 corpus (tools/merge_specs.py). Kafka 3.9.1's jar can
+judge the (message, version) pairs it defines itself: the 666 of its dump (the 652 of its *Data
+classes and the 14 of its other generated specs), less the five where kwire follows Kafka 4.x's
+layout (``kwire.protocol.releases.DIFFERS_FROM_3_9_1``; 3.9.1's ListClientMetricsResources is 4.x's
+ListConfigResources): 661 pairs, ``MESSAGE_VERSIONS``, which the other Java oracle tests of the
+protocol share. The versions new in 4.x are judged by kio instead (test_kio_differential.py);
+test_every_bundled_version_is_judged checks that every bundled version is one or the other.
+For each of them, random instances are generated as JSON from kwire's spec
 model (seeded, so a failure repeats): tagged fields present and absent, nulls where nullable, empty
 and several-element arrays, non-ASCII strings, extreme integers (int64 min and max included),
 UUIDs, bytes, float64s (negative, fractional, extreme), records fields holding real record batches,
@@ -34,6 +41,8 @@ import os
 import random
 from typing import TYPE_CHECKING, Any
 
+import kio_layout
+import merge_specs
 import pytest
 from check_specs import json_diff
 
@@ -46,7 +55,8 @@ from kwire.protocol import (
     message_class,
     message_spec,
 )
-from kwire.protocol._spec import INT_RANGES
+from kwire.protocol._spec import INT_RANGES, load_spec_dir
+from kwire.protocol.releases import DIFFERS_FROM_3_9_1
 
 if TYPE_CHECKING:  # only for annotations: "conftest" names several modules in a full run
     from conftest import JavaProcess
@@ -249,7 +259,26 @@ def generate_cases(name: str, version: int) -> list[tuple[str, dict[str, JSON]]]
     return cases
 
 
-MESSAGE_VERSIONS = list(iter_message_versions())
+def jar_judged(jar_pairs: set[tuple[str, int]]) -> set[tuple[str, int]]:
+    """The bundled (message, version) pairs Kafka 3.9.1's jar can judge, given the pairs it defines:
+    renamed messages under their bundled (4.x) name, less ``DIFFERS_FROM_3_9_1``."""
+    return {(merge_specs.RENAMED.get(n, n), v) for n, v in jar_pairs} - DIFFERS_FROM_3_9_1
+
+
+#: The (message, version) pairs of Kafka 3.9.1's specs, from the staged copy of its jar's files
+#: (tools/specs/kafka-3.9.1, checked against the jar by test_protocol_sync_specs.py and against its
+#: dump below), so that tests can be parametrized without starting Java.
+JAR_PAIRS = {
+    (name, v) for name, spec in load_spec_dir(merge_specs.OLD_DIR).items() for v in spec.versions()
+}
+_JUDGED = jar_judged(JAR_PAIRS)
+#: What the Java oracle tests compare, in the bundled corpus's order.
+MESSAGE_VERSIONS = [p for p in iter_message_versions() if p in _JUDGED]
+#: The names of the fields Kafka 3.9.1 knows, per bundled message name (top level).
+JAR_FIELDS = {
+    merge_specs.RENAMED.get(name, name): frozenset(f.name for f in spec.struct.fields)
+    for name, spec in load_spec_dir(merge_specs.OLD_DIR).items()
+}
 
 
 def test_every_message_version_is_covered(kafka_schemas: dict[str, Any]) -> None:
@@ -258,8 +287,27 @@ def test_every_message_version_is_covered(kafka_schemas: dict[str, Any]) -> None
         for name, entry in kafka_schemas["messages"].items()
         for v in entry["versions"]
     }
-    assert set(MESSAGE_VERSIONS) == jar
-    assert len(MESSAGE_VERSIONS) == 666
+    assert jar == JAR_PAIRS and len(jar) == kafka_schemas["messageVersionCount"] == 666
+    assert set(MESSAGE_VERSIONS) == jar_judged(jar)
+    assert len(MESSAGE_VERSIONS) == len(set(MESSAGE_VERSIONS)) == 661
+    # every judged pair is bundled, and the only 3.9.1 pairs left out are the documented ones
+    assert set(MESSAGE_VERSIONS) <= set(iter_message_versions())
+    assert {(merge_specs.RENAMED.get(n, n), v) for n, v in jar} - set(
+        MESSAGE_VERSIONS
+    ) == DIFFERS_FROM_3_9_1
+
+
+def test_every_bundled_version_is_judged() -> None:
+    """Every bundled message-version is checked by Kafka's 3.9.1 Java code (here) or by kio, which
+    carries Kafka 4.3.1's schemas (test_kio_differential.py); the five 3.9.1 has differently are
+    kio's."""
+    bundled = set(iter_message_versions())
+    kio = {(name, version) for name, version, _kind, _cls in kio_layout.kio_entities()}
+    assert kio <= bundled
+    unjudged = bundled - set(MESSAGE_VERSIONS) - kio
+    assert not unjudged, sorted(unjudged)
+    assert kio >= DIFFERS_FROM_3_9_1
+    assert len(bundled) == 744
 
 
 def _hex(data: bytes) -> str:

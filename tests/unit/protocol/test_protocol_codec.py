@@ -25,7 +25,7 @@ def test_classes_by_name_and_api_key() -> None:
     cls = message_class("MetadataResponse")
     assert message_class(api_key=3, kind="response") is cls
     assert message_class(api_key=3, kind="request") is message_class("MetadataRequest")
-    assert (cls.API_KEY, cls.MIN_VERSION, cls.MAX_VERSION) == (3, 0, 12)
+    assert (cls.API_KEY, cls.MIN_VERSION, cls.MAX_VERSION) == (3, 0, 13)
     with pytest.raises(KeyError):
         message_class("NoSuchMessage")
     with pytest.raises(TypeError):
@@ -196,7 +196,7 @@ class TestWriteRules:
 
     def test_unsupported_version(self, metadata_response: Any) -> None:
         with pytest.raises(UnsupportedVersionError):
-            metadata_response().encode(13)
+            metadata_response().encode(14)
         with pytest.raises(UnsupportedVersionError):
             metadata_response.decode(b"", 99)
 
@@ -288,12 +288,15 @@ class TestJson:
 
 
 def test_tag_of_a_field_tagged_in_other_versions_is_rejected() -> None:
-    # BrokerHeartbeatRequest.OfflineLogDirs is tag 0 from v1; at v0 Kafka's reader rejects tag 0.
+    # BrokerHeartbeatRequest.OfflineLogDirs is tag 0 from v1 (CordonedLogDirs tag 1 from v2);
+    # at v0 Kafka's reader rejects tags 0 and 1, other tags are kept as unknown.
     cls = message_class("BrokerHeartbeatRequest")
     data = cls(unknown_tags={0: b""}).encode(0)  # Kafka's writer writes it too
     with pytest.raises(DecodeError, match="tag 0 is not valid for version 0"):
         cls.decode(data, 0)
-    assert cls.decode(cls(unknown_tags={1: b"x"}).encode(0), 0).unknown_tags == {1: b"x"}
+    with pytest.raises(DecodeError, match="tag 1 is not valid for version 0"):
+        cls.decode(cls(unknown_tags={1: b""}).encode(0), 0)
+    assert cls.decode(cls(unknown_tags={2: b"x"}).encode(0), 0).unknown_tags == {2: b"x"}
     with pytest.raises(EncodeError, match="tagged at this version"):
         cls(unknown_tags={0: b""}).encode(1)  # tag 0 is OfflineLogDirs at v1: one tag twice
 

@@ -79,7 +79,7 @@ def test_bundled_specs_all_load() -> None:
     assert len(specs) == len(list(SPEC_DIR.glob("*.json")))
     meta = specs["MetadataResponse"]
     assert meta.api_key == 3 and meta.type == "response"
-    assert str(meta.valid_versions) == "0-12" and str(meta.flexible_versions) == "9+"
+    assert str(meta.valid_versions) == "0-13" and str(meta.flexible_versions) == "9+"
     topics = next(f for f in meta.fields if f.name == "Topics")
     assert topics.struct is not None and topics.struct.name == "MetadataResponseTopic"
     header = specs["RequestHeader"]
