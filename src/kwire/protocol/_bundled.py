@@ -1,4 +1,4 @@
-"""The bundled Kafka specs (``protocol/specs/``, Kafka 3.9.1) as spec models, loaded once, lazily.
+"""The bundled Kafka specs (``protocol/specs/``, Kafka 3.9.1 + 4.3.1) as spec models, loaded once, lazily.
 
 ``bundled_specs()`` parses every JSON file (about 50 ms) on first use; ``message_spec(name)`` and
 ``iter_message_versions()`` are the helpers tests and tools use to walk every (message, version).

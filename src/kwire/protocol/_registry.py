@@ -144,7 +144,7 @@ def bundled_registry() -> ProtocolRegistry:
 def message_class(
     name: str | None = None, *, api_key: int | None = None, kind: str | None = None
 ) -> type[KafkaMessage]:
-    """The generated class of a bundled message (Kafka 3.9.1).
+    """The generated class of a bundled message (Kafka 3.9.1 + 4.3.1).
 
     ``message_class("MetadataResponse")`` or ``message_class(api_key=3, kind="response")``.
     """
