@@ -34,6 +34,15 @@ def test_merged_files_are_up_to_date() -> None:
     assert stale == []
 
 
+def test_the_bundled_specs_are_the_merged_corpus() -> None:
+    """kwire bundles the merged corpus (``merge_specs.py install``), SOURCE included."""
+    want = merge_specs.merged_files()
+    have = {p.name: p.read_text(encoding="utf-8") for p in merge_specs.BUNDLED_DIR.iterdir()}
+    assert sorted(have) == sorted(want)
+    assert [name for name, text in want.items() if have[name] != text] == []
+    assert have["SOURCE"].startswith("kafka_version: 3.9.1+4.3.1\n")
+
+
 def test_merged_layouts_match_both_releases(merged: dict[str, dict[str, Any]]) -> None:
     problems, notes = merge_specs.verify(merged)
     assert problems == []
