@@ -268,17 +268,22 @@ def jar_judged(jar_pairs: set[tuple[str, int]]) -> set[tuple[str, int]]:
 #: The (message, version) pairs of Kafka 3.9.1's specs, from the staged copy of its jar's files
 #: (tools/specs/kafka-3.9.1, checked against the jar by test_protocol_sync_specs.py and against its
 #: dump below), so that tests can be parametrized without starting Java.
-JAR_PAIRS = {
-    (name, v) for name, spec in load_spec_dir(merge_specs.OLD_DIR).items() for v in spec.versions()
-}
+_OLD_SPECS = load_spec_dir(merge_specs.OLD_DIR)
+JAR_PAIRS = {(name, v) for name, spec in _OLD_SPECS.items() for v in spec.versions()}
+#: Kafka 3.9.1's spec models, under the bundled (4.x) names.
+JAR_SPECS = {merge_specs.RENAMED.get(name, name): spec for name, spec in _OLD_SPECS.items()}
 _JUDGED = jar_judged(JAR_PAIRS)
 #: What the Java oracle tests compare, in the bundled corpus's order.
 MESSAGE_VERSIONS = [p for p in iter_message_versions() if p in _JUDGED]
 #: The names of the fields Kafka 3.9.1 knows, per bundled message name (top level).
 JAR_FIELDS = {
-    merge_specs.RENAMED.get(name, name): frozenset(f.name for f in spec.struct.fields)
-    for name, spec in load_spec_dir(merge_specs.OLD_DIR).items()
+    name: frozenset(f.name for f in spec.struct.fields) for name, spec in JAR_SPECS.items()
 }
+
+
+def jar_versions(name: str) -> list[int]:
+    """The versions of a bundled message that Kafka 3.9.1's jar can judge."""
+    return [v for n, v in MESSAGE_VERSIONS if n == name]
 
 
 def test_every_message_version_is_covered(kafka_schemas: dict[str, Any]) -> None:
