@@ -21,7 +21,7 @@ import gc
 import math
 import struct
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeAlias
 
 from kwire._wire import read_uvarint, read_uvarlong, write_uvarint
@@ -819,21 +819,8 @@ def w_tags(out: bytearray, tags: list[tuple[int, Any]], unknown: dict[int, bytes
         out += data
 
 
-def w_unknown_tags(out: bytearray, unknown: dict[int, bytes] | None) -> None:
-    if not unknown:
-        out.append(0)
-    else:
-        w_tags(out, [], unknown)
-
-
 def _first(item: tuple[int, Any]) -> int:
     return item[0]
-
-
-def no_tags(o: KafkaStruct) -> None:
-    """Non-flexible version: unknown tags cannot be written (Kafka raises the same)."""
-    if o.unknown_tags:
-        raise Malformed
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1568,19 +1555,6 @@ def _elem_from_json(f: KField, node: Any, version: int, flexible: bool, ctx: str
 def fields_at(cls: type[KafkaStruct], version: int) -> list[KField]:
     """The fields of ``cls`` present at ``version``, in wire order."""
     return [f for f in cls.__kafka_fields__ if version in f.versions]
-
-
-def iter_struct_classes(cls: type[KafkaStruct]) -> Iterable[type[KafkaStruct]]:
-    """``cls`` and every struct class reachable from it, each once."""
-    seen: set[type[KafkaStruct]] = set()
-    todo = [cls]
-    while todo:
-        c = todo.pop()
-        if c in seen:
-            continue
-        seen.add(c)
-        yield c
-        todo.extend(f.struct for f in c.__kafka_fields__ if f.struct is not None)
 
 
 _ = NONE  # re-exported for generated modules that need an empty range

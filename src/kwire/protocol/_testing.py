@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 import random
-import struct
 import uuid
 from typing import Any
 
@@ -128,7 +127,3 @@ def instances(
             cls, version, rng, max_items=max_items, unknown_tags=unknown_tags
         )
     )
-
-
-def float_bits(x: float) -> bytes:
-    return struct.pack(">d", x)

@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from typing import Final
 
 from kwire.errors import CorruptRecordError, DecodeError, EncodeError
-from kwire.records._codecs import DEFAULT_MAX_DECOMPRESSED_SIZE, Compression, compress, decompress
+from kwire.records._codecs import DEFAULT_MAX_DECOMPRESSED_SIZE, Compression, decompress
 from kwire.records._model import (
     CREATE_TIME,
     LOG_APPEND_TIME,
@@ -429,8 +429,3 @@ def encode_message(
     crc = _crc32(memoryview(out)[start + MAGIC_OFFSET :])
     out[start + CRC_OFFSET : start + MAGIC_OFFSET] = crc.to_bytes(4, "big")
     return start
-
-
-def compress_message_set(codec: int, inner: bytes | bytearray | memoryview, *, magic: int) -> bytes:
-    """Compress an inner message set for a wrapper (Kafka's framing for ``magic``)."""
-    return compress(codec, inner, magic=magic)
