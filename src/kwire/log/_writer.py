@@ -39,14 +39,9 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import BinaryIO, Final
 
-from kwire.errors import EncodeError, KwireError
-from kwire.log._checkpoint import (
-    EpochEntry,
-    encode_leader_epoch_checkpoint,
-    encode_partition_metadata,
-)
+from kwire.errors import EncodeError
+from kwire.log._checkpoint import encode_leader_epoch_checkpoint, encode_partition_metadata
 from kwire.log._index import (
-    OFFSET_INDEX_ENTRY_SIZE,
     TIME_INDEX_ENTRY_SIZE,
     BytesLike,
     as_byte_view,
@@ -65,15 +60,10 @@ from kwire.log._layout import (
     parse_segment_file_name,
     segment_file_name,
 )
-from kwire.log._snapshot import ProducerSnapshotEntry, encode_producer_snapshot
+from kwire.log._producer_state import ProducerStateManager
+from kwire.log._rules import LeaderEpochCache, SegmentIndexer, should_roll
 from kwire.log._txnindex import AbortedTxn, encode_aborted_txn
-from kwire.records import (
-    Batch,
-    ControlRecordType,
-    EndTransactionMarker,
-    decode_control_record,
-    read_batches,
-)
+from kwire.records import Batch, read_batches
 
 __all__ = ["TMP_SUFFIX", "LogWriter"]
 
@@ -82,7 +72,6 @@ DEFAULT_SEGMENT_BYTES: Final = 1 << 30
 DEFAULT_INDEX_INTERVAL_BYTES: Final = 4096
 DEFAULT_MAX_INDEX_BYTES: Final = 10 * 1024 * 1024
 _INT32_MAX: Final = (1 << 31) - 1
-_NO_TIMESTAMP: Final = -1
 _LEGAL_TOPIC: Final = re.compile(r"[a-zA-Z0-9._-]+")
 
 
@@ -124,111 +113,20 @@ def _write_file(path: str, data: bytes | str, fsync: bool = True) -> None:
 
 @dataclass
 class _ActiveSegment:
-    base_offset: int
     log_path: str
     file: BinaryIO  # the .log, open under its temporary name
-    size: int = 0
-    bytes_since_last_index_entry: int = 0
+    indexer: SegmentIndexer
     index: bytearray = field(default_factory=bytearray)
     timeindex: bytearray = field(default_factory=bytearray)
-    index_entries: int = 0
-    time_entries: int = 0
-    last_indexed_offset: int = -1
-    last_time_entry: tuple[int, int] = (_NO_TIMESTAMP, 0)
-    max_timestamp: int = _NO_TIMESTAMP
-    offset_of_max_timestamp: int = 0
     txns: list[AbortedTxn] = field(default_factory=list)
-    #: LogSegment.rollingBasedTimestamp: the max timestamp of the segment's first batch.
-    rolling_timestamp: int = _NO_TIMESTAMP
 
+    @property
+    def base_offset(self) -> int:
+        return self.indexer.base_offset
 
-def _last_sequence(base_sequence: int, delta: int) -> int:
-    # DefaultRecordBatch.lastSequence: incrementSequence(baseSequence, lastOffsetDelta).
-    if base_sequence < 0:
-        return -1
-    if base_sequence > _INT32_MAX - delta:
-        return delta - (_INT32_MAX - base_sequence) - 1
-    return base_sequence + delta
-
-
-@dataclass
-class _Producer:
-    """Kafka's ``ProducerStateEntry`` (with only the last ``BatchMetadata``, which snapshots keep)."""
-
-    epoch: int = -1
-    coordinator_epoch: int = -1
-    last_timestamp: int = _NO_TIMESTAMP
-    current_txn_first_offset: int | None = None
-    last_sequence: int = -1
-    last_offset: int = -1
-    offset_delta: int = 0
-
-
-class _ProducerState:
-    """What ``ProducerStateManager`` tracks while batches are appended: producer entries, ongoing
-    transactions, and the aborted ones completed by an ABORT marker (with Kafka's last stable
-    offset: the first offset of the earliest other ongoing transaction, else the marker + 1)."""
-
-    def __init__(self) -> None:
-        self.producers: dict[int, _Producer] = {}
-        self.ongoing: dict[int, int] = {}  # producer id -> first offset of its open transaction
-
-    def append(self, batch: Batch) -> AbortedTxn | None:
-        pid = batch.producer_id
-        if batch.magic < 2 or pid < 0:
-            return None
-        entry = self.producers.setdefault(pid, _Producer())
-        epoch = batch.producer_epoch
-        if epoch != entry.epoch:  # ProducerStateEntry.maybeUpdateProducerEpoch
-            entry.epoch = epoch
-            entry.last_sequence, entry.last_offset, entry.offset_delta = -1, -1, 0
-        if batch.is_control:
-            return self._end_txn(pid, entry, batch)
-        last = batch.last_offset
-        entry.last_sequence = _last_sequence(batch.base_sequence, batch.offset_delta)
-        entry.last_offset = last
-        entry.offset_delta = last - batch.base_offset
-        entry.last_timestamp = batch.max_timestamp
-        if batch.is_transactional and entry.current_txn_first_offset is None:
-            entry.current_txn_first_offset = batch.base_offset
-            self.ongoing[pid] = batch.base_offset
-        return None
-
-    def _end_txn(self, pid: int, entry: _Producer, batch: Batch) -> AbortedTxn | None:
-        try:
-            record = next(iter(batch), None)
-            if record is None:  # an empty control batch: the cleaner removed the transaction
-                return None
-            control = decode_control_record(record)
-        except KwireError:
-            return None
-        if not isinstance(control.value, EndTransactionMarker):
-            return None
-        first = entry.current_txn_first_offset
-        entry.current_txn_first_offset = None
-        entry.coordinator_epoch = control.value.coordinator_epoch
-        entry.last_timestamp = record.timestamp
-        self.ongoing.pop(pid, None)
-        if first is None or control.type != ControlRecordType.ABORT:
-            return None
-        marker = batch.base_offset
-        others = [f for p, f in self.ongoing.items() if p != pid]
-        return AbortedTxn(pid, first, marker, min(others) if others else marker + 1)
-
-    def snapshot(self) -> bytes:
-        return encode_producer_snapshot(
-            ProducerSnapshotEntry(
-                producer_id=pid,
-                producer_epoch=e.epoch,
-                last_sequence=e.last_sequence,
-                last_offset=e.last_offset,
-                offset_delta=e.offset_delta,
-                timestamp=e.last_timestamp,
-                coordinator_epoch=e.coordinator_epoch,
-                current_txn_first_offset=e.current_txn_first_offset,
-            )
-            for pid, e in sorted(self.producers.items())
-        )
+    @property
+    def size(self) -> int:
+        return self.indexer.size
 
 
 class LogWriter:
@@ -291,9 +189,9 @@ class LogWriter:
         self._start_offset = start_offset
         self._next_offset = 0 if start_offset is None else start_offset
         self._active: _ActiveSegment | None = None
-        self._epochs: list[EpochEntry] = []
+        self._epochs = LeaderEpochCache()
         self._closed = False
-        self._producers = _ProducerState()
+        self._producers = ProducerStateManager()
         self._producer_snapshots = producer_snapshots
         self._track_transactions = track_transactions
         self._last_snapshot_offset = self._next_offset
@@ -376,7 +274,7 @@ class LogWriter:
         self._take_snapshot(self._next_offset)  # as UnifiedLog.close
         _write_file(
             os.path.join(self.path, LEADER_EPOCH_CHECKPOINT),
-            encode_leader_epoch_checkpoint(self._epochs),
+            encode_leader_epoch_checkpoint(self._epochs.entries),
             self.fsync,
         )
         if self.topic_id is not None:
@@ -402,31 +300,24 @@ class LogWriter:
     # -- internals -------------------------------------------------------------------------------
 
     def _should_roll(self, seg: _ActiveSegment, batch: Batch) -> bool:
-        if seg.size == 0:
-            return False
         # timeWaitedForRoll with a message timestamp (the wall clock has no meaning offline).
-        reached_ms = (
-            self.segment_ms is not None
-            and seg.rolling_timestamp >= 0
-            and batch.max_timestamp - seg.rolling_timestamp > self.segment_ms
-        )
-        return (
-            seg.size > self.segment_bytes - batch.size
-            or reached_ms
-            or (seg.index_entries + 1) * OFFSET_INDEX_ENTRY_SIZE > self.max_index_bytes
-            or seg.time_entries >= self.max_index_bytes // TIME_INDEX_ENTRY_SIZE - 1
-            or batch.last_offset - seg.base_offset > _INT32_MAX
+        return should_roll(
+            seg.indexer,
+            append_size=batch.size,
+            max_timestamp=batch.max_timestamp,
+            last_offset=batch.last_offset,
+            segment_bytes=self.segment_bytes,
+            segment_ms=self.segment_ms,
+            max_index_bytes=self.max_index_bytes,
         )
 
     def _open_segment(self, base_offset: int) -> _ActiveSegment:
         log_path = os.path.join(self.path, segment_file_name(base_offset, LOG_SUFFIX))
         f = open(log_path + TMP_SUFFIX, "wb")  # noqa: SIM115 - closed in _finish_segment
         return _ActiveSegment(
-            base_offset=base_offset,
             log_path=log_path,
             file=f,
-            last_time_entry=(_NO_TIMESTAMP, base_offset),
-            offset_of_max_timestamp=base_offset,
+            indexer=SegmentIndexer(base_offset, self.index_interval_bytes),
         )
 
     def _append_batch(self, batch: Batch) -> int:
@@ -441,26 +332,15 @@ class LogWriter:
             seg = self._active = self._open_segment(batch.base_offset)
         position = seg.size
         last = batch.last_offset
-        if position == 0:
-            seg.rolling_timestamp = batch.max_timestamp
-        if batch.max_timestamp > seg.max_timestamp:
-            seg.max_timestamp = batch.max_timestamp
-            seg.offset_of_max_timestamp = last
-        if seg.bytes_since_last_index_entry > self.index_interval_bytes:
-            if last > seg.last_indexed_offset:
-                seg.index += encode_offset_index_entry(seg.base_offset, last, position)
-                seg.index_entries += 1
-                seg.last_indexed_offset = last
-            self._maybe_append_time_entry(seg)
-            seg.bytes_since_last_index_entry = 0
+        offset_entry, time_entry = seg.indexer.append_batch(batch.size, last, batch.max_timestamp)
+        if offset_entry is not None:
+            seg.index += encode_offset_index_entry(seg.base_offset, *offset_entry)
+        if time_entry is not None:
+            seg.timeindex += encode_time_index_entry(seg.base_offset, *time_entry)
         seg.file.write(batch.view)
-        seg.size += batch.size
-        seg.bytes_since_last_index_entry += batch.size
         if batch.magic >= 2:
-            epoch = batch.partition_leader_epoch
-            if epoch >= 0 and (not self._epochs or epoch > self._epochs[-1].epoch):
-                self._epochs.append(EpochEntry(epoch, batch.base_offset))
-        aborted = self._producers.append(batch)
+            self._epochs.assign(batch.partition_leader_epoch, batch.base_offset)
+        aborted = self._producers.replay(batch)
         if aborted is not None and self._track_transactions:
             seg.txns.append(aborted)
         self._next_offset = last + 1
@@ -477,20 +357,13 @@ class LogWriter:
         self._last_snapshot_offset = offset
         self.snapshots_written.append(path)
 
-    def _maybe_append_time_entry(self, seg: _ActiveSegment) -> None:
-        # TimeIndex.maybeAppend: only a strictly larger timestamp makes an entry.
-        if seg.max_timestamp > seg.last_time_entry[0]:
-            seg.timeindex += encode_time_index_entry(
-                seg.base_offset, seg.max_timestamp, seg.offset_of_max_timestamp
-            )
-            seg.time_entries += 1
-            seg.last_time_entry = (seg.max_timestamp, seg.offset_of_max_timestamp)
-
     def _finish_segment(self) -> None:
         seg = self._active
         assert seg is not None
         self._active = None
-        self._maybe_append_time_entry(seg)  # onBecomeInactiveSegment / close
+        time_entry = seg.indexer.maybe_append_time_entry()  # onBecomeInactiveSegment / close
+        if time_entry is not None:
+            seg.timeindex += encode_time_index_entry(seg.base_offset, *time_entry)
         f = seg.file
         f.flush()
         if self.fsync:
