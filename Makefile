@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: run test lint typecheck unit install codegen-check bench docs clean
+.PHONY: run test lint typecheck unit install codegen-check bench docs clean broker interop
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -33,6 +33,16 @@ codegen-check: $(STAMP)
 # oracle, spark) with warnings as errors (see pyproject's filterwarnings).
 test: lint typecheck codegen-check
 	$(BIN)/python -m pytest -q
+
+# Real clients beyond PyPI's: kcat (Debian) and kafkajs (npm), installed here, then their tests
+# (`make test` already runs the interop tests of the PyPI clients and Kafka's Java client).
+interop: $(STAMP)
+	bash tools/interop_extra.sh
+	$(BIN)/python -m pytest -q -m interop_extra tests/interop
+
+# A broker on localhost:9092 over .cache/broker-data (Ctrl-C stops it).
+broker: $(STAMP)
+	$(BIN)/kwire broker --data-dir .cache/broker-data --port 9092
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not oracle and not spark"

@@ -23,6 +23,7 @@ _COMMANDS: tuple[str, ...] = (
     "sample",
     "pipeline",
     "size_report",
+    "broker",
 )
 
 EXIT_OK = 0

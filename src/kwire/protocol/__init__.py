@@ -6,7 +6,9 @@ Sans-IO: bytes in, objects out (and back). Public names (see docs/protocol.md):
   ``cls.decode(data, version)``, ``msg.encode(version)``, ``msg.encode_into(buf, version)``,
   ``msg.to_json(version)``, ``cls.from_json(obj, version)``.
 - ``load_specs(path)``: a ``ProtocolRegistry`` for any Kafka spec directory (same ``message_class``).
-- ``inspect(cls_or_name, version)``: the ``KField`` metadata of the fields present at a version.
+- ``inspect(cls_or_name, version)``: the ``KField`` metadata of the fields present at a version;
+  ``struct_class(cls, *fields)``: the class of a nested struct (to build messages).
+- ``RecordsReference``: records a frame refers to (zero-copy sends) instead of holding.
 - frames: ``encode_request_frame``, ``decode_request_frame``, ``encode_response_frame``,
   ``decode_response_frame``, ``request_header_version``, ``response_header_version``,
   ``ClientConnection``, ``ServerConnection``, ``FrameBuffer``.
@@ -30,8 +32,21 @@ from kwire.protocol._frames import (
     request_header_version,
     response_header_version,
 )
-from kwire.protocol._registry import ProtocolRegistry, inspect, load_specs, message_class
-from kwire.protocol._runtime import KafkaMessage, KafkaStruct, KField, uuid_from_str, uuid_to_str
+from kwire.protocol._registry import (
+    ProtocolRegistry,
+    inspect,
+    load_specs,
+    message_class,
+    struct_class,
+)
+from kwire.protocol._runtime import (
+    KafkaMessage,
+    KafkaStruct,
+    KField,
+    RecordsReference,
+    uuid_from_str,
+    uuid_to_str,
+)
 from kwire.protocol._spec import (
     FieldSpec,
     FieldType,
@@ -53,6 +68,7 @@ __all__ = [
     "KafkaStruct",
     "MessageSpec",
     "ProtocolRegistry",
+    "RecordsReference",
     "Request",
     "Response",
     "ServerConnection",
@@ -73,6 +89,7 @@ __all__ = [
     "response_header_version",
     "snake_case",
     "spec_source",
+    "struct_class",
     "uuid_from_str",
     "uuid_to_str",
 ]

@@ -13,12 +13,13 @@ import types
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from kwire.protocol._bundled import bundled_specs
 from kwire.protocol._runtime import KafkaMessage, KafkaStruct, KField, fields_at
 from kwire.protocol._spec import TAG_HEADERS, MessageSpec, SpecError, load_spec_dir
 
-__all__ = ["ProtocolRegistry", "inspect", "load_specs", "message_class"]
+__all__ = ["ProtocolRegistry", "inspect", "load_specs", "message_class", "struct_class"]
 
 _KINDS = ("request", "response")
 
@@ -190,3 +191,20 @@ def inspect(cls: type[KafkaStruct] | str, version: int) -> tuple[KField, ...]:
     if isinstance(cls, str):
         cls = message_class(cls)
     return tuple(fields_at(cls, version))
+
+
+def struct_class(cls: type[KafkaStruct] | str, *path: str) -> Any:
+    """The struct class reached from ``cls`` through the fields named by ``path``.
+
+    ``struct_class("FetchResponse", "responses", "partitions")`` is the class of a fetch
+    response's partition entries, so code that builds messages needs no generated module names.
+    """
+    current = message_class(cls) if isinstance(cls, str) else cls
+    for name in path:
+        for field in current.__kafka_fields__:
+            if field.attr == name and field.struct is not None:
+                current = field.struct
+                break
+        else:
+            raise KeyError(f"{current.__name__} has no struct field {name!r}")
+    return current

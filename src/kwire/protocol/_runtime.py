@@ -46,6 +46,7 @@ __all__ = [
     "KafkaMessage",
     "KafkaStruct",
     "Malformed",
+    "RecordsReference",
     "careful_decode",
     "check_encodable",
 ]
@@ -782,6 +783,10 @@ def w_records(out: bytearray, v: Any) -> None:
         out += b"\xff\xff\xff\xff"
         return
     if not isinstance(v, bytes | bytearray | memoryview):
+        if isinstance(v, RecordsReference):
+            out += _I32.pack(v.nbytes)
+            v.place_in_frame(out)
+            return
         v = _records_bytes(v)
     out += _I32.pack(len(v) if not isinstance(v, memoryview) else v.nbytes)
     out += v
@@ -792,9 +797,31 @@ def w_crecords(out: bytearray, v: Any) -> None:
         out.append(0)
         return
     if not isinstance(v, bytes | bytearray | memoryview):
+        if isinstance(v, RecordsReference):
+            w_uv(out, v.nbytes + 1)
+            v.place_in_frame(out)
+            return
         v = _records_bytes(v)
     w_uv(out, (len(v) if not isinstance(v, memoryview) else v.nbytes) + 1)
     out += v
+
+
+class RecordsReference:
+    """Records a frame refers to instead of holding (Kafka's zero-copy ``FileRecords`` send).
+
+    Encoding writes the length prefix of ``nbytes`` and calls ``place_in_frame(out)`` instead of
+    copying the bytes: a subclass remembers ``len(out)``, the position where its bytes belong, so
+    the sender can write the encoded buffer in pieces with the records (``sendfile``) between them.
+    The encoded buffer alone is then not a valid message; ``bytes()`` of a subclass gives the bytes.
+    """
+
+    nbytes: int = 0
+
+    def place_in_frame(self, out: bytearray) -> None:
+        raise NotImplementedError
+
+    def to_bytes(self) -> bytes:
+        raise NotImplementedError
 
 
 def _records_bytes(v: Any) -> Any:

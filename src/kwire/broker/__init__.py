@@ -1,0 +1,59 @@
+"""kwire.broker: a Kafka broker in Python that real clients use unchanged.
+
+A sans-IO core and an asyncio edge (see docs/broker.md):
+
+- ``BrokerState`` holds topics and partitions over a Kafka data directory (``kwire.log``'s live
+  logs); request handlers (one table, ``HANDLERS``) turn a decoded request and the state into a
+  response, with no sockets, and take the time from an injected clock;
+- ``KafkaServer`` is the asyncio listener (frames, ordering, long-polling fetches, ``sendfile``);
+- ``Broker`` starts and stops it from Python (``start``/``stop`` in a thread,
+  ``start_async``/``stop_async`` in a loop); ``kwire broker`` runs it from the shell, and the
+  pytest plugin (``kwire.broker.pytest_plugin``) gives tests a ``kwire_broker`` fixture;
+- ``personality(release)``: what a broker of any Kafka release from 0.8.0 to 4.3 advertises.
+"""
+
+from kwire.broker import _admin, _data, _fetch  # noqa: F401  (handlers register themselves)
+from kwire.broker._apis import HANDLERS, Deferred, implemented_versions
+from kwire.broker._broker import Broker
+from kwire.broker._config import (
+    BROKER_CONFIGS,
+    TOPIC_CONFIGS,
+    ConfigError,
+    ConfigSource,
+    ConfigType,
+)
+from kwire.broker._context import RequestContext
+from kwire.broker._releases import Personality, personality
+from kwire.broker._server import KafkaServer
+from kwire.broker._state import (
+    BrokerError,
+    BrokerState,
+    Clock,
+    ManualClock,
+    Partition,
+    SystemClock,
+    Topic,
+)
+
+__all__ = [
+    "BROKER_CONFIGS",
+    "HANDLERS",
+    "TOPIC_CONFIGS",
+    "Broker",
+    "BrokerError",
+    "BrokerState",
+    "Clock",
+    "ConfigError",
+    "ConfigSource",
+    "ConfigType",
+    "Deferred",
+    "KafkaServer",
+    "ManualClock",
+    "Partition",
+    "Personality",
+    "RequestContext",
+    "SystemClock",
+    "Topic",
+    "implemented_versions",
+    "personality",
+]

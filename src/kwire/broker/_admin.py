@@ -1,0 +1,1 @@
+"""Admin handlers: topics, partitions, configs, cluster and log dirs, records deletion."""

@@ -1,0 +1,52 @@
+"""The dispatch table: API key -> handler, and the versions kwire's broker serves.
+
+A handler is a plain function ``handler(state, ctx, request) -> outcome`` (style: Kafka's
+``KafkaApis.handle`` switch as one table). The outcome is a response message, ``None`` when no
+response is sent (Produce with ``acks=0``), or a ``Deferred`` (a long-polling Fetch) that the
+server completes later. Handlers never touch sockets; they may ask the state's logs to append or
+read, and the logs own the files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+from kwire.broker._context import RequestContext
+from kwire.broker._state import BrokerState, Partition
+
+__all__ = ["HANDLERS", "Deferred", "Handler", "Outcome", "implemented_versions", "register"]
+
+
+@dataclass(eq=False)
+class Deferred:
+    """A response that waits: for ``deadline_ms`` or until one of ``partitions`` grows.
+
+    ``complete(final)`` recomputes it; it returns the response, or ``None`` to keep waiting
+    (never ``None`` when ``final`` is true).
+    """
+
+    deadline_ms: int
+    partitions: set[Partition]
+    complete: Callable[[bool], Any]
+    watch_all: bool = field(default=False)
+
+
+Outcome: TypeAlias = Any  # a response message, None, or a Deferred
+Handler: TypeAlias = Callable[[BrokerState, RequestContext, Any], Outcome]
+
+#: api key -> (handler, lowest version served, highest version served)
+HANDLERS: dict[int, tuple[Handler, int, int]] = {}
+
+
+def register(api_key: int, lowest: int, highest: int) -> Callable[[Handler], Handler]:
+    def add(handler: Handler) -> Handler:
+        HANDLERS[api_key] = (handler, lowest, highest)
+        return handler
+
+    return add
+
+
+def implemented_versions() -> dict[int, tuple[int, int]]:
+    return {key: (lo, hi) for key, (_, lo, hi) in HANDLERS.items()}

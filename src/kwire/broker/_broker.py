@@ -1,0 +1,213 @@
+"""``Broker``: start and stop a kwire broker from Python, in a thread or in a running loop.
+
+Approach: the broker is one asyncio event loop (``KafkaServer`` over a ``BrokerState``). ``start``
+runs that loop in a daemon thread and returns once the listener is bound, so synchronous test
+code and programs get a Kafka in a few milliseconds; ``start_async`` runs it in the caller's
+loop. Everything that touches the state runs on the broker's loop (admin helpers hop there), so
+no lock is needed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import os
+import threading
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import TypeVar
+
+from kwire.broker._apis import implemented_versions
+from kwire.broker._releases import Personality, personality
+from kwire.broker._server import KafkaServer
+from kwire.broker._state import BrokerState, Clock, Topic
+from kwire.protocol.releases import NEWEST, parse_release
+
+__all__ = ["Broker"]
+
+T = TypeVar("T")
+
+
+class Broker:
+    """A single-node Kafka broker over ``data_dir`` (see the module doc).
+
+    ``kafka_version`` picks the release personality (``"0.10.2"``, ``"2.0"``, ``"3.9"``,
+    ``"4.3"``); ``config`` takes Kafka broker settings by name (``num.partitions``,
+    ``auto.create.topics.enable``, ``log.segment.bytes``, ...).
+    """
+
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str],
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        kafka_version: str = NEWEST,
+        node_id: int = 1,
+        config: Mapping[str, str] | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self.data_dir = os.fspath(data_dir)
+        self.host = host
+        self.requested_port = port
+        self.personality: Personality = personality(
+            parse_release(kafka_version), implemented_versions()
+        )
+        self.node_id = node_id
+        self.config = dict(config or {})
+        self.clock = clock
+        self.state: BrokerState | None = None
+        self._server: KafkaServer | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._stopped: asyncio.Event | None = None
+
+    # --- facts --------------------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise RuntimeError("the broker is not running")
+        return self._server.port
+
+    @property
+    def bootstrap(self) -> str:
+        """``host:port`` for a client's ``bootstrap.servers``."""
+        return f"{self.host}:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        return self._server is not None
+
+    # --- async --------------------------------------------------------------------------------
+
+    async def start_async(self) -> None:
+        """Open the data directory, recover the logs and start listening in the running loop."""
+        if self._server is not None:
+            raise RuntimeError("the broker is already running")
+        state = BrokerState(
+            self.data_dir,
+            personality=self.personality,
+            node_id=self.node_id,
+            host=self.host,
+            port=self.requested_port,
+            static_config=self.config,
+            clock=self.clock,
+        )
+        server = KafkaServer(state, self.host, self.requested_port)
+        try:
+            await server.start()
+        except BaseException:
+            state.close()
+            raise
+        self.state = state
+        self._server = server
+        self._loop = asyncio.get_running_loop()
+
+    async def stop_async(self) -> None:
+        """Stop listening, close every connection, flush and checkpoint the logs."""
+        server, state = self._server, self.state
+        self._server = None
+        if server is not None:
+            await server.stop()
+        if state is not None:
+            state.close()
+        self.state = None
+
+    # --- threaded -----------------------------------------------------------------------------
+
+    def start(self, timeout: float = 30.0) -> Broker:
+        """Run the broker in a background thread; returns once it listens."""
+        if self._thread is not None:
+            raise RuntimeError("the broker is already running")
+        ready: concurrent.futures.Future[None] = concurrent.futures.Future()
+
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(loop)
+            self._stopped = asyncio.Event()
+
+            async def main() -> None:
+                try:
+                    await self.start_async()
+                except BaseException as exc:
+                    ready.set_exception(exc)
+                    return
+                ready.set_result(None)
+                assert self._stopped is not None
+                await self._stopped.wait()
+                await self.stop_async()
+
+            try:
+                loop.run_until_complete(main())
+            finally:
+                loop.close()
+
+        self._thread = threading.Thread(
+            target=run, name=f"kwire-broker-{self.node_id}", daemon=True
+        )
+        self._thread.start()
+        try:
+            ready.result(timeout)
+        except BaseException:
+            self._thread.join(timeout)
+            self._thread = None
+            raise
+        return self
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop a broker started with ``start`` (no-op when not running)."""
+        thread, loop, stopped = self._thread, self._loop, self._stopped
+        if thread is None or loop is None or stopped is None:
+            return
+        if loop.is_running():
+            loop.call_soon_threadsafe(stopped.set)
+        thread.join(timeout)
+        self._thread = None
+
+    def __enter__(self) -> Broker:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # --- admin helpers (run on the broker's loop) ---------------------------------------------
+
+    def call(self, fn: Callable[[BrokerState], T], timeout: float = 30.0) -> T:
+        """Run ``fn(state)`` on the broker's loop and return its result."""
+        loop, state = self._loop, self.state
+        if loop is None or state is None:
+            raise RuntimeError("the broker is not running")
+        if self._thread is None or threading.current_thread() is self._thread:
+            return fn(state)
+
+        async def run() -> T:
+            return fn(state)
+
+        return asyncio.run_coroutine_threadsafe(run(), loop).result(timeout)
+
+    def create_topic(
+        self, name: str, partitions: int = 1, config: Mapping[str, str] | None = None
+    ) -> Topic:
+        """Create a topic as CreateTopics would (Kafka's checks; raises ``BrokerError``)."""
+        return self.call(lambda state: state.create_topic(name, partitions, config))
+
+    def delete_topic(self, name: str) -> None:
+        self.call(lambda state: state.delete_topic(name))
+
+    def topics(self) -> dict[str, int]:
+        """Topic name -> partition count."""
+        return self.call(lambda state: {t.name: len(t.partitions) for t in state.topics.values()})
+
+    def end_offsets(self, topic: str) -> list[int]:
+        """The high watermark of each partition of ``topic``."""
+        return self.call(lambda state: [p.high_watermark for p in state.topics[topic].partitions])
+
+    def __repr__(self) -> str:
+        where = self.bootstrap if self._server is not None else "stopped"
+        return f"Broker({self.data_dir!r}, kafka_version={self.personality.release!r}, {where})"

@@ -1,0 +1,22 @@
+"""What a handler knows about the request it answers, besides the message itself."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["RequestContext"]
+
+
+@dataclass(slots=True)
+class RequestContext:
+    """The header facts and connection facts of one request (Kafka's ``RequestContext``)."""
+
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    client_address: str = ""
+    client_software_name: str | None = None
+    client_software_version: str | None = None
+    listener_host: str = "127.0.0.1"
+    listener_port: int = 9092

@@ -1,0 +1,450 @@
+"""Handlers of the data path: ApiVersions, Metadata, Produce, ListOffsets, InitProducerId,
+OffsetForLeaderEpoch (Fetch has its own module).
+
+Each follows the matching ``KafkaApis.handle*`` method of Kafka 3.9 and ``ReplicaManager`` for
+what happens per partition; this node is the only replica, so it is the leader of every
+partition, its ISR is itself, and an append is replicated (the high watermark moves) as soon as
+the log has it, whatever ``acks`` asks for.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any, Final
+
+from kwire.broker._apis import register
+from kwire.broker._context import RequestContext
+from kwire.broker._state import BrokerError, BrokerState, Partition, Topic, validate_topic_name
+from kwire.errors import KwireError
+from kwire.log import ProducerStateError
+from kwire.protocol import ErrorCode, message_class, struct_class
+from kwire.records import AppendError
+
+__all__ = [
+    "CLUSTER_OPERATIONS",
+    "TOPIC_OPERATIONS",
+    "check_leader_epoch",
+    "handle_api_versions",
+    "handle_init_producer_id",
+    "handle_list_offsets",
+    "handle_metadata",
+    "handle_offset_for_leader_epoch",
+    "handle_produce",
+    "topic_by_id_or_name",
+]
+
+#: KIP-511's pattern for the client software name and version in ApiVersions v3+.
+_SOFTWARE: Final = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
+NO_OPERATIONS: Final = -(2**31)  # Kafka's "authorized operations not requested" sentinel
+
+
+def _bits(*operations: int) -> int:
+    return sum(1 << op for op in operations)
+
+
+# AclOperation codes: READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9,
+# DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12. With no authorizer every operation
+# a resource type supports is authorized (Kafka's AuthHelper.authorizedOperations).
+TOPIC_OPERATIONS: Final = _bits(3, 4, 5, 6, 7, 8, 10, 11)
+CLUSTER_OPERATIONS: Final = _bits(5, 7, 8, 9, 10, 11, 12)
+
+API_VERSIONS_RESPONSE: Final = message_class("ApiVersionsResponse")
+API_VERSION: Final = struct_class(API_VERSIONS_RESPONSE, "api_keys")
+METADATA_RESPONSE: Final = message_class("MetadataResponse")
+METADATA_BROKER: Final = struct_class(METADATA_RESPONSE, "brokers")
+METADATA_TOPIC: Final = struct_class(METADATA_RESPONSE, "topics")
+METADATA_PARTITION: Final = struct_class(METADATA_RESPONSE, "topics", "partitions")
+PRODUCE_RESPONSE: Final = message_class("ProduceResponse")
+PRODUCE_TOPIC: Final = struct_class(PRODUCE_RESPONSE, "responses")
+PRODUCE_PARTITION: Final = struct_class(PRODUCE_RESPONSE, "responses", "partition_responses")
+PRODUCE_RECORD_ERROR: Final = struct_class(
+    PRODUCE_RESPONSE, "responses", "partition_responses", "record_errors"
+)
+LIST_OFFSETS_RESPONSE: Final = message_class("ListOffsetsResponse")
+LIST_OFFSETS_TOPIC: Final = struct_class(LIST_OFFSETS_RESPONSE, "topics")
+LIST_OFFSETS_PARTITION: Final = struct_class(LIST_OFFSETS_RESPONSE, "topics", "partitions")
+INIT_PRODUCER_ID_RESPONSE: Final = message_class("InitProducerIdResponse")
+EPOCH_RESPONSE: Final = message_class("OffsetForLeaderEpochResponse")
+EPOCH_TOPIC: Final = struct_class(EPOCH_RESPONSE, "topics")
+EPOCH_PARTITION: Final = struct_class(EPOCH_RESPONSE, "topics", "partitions")
+
+# ListOffsets special timestamps (Kafka's ListOffsetsRequest constants)
+LATEST: Final = -1
+EARLIEST: Final = -2
+MAX_TIMESTAMP: Final = -3
+EARLIEST_LOCAL: Final = -4
+LATEST_TIERED: Final = -5
+
+READ_COMMITTED: Final = 1
+
+
+# --- shared rules -----------------------------------------------------------------------------
+
+
+def check_leader_epoch(partition: Partition, current_leader_epoch: int) -> ErrorCode:
+    """Kafka's ``Partition.checkCurrentLeaderEpoch``: -1 skips the check."""
+    if current_leader_epoch == -1 or current_leader_epoch == partition.leader_epoch:
+        return ErrorCode.NONE
+    if current_leader_epoch < partition.leader_epoch:
+        return ErrorCode.FENCED_LEADER_EPOCH
+    return ErrorCode.UNKNOWN_LEADER_EPOCH
+
+
+def topic_by_id_or_name(
+    state: BrokerState, name: str | None, topic_id: bytes | None, by_id: bool
+) -> Topic | None:
+    if by_id:
+        return state.topics_by_id.get(topic_id or b"")
+    return state.topics.get(name or "")
+
+
+# --- ApiVersions ------------------------------------------------------------------------------
+
+
+def api_versions_response(state: BrokerState, error: ErrorCode = ErrorCode.NONE) -> Any:
+    keys = [
+        API_VERSION(api_key=key, min_version=lo, max_version=hi)
+        for key, (lo, hi) in sorted(state.personality.advertised.items())
+    ]
+    return API_VERSIONS_RESPONSE(error_code=int(error), api_keys=keys, throttle_time_ms=0)
+
+
+@register(18, 0, 4)
+def handle_api_versions(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+    """ApiVersions; v3+ validates the client software name and version (KIP-511)."""
+    if ctx.api_version >= 3:
+        for value in (request.client_software_name, request.client_software_version):
+            if not value or not _SOFTWARE.match(value):
+                return API_VERSIONS_RESPONSE(error_code=int(ErrorCode.INVALID_REQUEST))
+    return api_versions_response(state)
+
+
+# --- Metadata ---------------------------------------------------------------------------------
+
+
+def _metadata_topic(state: BrokerState, topic: Topic, version: int, with_ops: bool) -> Any:
+    node = state.node_id
+    partitions = [
+        METADATA_PARTITION(
+            error_code=0,
+            partition_index=p.index,
+            leader_id=node,
+            leader_epoch=p.leader_epoch,
+            replica_nodes=[node],
+            isr_nodes=[node],
+            offline_replicas=[],
+        )
+        for p in topic.partitions
+    ]
+    return METADATA_TOPIC(
+        error_code=0,
+        name=topic.name,
+        topic_id=topic.topic_id,
+        is_internal=topic.internal,
+        partitions=partitions,
+        topic_authorized_operations=TOPIC_OPERATIONS if with_ops else NO_OPERATIONS,
+    )
+
+
+def _metadata_error(name: str | None, topic_id: bytes | None, error: ErrorCode) -> Any:
+    return METADATA_TOPIC(
+        error_code=int(error), name=name, topic_id=topic_id or bytes(16), partitions=[]
+    )
+
+
+@register(3, 0, 13)
+def handle_metadata(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+    """Metadata (``KafkaApis.handleTopicMetadataRequest``), with auto-creation."""
+    version = ctx.api_version
+    with_ops = version >= 8 and bool(request.include_topic_authorized_operations)
+    topics_out: list[Any] = []
+    if request.topics is None or (version == 0 and not request.topics):
+        topics_out = [_metadata_topic(state, t, version, with_ops) for t in state.topics.values()]
+    else:
+        allow_auto = state.auto_create_topics and (version < 4 or request.allow_auto_topic_creation)
+        for wanted in request.topics:
+            name = wanted.name
+            if name is None:
+                topic_id = wanted.topic_id
+                found = state.topics_by_id.get(topic_id) if topic_id else None
+                if found is None:
+                    topics_out.append(_metadata_error(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID))
+                else:
+                    topics_out.append(_metadata_topic(state, found, version, with_ops))
+                continue
+            topic = state.topics.get(name)
+            if topic is None:
+                try:
+                    validate_topic_name(name)
+                except BrokerError:
+                    topics_out.append(
+                        _metadata_error(name, None, ErrorCode.INVALID_TOPIC_EXCEPTION)
+                    )
+                    continue
+                if not allow_auto:
+                    topics_out.append(
+                        _metadata_error(name, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                    )
+                    continue
+                try:
+                    topic = state.create_topic(name)
+                except BrokerError as exc:
+                    topics_out.append(_metadata_error(name, None, exc.error))
+                    continue
+            topics_out.append(_metadata_topic(state, topic, version, with_ops))
+    broker = METADATA_BROKER(
+        node_id=state.node_id, host=ctx.listener_host, port=ctx.listener_port, rack=None
+    )
+    return METADATA_RESPONSE(
+        throttle_time_ms=0,
+        brokers=[broker],
+        cluster_id=state.cluster_id,
+        controller_id=state.node_id,
+        topics=topics_out,
+        cluster_authorized_operations=(
+            CLUSTER_OPERATIONS
+            if 8 <= version <= 10 and request.include_cluster_authorized_operations
+            else NO_OPERATIONS
+        ),
+    )
+
+
+# --- Produce ----------------------------------------------------------------------------------
+
+
+def _produce_error(index: int, error: ErrorCode, message: str | None = None) -> Any:
+    return PRODUCE_PARTITION(
+        index=index,
+        error_code=int(error),
+        base_offset=-1,
+        log_append_time_ms=-1,
+        log_start_offset=-1,
+        record_errors=[],
+        error_message=message,
+    )
+
+
+def append_to_partition(
+    state: BrokerState, partition: Partition, records: Any, version: int, now_ms: int
+) -> Any:
+    """Append one partition's records; the ``PartitionProduceResponse`` Kafka would send."""
+    index = partition.index
+    if partition.topic.internal:
+        return _produce_error(
+            index,
+            ErrorCode.INVALID_TOPIC_EXCEPTION,
+            f"Cannot append to internal topic {partition.topic.name}",
+        )
+    if records is None:
+        records = b""
+    try:
+        info = partition.log.append_as_leader(
+            records,
+            now_ms=now_ms,
+            leader_epoch=partition.leader_epoch,
+            produce_version=version,
+        )
+    except AppendError as exc:
+        response = _produce_error(index, ErrorCode(exc.error_code), exc.message)
+        response.record_errors = [
+            PRODUCE_RECORD_ERROR(batch_index=e.index, batch_index_error_message=e.message)
+            for e in exc.record_errors
+        ]
+        return response
+    except ProducerStateError as exc:
+        return _produce_error(index, ErrorCode(exc.error_code), str(exc))
+    except KwireError as exc:
+        return _produce_error(index, ErrorCode.CORRUPT_MESSAGE, str(exc))
+    if not info.duplicate and info.last_offset >= 0:
+        partition.log.high_watermark = partition.log.log_end_offset
+        state.appended(partition)
+    return PRODUCE_PARTITION(
+        index=index,
+        error_code=0,
+        base_offset=info.first_offset,
+        log_append_time_ms=info.log_append_time,
+        log_start_offset=partition.log.log_start_offset,
+        record_errors=[],
+        error_message=None,
+    )
+
+
+@register(0, 0, 13)
+def handle_produce(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+    """Produce (``KafkaApis.handleProduceRequest`` and ``ReplicaManager.appendRecords``)."""
+    version = ctx.api_version
+    by_id = version >= 13
+    now = state.now_ms()
+    accepted_min = state.personality.accepted.get(0, (0, 0))[0]
+    blanket: ErrorCode | None = None
+    if version < accepted_min:
+        blanket = ErrorCode.UNSUPPORTED_VERSION  # 4.x advertises v0 yet refuses v0-2 (KAFKA-18659)
+    elif request.acks not in (0, 1, -1):
+        blanket = ErrorCode.INVALID_REQUIRED_ACKS
+    responses = []
+    for topic_data in request.topic_data:
+        topic = topic_by_id_or_name(state, topic_data.name, topic_data.topic_id, by_id)
+        parts = []
+        for pdata in topic_data.partition_data:
+            if blanket is not None:
+                parts.append(_produce_error(pdata.index, blanket))
+                continue
+            if topic is None:
+                error = (
+                    ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                )
+                parts.append(_produce_error(pdata.index, error))
+                continue
+            partition = state.partition(topic.name, pdata.index)
+            if partition is None:
+                parts.append(_produce_error(pdata.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                continue
+            parts.append(append_to_partition(state, partition, pdata.records, version, now))
+        responses.append(
+            PRODUCE_TOPIC(
+                name=topic_data.name, topic_id=topic_data.topic_id, partition_responses=parts
+            )
+        )
+    if request.acks == 0:
+        return None  # Kafka sends nothing back for acks=0 (errors close nothing either)
+    return PRODUCE_RESPONSE(responses=responses, throttle_time_ms=0)
+
+
+# --- ListOffsets ------------------------------------------------------------------------------
+
+
+def _list_offset(partition: Partition, timestamp: int, isolation: int) -> tuple[int, int, int]:
+    """(offset, timestamp, leader epoch) for one ListOffsets query, as ``UnifiedLog.fetchOffsetByTimestamp``."""
+    live = partition.log
+    if timestamp == LATEST:
+        end = partition.last_stable_offset() if isolation == READ_COMMITTED else live.high_watermark
+        return end, -1, partition.leader_epoch
+    if timestamp in (EARLIEST, EARLIEST_LOCAL):
+        return live.log_start_offset, -1, -1
+    if timestamp == LATEST_TIERED:
+        return -1, -1, -1
+    if timestamp == MAX_TIMESTAMP:
+        found = live.max_timestamp_and_offset()
+        if found is None:
+            return -1, -1, -1
+        offset, ts, epoch = found
+        return offset, ts, epoch
+    hit = live.offset_for_timestamp(timestamp)
+    if hit is None:
+        return -1, -1, -1
+    offset, ts, epoch = hit
+    return offset, ts, epoch
+
+
+@register(2, 0, 10)
+def handle_list_offsets(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+    version = ctx.api_version
+    isolation = request.isolation_level if version >= 2 else 0
+    topics = []
+    for wanted in request.topics:
+        parts = []
+        for req in wanted.partitions:
+            out = LIST_OFFSETS_PARTITION(partition_index=req.partition_index, error_code=0)
+            partition = state.partition(wanted.name, req.partition_index)
+            if partition is None:
+                out.error_code = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                out.timestamp, out.offset, out.leader_epoch = -1, -1, -1
+                parts.append(out)
+                continue
+            error = check_leader_epoch(partition, req.current_leader_epoch if version >= 4 else -1)
+            if error is not ErrorCode.NONE:
+                out.error_code = int(error)
+                out.timestamp, out.offset, out.leader_epoch = -1, -1, -1
+                parts.append(out)
+                continue
+            if version == 0:
+                out.old_style_offsets = _old_style_offsets(
+                    partition, req.timestamp, req.max_num_offsets
+                )
+            else:
+                offset, ts, epoch = _list_offset(partition, req.timestamp, isolation)
+                if req.timestamp < LATEST_TIERED or (
+                    version < 7 and req.timestamp == MAX_TIMESTAMP
+                ):
+                    out.error_code = int(ErrorCode.UNSUPPORTED_VERSION)
+                    offset, ts, epoch = -1, -1, -1
+                out.offset, out.timestamp, out.leader_epoch = offset, ts, epoch
+            parts.append(out)
+        topics.append(LIST_OFFSETS_TOPIC(name=wanted.name, partitions=parts))
+    return LIST_OFFSETS_RESPONSE(throttle_time_ms=0, topics=topics)
+
+
+def _old_style_offsets(partition: Partition, timestamp: int, max_num: int) -> list[int]:
+    """ListOffsets v0: segment base offsets before ``timestamp``, newest first (``fetchOffsetsBefore``)."""
+    live = partition.log
+    if timestamp == LATEST:
+        offsets = [live.high_watermark]
+    elif timestamp == EARLIEST:
+        offsets = [live.log_start_offset]
+    else:
+        hit = live.offset_for_timestamp(timestamp)
+        offsets = [live.high_watermark if hit is None else hit[0]]
+    return offsets[: max(max_num, 0)]
+
+
+# --- InitProducerId ---------------------------------------------------------------------------
+
+
+@register(22, 0, 5)
+def handle_init_producer_id(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+    """InitProducerId for idempotent producers: a new producer id, epoch 0, every time.
+
+    That is what Kafka's ``TransactionCoordinator.handleInitProducerId`` does without a
+    transactional id (a KIP-360 bump request gets a fresh id too).
+    """
+    if request.transactional_id is not None:
+        return INIT_PRODUCER_ID_RESPONSE(
+            throttle_time_ms=0,
+            error_code=int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
+            producer_id=-1,
+            producer_epoch=-1,
+        )
+    return INIT_PRODUCER_ID_RESPONSE(
+        throttle_time_ms=0, error_code=0, producer_id=state.allocate_producer_id(), producer_epoch=0
+    )
+
+
+# --- OffsetForLeaderEpoch ---------------------------------------------------------------------
+
+
+@register(23, 0, 4)
+def handle_offset_for_leader_epoch(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+    version = ctx.api_version
+    topics = []
+    for wanted in request.topics:
+        parts = []
+        for req in wanted.partitions:
+            out = EPOCH_PARTITION(
+                partition=req.partition, error_code=0, leader_epoch=-1, end_offset=-1
+            )
+            partition = state.partition(wanted.topic, req.partition)
+            if partition is None:
+                out.error_code = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            else:
+                error = check_leader_epoch(
+                    partition, req.current_leader_epoch if version >= 2 else -1
+                )
+                if error is not ErrorCode.NONE:
+                    out.error_code = int(error)
+                else:
+                    out.leader_epoch, out.end_offset = partition.log.end_offset_for_epoch(
+                        req.leader_epoch
+                    )
+            parts.append(out)
+        topics.append(EPOCH_TOPIC(topic=wanted.topic, partitions=parts))
+    return EPOCH_RESPONSE(throttle_time_ms=0, topics=topics)
+
+
+def partitions_of(state: BrokerState, names: Iterable[str]) -> list[Partition]:
+    out: list[Partition] = []
+    for name in names:
+        topic = state.topics.get(name)
+        if topic is not None:
+            out.extend(topic.partitions)
+    return out

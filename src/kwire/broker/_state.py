@@ -1,0 +1,375 @@
+"""The broker's state: topics, partitions and their live logs, producer ids, the clock.
+
+Approach: ``BrokerState`` is what request handlers read and change; it holds no sockets and
+takes the time from an injected ``Clock`` (tests advance a ``ManualClock``). Partitions own a
+``kwire.log.LiveLog`` each; the files are ``kwire.log``'s business. Topic names follow Kafka's
+``Topic.validate`` rules; topic ids are random v4 UUIDs, as KRaft controllers make them.
+
+What a KRaft broker keeps in ``__cluster_metadata`` (topic names, ids, partition counts, config
+overrides, the next producer id block) is kept in one JSON file, ``kwire-metadata.json``, written
+atomically on every change, beside Kafka's own files; the partition folders, their
+``partition.metadata`` and the checkpoint files are exactly Kafka's.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Final, Protocol
+
+from kwire.broker._config import (
+    ConfigError,
+    log_config,
+    resolve_broker_configs,
+    validate_topic_configs,
+)
+from kwire.broker._releases import Personality
+from kwire.log import DataDir, LiveLog
+from kwire.protocol import ErrorCode
+
+__all__ = [
+    "BrokerError",
+    "BrokerState",
+    "Clock",
+    "ManualClock",
+    "Partition",
+    "SystemClock",
+    "Topic",
+    "validate_topic_name",
+]
+
+log = logging.getLogger("kwire.broker")
+
+METADATA_FILE: Final = "kwire-metadata.json"
+MAX_TOPIC_NAME: Final = 249
+_LEGAL_TOPIC: Final = re.compile(r"^[a-zA-Z0-9._-]+$")
+INTERNAL_TOPICS: Final = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+class Clock(Protocol):
+    def now_ms(self) -> int: ...
+
+
+class SystemClock:
+    """Wall-clock milliseconds (Kafka's ``Time.SYSTEM.milliseconds()``)."""
+
+    def now_ms(self) -> int:
+        return time.time_ns() // 1_000_000
+
+
+class ManualClock:
+    """A clock the tests move by hand."""
+
+    def __init__(self, now_ms: int = 1_700_000_000_000) -> None:
+        self._now = now_ms
+
+    def now_ms(self) -> int:
+        return self._now
+
+    def advance(self, ms: int) -> None:
+        self._now += ms
+
+
+class BrokerError(Exception):
+    """A request-level failure carrying the Kafka error to answer with."""
+
+    def __init__(self, error: ErrorCode, message: str | None = None) -> None:
+        self.error = error
+        self.message = message
+        super().__init__(f"{error.name}: {message}" if message else error.name)
+
+
+def validate_topic_name(name: str) -> None:
+    """Kafka's ``Topic.validate``: raise ``BrokerError(INVALID_TOPIC_EXCEPTION)`` when illegal."""
+    if not name:
+        raise BrokerError(
+            ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name is illegal, it can't be empty"
+        )
+    if name in (".", ".."):
+        raise BrokerError(ErrorCode.INVALID_TOPIC_EXCEPTION, 'Topic name cannot be "." or ".."')
+    if len(name) > MAX_TOPIC_NAME:
+        raise BrokerError(
+            ErrorCode.INVALID_TOPIC_EXCEPTION,
+            f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME} characters, "
+            f"topic name: {name}",
+        )
+    if not _LEGAL_TOPIC.match(name):
+        raise BrokerError(
+            ErrorCode.INVALID_TOPIC_EXCEPTION,
+            f'Topic name "{name}" is illegal, it contains a character other than ASCII '
+            "alphanumerics, '.', '_' and '-'",
+        )
+
+
+@dataclass(eq=False)
+class Partition:
+    """One partition this broker leads: its log and leader epoch."""
+
+    topic: Topic
+    index: int
+    log: LiveLog
+    leader_epoch: int = 0
+
+    @property
+    def high_watermark(self) -> int:
+        return self.log.high_watermark
+
+    def last_stable_offset(self) -> int:
+        """The first offset of the oldest open transaction, else the high watermark."""
+        unstable = self.log.first_unstable_offset()
+        hw = self.log.high_watermark
+        return hw if unstable is None else min(unstable, hw)
+
+
+@dataclass(eq=False)
+class Topic:
+    name: str
+    topic_id: bytes
+    configs: dict[str, str]
+    partitions: list[Partition] = field(default_factory=list)
+
+    @property
+    def internal(self) -> bool:
+        return self.name in INTERNAL_TOPICS
+
+
+class BrokerState:
+    """Topics and partitions of one node, over one data directory (see the module doc)."""
+
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str],
+        *,
+        personality: Personality,
+        node_id: int = 1,
+        host: str = "127.0.0.1",
+        port: int = 9092,
+        static_config: Mapping[str, str] | None = None,
+        clock: Clock | None = None,
+        cluster_id: str | None = None,
+    ) -> None:
+        self.path = os.fspath(data_dir)
+        self.personality = personality
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.clock: Clock = clock or SystemClock()
+        self.static_config: dict[str, str] = dict(personality.default_broker_config())
+        self.static_config.update(static_config or {})
+        for name, value in self.static_config.items():
+            definition = resolve_broker_configs({}).get(name)
+            if definition is not None:
+                definition.definition.validate(value)
+        self.topics: dict[str, Topic] = {}
+        self.topics_by_id: dict[bytes, Topic] = {}
+        self.next_producer_id = 1000
+        self._listeners: list[Callable[[Partition], None]] = []
+        meta = self._read_metadata()
+        self.cluster_id: str = cluster_id or str(meta.get("cluster_id") or "") or _random_cluster_id()
+        self.data_dir = DataDir.open(self.path, cluster_id=self.cluster_id, node_id=node_id)
+        self.next_producer_id = int(str(meta.get("next_producer_id", self.next_producer_id)))
+        self._load_topics(meta.get("topics", {}))
+
+    # --- time and config ----------------------------------------------------------------------
+
+    def now_ms(self) -> int:
+        return self.clock.now_ms()
+
+    def broker_config(self, name: str) -> str | None:
+        value = resolve_broker_configs(self.static_config)[name].value
+        return None if value is None else str(value)
+
+    def broker_int(self, name: str) -> int:
+        value = self.broker_config(name)
+        assert value is not None, name
+        return int(value)
+
+    @property
+    def auto_create_topics(self) -> bool:
+        return (self.broker_config("auto.create.topics.enable") or "true").lower() == "true"
+
+    # --- append notifications (the server wakes parked fetches) -------------------------------
+
+    def on_append(self, listener: Callable[[Partition], None]) -> None:
+        self._listeners.append(listener)
+
+    def appended(self, partition: Partition) -> None:
+        for listener in self._listeners:
+            listener(partition)
+
+    # --- topics -------------------------------------------------------------------------------
+
+    def topic(self, name: str) -> Topic | None:
+        return self.topics.get(name)
+
+    def partition(self, topic: str, index: int) -> Partition | None:
+        found = self.topics.get(topic)
+        if found is None or not 0 <= index < len(found.partitions):
+            return None
+        return found.partitions[index]
+
+    def iter_partitions(self) -> Iterator[Partition]:
+        for topic in self.topics.values():
+            yield from topic.partitions
+
+    def check_new_topic(self, name: str, partitions: int, configs: Mapping[str, str]) -> None:
+        """Raise ``BrokerError`` with Kafka's error for a topic that cannot be created."""
+        validate_topic_name(name)
+        if name in self.topics:
+            raise BrokerError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        if self._collides(name):
+            raise BrokerError(
+                ErrorCode.INVALID_TOPIC_EXCEPTION,
+                f"Topic '{name}' collides with an existing topic: a '.' and a '_' differ only.",
+            )
+        if partitions < 1:
+            raise BrokerError(
+                ErrorCode.INVALID_PARTITIONS,
+                "Number of partitions was set to an invalid non-positive value.",
+            )
+        try:
+            validate_topic_configs(configs)
+        except ConfigError as exc:
+            raise BrokerError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+
+    def _collides(self, name: str) -> bool:
+        key = name.replace(".", "_")
+        return any(t.replace(".", "_") == key and t != name for t in self.topics)
+
+    def create_topic(
+        self, name: str, partitions: int | None = None, configs: Mapping[str, str] | None = None
+    ) -> Topic:
+        """Create a topic (Kafka's checks first); ``partitions`` defaults to ``num.partitions``."""
+        count = (
+            partitions
+            if partitions is not None and partitions > 0
+            else self.broker_int("num.partitions")
+        )
+        configs = dict(configs or {})
+        self.check_new_topic(name, count, configs)
+        topic = Topic(name, uuid.uuid4().bytes, configs)
+        self.topics[name] = topic
+        self.topics_by_id[topic.topic_id] = topic
+        self._add_partitions(topic, count)
+        self._write_metadata()
+        log.info("created topic %s with %d partitions", name, count)
+        return topic
+
+    def _add_partitions(self, topic: Topic, count: int) -> None:
+        config = log_config(topic.configs, self.static_config)
+        now = self.now_ms()
+        for index in range(len(topic.partitions), count):
+            live = self.data_dir.open_log(
+                topic.name, index, config, now_ms=now, topic_id=topic.topic_id
+            )
+            topic.partitions.append(Partition(topic, index, live))
+
+    def create_partitions(self, name: str, count: int) -> None:
+        topic = self.topics[name]
+        self._add_partitions(topic, count)
+        self._write_metadata()
+
+    def delete_topic(self, name: str) -> None:
+        topic = self.topics.pop(name)
+        self.topics_by_id.pop(topic.topic_id, None)
+        for partition in topic.partitions:
+            partition.log.delete()
+        self._write_metadata()
+        log.info("deleted topic %s", name)
+
+    def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:
+        """Replace a topic's overrides (validated by the caller) and reconfigure its logs."""
+        topic = self.topics[name]
+        topic.configs = dict(configs)
+        config = log_config(topic.configs, self.static_config)
+        for partition in topic.partitions:
+            partition.log.update_config(config)
+        self._write_metadata()
+
+    # --- producer ids -------------------------------------------------------------------------
+
+    def allocate_producer_id(self) -> int:
+        pid = self.next_producer_id
+        self.next_producer_id += 1
+        self._write_metadata()
+        return pid
+
+    # --- housekeeping -------------------------------------------------------------------------
+
+    def tick(self) -> None:
+        """Periodic work: segment.ms rolls, retention, checkpoints (Kafka's scheduler tasks)."""
+        now = self.now_ms()
+        for partition in self.iter_partitions():
+            partition.log.maybe_roll(now)
+            partition.log.enforce_retention(now)
+        self.write_checkpoints()
+
+    def write_checkpoints(self) -> None:
+        self.data_dir.write_checkpoints([p.log for p in self.iter_partitions()])
+
+    def close(self) -> None:
+        for partition in self.iter_partitions():
+            partition.log.flush()
+        self.write_checkpoints()
+        for partition in self.iter_partitions():
+            partition.log.close()
+        self._write_metadata()
+
+    # --- persistence --------------------------------------------------------------------------
+
+    def _metadata_path(self) -> str:
+        return os.path.join(self.path, METADATA_FILE)
+
+    def _read_metadata(self) -> dict[str, object]:
+        try:
+            with open(self._metadata_path(), encoding="utf-8") as f:
+                data = json.load(f)
+        except FileNotFoundError:
+            return {}
+        if not isinstance(data, dict):
+            raise ValueError(f"{self._metadata_path()} is not a JSON object")
+        return data
+
+    def _write_metadata(self) -> None:
+        doc = {
+            "version": 1,
+            "cluster_id": self.cluster_id,
+            "node_id": self.node_id,
+            "next_producer_id": self.next_producer_id,
+            "topics": {
+                t.name: {
+                    "topic_id": str(uuid.UUID(bytes=t.topic_id)),
+                    "partitions": len(t.partitions),
+                    "configs": t.configs,
+                }
+                for t in self.topics.values()
+            },
+        }
+        tmp = self._metadata_path() + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=1, sort_keys=True)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self._metadata_path())
+
+    def _load_topics(self, topics: object) -> None:
+        if not isinstance(topics, dict):
+            return
+        for name, entry in sorted(topics.items()):
+            topic = Topic(name, uuid.UUID(entry["topic_id"]).bytes, dict(entry.get("configs", {})))
+            self.topics[name] = topic
+            self.topics_by_id[topic.topic_id] = topic
+            self._add_partitions(topic, int(entry["partitions"]))
+
+
+def _random_cluster_id() -> str:
+    """A cluster id as Kafka's ``Uuid.randomUuid().toString()`` prints it (URL-safe base64)."""
+    import base64
+
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")

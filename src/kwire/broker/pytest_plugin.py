@@ -1,0 +1,66 @@
+"""The ``kwire_broker`` pytest fixture: a real Kafka broker for a test, no JVM, no Docker.
+
+Registered through the ``pytest11`` entry point, so installing kwire is enough::
+
+    def test_roundtrip(kwire_broker):
+        producer = confluent_kafka.Producer({"bootstrap.servers": kwire_broker.bootstrap})
+        kwire_broker.create_topic("orders", partitions=3)
+
+Each test gets its own broker on a free loopback port over its own ``tmp_path`` data directory,
+stopped when the test ends. Mark a test ``@pytest.mark.kwire_broker(kafka_version="2.0",
+config={"num.partitions": "3"})`` to choose the release personality and broker settings.
+``kwire_broker_factory(**kwargs)`` starts more brokers (or restarts one on the same directory).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from kwire.broker import Broker
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "kwire_broker(kafka_version=..., config=...): settings of the kwire_broker fixture",
+    )
+
+
+@pytest.fixture
+def kwire_broker_factory(tmp_path: Path) -> Iterator[Callable[..., Broker]]:
+    """``factory(data_dir=None, **Broker kwargs)`` starts a broker; all are stopped at the end."""
+    from kwire.broker import Broker
+
+    started: list[Broker] = []
+    count = 0
+
+    def factory(data_dir: str | Path | None = None, **kwargs: Any) -> Broker:
+        nonlocal count
+        if data_dir is None:
+            count += 1
+            data_dir = tmp_path / f"kwire-broker-{count}"
+        kwargs.setdefault("host", "127.0.0.1")
+        kwargs.setdefault("port", 0)
+        broker = Broker(data_dir, **kwargs)
+        broker.start()
+        started.append(broker)
+        return broker
+
+    yield factory
+    for broker in reversed(started):
+        broker.stop()
+
+
+@pytest.fixture
+def kwire_broker(
+    request: pytest.FixtureRequest, kwire_broker_factory: Callable[..., Broker]
+) -> Broker:
+    """A running broker: ``.bootstrap``, ``.data_dir``, ``.create_topic()``, ``.topics()``."""
+    marker = request.node.get_closest_marker("kwire_broker")
+    kwargs: dict[str, Any] = dict(marker.kwargs) if marker is not None else {}
+    return kwire_broker_factory(**kwargs)
