@@ -22,6 +22,7 @@ from kwire.log._checkpoint import (
     read_leader_epoch_checkpoint,
     read_partition_metadata,
 )
+from kwire.log._errors import LogError, OffsetOutOfRangeError, ProducerStateError
 from kwire.log._files import MappedFile, list_log_dir, open_segment, read_small_file
 from kwire.log._index import (
     OffsetIndex,
@@ -41,7 +42,16 @@ from kwire.log._layout import (
     partitions_from_paths,
     segment_file_name,
 )
+from kwire.log._live import (
+    FetchDataInfo,
+    FileSlice,
+    LiveLog,
+    LogAppendInfo,
+    LogConfig,
+    read_topic_id,
+)
 from kwire.log._partition import PartitionLog
+from kwire.log._producer_state import BatchMetadata, ProducerStateEntry
 from kwire.log._sample import MIN_SEGMENT_BYTES, SampleSummary, write_sample
 from kwire.log._segment import (
     BatchScan,
@@ -70,18 +80,28 @@ __all__ = [
     "DEFAULT_MAX_MESSAGE_SIZE",
     "MIN_SEGMENT_BYTES",
     "AbortedTxn",
+    "BatchMetadata",
     "BatchScan",
     "EpochEntry",
+    "FetchDataInfo",
+    "FileSlice",
+    "LiveLog",
+    "LogAppendInfo",
+    "LogConfig",
+    "LogError",
     "LogWriter",
     "MappedFile",
     "OffsetIndex",
     "OffsetIndexEntryCheck",
+    "OffsetOutOfRangeError",
     "OffsetPosition",
     "PartitionDir",
     "PartitionLog",
     "PartitionMetadata",
     "ProducerSnapshot",
     "ProducerSnapshotEntry",
+    "ProducerStateEntry",
+    "ProducerStateError",
     "ReadCommittedFilter",
     "SampleSummary",
     "Segment",
@@ -110,6 +130,7 @@ __all__ = [
     "read_partition_metadata",
     "read_producer_snapshot",
     "read_small_file",
+    "read_topic_id",
     "read_txn_index",
     "scan_batches",
     "segment_file_name",
