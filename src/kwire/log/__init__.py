@@ -22,6 +22,7 @@ from kwire.log._checkpoint import (
     read_leader_epoch_checkpoint,
     read_partition_metadata,
 )
+from kwire.log._datadir import DataDir, encode_offset_checkpoint, read_offset_checkpoint
 from kwire.log._errors import LogError, OffsetOutOfRangeError, ProducerStateError
 from kwire.log._files import MappedFile, list_log_dir, open_segment, read_small_file
 from kwire.log._index import (
@@ -82,6 +83,7 @@ __all__ = [
     "AbortedTxn",
     "BatchMetadata",
     "BatchScan",
+    "DataDir",
     "EpochEntry",
     "FetchDataInfo",
     "FileSlice",
@@ -116,6 +118,7 @@ __all__ = [
     "collect_aborted_transactions",
     "committed_batches",
     "encode_leader_epoch_checkpoint",
+    "encode_offset_checkpoint",
     "encode_partition_metadata",
     "encode_producer_snapshot",
     "encode_txn_index",
@@ -127,6 +130,7 @@ __all__ = [
     "parse_segment_file_name",
     "partitions_from_paths",
     "read_leader_epoch_checkpoint",
+    "read_offset_checkpoint",
     "read_partition_metadata",
     "read_producer_snapshot",
     "read_small_file",

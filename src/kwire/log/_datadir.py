@@ -1,0 +1,260 @@
+"""A broker data directory (``log.dirs`` entry): Kafka's ``LogManager`` files around the logs.
+
+Approach: ``DataDir`` owns the files a Kafka 3.9 broker keeps at the top of a log dir and opens
+the partition logs (``LiveLog``) with what they say:
+
+- ``meta.properties`` in KRaft form (``MetaProperties`` v1: ``version=1``, ``cluster.id``,
+  ``node.id``, ``directory.id``), written as Java's ``Properties.store`` does (a ``#`` line and a
+  ``#<date>`` line first); a different node id or cluster id refuses to start, as Kafka does;
+- the text checkpoints of ``OffsetCheckpointFile`` (``CheckpointFile``): line 1 the version
+  ``0``, line 2 the entry count, then ``<topic> <partition> <offset>`` lines. Written to
+  ``<name>.tmp``, fsynced, renamed over the old file, directory fsynced.
+  ``recovery-point-offset-checkpoint`` holds each log's recovery point,
+  ``log-start-offset-checkpoint`` the log start offsets that are above the first segment's base
+  (``LogManager.checkpointLogStartOffsetsInDir``), ``replication-offset-checkpoint`` the high
+  watermarks (``ReplicaManager``). ``cleaner-offset-checkpoint`` is left alone;
+- ``.kafka_cleanshutdown``: written by ``close`` after every log is closed and checkpointed, and
+  removed at open; while it exists, logs skip the recovery of segments past their recovery point.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import os
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from typing import Final
+
+from kwire.errors import DecodeError
+from kwire.log._layout import TopicPartition, parse_partition_dir
+from kwire.log._live import LiveLog, LogConfig
+from kwire.log._writer import _fsync_dir
+
+__all__ = [
+    "CLEAN_SHUTDOWN_FILE",
+    "LOG_START_OFFSET_CHECKPOINT",
+    "META_PROPERTIES",
+    "RECOVERY_POINT_CHECKPOINT",
+    "REPLICATION_OFFSET_CHECKPOINT",
+    "DataDir",
+    "encode_offset_checkpoint",
+    "read_offset_checkpoint",
+]
+
+META_PROPERTIES: Final = "meta.properties"
+RECOVERY_POINT_CHECKPOINT: Final = "recovery-point-offset-checkpoint"
+LOG_START_OFFSET_CHECKPOINT: Final = "log-start-offset-checkpoint"
+REPLICATION_OFFSET_CHECKPOINT: Final = "replication-offset-checkpoint"
+CLEAN_SHUTDOWN_FILE: Final = ".kafka_cleanshutdown"
+_CHECKPOINT_VERSION: Final = 0
+_DAYS: Final = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_MONTHS: Final = (
+    "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split()  # noqa: SIM905
+)
+
+
+def encode_offset_checkpoint(offsets: Mapping[TopicPartition, int]) -> str:
+    """The text of an ``OffsetCheckpointFile``."""
+    lines = [str(_CHECKPOINT_VERSION), str(len(offsets))]
+    lines += [f"{tp.topic} {tp.partition} {offset}" for tp, offset in offsets.items()]
+    return "\n".join(lines) + "\n"
+
+
+def read_offset_checkpoint(text: str) -> dict[TopicPartition, int]:
+    """Parse an ``OffsetCheckpointFile`` (``DecodeError`` as Kafka's "Malformed line")."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    if not lines:
+        return {}
+    if lines[0].strip() != str(_CHECKPOINT_VERSION):
+        raise DecodeError(
+            f"Unrecognized version of the checkpoint file: {lines[0]!r}", path="line 1"
+        )
+    try:
+        expected = int(lines[1])
+    except (IndexError, ValueError):
+        raise DecodeError("malformed entry count", path="line 2") from None
+    out: dict[TopicPartition, int] = {}
+    for number, line in enumerate(lines[2:], start=3):
+        parts = line.split()
+        if len(parts) != 3 or not parts[1].isdigit() or not parts[2].lstrip("-").isdigit():
+            raise DecodeError(f"Malformed line in checkpoint file: {line!r}", path=f"line {number}")
+        out[TopicPartition(parts[0], int(parts[1]))] = int(parts[2])
+    if len(out) != expected:
+        raise DecodeError(
+            f"Expected {expected} entries in checkpoint file but found only {len(out)}",
+            path=f"line {len(lines)}",
+        )
+    return out
+
+
+def _write_atomic(path: str, text: str) -> None:
+    # CheckpointFile.write: <file>.tmp, flush + fsync, atomic move, then the directory.
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(os.path.dirname(path))
+
+
+def _random_uuid() -> str:
+    """A Kafka ``Uuid`` in its base64url form (``Uuid.randomUuid`` avoids the reserved ones)."""
+    while True:
+        raw = uuid.uuid4().bytes
+        text = base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+        if not text.startswith("-") and raw[:15] != bytes(15):
+            return text
+
+
+def _java_date(epoch_s: float) -> str:
+    t = time.gmtime(epoch_s)
+    return (
+        f"{_DAYS[t.tm_wday]} {_MONTHS[t.tm_mon - 1]} {t.tm_mday:02d} "
+        f"{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d} UTC {t.tm_year}"
+    )
+
+
+def _read_properties(text: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped[0] in "#!":
+            continue
+        key, sep, value = stripped.partition("=")
+        if not sep:
+            key, _, value = stripped.partition(":")
+        out[key.strip()] = value.strip()
+    return out
+
+
+class DataDir:
+    """One broker data directory; see the module doc. Open with ``DataDir.open``."""
+
+    def __init__(
+        self, path: str, cluster_id: str, node_id: int, directory_id: str, clean: bool
+    ) -> None:
+        self.path = path
+        self.cluster_id = cluster_id
+        self.node_id = node_id
+        self.directory_id = directory_id
+        #: Whether the previous run ended with ``close`` (``.kafka_cleanshutdown`` was present).
+        self.had_clean_shutdown = clean
+        self.recovery_points = self._read(RECOVERY_POINT_CHECKPOINT)
+        self.log_start_offsets = self._read(LOG_START_OFFSET_CHECKPOINT)
+        self.high_watermarks = self._read(REPLICATION_OFFSET_CHECKPOINT)
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], *, cluster_id: str | None, node_id: int) -> DataDir:
+        """Create or check the directory and its ``meta.properties``; ``cluster_id=None``
+        accepts the stored one (or makes a random one for a new directory)."""
+        root = os.path.abspath(os.fspath(path))
+        os.makedirs(root, exist_ok=True)
+        meta_path = os.path.join(root, META_PROPERTIES)
+        if os.path.exists(meta_path):
+            with open(meta_path, encoding="utf-8") as f:
+                props = _read_properties(f.read())
+            if props.get("version") != "1":
+                raise ValueError(
+                    f"{meta_path}: only KRaft meta.properties (version=1) is supported"
+                )
+            stored_node = int(props.get("node.id", "-1"))
+            if stored_node != node_id:
+                raise ValueError(
+                    f"Stored node id {stored_node} doesn't match previous node id {node_id} "
+                    f"in {meta_path}"
+                )
+            stored_cluster = props.get("cluster.id", "")
+            if cluster_id is not None and stored_cluster != cluster_id:
+                raise ValueError(
+                    f"Invalid cluster.id in: {meta_path}. Expected {cluster_id}, but read "
+                    f"{stored_cluster}"
+                )
+            cluster_id = stored_cluster
+            directory_id = props.get("directory.id") or _random_uuid()
+        else:
+            cluster_id = cluster_id or _random_uuid()
+            directory_id = _random_uuid()
+            text = (
+                f"#\n#{_java_date(time.time())}\n"
+                f"cluster.id={cluster_id}\n"
+                f"directory.id={directory_id}\n"
+                f"node.id={node_id}\n"
+                "version=1\n"
+            )
+            _write_atomic(meta_path, text)
+        marker = os.path.join(root, CLEAN_SHUTDOWN_FILE)
+        clean = os.path.exists(marker)
+        self = cls(root, cluster_id, node_id, directory_id, clean)
+        if clean:
+            os.remove(marker)
+            _fsync_dir(root)
+        return self
+
+    def _read(self, name: str) -> dict[TopicPartition, int]:
+        try:
+            with open(os.path.join(self.path, name), encoding="utf-8") as f:
+                return read_offset_checkpoint(f.read())
+        except FileNotFoundError:
+            return {}
+
+    def partition_dirs(self) -> list[TopicPartition]:
+        """The ``<topic>-<partition>`` folders (``-delete``/``-future``/``-stray`` ones skipped)."""
+        out = []
+        for name in sorted(os.listdir(self.path)):
+            tp = parse_partition_dir(name)
+            if tp is not None and os.path.isdir(os.path.join(self.path, name)):
+                out.append(tp)
+        return out
+
+    def open_log(
+        self,
+        topic: str,
+        partition: int,
+        config: LogConfig,
+        now_ms: int,
+        topic_id: bytes | None = None,
+    ) -> LiveLog:
+        """Open (or create) a partition's log with its checkpointed offsets."""
+        tp = TopicPartition(topic, partition)
+        return LiveLog.open(
+            os.path.join(self.path, f"{topic}-{partition}"),
+            config,
+            now_ms=now_ms,
+            recovery_point=self.recovery_points.get(tp, 0),
+            log_start_offset=self.log_start_offsets.get(tp, 0),
+            topic_id=topic_id,
+            high_watermark=self.high_watermarks.get(tp),
+            clean_shutdown=self.had_clean_shutdown,
+        )
+
+    def write_checkpoints(self, logs: Iterable[LiveLog]) -> None:
+        """Write the three checkpoints from ``logs`` (the partitions this directory holds)."""
+        items = sorted(logs, key=lambda lg: (lg.topic, lg.partition))
+        recovery = {TopicPartition(lg.topic, lg.partition): lg.recovery_point for lg in items}
+        starts = {
+            TopicPartition(lg.topic, lg.partition): lg.log_start_offset
+            for lg in items
+            if lg.segment_base_offsets and lg.log_start_offset > lg.segment_base_offsets[0]
+        }
+        hws = {TopicPartition(lg.topic, lg.partition): lg.high_watermark for lg in items}
+        for name, offsets in (
+            (RECOVERY_POINT_CHECKPOINT, recovery),
+            (LOG_START_OFFSET_CHECKPOINT, starts),
+            (REPLICATION_OFFSET_CHECKPOINT, hws),
+        ):
+            _write_atomic(os.path.join(self.path, name), encode_offset_checkpoint(offsets))
+        self.recovery_points, self.log_start_offsets, self.high_watermarks = recovery, starts, hws
+
+    def close(self, logs: Iterable[LiveLog]) -> None:
+        """Clean shutdown: close every log, write the checkpoints, then the clean marker."""
+        items = list(logs)
+        for lg in items:
+            lg.close()
+        self.write_checkpoints(items)
+        with contextlib.suppress(FileExistsError):
+            _write_atomic(os.path.join(self.path, CLEAN_SHUTDOWN_FILE), '{"version":0}')
