@@ -4,6 +4,11 @@ Reading is sans-IO wherever it can be (``Segment``, ``OffsetIndex``, ``TimeIndex
 ``TransactionIndex``, ``scan_batches``, ``partitions_from_paths`` take bytes or path strings), so
 the same code serves local files (``open_segment``/``list_log_dir``, read-only ``mmap``) and object
 stores (read the bytes yourself). Batches are parsed by ``kwire.records``.
+
+Writing: ``LogWriter`` lays out a partition offline; ``LiveLog`` is the live partition log a broker
+appends to and fetches from (Kafka's ``UnifiedLog``, with recovery, retention and producer state),
+and ``DataDir`` the broker data directory around them (``meta.properties``, offset checkpoints).
+Both writers share one implementation of Kafka's segment rules.
 """
 
 from kwire.log._arrow import to_arrow_batch_reader

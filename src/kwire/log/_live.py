@@ -545,6 +545,8 @@ class LiveLog:
         for s in snapshots:
             if s > end or (s < self.log_start_offset and s != snap):
                 self._delete_snapshot(s)
+            elif s > self._last_snapshot_offset:
+                self._last_snapshot_offset = s
         # Recovered data was read back and validated: make it durable, then it is "flushed".
         if start < len(self._segments):
             for seg in self._segments[start:]:
@@ -951,8 +953,8 @@ class LiveLog:
         return self._segments[-1]
 
     def maybe_roll(self, now_ms: int) -> None:
-        """Timer work: roll after ``segment.ms``, flush after ``flush.ms``, delete the files of
-        segments deleted more than ``file.delete.delay.ms`` ago."""
+        """Timer work: roll after ``segment.ms``, delete the files of segments deleted more than
+        ``file.delete.delay.ms`` ago."""
         self._check_open()
         self._now_ms = now_ms
         seg = self._segments[-1]
@@ -964,11 +966,13 @@ class LiveLog:
             )
             if now_ms - since > self.config.segment_ms:
                 self.roll(now_ms)
-        if now_ms - self._last_flush_ms >= self.config.flush_ms and (
-            self.recovery_point < self.log_end_offset
-        ):
-            self.flush(now_ms)
         self._delete_pending(now_ms)
+
+    def maybe_flush(self, now_ms: int) -> None:
+        """Timer work: fsync when ``flush.ms`` passed since the last flush (LogManager's flusher)."""
+        self._check_open()
+        if now_ms - self._last_flush_ms >= self.config.flush_ms:
+            self.flush(now_ms)
 
     def roll(self, now_ms: int | None = None) -> None:
         """``UnifiedLog.roll``: start a new segment at the log end offset (no-op when empty)."""
@@ -1074,6 +1078,10 @@ class LiveLog:
                 break
         return index
 
+    def aborted_transactions(self, start_offset: int, upper_offset: int) -> list[AbortedTxn]:
+        """The same as ``collect_aborted_transactions``."""
+        return self.collect_aborted_transactions(start_offset, upper_offset)
+
     def collect_aborted_transactions(
         self, start_offset: int, upper_offset: int
     ) -> list[AbortedTxn]:
@@ -1171,8 +1179,12 @@ class LiveLog:
                 f"{self._high_watermark}",
             )
         self._increment_log_start_offset(offset)
-        self._delete_segments(self._deletable(lambda seg, nxt: nxt <= self.log_start_offset))
+        self._delete_segments(self._deletable(self._below_log_start))
         return self.log_start_offset
+
+    def _below_log_start(self, seg: _Segment, upper: int) -> bool:
+        # deleteLogStartOffsetBreachedSegments: the NEXT segment starts at or below the log start.
+        return seg is not self._segments[-1] and upper <= self.log_start_offset
 
     def _increment_log_start_offset(self, offset: int) -> None:
         if offset <= self.log_start_offset:
@@ -1210,9 +1222,7 @@ class LiveLog:
         how many segments were deleted."""
         self._check_open()
         self._now_ms = now_ms
-        deleted = self._delete_segments(
-            self._deletable(lambda seg, upper: upper <= self.log_start_offset)
-        )
+        deleted = self._delete_segments(self._deletable(self._below_log_start))
         if self.config.delete_retention:
             if self.config.retention_bytes >= 0:
                 excess = [self.size_in_bytes() - self.config.retention_bytes]

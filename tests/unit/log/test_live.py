@@ -433,3 +433,21 @@ def test_record_errors_raise_before_write(tmp_path: Path) -> None:
     assert getattr(exc.value, "error_code", None) in (10, 18)
     assert log.log_end_offset == 0 and log.size_in_bytes() == 0
     log.close()
+
+
+def test_flush_ms_and_delete_records_to_end(tmp_path: Path) -> None:
+    log = open_log(tmp_path, LogConfig(flush_ms=1000, segment_bytes=300))
+    for _ in range(5):
+        log.append_as_leader(batch(2), now_ms=NOW)
+    assert log.recovery_point < 10
+    log.maybe_flush(NOW + 500)
+    assert log.recovery_point < 10
+    log.maybe_flush(NOW + 1000)
+    assert log.recovery_point == 10
+    log.high_watermark = 10
+    active = log.segment_base_offsets[-1]
+    assert log.delete_records_before(10) == 10
+    # as Kafka, the active segment stays (deleteLogStartOffsetBreachedSegments)
+    assert log.segment_base_offsets == [active]
+    assert log.read(10, 100).size == 0
+    log.close()
