@@ -1,0 +1,374 @@
+"""Helpers shared by the interop tests (tests/interop): the records every client sends, the
+Java client program, deadlines, and reading what the broker stored with kwire.log.
+
+The record pattern (``expected_record(i)``) is the one ``tools/java/ClientsProgram.java`` sends, so
+that a test can check what any client produced, whichever client reads it back:
+
+* key ``k-<i>``, or null when ``i % 4 == 0``
+* value ``v-<i>-`` + ``x`` * (i % 7), or null (a tombstone) when ``i % 4 == 1``
+* headers: ``i % 4 == 2``: ``[("h1", b"a-<i>"), ("h2", None)]``; ``i % 4 == 3``: ``[("h1", b"")]``
+* timestamp ``BASE_TS + i`` (CreateTime), partition 0
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+BASE_TS = 1_700_000_000_000
+CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+CODEC_IDS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Rec:
+    """A record as a test compares it: bytes or None, headers as a list of (str, bytes | None)."""
+
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes | None]] = field(default_factory=list)
+    timestamp: int = -1
+    offset: int = -1
+    partition: int = 0
+
+    def content(self) -> tuple[Any, ...]:
+        """Key, value and headers (what every client keeps, whatever the magic)."""
+        return (self.key, self.value, tuple(self.headers))
+
+
+def expected_record(i: int, headers: bool = True) -> Rec:
+    key = None if i % 4 == 0 else f"k-{i}".encode()
+    value = None if i % 4 == 1 else f"v-{i}-{'x' * (i % 7)}".encode()
+    hs: list[tuple[str, bytes | None]] = []
+    if headers and i % 4 == 2:
+        hs = [("h1", f"a-{i}".encode()), ("h2", None)]
+    elif headers and i % 4 == 3:
+        hs = [("h1", b"")]
+    return Rec(key, value, hs, BASE_TS + i, i, 0)
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on now (for a broker that must come back on the same one)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_until(what: str, check: Callable[[], T | None], timeout: float = 30.0) -> T:
+    """Calls ``check`` until it returns something truthy or ``timeout`` seconds passed."""
+    deadline = time.monotonic() + timeout
+    last: T | None = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what} (last: {last!r})")
+
+
+# ----------------------------------------------------------------------------- the Java client
+
+
+def java_clients(*args: str, timeout: float = 120.0) -> dict[str, Any]:
+    """Runs tools/java/ClientsProgram.java with ``args``; returns its JSON answer."""
+    from kafka_jars import compile_java, java_command
+
+    missing = [tool for tool in ("java", "javac") if shutil.which(tool) is None]
+    if missing:
+        pytest.fail(f"the Java interop tests need a JDK ({', '.join(missing)} missing)")
+    classes = compile_java("ClientsProgram")
+    proc = subprocess.run(
+        [*java_command("ClientsProgram", classes), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    lines = proc.stdout.strip().splitlines()
+    assert proc.returncode == 0 and lines, (
+        f"ClientsProgram {args[0]} exited {proc.returncode}\nstdout: {proc.stdout[-2000:]}\n"
+        f"stderr: {proc.stderr[-4000:]}"
+    )
+    reply: dict[str, Any] = json.loads(lines[-1])
+    assert reply.get("error") is None, f"ClientsProgram {args[0]}: {reply['error']}"
+    return reply
+
+
+def java_admin(bootstrap: str, *ops: dict[str, Any]) -> list[dict[str, Any]]:
+    results: list[dict[str, Any]] = java_clients("admin", bootstrap, json.dumps(list(ops)))[
+        "results"
+    ]
+    return results
+
+
+def from_java(record: dict[str, Any]) -> Rec:
+    def unhex(h: str | None) -> bytes | None:
+        return None if h is None else bytes.fromhex(h)
+
+    return Rec(
+        unhex(record["key"]),
+        unhex(record["value"]),
+        [(k, unhex(v)) for k, v in record["headers"]],
+        record["timestamp"],
+        record["offset"],
+        record["partition"],
+    )
+
+
+# ----------------------------------------------------------------------------- confluent-kafka
+
+
+def ck_conf(bootstrap: str, **extra: Any) -> dict[str, Any]:
+    conf: dict[str, Any] = {
+        "bootstrap.servers": bootstrap,
+        "socket.timeout.ms": 10000,
+        "topic.metadata.refresh.interval.ms": 5000,
+        "broker.address.family": "v4",
+    }
+    conf.update(extra)
+    return conf
+
+
+def ck_produce(
+    bootstrap: str,
+    topic: str,
+    records: list[Rec],
+    timeout: float = 30.0,
+    **conf: Any,
+) -> list[tuple[int, int, int]]:
+    """Produces ``records`` (to their partition) with confluent-kafka; returns the delivery reports
+    (index, partition, offset) in index order. Fails on any delivery error or a report missing
+    after ``timeout``."""
+    import confluent_kafka as ck
+
+    producer = ck.Producer(ck_conf(bootstrap, **{"message.timeout.ms": 20000, **conf}))
+    reports: dict[int, tuple[int, int, int]] = {}
+    errors: dict[int, Any] = {}
+
+    def on_delivery(index: int) -> Callable[[Any, Any], None]:
+        def report(err: Any, msg: Any) -> None:
+            if err is not None:
+                errors[index] = err
+            else:
+                reports[index] = (index, msg.partition(), msg.offset())
+
+        return report
+
+    for i, r in enumerate(records):
+        kwargs: dict[str, Any] = {
+            "key": r.key,
+            "value": r.value,
+            "partition": r.partition,
+            "on_delivery": on_delivery(i),
+        }
+        if r.headers:
+            kwargs["headers"] = list(r.headers)
+        if r.timestamp >= 0:
+            kwargs["timestamp"] = r.timestamp
+        producer.produce(topic, **kwargs)
+        producer.poll(0)
+    left = producer.flush(timeout)
+    assert left == 0, f"{left} records still undelivered after {timeout} s (errors: {errors})"
+    assert errors == {}, f"delivery errors: {errors}"
+    assert len(reports) == len(records)
+    return [reports[i] for i in range(len(records))]
+
+
+def ck_consume(
+    bootstrap: str,
+    topic: str,
+    count: int,
+    partitions: tuple[int, ...] = (0,),
+    timeout: float = 30.0,
+    require: bool = True,
+    **conf: Any,
+) -> list[Rec]:
+    """Reads ``count`` records from the beginning of ``partitions`` with assign() (no subscription,
+    no commits); stops at ``count`` or after ``timeout`` seconds (a failure with ``require``)."""
+    import confluent_kafka as ck
+
+    consumer = ck.Consumer(
+        ck_conf(
+            bootstrap,
+            **{
+                "group.id": f"kwire-interop-{topic}",  # the Python client insists; never joined
+                "enable.auto.commit": False,
+                "enable.auto.offset.store": False,
+                "auto.offset.reset": "earliest",
+                **conf,
+            },
+        )
+    )
+    out: list[Rec] = []
+    errors: list[Any] = []
+    try:
+        consumer.assign([ck.TopicPartition(topic, p, ck.OFFSET_BEGINNING) for p in partitions])
+        deadline = time.monotonic() + timeout
+        while len(out) < count and time.monotonic() < deadline:
+            msg = consumer.poll(0.2)
+            if msg is None:
+                continue
+            if msg.error() is not None:
+                if msg.error().code() != ck.KafkaError._PARTITION_EOF:
+                    errors.append(msg.error())
+                continue
+            _ts_type, ts = msg.timestamp()
+            out.append(
+                Rec(
+                    msg.key(),
+                    msg.value(),
+                    [(k, v) for k, v in (msg.headers() or [])],
+                    ts,
+                    msg.offset(),
+                    msg.partition(),
+                )
+            )
+    finally:
+        consumer.close()
+    if require:
+        assert len(out) >= count, (
+            f"confluent-kafka read {len(out)} of {count} records of {topic} in {timeout} s; "
+            f"consumer errors: {errors}"
+        )
+    return out
+
+
+# ----------------------------------------------------------------------------- kafka-python
+
+
+def kp_produce(
+    bootstrap: str, topic: str, records: list[Rec], **config: Any
+) -> list[tuple[int, int, int]]:
+    """Sends ``records`` with kafka-python's KafkaProducer; returns (partition, offset, timestamp)
+    per record."""
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(
+        bootstrap_servers=bootstrap,
+        request_timeout_ms=10000,
+        max_block_ms=20000,
+        **config,
+    )
+    try:
+        futures = [
+            producer.send(
+                topic,
+                key=r.key,
+                value=r.value,
+                headers=list(r.headers) or None,
+                partition=r.partition,
+                timestamp_ms=r.timestamp if r.timestamp >= 0 else None,
+            )
+            for r in records
+        ]
+        producer.flush(timeout=30.0)
+        out = []
+        for f in futures:
+            md = f.get(timeout=30.0)
+            out.append((md.partition, md.offset, md.timestamp))
+        return out
+    finally:
+        producer.close(timeout=10)
+
+
+def kp_consume(
+    bootstrap: str,
+    topic: str,
+    count: int,
+    partitions: tuple[int, ...] = (0,),
+    timeout: float = 30.0,
+    **config: Any,
+) -> list[Any]:
+    """``count`` ConsumerRecords from the beginning of ``partitions`` (assign + seek_to_beginning,
+    no group); fails if they do not all arrive within ``timeout`` seconds."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        group_id=None,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        request_timeout_ms=10000,
+        **config,
+    )
+    out: list[Any] = []
+    try:
+        tps = [TopicPartition(topic, p) for p in partitions]
+        consumer.assign(tps)
+        consumer.seek_to_beginning(*tps)
+        deadline = time.monotonic() + timeout
+        while len(out) < count and time.monotonic() < deadline:
+            for tp_records in consumer.poll(timeout_ms=200).values():
+                out.extend(tp_records)
+    finally:
+        consumer.close()
+    assert len(out) >= count, f"kafka-python read {len(out)} of {count} records in {timeout} s"
+    return out
+
+
+# ----------------------------------------------------------------------------- the data dir
+
+
+def partition_dirs(data_dir: str | os.PathLike[str], topic: str) -> list[Any]:
+    """kwire.log's view of ``<topic>-<partition>`` folders under the broker's data dir (live
+    topics only: Kafka renames a deleted one ``<topic>-<p>.<id>-delete``)."""
+    from kwire.log import list_log_dir
+
+    return sorted(
+        (p for p in list_log_dir(data_dir) if p.topic == topic),
+        key=lambda p: p.partition,
+    )
+
+
+def stored_batches(data_dir: str | os.PathLike[str], topic: str, partition: int = 0) -> list[Any]:
+    """Every batch of the partition's segments (kwire.records.read_batches), oldest first."""
+    from kwire.records import read_batches
+
+    found = [p for p in partition_dirs(data_dir, topic) if p.partition == partition]
+    assert found, (
+        f"no {topic}-{partition} folder under {data_dir}: {list(Path(data_dir).rglob('*'))}"
+    )
+    batches = []
+    for segment in found[0].segments:
+        data = Path(segment.log).read_bytes()
+        batches.extend(read_batches(data, allow_truncated_tail=True))
+    return batches
+
+
+def stored_records(data_dir: str | os.PathLike[str], topic: str, partition: int = 0) -> list[Rec]:
+    out = []
+    for batch in stored_batches(data_dir, topic, partition):
+        if batch.is_control:
+            continue
+        for r in batch:
+            out.append(
+                Rec(
+                    None if r.key is None else bytes(r.key),
+                    None if r.value is None else bytes(r.value),
+                    [(k, None if v is None else bytes(v)) for k, v in r.headers],
+                    r.timestamp,
+                    r.offset,
+                    partition,
+                )
+            )
+    return out
+
+
+def segment_logs(data_dir: str | os.PathLike[str]) -> Iterator[str]:
+    from kwire.log import list_log_dir
+
+    for p in list_log_dir(data_dir):
+        for s in p.segments:
+            yield s.log
