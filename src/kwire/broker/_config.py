@@ -313,7 +313,9 @@ class ResolvedConfig:
 
 
 def _broker_value(name: str, static: Mapping[str, str]) -> tuple[str | None, ConfigSource] | None:
-    for key, factor in _DERIVED.get(name, ((name, 1),)):
+    if name not in _DERIVED:
+        return (static[name], ConfigSource.STATIC_BROKER_CONFIG) if name in static else None
+    for key, factor in _DERIVED[name]:
         if key in static:
             return str(int(static[key]) * factor), ConfigSource.STATIC_BROKER_CONFIG
     return None

@@ -10,6 +10,7 @@ the log has it, whatever ``acks`` asks for.
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Iterable
 from typing import Any, Final
 
@@ -18,7 +19,7 @@ from kwire.broker._context import RequestContext
 from kwire.broker._state import BrokerError, BrokerState, Partition, Topic, validate_topic_name
 from kwire.errors import KwireError
 from kwire.log import ProducerStateError
-from kwire.protocol import ErrorCode, message_class, struct_class
+from kwire.protocol import ZERO_UUID, ErrorCode, message_class, struct_class
 from kwire.records import AppendError
 
 __all__ = [
@@ -92,10 +93,10 @@ def check_leader_epoch(partition: Partition, current_leader_epoch: int) -> Error
 
 
 def topic_by_id_or_name(
-    state: BrokerState, name: str | None, topic_id: bytes | None, by_id: bool
+    state: BrokerState, name: str | None, topic_id: uuid.UUID | None, by_id: bool
 ) -> Topic | None:
     if by_id:
-        return state.topics_by_id.get(topic_id or b"")
+        return state.topics_by_id.get(topic_id) if topic_id is not None else None
     return state.topics.get(name or "")
 
 
@@ -147,9 +148,9 @@ def _metadata_topic(state: BrokerState, topic: Topic, version: int, with_ops: bo
     )
 
 
-def _metadata_error(name: str | None, topic_id: bytes | None, error: ErrorCode) -> Any:
+def _metadata_error(name: str | None, topic_id: uuid.UUID | None, error: ErrorCode) -> Any:
     return METADATA_TOPIC(
-        error_code=int(error), name=name, topic_id=topic_id or bytes(16), partitions=[]
+        error_code=int(error), name=name, topic_id=topic_id or ZERO_UUID, partitions=[]
     )
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import random
+import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -34,7 +35,7 @@ from kwire.broker._data import check_leader_epoch
 from kwire.broker._state import BrokerState, Partition
 from kwire.errors import KwireError, UnsupportedCodecError
 from kwire.log import FileSlice, OffsetOutOfRangeError
-from kwire.protocol import ErrorCode, RecordsReference, message_class, struct_class
+from kwire.protocol import ZERO_UUID, ErrorCode, RecordsReference, message_class, struct_class
 from kwire.records import convert_for_fetch
 
 __all__ = ["FetchSessionCache", "FileRecords", "handle_fetch"]
@@ -83,7 +84,7 @@ class CachedPartition:
     """What a session remembers of one partition (Kafka's ``CachedPartition``)."""
 
     topic: str
-    topic_id: bytes | None
+    topic_id: uuid.UUID | None
     partition: int
     fetch_offset: int
     max_bytes: int
@@ -140,7 +141,7 @@ def _sessions(state: BrokerState) -> FetchSessionCache:
 # --- the handler ------------------------------------------------------------------------------
 
 
-def _topic_name(state: BrokerState, topic: Any, by_id: bool) -> tuple[str | None, bytes | None]:
+def _topic_name(state: BrokerState, topic: Any, by_id: bool) -> tuple[str | None, uuid.UUID | None]:
     if not by_id:
         return topic.topic, None
     found = state.topics_by_id.get(topic.topic_id)
@@ -344,7 +345,7 @@ class _FetchPlan:
 
     def _response(self, outputs: list[tuple[CachedPartition, Any]]) -> Any:
         topics: list[Any] = []
-        by_topic: dict[tuple[str, bytes | None], Any] = {}
+        by_topic: dict[tuple[str, uuid.UUID | None], Any] = {}
         for cp, out in outputs:
             if self.incremental and not self._changed(cp, out):
                 continue
@@ -355,7 +356,7 @@ class _FetchPlan:
             entry = by_topic.get(key)
             if entry is None:
                 entry = FETCH_TOPIC(
-                    topic=cp.topic, topic_id=cp.topic_id or bytes(16), partitions=[]
+                    topic=cp.topic, topic_id=cp.topic_id or ZERO_UUID, partitions=[]
                 )
                 by_topic[key] = entry
                 topics.append(entry)

@@ -130,7 +130,7 @@ class Partition:
 @dataclass(eq=False)
 class Topic:
     name: str
-    topic_id: bytes
+    topic_id: uuid.UUID
     configs: dict[str, str]
     partitions: list[Partition] = field(default_factory=list)
 
@@ -167,11 +167,13 @@ class BrokerState:
             if definition is not None:
                 definition.definition.validate(value)
         self.topics: dict[str, Topic] = {}
-        self.topics_by_id: dict[bytes, Topic] = {}
+        self.topics_by_id: dict[uuid.UUID, Topic] = {}
         self.next_producer_id = 1000
         self._listeners: list[Callable[[Partition], None]] = []
         meta = self._read_metadata()
-        self.cluster_id: str = cluster_id or str(meta.get("cluster_id") or "") or _random_cluster_id()
+        self.cluster_id: str = (
+            cluster_id or str(meta.get("cluster_id") or "") or _random_cluster_id()
+        )
         self.data_dir = DataDir.open(self.path, cluster_id=self.cluster_id, node_id=node_id)
         self.next_producer_id = int(str(meta.get("next_producer_id", self.next_producer_id)))
         self._load_topics(meta.get("topics", {}))
@@ -253,7 +255,7 @@ class BrokerState:
         )
         configs = dict(configs or {})
         self.check_new_topic(name, count, configs)
-        topic = Topic(name, uuid.uuid4().bytes, configs)
+        topic = Topic(name, uuid.uuid4(), configs)
         self.topics[name] = topic
         self.topics_by_id[topic.topic_id] = topic
         self._add_partitions(topic, count)
@@ -266,7 +268,7 @@ class BrokerState:
         now = self.now_ms()
         for index in range(len(topic.partitions), count):
             live = self.data_dir.open_log(
-                topic.name, index, config, now_ms=now, topic_id=topic.topic_id
+                topic.name, index, config, now_ms=now, topic_id=topic.topic_id.bytes
             )
             topic.partitions.append(Partition(topic, index, live))
 
@@ -314,12 +316,9 @@ class BrokerState:
         self.data_dir.write_checkpoints([p.log for p in self.iter_partitions()])
 
     def close(self) -> None:
-        for partition in self.iter_partitions():
-            partition.log.flush()
-        self.write_checkpoints()
-        for partition in self.iter_partitions():
-            partition.log.close()
+        """Flush, checkpoint and close every log, and mark the shutdown clean (no recovery next)."""
         self._write_metadata()
+        self.data_dir.close([p.log for p in self.iter_partitions()])
 
     # --- persistence --------------------------------------------------------------------------
 
@@ -344,7 +343,7 @@ class BrokerState:
             "next_producer_id": self.next_producer_id,
             "topics": {
                 t.name: {
-                    "topic_id": str(uuid.UUID(bytes=t.topic_id)),
+                    "topic_id": str(t.topic_id),
                     "partitions": len(t.partitions),
                     "configs": t.configs,
                 }
@@ -362,7 +361,7 @@ class BrokerState:
         if not isinstance(topics, dict):
             return
         for name, entry in sorted(topics.items()):
-            topic = Topic(name, uuid.UUID(entry["topic_id"]).bytes, dict(entry.get("configs", {})))
+            topic = Topic(name, uuid.UUID(entry["topic_id"]), dict(entry.get("configs", {})))
             self.topics[name] = topic
             self.topics_by_id[topic.topic_id] = topic
             self._add_partitions(topic, int(entry["partitions"]))

@@ -40,6 +40,7 @@ from kwire.protocol._registry import (
     struct_class,
 )
 from kwire.protocol._runtime import (
+    ZERO_UUID,
     KafkaMessage,
     KafkaStruct,
     KField,
@@ -58,6 +59,7 @@ from kwire.protocol._spec import (
 )
 
 __all__ = [
+    "ZERO_UUID",
     "ClientConnection",
     "ErrorCode",
     "FieldSpec",
