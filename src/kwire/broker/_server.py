@@ -148,7 +148,7 @@ class KafkaServer:
     async def _housekeep(self) -> None:
         """Kafka's scheduled tasks: rolls by segment.ms, retention, flushes and checkpoints."""
         interval = 1.0
-        checkpoint_every = 60.0
+        checkpoint_every = 5.0  # replica.high.watermark.checkpoint.interval.ms
         retention_every = self.state.broker_int("log.retention.check.interval.ms") / 1000.0
         since_checkpoint = since_retention = 0.0
         while True:
@@ -217,9 +217,13 @@ class KafkaServer:
             api_key, api_version, correlation_id = _HEAD.unpack_from(body, 0)
             conn.requests += 1
             if not self.state.personality.supports(api_key, api_version) or api_key not in HANDLERS:
-                if api_key == API_VERSIONS and self.state.personality.kip511:
-                    # KIP-511: answer in v0 with the versions we serve, so the client can retry
+                if api_key == API_VERSIONS and API_VERSIONS in self.state.personality.advertised:
+                    # An ApiVersions version the broker does not know is answered in v0 with
+                    # UNSUPPORTED_VERSION: from 2.4 (KIP-511) with the versions it serves, so the
+                    # client retries with one of them; 0.10.0-2.3 with an empty list.
                     response = api_versions_response(self.state, ErrorCode.UNSUPPORTED_VERSION)
+                    if not self.state.personality.kip511:
+                        response.api_keys = []
                     await self._send(writer, response, 0, correlation_id)
                     continue
                 log.warning(

@@ -225,10 +225,11 @@ class BrokerState:
         validate_topic_name(name)
         if name in self.topics:
             raise BrokerError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
-        if self._collides(name):
+        clash = self._collision(name)
+        if clash is not None:
             raise BrokerError(
                 ErrorCode.INVALID_TOPIC_EXCEPTION,
-                f"Topic '{name}' collides with an existing topic: a '.' and a '_' differ only.",
+                f"Topic '{name}' collides with existing topic: {clash}",
             )
         if partitions < 1:
             raise BrokerError(
@@ -240,9 +241,13 @@ class BrokerState:
         except ConfigError as exc:
             raise BrokerError(ErrorCode.INVALID_CONFIG, str(exc)) from None
 
-    def _collides(self, name: str) -> bool:
+    def _collision(self, name: str) -> str | None:
+        """An existing topic whose name differs only by '.' versus '_' (Kafka's metrics clash)."""
         key = name.replace(".", "_")
-        return any(t.replace(".", "_") == key and t != name for t in self.topics)
+        for existing in self.topics:
+            if existing != name and existing.replace(".", "_") == key:
+                return existing
+        return None
 
     def create_topic(
         self, name: str, partitions: int | None = None, configs: Mapping[str, str] | None = None
