@@ -9,28 +9,28 @@ read, and the logs own the files.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from kwire.broker._context import RequestContext
-from kwire.broker._state import BrokerState, Partition
+from kwire.broker._state import BrokerState
 
 __all__ = ["HANDLERS", "Deferred", "Handler", "Outcome", "implemented_versions", "register"]
 
 
 @dataclass(eq=False)
 class Deferred:
-    """A response that waits: for ``deadline_ms`` or until one of ``partitions`` grows.
+    """A response that waits: until ``deadline_ms`` or until one of ``keys`` is notified.
 
-    ``complete(final)`` recomputes it; it returns the response, or ``None`` to keep waiting
-    (never ``None`` when ``final`` is true).
+    Keys are whatever the state notifies (``BrokerState.notify``): a ``Partition`` when it grows,
+    a coordinator's own keys (a group) when its state moves. ``complete(final)`` recomputes the
+    response; it returns it, or ``None`` to keep waiting (never ``None`` when ``final`` is true).
     """
 
     deadline_ms: int
-    partitions: set[Partition]
+    keys: set[Hashable]
     complete: Callable[[bool], Any]
-    watch_all: bool = field(default=False)
 
 
 Outcome: TypeAlias = Any  # a response message, None, or a Deferred

@@ -26,6 +26,7 @@ import os
 import random
 import uuid
 from collections import OrderedDict
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -218,10 +219,12 @@ def handle_fetch(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
     response = plan.read(final=request.max_wait_ms <= 0)
     if response is not None:
         return response
-    watched = {p for p in (state.partition(cp.topic, cp.partition) for cp in partitions) if p}
+    watched: set[Hashable] = {
+        p for p in (state.partition(cp.topic, cp.partition) for cp in partitions) if p
+    }
     return Deferred(
         deadline_ms=state.now_ms() + request.max_wait_ms,
-        partitions=watched,
+        keys=watched,
         complete=lambda final: plan.read(final=final),
     )
 

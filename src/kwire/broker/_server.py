@@ -21,13 +21,14 @@ import contextlib
 import logging
 import os
 import struct
+from collections.abc import Hashable
 from typing import Any, Final
 
 from kwire.broker._apis import HANDLERS, Deferred
 from kwire.broker._context import RequestContext
 from kwire.broker._data import api_versions_response
 from kwire.broker._fetch import FileRecords
-from kwire.broker._state import BrokerState, Partition
+from kwire.broker._state import BrokerState
 from kwire.errors import KwireError
 from kwire.protocol import (
     ErrorCode,
@@ -84,25 +85,25 @@ def _collect_references(message: Any, found: list[FileRecords]) -> None:
 
 
 class _Waiters:
-    """Parked fetches by partition: an append to a partition sets their events."""
+    """Parked requests by key (a partition, a group): a notification sets their events."""
 
     def __init__(self) -> None:
-        self.by_partition: dict[Partition, set[asyncio.Event]] = {}
+        self.by_key: dict[Hashable, set[asyncio.Event]] = {}
 
-    def add(self, partitions: set[Partition], event: asyncio.Event) -> None:
-        for p in partitions:
-            self.by_partition.setdefault(p, set()).add(event)
+    def add(self, keys: set[Hashable], event: asyncio.Event) -> None:
+        for key in keys:
+            self.by_key.setdefault(key, set()).add(event)
 
-    def remove(self, partitions: set[Partition], event: asyncio.Event) -> None:
-        for p in partitions:
-            events = self.by_partition.get(p)
+    def remove(self, keys: set[Hashable], event: asyncio.Event) -> None:
+        for key in keys:
+            events = self.by_key.get(key)
             if events is not None:
                 events.discard(event)
                 if not events:
-                    del self.by_partition[p]
+                    del self.by_key[key]
 
-    def wake(self, partition: Partition) -> None:
-        for event in self.by_partition.get(partition, ()):
+    def wake(self, key: Hashable) -> None:
+        for event in self.by_key.get(key, ()):
             event.set()
 
 
@@ -118,7 +119,7 @@ class KafkaServer:
         self._connections: set[asyncio.Task[None]] = set()
         self._waiters = _Waiters()
         self._housekeeping: asyncio.Task[None] | None = None
-        state.on_append(self._waiters.wake)
+        state.on_notify(self._waiters.wake)
 
     async def start(self) -> None:
         self._server = await asyncio.start_server(
@@ -146,26 +147,30 @@ class KafkaServer:
                 await self._server.wait_closed()
 
     async def _housekeep(self) -> None:
-        """Kafka's scheduled tasks: rolls by segment.ms, retention, flushes and checkpoints."""
-        interval = 1.0
-        checkpoint_every = 5.0  # replica.high.watermark.checkpoint.interval.ms
+        """Kafka's scheduled tasks: coordinator timers (every 100 ms), rolls by segment.ms and
+        flushes (every second), retention (``log.retention.check.interval.ms``), checkpoints."""
+        tick = 0.1
         retention_every = self.state.broker_int("log.retention.check.interval.ms") / 1000.0
-        since_checkpoint = since_retention = 0.0
+        checkpoint_every = 5.0  # replica.high.watermark.checkpoint.interval.ms
+        elapsed = since_logs = since_checkpoint = since_retention = 0.0
         while True:
-            await asyncio.sleep(interval)
-            since_checkpoint += interval
-            since_retention += interval
+            await asyncio.sleep(tick)
+            elapsed += tick
             try:
+                self.state.run_tickers()
+                if elapsed - since_logs < 1.0:
+                    continue
+                since_logs = elapsed
                 now = self.state.now_ms()
                 for partition in self.state.iter_partitions():
                     partition.log.maybe_roll(now)
                     partition.log.maybe_flush(now)
-                if since_retention >= retention_every:
-                    since_retention = 0.0
+                if elapsed - since_retention >= retention_every:
+                    since_retention = elapsed
                     for partition in self.state.iter_partitions():
                         partition.log.enforce_retention(now)
-                if since_checkpoint >= checkpoint_every:
-                    since_checkpoint = 0.0
+                if elapsed - since_checkpoint >= checkpoint_every:
+                    since_checkpoint = elapsed
                     self.state.write_checkpoints()
             except Exception:
                 log.exception("housekeeping failed")
@@ -266,7 +271,7 @@ class KafkaServer:
 
     async def _wait(self, deferred: Deferred) -> Any:
         event = asyncio.Event()
-        self._waiters.add(deferred.partitions, event)
+        self._waiters.add(deferred.keys, event)
         try:
             while True:
                 remaining = (deferred.deadline_ms - self.state.now_ms()) / 1000.0
@@ -280,7 +285,7 @@ class KafkaServer:
                     if result is not None:
                         return result
         finally:
-            self._waiters.remove(deferred.partitions, event)
+            self._waiters.remove(deferred.keys, event)
 
     async def _send(
         self, writer: asyncio.StreamWriter, message: Any, version: int, correlation_id: int

@@ -19,9 +19,9 @@ import os
 import re
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Final, Protocol
+from typing import Any, Final, Protocol
 
 from kwire.broker._config import (
     ConfigError,
@@ -169,7 +169,10 @@ class BrokerState:
         self.topics: dict[str, Topic] = {}
         self.topics_by_id: dict[uuid.UUID, Topic] = {}
         self.next_producer_id = 1000
-        self._listeners: list[Callable[[Partition], None]] = []
+        self._listeners: list[Callable[[Hashable], None]] = []
+        self._tickers: list[Callable[[int], None]] = []
+        #: Coordinators and other services that plug into the state, by name ("group", ...).
+        self.services: dict[str, Any] = {}
         meta = self._read_metadata()
         self.cluster_id: str = (
             cluster_id or str(meta.get("cluster_id") or "") or _random_cluster_id()
@@ -196,14 +199,28 @@ class BrokerState:
     def auto_create_topics(self) -> bool:
         return (self.broker_config("auto.create.topics.enable") or "true").lower() == "true"
 
-    # --- append notifications (the server wakes parked fetches) -------------------------------
+    # --- notifications and timers (the server wakes parked requests, runs tickers) ------------
 
-    def on_append(self, listener: Callable[[Partition], None]) -> None:
+    def on_notify(self, listener: Callable[[Hashable], None]) -> None:
         self._listeners.append(listener)
 
-    def appended(self, partition: Partition) -> None:
+    def notify(self, key: Hashable) -> None:
+        """Wake the parked requests (``Deferred``) waiting on ``key``."""
         for listener in self._listeners:
-            listener(partition)
+            listener(key)
+
+    def appended(self, partition: Partition) -> None:
+        """A partition grew: wake the fetches waiting on it."""
+        self.notify(partition)
+
+    def add_ticker(self, ticker: Callable[[int], None]) -> None:
+        """Run ``ticker(now_ms)`` periodically (every 100 ms: session timeouts, expiries)."""
+        self._tickers.append(ticker)
+
+    def run_tickers(self) -> None:
+        now = self.now_ms()
+        for ticker in self._tickers:
+            ticker(now)
 
     # --- topics -------------------------------------------------------------------------------
 
@@ -308,14 +325,6 @@ class BrokerState:
         return pid
 
     # --- housekeeping -------------------------------------------------------------------------
-
-    def tick(self) -> None:
-        """Periodic work: segment.ms rolls, retention, checkpoints (Kafka's scheduler tasks)."""
-        now = self.now_ms()
-        for partition in self.iter_partitions():
-            partition.log.maybe_roll(now)
-            partition.log.enforce_retention(now)
-        self.write_checkpoints()
 
     def write_checkpoints(self) -> None:
         self.data_dir.write_checkpoints([p.log for p in self.iter_partitions()])
