@@ -13,6 +13,8 @@ __all__ = [
     "CorruptRecordError",
     "DecodeError",
     "EncodeError",
+    "FastPathError",
+    "FastPathFallbackWarning",
     "KwireError",
     "UnsupportedCodecError",
     "UnsupportedVersionError",
@@ -78,3 +80,20 @@ class UnsupportedVersionError(KwireError):
 
 class UnsupportedCodecError(KwireError):
     """A compression codec kwire cannot use: unknown id, not allowed for the format, or not installed."""
+
+
+class FastPathError(AssertionError):
+    """The generated fast path failed where the reference implementation succeeded: a kwire bug.
+
+    Raised instead of ``FastPathFallbackWarning`` in strict mode (``KWIRE_STRICT_FASTPATH=1``, which
+    kwire's own test suite sets), so a bug in generated code fails a test rather than only slowing
+    decoding down. Not a ``KwireError``: it never describes the caller's input.
+    """
+
+
+class FastPathFallbackWarning(RuntimeWarning):
+    """The generated fast path failed on input the reference implementation accepted (a kwire bug).
+
+    The result comes from the reference, so it is correct, only slower; ``kwire.protocol.
+    fast_path_fallbacks()`` counts these per message and version.
+    """

@@ -8,6 +8,8 @@ Sans-IO: bytes in, objects out (and back). Public names (see docs/protocol.md):
 - ``load_specs(path)``: a ``ProtocolRegistry`` for any Kafka spec directory (same ``message_class``).
 - ``inspect(cls_or_name, version)``: the ``KField`` metadata of the fields present at a version;
   ``struct_class(cls, *fields)``: the class of a nested struct (to build messages).
+- ``fast_path_fallbacks()``: how often generated code failed where the reference succeeded (a bug;
+  each one also warns ``FastPathFallbackWarning``, or raises under ``KWIRE_STRICT_FASTPATH=1``).
 - ``RecordsReference``: records a frame refers to (zero-copy sends) instead of holding.
 - frames: ``encode_request_frame``, ``decode_request_frame``, ``encode_response_frame``,
   ``decode_response_frame``, ``request_header_version``, ``response_header_version``,
@@ -45,6 +47,7 @@ from kwire.protocol._runtime import (
     KafkaStruct,
     KField,
     RecordsReference,
+    fast_path_fallbacks,
     uuid_from_str,
     uuid_to_str,
 )
@@ -82,6 +85,7 @@ __all__ = [
     "decode_response_frame",
     "encode_request_frame",
     "encode_response_frame",
+    "fast_path_fallbacks",
     "inspect",
     "iter_message_versions",
     "load_specs",

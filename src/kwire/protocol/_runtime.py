@@ -19,13 +19,22 @@ from __future__ import annotations
 import base64
 import gc
 import math
+import os
 import struct
 import uuid
+import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeAlias
 
 from kwire._wire import read_uvarint, read_uvarlong, write_uvarint
-from kwire.errors import DecodeError, EncodeError, KwireError, UnsupportedVersionError
+from kwire.errors import (
+    DecodeError,
+    EncodeError,
+    FastPathError,
+    FastPathFallbackWarning,
+    KwireError,
+    UnsupportedVersionError,
+)
 from kwire.protocol._spec._model import INT_RANGES
 from kwire.protocol._spec._varint import (
     MAX_VARINT_BYTES,
@@ -49,6 +58,8 @@ __all__ = [
     "RecordsReference",
     "careful_decode",
     "check_encodable",
+    "fast_path_fallbacks",
+    "strict_fast_path",
 ]
 
 Buf: TypeAlias = "bytes | memoryview"
@@ -330,16 +341,21 @@ class KafkaMessage(KafkaStruct):
         pause = len(buf) > 4096 and gc.isenabled()
         if pause:
             gc.disable()
+        failure: BaseException | None = None
         try:
             msg, end = fn(buf, pos)
             if not whole or end == len(buf):
                 return msg, end
-        except FAST_ERRORS:
-            pass
+        except FAST_ERRORS as exc:
+            failure = exc
         finally:
             if pause:
                 gc.enable()
-        return careful_decode(cls, buf, version, pos, whole=whole)
+        # The reference names what is wrong and where; if it finds nothing wrong, the fast path
+        # has a bug (reported below), and the reference's result is the right one.
+        result = careful_decode(cls, buf, version, pos, whole=whole)
+        _fast_path_failed(cls, version, "decoder", failure)
+        return result
 
     def encode(self, version: int) -> bytes:
         """The bytes of this message at ``version``."""
@@ -363,9 +379,47 @@ class KafkaMessage(KafkaStruct):
             if isinstance(exc, KwireError):
                 raise
             check_encodable(self, version)
+            # The reference finds nothing wrong: the generated encoder has a bug.
+            _fast_path_failed(type(self), version, "encoder", exc)
             raise EncodeError(
                 f"cannot encode {type(self).__name__} v{version}: {type(exc).__name__}: {exc}"
             ) from exc
+
+
+_FALLBACKS: dict[tuple[str, int, str], int] = {}
+
+
+def strict_fast_path() -> bool:
+    """Whether a fast-path failure the reference does not confirm raises (``KWIRE_STRICT_FASTPATH``).
+
+    kwire's test suite turns it on (tests/conftest.py), so a bug in generated code fails a test
+    instead of showing up only as a slowdown. Read at each failure, so it can be set at any time.
+    """
+    return os.environ.get("KWIRE_STRICT_FASTPATH", "") not in ("", "0")
+
+
+def fast_path_fallbacks() -> dict[tuple[str, int, str], int]:
+    """How often the generated code failed where the reference succeeded, since the process began.
+
+    Keys are ``(message name, version, "decoder" | "encoder")``; an empty dict is the healthy state.
+    """
+    return dict(_FALLBACKS)
+
+
+def _fast_path_failed(
+    cls: type[KafkaStruct], version: int, which: str, exc: BaseException | None
+) -> None:
+    name = cls.__kafka_message__.name
+    key = (name, version, which)
+    _FALLBACKS[key] = _FALLBACKS.get(key, 0) + 1
+    why = "left trailing bytes" if exc is None else f"raised {type(exc).__name__}: {exc}"
+    text = (
+        f"the generated {which} of {name} v{version} {why}, where the reference implementation "
+        "succeeded: a bug in kwire's generated code (the reference's result was used)"
+    )
+    if strict_fast_path():
+        raise FastPathError(text) from exc
+    warnings.warn(text, FastPathFallbackWarning, stacklevel=4)
 
 
 def _as_view(data: Any) -> memoryview:
