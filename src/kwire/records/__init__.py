@@ -10,11 +10,10 @@ The broker's append path (KIP-31 offsets, Kafka's ``LogValidator``) is ``validat
 conversion between magics, with a report of what was lost, is ``convert`` / ``convert_for_fetch``.
 """
 
+from kwire.errors import AppendError, RecordError
 from kwire.records._append import (
-    AppendError,
     AppendOrigin,
     AppendResult,
-    RecordError,
     TopicConfig,
     magic_for_message_format_version,
     validate_and_assign,

@@ -28,12 +28,18 @@ offending records, as ``ProduceResponse.PartitionResponse.recordErrors``.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Final
 
 from kwire._wire import INT16, INT32, INT64, UINT32
-from kwire.errors import DecodeError, KwireError
+from kwire.errors import (
+    APPEND_ERRORS,
+    AppendError,
+    DecodeError,
+    RecordError,
+    kafka_error_code,
+)
 from kwire.records import _legacy as legacy
 from kwire.records import _v2 as v2
 from kwire.records._append_scan import OK as SCAN_OK
@@ -68,12 +74,7 @@ DEFAULT_MAX_MESSAGE_BYTES: Final = 1024 * 1024 + 12
 
 #: The Kafka error codes the append path can return (``org.apache.kafka.common.protocol.Errors``).
 ERROR_CODES: Final[Mapping[str, int]] = {
-    "CORRUPT_MESSAGE": 2,
-    "MESSAGE_TOO_LARGE": 10,
-    "INVALID_TIMESTAMP": 32,
-    "UNSUPPORTED_FOR_MESSAGE_FORMAT": 43,
-    "UNSUPPORTED_COMPRESSION_TYPE": 76,
-    "INVALID_RECORD": 87,
+    name: kafka_error_code(name) for name in sorted(APPEND_ERRORS)
 }
 
 _COMPRESSION_NAMES: Final[Mapping[str, Compression | None]] = {
@@ -85,59 +86,6 @@ _COMPRESSION_NAMES: Final[Mapping[str, Compression | None]] = {
     "lz4": Compression.LZ4,
     "zstd": Compression.ZSTD,
 }
-
-
-# --- errors -------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class RecordError:
-    """One rejected record: its index within its batch and why (Kafka's ``RecordError``)."""
-
-    index: int
-    message: str
-
-
-class AppendError(KwireError):
-    """The Produce error Kafka would return for this partition.
-
-    ``error_name`` is Kafka's ``Errors`` name (``INVALID_RECORD``, ``CORRUPT_MESSAGE``, ...),
-    ``error_code`` its number, ``record_errors`` the offending records (empty for batch-level
-    errors), ``position`` the byte position of the offending batch in the caller's buffer.
-    """
-
-    def __init__(
-        self,
-        error_name: str,
-        message: str,
-        *,
-        record_errors: Iterable[RecordError] = (),
-        position: int | None = None,
-    ) -> None:
-        if error_name not in ERROR_CODES:
-            raise ValueError(f"not an append error: {error_name}")
-        self.error_name = error_name
-        self.message = message
-        self.record_errors = tuple(record_errors)
-        self.position = position
-        where = f" (batch at byte {position})" if position is not None else ""
-        super().__init__(f"{error_name}: {message}{where}")
-
-    @property
-    def error_code(self) -> int:
-        return ERROR_CODES[self.error_name]
-
-    def __reduce__(self) -> tuple[object, ...]:
-        return (
-            _rebuild_append_error,
-            (self.error_name, self.message, self.record_errors, self.position),
-        )
-
-
-def _rebuild_append_error(
-    name: str, message: str, record_errors: tuple[RecordError, ...], position: int | None
-) -> AppendError:
-    return AppendError(name, message, record_errors=record_errors, position=position)
 
 
 # --- configuration ------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from kwire.errors import KwireError
+from kwire.errors import OptionError
 
 __all__ = ["EARLIEST", "LATEST", "ReadOptions", "WriteOptions", "parse_read_options"]
 
@@ -29,10 +29,6 @@ DEFAULT_SPLIT_BYTES = 128 << 20  # Spark's spark.sql.files.maxPartitionBytes def
 
 # A bound per (topic, partition); a key of None stands for "every partition".
 Bounds = dict[tuple[str, int] | None, int]
-
-
-class OptionError(KwireError, ValueError):
-    """An option of the kafka-log data source that cannot be used (says which and why)."""
 
 
 def _get(options: Mapping[str, str], name: str) -> str | None:

@@ -12,9 +12,8 @@ import contextlib
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kwire.errors import KwireError
-from kwire.records import BatchBuilder, Compression, read_batches
-from kwire.records._append import AppendError, TopicConfig, validate_and_assign
+from kwire.errors import AppendError, KwireError
+from kwire.records import BatchBuilder, Compression, TopicConfig, read_batches, validate_and_assign
 from kwire.records._convert import convert
 
 NOW = 1_700_000_000_000

@@ -17,8 +17,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kwire.records import BatchBuilder, Compression, read_batches
-from kwire.records._append import AppendError, AppendResult, TopicConfig, validate_and_assign
+from kwire.errors import AppendError
+from kwire.records import (
+    AppendResult,
+    BatchBuilder,
+    Compression,
+    TopicConfig,
+    read_batches,
+    validate_and_assign,
+)
 from kwire.records._append_scan import OK, scan_v2_records, scanner
 
 NOW = 1_700_000_000_000

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from kwire.errors import OptionError
 from kwire.log import LogWriter, ReadCommittedFilter
 from kwire.records import BatchBuilder, build_end_txn_marker
 from kwire.spark._fs import list_files, read_bytes, resolve
 from kwire.spark._options import (
     EARLIEST,
     LATEST,
-    OptionError,
     parse_read_options,
     parse_write_options,
 )

@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 from typing import Any, Final
 
-from kwire.errors import KwireError
+from kwire.errors import SpecError
 from kwire.protocol._spec._model import (
     FieldSpec,
     FieldType,
@@ -40,10 +40,6 @@ __all__ = [
     "load_spec_file",
     "parse_spec",
 ]
-
-
-class SpecError(KwireError, ValueError):
-    """A message spec that breaks the spec language or Kafka's rules; names the file and field."""
 
 
 MESSAGE_TYPES: Final = frozenset(
