@@ -1160,10 +1160,41 @@ def write_docs(check_only: bool = False) -> int:
 
 BUNDLED_DIR = ROOT / "src" / "kwire" / "protocol" / "specs"
 
+# Kafka's coordinator records (what __consumer_offsets and __transaction_state hold): not part of
+# the client jar nor of kio, so not merged; copied verbatim from apache/kafka's group-coordinator
+# and transaction-coordinator modules at the release named in their SOURCE, and bundled as they are.
+COORDINATOR_DIR = SPECS / "coordinator-3.9"
+
+
+def _coordinator_source() -> dict[str, str]:
+    text = (COORDINATOR_DIR / "SOURCE").read_text(encoding="utf-8")
+    return dict(line.split(": ", 1) for line in text.splitlines() if ": " in line)
+
+
+def bundled_files() -> dict[str, str]:
+    """What kwire bundles: the merged corpus plus the coordinator records, one SOURCE for all."""
+    files = merged_files()
+    facts = _coordinator_source()
+    release = facts["kafka_version"]
+    where = f"apache/kafka {facts['tag']} {facts['commit'][:12]}, verbatim"
+    lines = files["SOURCE"].rstrip("\n").splitlines()
+    lines += [
+        f"coordinator_records: Kafka {release} ({where}; tools/specs/coordinator-3.9/SOURCE)",
+        "coordinator_files:",
+    ]
+    for path in sorted(COORDINATOR_DIR.glob("*.json")):
+        assert path.name not in files, path.name
+        files[path.name] = path.read_text(encoding="utf-8")
+        versions = sl.load_spec(path)["validVersions"]
+        lines.append(f"  {path.name}: Kafka {release} v{versions} ({where})")
+    files["SOURCE"] = "\n".join(lines) + "\n"
+    return files
+
 
 def install(dest: Path = BUNDLED_DIR) -> int:
-    """Make the merged corpus kwire's bundled specs (then run ``kwire codegen --write``)."""
-    files = merged_files()
+    """Make the merged corpus and the coordinator records kwire's bundled specs (then run
+    ``kwire codegen --write``)."""
+    files = bundled_files()
     for p in dest.iterdir():
         if p.name not in files:
             p.unlink()

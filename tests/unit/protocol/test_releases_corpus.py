@@ -35,8 +35,9 @@ def test_merged_files_are_up_to_date() -> None:
 
 
 def test_the_bundled_specs_are_the_merged_corpus() -> None:
-    """kwire bundles the merged corpus (``merge_specs.py install``), SOURCE included."""
-    want = merge_specs.merged_files()
+    """kwire bundles the merged corpus and the coordinator records (``merge_specs.py install``),
+    SOURCE included."""
+    want = merge_specs.bundled_files()
     have = {p.name: p.read_text(encoding="utf-8") for p in merge_specs.BUNDLED_DIR.iterdir()}
     assert sorted(have) == sorted(want)
     assert [name for name, text in want.items() if have[name] != text] == []

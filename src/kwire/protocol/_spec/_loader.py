@@ -196,8 +196,12 @@ def _parse_field(ctx: _Ctx, obj: Any) -> FieldSpec:
         if not nullable.empty and not ftype.can_be_nullable:
             raise ctx.error(f"type {ftype} cannot be nullable")
         default = obj.get("default", "")
-        # Jackson coerces JSON booleans and numbers into the String property, and so do we.
-        if isinstance(default, bool):
+        # Jackson coerces JSON booleans and numbers into the String property, and so do we; a JSON
+        # null is "no default" (FieldSpec: ``fieldDefault == null ? "" : fieldDefault``), as in
+        # Kafka 3.9's ConsumerGroupMemberMetadataValue.ClassicMemberMetadata.
+        if default is None:
+            default = ""
+        elif isinstance(default, bool):
             default = "true" if default else "false"
         elif isinstance(default, int | float):
             default = str(default)
