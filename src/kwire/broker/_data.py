@@ -397,15 +397,13 @@ def handle_init_producer_id(state: BrokerState, ctx: RequestContext, request: An
     """InitProducerId for idempotent producers: a new producer id, epoch 0, every time.
 
     That is what Kafka's ``TransactionCoordinator.handleInitProducerId`` does without a
-    transactional id (a KIP-360 bump request gets a fresh id too).
+    transactional id (a KIP-360 bump request gets a fresh id too). A transactional id goes to
+    the transaction coordinator (``_txn_apis``).
     """
     if request.transactional_id is not None:
-        return INIT_PRODUCER_ID_RESPONSE(
-            throttle_time_ms=0,
-            error_code=int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
-            producer_id=-1,
-            producer_epoch=-1,
-        )
+        from kwire.broker._txn_apis import init_transactional_producer_id
+
+        return init_transactional_producer_id(state, ctx, request)
     return INIT_PRODUCER_ID_RESPONSE(
         throttle_time_ms=0, error_code=0, producer_id=state.allocate_producer_id(), producer_epoch=0
     )

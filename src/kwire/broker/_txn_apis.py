@@ -1,0 +1,322 @@
+"""Handlers of the transaction APIs: InitProducerId (transactional), AddPartitionsToTxn,
+AddOffsetsToTxn, EndTxn, DescribeProducers, DescribeTransactions, ListTransactions.
+
+Each follows the matching ``KafkaApis.handle*`` method of Kafka 3.9 (request checks, errors by
+version) and hands the transaction to the coordinator (``_txn.TransactionCoordinator``), which
+this module starts on first use. WriteTxnMarkers (api 27) is inter-broker and not served: this
+single node writes its markers itself, and an API in the handler table would be advertised to
+clients.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final
+
+from kwire.broker._apis import register
+from kwire.broker._context import RequestContext
+from kwire.broker._state import BrokerError, BrokerState, validate_topic_name
+from kwire.broker._txn import TopicPartition, coordinator_for
+from kwire.protocol import ErrorCode, message_class, struct_class
+
+__all__ = [
+    "handle_add_offsets_to_txn",
+    "handle_add_partitions_to_txn",
+    "handle_describe_producers",
+    "handle_describe_transactions",
+    "handle_end_txn",
+    "handle_list_transactions",
+    "init_transactional_producer_id",
+]
+
+INIT_PRODUCER_ID_RESPONSE: Final = message_class("InitProducerIdResponse")
+ADD_PARTITIONS_RESPONSE: Final = message_class("AddPartitionsToTxnResponse")
+ADD_PARTITIONS_RESULT: Final = struct_class(ADD_PARTITIONS_RESPONSE, "results_by_transaction")
+ADD_PARTITIONS_TOPIC: Final = struct_class(ADD_PARTITIONS_RESPONSE, "results_by_topic_v3_and_below")
+ADD_PARTITIONS_PARTITION: Final = struct_class(
+    ADD_PARTITIONS_RESPONSE, "results_by_topic_v3_and_below", "results_by_partition"
+)
+ADD_OFFSETS_RESPONSE: Final = message_class("AddOffsetsToTxnResponse")
+END_TXN_RESPONSE: Final = message_class("EndTxnResponse")
+DESCRIBE_PRODUCERS_RESPONSE: Final = message_class("DescribeProducersResponse")
+PRODUCERS_TOPIC: Final = struct_class(DESCRIBE_PRODUCERS_RESPONSE, "topics")
+PRODUCERS_PARTITION: Final = struct_class(DESCRIBE_PRODUCERS_RESPONSE, "topics", "partitions")
+PRODUCER_STATE: Final = struct_class(
+    DESCRIBE_PRODUCERS_RESPONSE, "topics", "partitions", "active_producers"
+)
+DESCRIBE_TXNS_RESPONSE: Final = message_class("DescribeTransactionsResponse")
+DESCRIBE_TXN_STATE: Final = struct_class(DESCRIBE_TXNS_RESPONSE, "transaction_states")
+DESCRIBE_TXN_TOPIC: Final = struct_class(DESCRIBE_TXNS_RESPONSE, "transaction_states", "topics")
+LIST_TXNS_RESPONSE: Final = message_class("ListTransactionsResponse")
+LIST_TXN_STATE: Final = struct_class(LIST_TXNS_RESPONSE, "transaction_states")
+
+NO_PRODUCER_ID: Final = -1
+NO_PRODUCER_EPOCH: Final = -1
+
+
+def _fenced_for(error: ErrorCode, version: int, first_version: int) -> ErrorCode:
+    """Versions before PRODUCER_FENCED existed (KIP-588) get INVALID_PRODUCER_EPOCH instead."""
+    if error is ErrorCode.PRODUCER_FENCED and version < first_version:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    return error
+
+
+# --- InitProducerId (the transactional case; _data.handle_init_producer_id delegates here) -----
+
+
+def init_transactional_producer_id(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+    """``KafkaApis.handleInitProducerIdRequest`` with a transactional id."""
+    version = ctx.api_version
+
+    def answer(error: ErrorCode, pid: int = NO_PRODUCER_ID, epoch: int = NO_PRODUCER_EPOCH) -> Any:
+        return INIT_PRODUCER_ID_RESPONSE(
+            throttle_time_ms=0,
+            error_code=int(_fenced_for(error, version, 4)),
+            producer_id=pid,
+            producer_epoch=epoch,
+        )
+
+    if version >= 6 and (request.enable_2pc or request.keep_prepared_txn):
+        # KIP-939's two-phase commit needs transaction.two.phase.commit.enable, off here.
+        return answer(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    expected: tuple[int, int] | None = None
+    if version >= 3:
+        pid, epoch = request.producer_id, request.producer_epoch
+        if (pid == NO_PRODUCER_ID) != (epoch == NO_PRODUCER_EPOCH):
+            return answer(ErrorCode.INVALID_REQUEST)
+        if pid != NO_PRODUCER_ID:
+            expected = (pid, epoch)
+    coordinator = coordinator_for(state)
+    result = coordinator.init_producer_id(
+        request.transactional_id, request.transaction_timeout_ms, expected, state.now_ms()
+    )
+    return answer(result.error, result.producer_id, result.producer_epoch)
+
+
+# --- AddPartitionsToTxn -----------------------------------------------------------------------
+
+
+def _topic_results(errors: dict[TopicPartition, ErrorCode]) -> list[Any]:
+    by_topic: dict[str, list[Any]] = {}
+    for (topic, index), error in errors.items():
+        by_topic.setdefault(topic, []).append(
+            ADD_PARTITIONS_PARTITION(partition_index=index, partition_error_code=int(error))
+        )
+    return [ADD_PARTITIONS_TOPIC(name=t, results_by_partition=ps) for t, ps in by_topic.items()]
+
+
+def _requested_partitions(topics: Any) -> list[TopicPartition]:
+    out: list[TopicPartition] = []
+    for topic in topics:
+        for index in topic.partitions:
+            if (topic.name, index) not in out:
+                out.append((topic.name, index))
+    return out
+
+
+@register(24, 0, 5)
+def handle_add_partitions_to_txn(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+    """AddPartitionsToTxn: v0-3 from producers, v4+ batched (brokers verifying, KIP-890)."""
+    version = ctx.api_version
+    if version < 4:
+        transactions = [
+            (
+                request.v3_and_below_transactional_id,
+                request.v3_and_below_producer_id,
+                request.v3_and_below_producer_epoch,
+                False,
+                _requested_partitions(request.v3_and_below_topics),
+            )
+        ]
+    else:
+        transactions = [
+            (
+                t.transactional_id,
+                t.producer_id,
+                t.producer_epoch,
+                bool(t.verify_only),
+                _requested_partitions(t.topics),
+            )
+            for t in request.transactions
+        ]
+    coordinator = coordinator_for(state)
+    now = state.now_ms()
+    results: list[tuple[str, dict[TopicPartition, ErrorCode]]] = []
+    for txn_id, pid, epoch, verify_only, partitions in transactions:
+        failed: dict[TopicPartition, ErrorCode] = {}
+        for topic, index in partitions:
+            internal = topic in ("__consumer_offsets", "__transaction_state")
+            if version < 4 and internal:
+                # Kafka authorizes client versions on non-internal topics only.
+                failed[(topic, index)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif state.partition(topic, index) is None:
+                failed[(topic, index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if failed:
+            errors = {tp: failed.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in partitions}
+        elif verify_only:
+            errors = coordinator.verify_partitions(txn_id, pid, epoch, partitions)
+        else:
+            error = coordinator.add_partitions(txn_id, pid, epoch, partitions, now)
+            error = _fenced_for(error, version, 2)
+            errors = dict.fromkeys(partitions, error)
+        results.append((txn_id, errors))
+    if version < 4:
+        return ADD_PARTITIONS_RESPONSE(
+            throttle_time_ms=0, results_by_topic_v3_and_below=_topic_results(results[0][1])
+        )
+    return ADD_PARTITIONS_RESPONSE(
+        throttle_time_ms=0,
+        error_code=0,
+        results_by_transaction=[
+            ADD_PARTITIONS_RESULT(transactional_id=txn_id, topic_results=_topic_results(errors))
+            for txn_id, errors in results
+        ],
+    )
+
+
+# --- AddOffsetsToTxn --------------------------------------------------------------------------
+
+
+@register(25, 0, 4)
+def handle_add_offsets_to_txn(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+    """AddOffsetsToTxn: the group's ``__consumer_offsets`` partition joins the transaction."""
+    coordinator = coordinator_for(state)
+    partition = coordinator.group_partition(request.group_id)
+    error = coordinator.add_partitions(
+        request.transactional_id,
+        request.producer_id,
+        request.producer_epoch,
+        [partition],
+        state.now_ms(),
+    )
+    return ADD_OFFSETS_RESPONSE(
+        throttle_time_ms=0, error_code=int(_fenced_for(error, ctx.api_version, 2))
+    )
+
+
+# --- EndTxn -----------------------------------------------------------------------------------
+
+
+@register(26, 0, 5)
+def handle_end_txn(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+    """EndTxn: commit or abort (markers written before the answer; transaction version 1)."""
+    result = coordinator_for(state).end_txn(
+        request.transactional_id,
+        request.producer_id,
+        request.producer_epoch,
+        bool(request.committed),
+        state.now_ms(),
+    )
+    response: Any = END_TXN_RESPONSE(
+        throttle_time_ms=0, error_code=int(_fenced_for(result.error, ctx.api_version, 2))
+    )
+    if ctx.api_version >= 5:
+        response.producer_id, response.producer_epoch = result.producer_id, result.producer_epoch
+    return response
+
+
+# --- DescribeProducers ------------------------------------------------------------------------
+
+
+@register(61, 0, 0)
+def handle_describe_producers(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+    """DescribeProducers: each partition's producer state (``Partition.activeProducerState``)."""
+    topics = []
+    for wanted in request.topics:
+        topic_error: tuple[ErrorCode, str | None] | None = None
+        try:
+            validate_topic_name(wanted.name)
+        except BrokerError as exc:
+            topic_error = (exc.error, exc.message)
+        if topic_error is None and state.topic(wanted.name) is None:
+            topic_error = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
+        parts = []
+        for index in wanted.partition_indexes:
+            out = PRODUCERS_PARTITION(partition_index=index, error_code=0, active_producers=[])
+            partition = state.partition(wanted.name, index) if topic_error is None else None
+            if topic_error is not None:
+                out.error_code, out.error_message = int(topic_error[0]), topic_error[1]
+            elif partition is None:
+                out.error_code = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            else:
+                out.active_producers = [
+                    PRODUCER_STATE(
+                        producer_id=pid,
+                        producer_epoch=entry.producer_epoch,
+                        last_sequence=entry.last_seq,
+                        last_timestamp=entry.last_timestamp,
+                        coordinator_epoch=entry.coordinator_epoch,
+                        current_txn_start_offset=(
+                            -1
+                            if entry.current_txn_first_offset is None
+                            else entry.current_txn_first_offset
+                        ),
+                    )
+                    for pid, entry in sorted(partition.log.producer_state().items())
+                ]
+            parts.append(out)
+        topics.append(PRODUCERS_TOPIC(name=wanted.name, partitions=parts))
+    return DESCRIBE_PRODUCERS_RESPONSE(throttle_time_ms=0, topics=topics)
+
+
+# --- DescribeTransactions / ListTransactions --------------------------------------------------
+
+
+@register(65, 0, 0)
+def handle_describe_transactions(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+    coordinator = coordinator_for(state)
+    states = []
+    for txn_id in request.transactional_ids:
+        out = DESCRIBE_TXN_STATE(transactional_id=txn_id, error_code=0, topics=[])
+        found = coordinator.describe(txn_id)
+        if isinstance(found, ErrorCode):
+            out.error_code = int(found)
+            out.transaction_state = ""
+            out.producer_id, out.producer_epoch = NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        else:
+            by_topic: dict[str, list[int]] = {}
+            for topic, index in sorted(found.partitions):
+                by_topic.setdefault(topic, []).append(index)
+            out.topics = [DESCRIBE_TXN_TOPIC(topic=t, partitions=ps) for t, ps in by_topic.items()]
+            out.transaction_state = found.state.kafka_name
+            out.transaction_timeout_ms = found.timeout_ms
+            out.transaction_start_time_ms = found.start_ms
+            out.producer_id = found.producer_id
+            out.producer_epoch = found.producer_epoch
+        states.append(out)
+    return DESCRIBE_TXNS_RESPONSE(throttle_time_ms=0, transaction_states=states)
+
+
+@register(66, 0, 2)
+def handle_list_transactions(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+    """ListTransactions: state and producer id filters, v1 duration, v2 transactional id regex."""
+    version = ctx.api_version
+    pattern = request.transactional_id_pattern if version >= 2 else None
+    try:
+        found, unknown = coordinator_for(state).list_transactions(
+            producer_ids=request.producer_id_filters,
+            states=request.state_filters,
+            duration_ms=request.duration_filter if version >= 1 else -1,
+            pattern=pattern,
+            now_ms=state.now_ms(),
+        )
+    except re.error:
+        return LIST_TXNS_RESPONSE(
+            throttle_time_ms=0,
+            error_code=int(ErrorCode.INVALID_REQUEST),
+            unknown_state_filters=[],
+            transaction_states=[],
+        )
+    return LIST_TXNS_RESPONSE(
+        throttle_time_ms=0,
+        error_code=0,
+        unknown_state_filters=unknown,
+        transaction_states=[
+            LIST_TXN_STATE(
+                transactional_id=m.transactional_id,
+                producer_id=m.producer_id,
+                transaction_state=m.state.kafka_name,
+            )
+            for m in sorted(found, key=lambda m: m.transactional_id)
+        ],
+    )

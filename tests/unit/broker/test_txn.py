@@ -1,0 +1,690 @@
+"""The transaction coordinator through the wire, with a clock the test moves.
+
+Every request is encoded by kwire's protocol at a version, decoded as the server decodes it,
+handled, and the response encoded and decoded again, as a client would (the style of
+test_data_path.py). The data partitions, ``__transaction_state`` and the ``.txnindex`` files are
+real files in ``tmp_path``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kwire.broker import BrokerState, ManualClock, RequestContext, personality
+from kwire.broker._apis import HANDLERS, implemented_versions
+from kwire.broker._fetch import FileRecords
+from kwire.broker._server import encode_response_pieces
+from kwire.broker._txn import (
+    TRANSACTION_TOPIC,
+    TransactionState,
+    coordinator_for,
+    java_string_hash,
+    partition_for,
+)
+from kwire.log import ReadCommittedFilter
+from kwire.protocol import (
+    ErrorCode,
+    decode_request_frame,
+    decode_response_frame,
+    encode_request_frame,
+    message_class,
+    struct_class,
+)
+from kwire.records import (
+    ControlRecordType,
+    build_batch,
+    decode_control_record,
+    read_batches,
+)
+
+NOW = 1_700_000_000_000
+TXN = "txn-1"
+SMALL = {"transaction.state.log.num.partitions": "3"}
+
+
+def make_state(path: Path, release: str = "4.3", **config: str) -> BrokerState:
+    return BrokerState(
+        path,
+        personality=personality(release, implemented_versions()),
+        clock=ManualClock(NOW),
+        static_config={**SMALL, **config},
+    )
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> Any:
+    s = make_state(tmp_path / "data")
+    s.create_topic("t", 2)
+    yield s
+    s.close()
+
+
+def clock(state: BrokerState) -> ManualClock:
+    assert isinstance(state.clock, ManualClock)
+    return state.clock
+
+
+def call(state: BrokerState, name: str, version: int, **fields: Any) -> Any:
+    """Send one request through the wire and the handler; the decoded response."""
+    request = message_class(f"{name}Request")(**fields)
+    frame = encode_request_frame(request, version, correlation_id=7, client_id="test")
+    decoded = decode_request_frame(frame)
+    api_key = request.API_KEY
+    assert api_key is not None
+    outcome = HANDLERS[api_key][0](
+        state, RequestContext(api_key, version, 7, "test"), decoded.message
+    )
+    size, pieces = encode_response_pieces(outcome, version, 7)
+    data = b"".join(p.to_bytes() if isinstance(p, FileRecords) else p for p in pieces)
+    for p in pieces:
+        if isinstance(p, FileRecords):
+            p.close()
+    assert len(data) == size + 4
+    return decode_response_frame(data, api_key, version).message
+
+
+def init(state: BrokerState, txn: str = TXN, version: int = 4, **fields: Any) -> Any:
+    fields.setdefault("transaction_timeout_ms", 60_000)
+    return call(state, "InitProducerId", version, transactional_id=txn, **fields)
+
+
+def add_partitions(
+    state: BrokerState,
+    pid: int,
+    epoch: int,
+    partitions: dict[str, list[int]],
+    txn: str = TXN,
+    version: int = 3,
+) -> dict[tuple[str, int], int]:
+    cls = message_class("AddPartitionsToTxnRequest")
+    topic = struct_class(cls, "v3_and_below_topics")
+    response = call(
+        state,
+        "AddPartitionsToTxn",
+        version,
+        v3_and_below_transactional_id=txn,
+        v3_and_below_producer_id=pid,
+        v3_and_below_producer_epoch=epoch,
+        v3_and_below_topics=[topic(name=t, partitions=ps) for t, ps in partitions.items()],
+    )
+    return {
+        (t.name, p.partition_index): p.partition_error_code
+        for t in response.results_by_topic_v3_and_below
+        for p in t.results_by_partition
+    }
+
+
+def end_txn(
+    state: BrokerState, pid: int, epoch: int, commit: bool, txn: str = TXN, version: int = 3
+) -> int:
+    response = call(
+        state,
+        "EndTxn",
+        version,
+        transactional_id=txn,
+        producer_id=pid,
+        producer_epoch=epoch,
+        committed=commit,
+    )
+    return int(response.error_code)
+
+
+def produce(
+    state: BrokerState, pid: int, epoch: int, seq: int, values: list[bytes], partition: int = 0
+) -> Any:
+    records = build_batch(
+        [(None, NOW, b"k", v) for v in values],
+        2,
+        producer_id=pid,
+        producer_epoch=epoch,
+        base_sequence=seq,
+        is_transactional=True,
+    )
+    cls = message_class("ProduceRequest")
+    tcls = struct_class(cls, "topic_data")
+    pcls = struct_class(cls, "topic_data", "partition_data")
+    response = call(
+        state,
+        "Produce",
+        9,
+        transactional_id=TXN,
+        acks=-1,
+        timeout_ms=1000,
+        topic_data=[tcls(name="t", partition_data=[pcls(index=partition, records=records)])],
+    )
+    return response.responses[0].partition_responses[0]
+
+
+def fetch(state: BrokerState, offset: int = 0, isolation: int = 1, version: int = 12) -> Any:
+    cls = message_class("FetchRequest")
+    tcls = struct_class(cls, "topics")
+    pcls = struct_class(cls, "topics", "partitions")
+    response = call(
+        state,
+        "Fetch",
+        version,
+        replica_id=-1,
+        max_wait_ms=0,
+        min_bytes=1,
+        max_bytes=1 << 24,
+        isolation_level=isolation,
+        session_id=0,
+        session_epoch=-1,
+        topics=[
+            tcls(
+                topic="t",
+                partitions=[pcls(partition=0, fetch_offset=offset, partition_max_bytes=1 << 20)],
+            )
+        ],
+    )
+    return response.responses[0].partitions[0]
+
+
+def describe(state: BrokerState, txn: str = TXN) -> Any:
+    response = call(state, "DescribeTransactions", 0, transactional_ids=[txn])
+    return response.transaction_states[0]
+
+
+def stored(state: BrokerState, topic: str = "t", partition: int = 0) -> list[Any]:
+    p = state.partition(topic, partition)
+    assert p is not None
+    data = p.log.read(p.log.log_start_offset, 1 << 24).read_bytes()
+    return list(read_batches(data))
+
+
+def begin(state: BrokerState, values: list[bytes], txn: str = TXN) -> tuple[int, int]:
+    """Init, add t-0, produce ``values``: an ongoing transaction."""
+    r = init(state, txn)
+    assert r.error_code == 0
+    pid, epoch = r.producer_id, r.producer_epoch
+    assert add_partitions(state, pid, epoch, {"t": [0]}, txn) == {("t", 0): 0}
+    assert produce(state, pid, epoch, 0, values).error_code == 0
+    return pid, epoch
+
+
+# --- InitProducerId ---------------------------------------------------------------------------
+
+
+def test_init_new_id_then_re_init_bumps_the_epoch_and_fences(state: BrokerState) -> None:
+    first = init(state)
+    assert (first.error_code, first.producer_epoch) == (0, 0)
+    assert first.producer_id >= 0
+    second = init(state)
+    assert (second.error_code, second.producer_id, second.producer_epoch) == (
+        0,
+        first.producer_id,
+        1,
+    )
+    # The old producer is fenced: PRODUCER_FENCED from v2, INVALID_PRODUCER_EPOCH before.
+    fenced = add_partitions(state, first.producer_id, 0, {"t": [0]}, version=2)
+    assert fenced == {("t", 0): ErrorCode.PRODUCER_FENCED}
+    old = add_partitions(state, first.producer_id, 0, {"t": [0]}, version=1)
+    assert old == {("t", 0): ErrorCode.INVALID_PRODUCER_EPOCH}
+    assert end_txn(state, first.producer_id, 0, True, version=1) == ErrorCode.INVALID_PRODUCER_EPOCH
+    assert end_txn(state, first.producer_id, 0, True) == ErrorCode.PRODUCER_FENCED
+    assert end_txn(state, first.producer_id + 1, 1, True) == ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    # Another id gets another producer id.
+    other = init(state, "txn-2")
+    assert other.error_code == 0 and other.producer_id != first.producer_id
+
+
+def test_init_timeout_validation_and_empty_id(state: BrokerState) -> None:
+    assert init(state, transaction_timeout_ms=900_001).error_code == (
+        ErrorCode.INVALID_TRANSACTION_TIMEOUT
+    )
+    assert init(state, transaction_timeout_ms=0).error_code == (
+        ErrorCode.INVALID_TRANSACTION_TIMEOUT
+    )
+    assert init(state, transaction_timeout_ms=900_000).error_code == 0
+    assert init(state, "").error_code == ErrorCode.INVALID_REQUEST
+
+
+def test_init_kip_360_expected_producer_id_and_epoch(state: BrokerState) -> None:
+    first = init(state)
+    pid = first.producer_id
+    bumped = init(state, producer_id=pid, producer_epoch=0)
+    assert (bumped.error_code, bumped.producer_id, bumped.producer_epoch) == (0, pid, 1)
+    # The retry of a bump whose answer was lost gets the same epoch back (the last epoch).
+    retry = init(state, producer_id=pid, producer_epoch=0)
+    assert (retry.error_code, retry.producer_epoch) == (0, 1)
+    # A fresh InitProducerId (no expected epoch) fences that; the old epoch is now stale.
+    assert init(state).producer_epoch == 2
+    stale = init(state, producer_id=pid, producer_epoch=0)
+    assert stale.error_code == ErrorCode.PRODUCER_FENCED
+    assert init(state, version=3, producer_id=pid, producer_epoch=0).error_code == (
+        ErrorCode.INVALID_PRODUCER_EPOCH
+    )
+    assert init(state, producer_id=pid, producer_epoch=-1).error_code == ErrorCode.INVALID_REQUEST
+
+
+def test_epoch_exhaustion_rotates_the_producer_id(state: BrokerState) -> None:
+    first = init(state)
+    coordinator = coordinator_for(state)
+    meta = coordinator.transactions[TXN]
+    coordinator.transactions[TXN] = meta.transit(producer_epoch=2**15 - 2)
+    exhausted = 2**15 - 2
+    rotated = init(state, producer_id=first.producer_id, producer_epoch=exhausted)
+    assert rotated.error_code == 0
+    assert rotated.producer_id != first.producer_id and rotated.producer_epoch == 0
+    # The previous id with the exhausted epoch is still accepted (a lost answer retried).
+    again = init(state, producer_id=first.producer_id, producer_epoch=exhausted)
+    assert (again.error_code, again.producer_id, again.producer_epoch) == (
+        0,
+        rotated.producer_id,
+        0,
+    )
+    # Without an expected epoch (a new producer instance) the epoch is bumped as usual.
+    assert init(state).producer_epoch == 1
+    assert init(state, producer_id=first.producer_id, producer_epoch=exhausted).error_code == (
+        ErrorCode.PRODUCER_FENCED
+    )
+
+
+# --- AddPartitionsToTxn / EndTxn --------------------------------------------------------------
+
+
+def test_add_partitions_errors(state: BrokerState) -> None:
+    r = init(state)
+    pid, epoch = r.producer_id, r.producer_epoch
+    errors = add_partitions(state, pid, epoch, {"t": [0, 5], "nope": [0]})
+    assert errors == {
+        ("t", 0): ErrorCode.OPERATION_NOT_ATTEMPTED,
+        ("t", 5): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ("nope", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    }
+    assert add_partitions(state, pid, epoch, {"t": [0]}, txn="unknown") == {
+        ("t", 0): ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    }
+    internal = add_partitions(state, pid, epoch, {TRANSACTION_TOPIC: [0]})
+    assert internal == {(TRANSACTION_TOPIC, 0): ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+    assert describe(state).transaction_state == "Empty"
+    assert add_partitions(state, pid, epoch, {"t": [0, 1]}) == {("t", 0): 0, ("t", 1): 0}
+    assert describe(state).transaction_state == "Ongoing"
+    assert end_txn(state, pid, epoch, True, txn="unknown") == ErrorCode.INVALID_PRODUCER_ID_MAPPING
+
+
+def test_end_txn_state_rules(state: BrokerState) -> None:
+    r = init(state)
+    pid, epoch = r.producer_id, r.producer_epoch
+    assert end_txn(state, pid, epoch, True) == ErrorCode.INVALID_TXN_STATE  # Empty
+    add_partitions(state, pid, epoch, {"t": [1]})
+    assert end_txn(state, pid, epoch, True) == 0
+    assert end_txn(state, pid, epoch, True) == 0  # a retry of a completed commit
+    assert end_txn(state, pid, epoch, False) == ErrorCode.INVALID_TXN_STATE
+    response = call(
+        state,
+        "EndTxn",
+        5,
+        transactional_id=TXN,
+        producer_id=pid,
+        producer_epoch=epoch,
+        committed=True,
+    )
+    assert (response.error_code, response.producer_id, response.producer_epoch) == (0, pid, epoch)
+
+
+def test_commit_writes_commit_markers_and_moves_the_lso(state: BrokerState) -> None:
+    pid, epoch = begin(state, [b"a", b"b", b"c"])
+    open_fetch = fetch(state)
+    assert (open_fetch.high_watermark, open_fetch.last_stable_offset) == (3, 0)
+    assert open_fetch.records in (b"", None) or len(open_fetch.records) == 0
+    described = describe(state)
+    assert described.transaction_state == "Ongoing"
+    assert [(t.topic, list(t.partitions)) for t in described.topics] == [("t", [0])]
+    assert described.transaction_start_time_ms == NOW
+    clock(state).advance(5)
+    assert end_txn(state, pid, epoch, True) == 0
+    done = fetch(state)
+    assert (done.high_watermark, done.last_stable_offset) == (4, 4)
+    batches = list(read_batches(done.records))
+    assert [b.is_control for b in batches] == [False, True]
+    marker = decode_control_record(next(iter(batches[1])))
+    assert marker.type is ControlRecordType.COMMIT
+    assert marker.value.coordinator_epoch == 0  # type: ignore[attr-defined]
+    assert (batches[1].producer_id, batches[1].producer_epoch) == (pid, epoch)
+    assert batches[1].is_transactional and batches[1].base_offset == 3
+    assert done.aborted_transactions == []
+    assert describe(state).transaction_state == "CompleteCommit"
+    assert list(describe(state).topics) == []
+    # Partition 1 was not in the transaction: no marker there.
+    assert stored(state, "t", 1) == []
+
+
+def test_abort_writes_abort_markers_txnindex_and_read_committed_hides_it(
+    state: BrokerState,
+) -> None:
+    pid, epoch = begin(state, [b"x1", b"x2"])
+    assert end_txn(state, pid, epoch, False) == 0
+    # A committed transaction after it (a new transaction of the same producer).
+    assert add_partitions(state, pid, epoch, {"t": [0]}) == {("t", 0): 0}
+    assert produce(state, pid, epoch, 2, [b"ok"]).error_code == 0
+    assert end_txn(state, pid, epoch, True) == 0
+    partition = state.partition("t", 0)
+    assert partition is not None
+    txnindex = [f for f in os.listdir(partition.log.path) if f.endswith(".txnindex")]
+    assert txnindex and os.path.getsize(os.path.join(partition.log.path, txnindex[0])) > 0
+    got = fetch(state)
+    # x1 x2 (0-1), ABORT (2), ok (3), COMMIT (4)
+    assert (got.high_watermark, got.last_stable_offset) == (5, 5)
+    assert [(a.producer_id, a.first_offset) for a in got.aborted_transactions] == [(pid, 0)]
+    batches = list(read_batches(got.records))
+    markers = [decode_control_record(next(iter(b))).type for b in batches if b.is_control]
+    assert markers == [ControlRecordType.ABORT, ControlRecordType.COMMIT]
+    # What a read_committed consumer shows: the committed record only.
+    keep = ReadCommittedFilter(
+        [(a.producer_id, a.first_offset, 2**63 - 1) for a in got.aborted_transactions]
+    )
+    visible = [bytes(r.value) for b in batches if keep.keep(b) for r in b if r.value is not None]
+    assert visible == [b"ok"]
+    # read_uncommitted sees everything and gets no aborted list.
+    everything = fetch(state, isolation=0)
+    assert everything.aborted_transactions is None
+    values = [
+        bytes(r.value or b"")
+        for b in read_batches(everything.records)
+        if not b.is_control
+        for r in b
+    ]
+    assert values == [b"x1", b"x2", b"ok"]
+
+
+def test_re_init_during_an_ongoing_transaction_aborts_it_first(state: BrokerState) -> None:
+    pid, epoch = begin(state, [b"zombie"])
+    assert init(state).error_code == ErrorCode.CONCURRENT_TRANSACTIONS
+    # The abort is complete (markers are written synchronously), with the fenced epoch.
+    batches = stored(state)
+    assert batches[-1].is_control and batches[-1].producer_epoch == epoch + 1
+    assert decode_control_record(next(iter(batches[-1]))).type is ControlRecordType.ABORT
+    assert describe(state).transaction_state == "CompleteAbort"
+    retry = init(state)
+    assert (retry.error_code, retry.producer_id, retry.producer_epoch) == (0, pid, epoch + 2)
+    # The zombie can neither write nor end anything.
+    assert produce(state, pid, epoch, 1, [b"late"]).error_code == ErrorCode.INVALID_PRODUCER_EPOCH
+    assert end_txn(state, pid, epoch, True) == ErrorCode.PRODUCER_FENCED
+    assert fetch(state).last_stable_offset == 2
+
+
+def test_timeout_aborts(state: BrokerState) -> None:
+    r = init(state, transaction_timeout_ms=1000)
+    pid, epoch = r.producer_id, r.producer_epoch
+    add_partitions(state, pid, epoch, {"t": [0]})
+    produce(state, pid, epoch, 0, [b"slow"])
+    clock(state).advance(1000)
+    state.run_tickers()
+    assert describe(state).transaction_state == "Ongoing"  # start + timeout not passed yet
+    clock(state).advance(10_000)  # the abort check runs every 10 s
+    state.run_tickers()
+    described = describe(state)
+    assert described.transaction_state == "CompleteAbort"
+    assert described.producer_epoch == epoch + 1
+    got = fetch(state)
+    assert got.last_stable_offset == got.high_watermark == 2
+    assert [(a.producer_id, a.first_offset) for a in got.aborted_transactions] == [(pid, 0)]
+    assert end_txn(state, pid, epoch, True) == ErrorCode.PRODUCER_FENCED
+
+
+def test_transactional_id_expiration(tmp_path: Path) -> None:
+    state = make_state(tmp_path / "d", **{"transactional.id.expiration.ms": "5000"})
+    try:
+        state.create_topic("t", 1)
+        assert init(state).error_code == 0
+        clock(state).advance(3_600_000)
+        state.run_tickers()
+        assert describe(state).error_code == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
+    finally:
+        state.close()
+
+
+def test_add_offsets_to_txn_and_the_group_coordinator_is_told(state: BrokerState) -> None:
+    calls: list[tuple[int, bool]] = []
+
+    class Group:
+        def complete_txn(self, producer_id: int, commit: bool) -> None:
+            calls.append((producer_id, commit))
+
+    state.services["group"] = Group()
+    r = init(state)
+    pid, epoch = r.producer_id, r.producer_epoch
+    response = call(
+        state,
+        "AddOffsetsToTxn",
+        3,
+        transactional_id=TXN,
+        producer_id=pid,
+        producer_epoch=epoch,
+        group_id="my-group",
+    )
+    assert response.error_code == 0
+    offsets_partition = partition_for("my-group", 50)
+    assert [(t.topic, list(t.partitions)) for t in describe(state).topics] == [
+        ("__consumer_offsets", [offsets_partition])
+    ]
+    assert end_txn(state, pid, epoch, True) == 0
+    assert calls == [(pid, True)]
+    fenced = call(
+        state,
+        "AddOffsetsToTxn",
+        1,
+        transactional_id=TXN,
+        producer_id=pid,
+        producer_epoch=epoch - 1,
+        group_id="my-group",
+    )
+    assert fenced.error_code == ErrorCode.INVALID_PRODUCER_EPOCH
+
+
+def test_verify_only_batched_form(state: BrokerState) -> None:
+    pid, epoch = begin(state, [b"v"])
+    cls = message_class("AddPartitionsToTxnRequest")
+    txn_cls = struct_class(cls, "transactions")
+    topic_cls = struct_class(cls, "transactions", "topics")
+    response = call(
+        state,
+        "AddPartitionsToTxn",
+        4,
+        transactions=[
+            txn_cls(
+                transactional_id=TXN,
+                producer_id=pid,
+                producer_epoch=epoch,
+                verify_only=True,
+                topics=[topic_cls(name="t", partitions=[0, 1])],
+            ),
+            txn_cls(
+                transactional_id="other",
+                producer_id=pid,
+                producer_epoch=epoch,
+                verify_only=True,
+                topics=[topic_cls(name="t", partitions=[0])],
+            ),
+        ],
+    )
+    results = {
+        r.transactional_id: {
+            (t.name, p.partition_index): p.partition_error_code
+            for t in r.topic_results
+            for p in t.results_by_partition
+        }
+        for r in response.results_by_transaction
+    }
+    assert results == {
+        TXN: {("t", 0): 0, ("t", 1): ErrorCode.TRANSACTION_ABORTABLE},
+        "other": {("t", 0): ErrorCode.INVALID_PRODUCER_ID_MAPPING},
+    }
+    assert [(t.topic, list(t.partitions)) for t in describe(state).topics] == [("t", [0])]
+
+
+# --- Describe / List --------------------------------------------------------------------------
+
+
+def test_describe_and_list_transactions(state: BrokerState) -> None:
+    pid, _ = begin(state, [b"a"])
+    other = init(state, "txn-2")
+    clock(state).advance(2000)
+    assert describe(state, "missing").error_code == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
+
+    def listed(version: int = 1, **filters: Any) -> tuple[list[tuple[str, str]], list[str]]:
+        filters.setdefault("state_filters", [])
+        filters.setdefault("producer_id_filters", [])
+        r = call(state, "ListTransactions", version, **filters)
+        assert r.error_code == 0
+        return [(s.transactional_id, s.transaction_state) for s in r.transaction_states], list(
+            r.unknown_state_filters
+        )
+
+    assert listed() == ([(TXN, "Ongoing"), ("txn-2", "Empty")], [])
+    assert listed(state_filters=["Ongoing", "Bogus"]) == ([(TXN, "Ongoing")], ["Bogus"])
+    assert listed(producer_id_filters=[other.producer_id]) == ([("txn-2", "Empty")], [])
+    # Running for longer than the duration: the Ongoing one started 2 s ago; an Empty one has
+    # no start time (-1), which Kafka's filter (now - start > duration) always lets through.
+    assert listed(duration_filter=1000)[0] == [(TXN, "Ongoing"), ("txn-2", "Empty")]
+    assert listed(duration_filter=5000)[0] == [("txn-2", "Empty")]
+    assert listed(version=0)[0] == [(TXN, "Ongoing"), ("txn-2", "Empty")]
+    assert listed(version=2, transactional_id_pattern="txn-[0-9]")[0] == [
+        (TXN, "Ongoing"),
+        ("txn-2", "Empty"),
+    ]
+    assert listed(version=2, transactional_id_pattern="txn-2")[0] == [("txn-2", "Empty")]
+    bad = call(
+        state,
+        "ListTransactions",
+        2,
+        state_filters=[],
+        producer_id_filters=[],
+        transactional_id_pattern="(",
+    )
+    assert bad.error_code == ErrorCode.INVALID_REQUEST
+    assert pid != other.producer_id
+
+
+def test_describe_producers(state: BrokerState) -> None:
+    pid, epoch = begin(state, [b"a", b"b"])
+    cls = message_class("DescribeProducersRequest")
+    topic = struct_class(cls, "topics")
+    response = call(
+        state,
+        "DescribeProducers",
+        0,
+        topics=[
+            topic(name="t", partition_indexes=[0, 1, 9]),
+            topic(name="nope", partition_indexes=[0]),
+        ],
+    )
+    t, nope = response.topics
+    p0, p1, p9 = t.partitions
+    assert [
+        (p.producer_id, p.producer_epoch, p.last_sequence, p.current_txn_start_offset)
+        for p in p0.active_producers
+    ] == [(pid, epoch, 1, 0)]
+    assert p0.active_producers[0].last_timestamp == NOW
+    assert (p1.error_code, list(p1.active_producers)) == (0, [])
+    assert p9.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert nope.partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+# --- the transaction log ----------------------------------------------------------------------
+
+
+def test_java_string_hash_and_partition() -> None:
+    assert java_string_hash("") == 0
+    assert java_string_hash("hello") == 99162322
+    assert java_string_hash("polygenelubricants") == -(2**31)  # Utils.abs gives 0
+    assert partition_for("polygenelubricants", 50) == 0
+    assert partition_for("my-txn", 50) == abs(java_string_hash("my-txn")) % 50
+
+
+def test_transaction_state_topic_is_created_as_kafka_does(tmp_path: Path) -> None:
+    state = BrokerState(
+        tmp_path / "d",
+        personality=personality("4.3", implemented_versions()),
+        clock=ManualClock(NOW),
+    )
+    try:
+        assert init(state, "my-txn").error_code == 0
+        topic = state.topic(TRANSACTION_TOPIC)
+        assert topic is not None and topic.internal and len(topic.partitions) == 50
+        assert topic.configs["cleanup.policy"] == "compact"
+        assert topic.configs["segment.bytes"] == "104857600"
+        index = partition_for("my-txn", 50)
+        records = [r for b in stored(state, TRANSACTION_TOPIC, index) for r in b]
+        assert len(records) == 1
+        key, value = bytes(records[0].key), bytes(records[0].value)
+        assert key[:2] == b"\x00\x00" and value[:2] == b"\x00\x00"
+        decoded_key = message_class("TransactionLogKey").decode(key[2:], 0)
+        assert decoded_key.transactional_id == "my-txn"
+        decoded = message_class("TransactionLogValue").decode(value[2:], 0)
+        assert decoded.transaction_status == TransactionState.EMPTY
+        assert decoded.transaction_partitions is None  # Kafka writes null for Empty
+        assert (decoded.producer_epoch, decoded.transaction_timeout_ms) == (0, 60_000)
+        assert decoded.transaction_start_timestamp_ms == -1
+    finally:
+        state.close()
+
+
+def test_every_state_change_is_logged(state: BrokerState) -> None:
+    pid, epoch = begin(state, [b"a"])
+    assert end_txn(state, pid, epoch, True) == 0
+    index = coordinator_for(state).partition_for(TXN)
+    value_cls = message_class("TransactionLogValue")
+    statuses = [
+        TransactionState(value_cls.decode(bytes(r.value)[2:], 0).transaction_status).kafka_name
+        for b in stored(state, TRANSACTION_TOPIC, index)
+        for r in b
+    ]
+    assert statuses == ["Empty", "Ongoing", "PrepareCommit", "CompleteCommit"]
+
+
+def test_restart_keeps_transactional_state(tmp_path: Path) -> None:
+    path = tmp_path / "data"
+    state = make_state(path)
+    state.create_topic("t", 1)
+    pid, epoch = begin(state, [b"a", b"b"])
+    done = init(state, "done")
+    add_partitions(state, done.producer_id, 0, {"t": [0]}, txn="done")
+    assert end_txn(state, done.producer_id, 0, True, txn="done") == 0
+    state.close()
+
+    state = make_state(path)
+    try:
+        described = describe(state)
+        assert described.transaction_state == "Ongoing"
+        assert (described.producer_id, described.producer_epoch) == (pid, epoch)
+        assert [(t.topic, list(t.partitions)) for t in described.topics] == [("t", [0])]
+        assert describe(state, "done").transaction_state == "CompleteCommit"
+        # The open transaction still holds the LSO, and ends normally after the restart.
+        assert fetch(state).last_stable_offset == 0
+        assert end_txn(state, pid, epoch, True) == 0
+        assert fetch(state).last_stable_offset == fetch(state).high_watermark
+        again = init(state, "done")
+        assert (again.producer_id, again.producer_epoch) == (done.producer_id, 1)
+        # New producer ids never repeat the old ones.
+        assert init(state, "fresh").producer_id not in (pid, done.producer_id)
+    finally:
+        state.close()
+
+
+def test_restart_completes_a_prepared_transaction(tmp_path: Path) -> None:
+    """A crash between PrepareCommit and the markers: loading writes them and completes."""
+    path = tmp_path / "data"
+    state = make_state(path)
+    state.create_topic("t", 1)
+    pid, epoch = begin(state, [b"a"])
+    coordinator = coordinator_for(state)
+    meta = coordinator.transactions[TXN]
+    coordinator._apply(meta.transit(state=TransactionState.PREPARE_COMMIT), NOW)
+    state.close()
+
+    state = make_state(path)
+    try:
+        assert describe(state).transaction_state == "CompleteCommit"
+        batches = stored(state)
+        assert batches[-1].is_control
+        assert decode_control_record(next(iter(batches[-1]))).type is ControlRecordType.COMMIT
+        assert fetch(state).last_stable_offset == 2
+        assert pid >= 0 and epoch == 0
+    finally:
+        state.close()
