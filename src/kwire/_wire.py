@@ -11,7 +11,7 @@ signed record fields; 32-bit varints are at most 5 bytes and 64-bit ones at most
 from __future__ import annotations
 
 import struct
-from typing import Final
+from typing import Any, Final
 
 from kwire.errors import DecodeError
 
@@ -20,9 +20,12 @@ __all__ = [
     "INT8",
     "INT16",
     "INT32",
+    "INT32_MAX",
+    "INT32_MIN",
     "INT64",
     "UINT16",
     "UINT32",
+    "as_view",
     "read_uvarint",
     "read_uvarlong",
     "read_varint",
@@ -36,6 +39,11 @@ __all__ = [
     "zigzag_encode",
 ]
 
+#: Java's ``Integer.MIN_VALUE`` / ``MAX_VALUE``: Kafka's int32 bounds (lengths, offset deltas,
+#: sequences, partitions, segment sizes).
+INT32_MIN: Final = -(1 << 31)
+INT32_MAX: Final = (1 << 31) - 1
+
 INT8: Final = struct.Struct(">b")
 INT16: Final = struct.Struct(">h")
 INT32: Final = struct.Struct(">i")
@@ -43,6 +51,24 @@ INT64: Final = struct.Struct(">q")
 UINT16: Final = struct.Struct(">H")
 UINT32: Final = struct.Struct(">I")
 FLOAT64: Final = struct.Struct(">d")
+
+
+def as_view(buffer: Any) -> memoryview:
+    """A flat unsigned-byte ``memoryview`` of any bytes-like object (``mmap`` too), without copying.
+
+    The one conversion at every boundary that takes bytes; raises ``TypeError`` for anything else.
+    """
+    if isinstance(buffer, memoryview):
+        view = buffer
+    else:
+        try:
+            view = memoryview(buffer)
+        except TypeError:
+            raise TypeError(f"expected a bytes-like object, not {type(buffer).__name__}") from None
+    if view.format != "B" or view.ndim != 1:
+        view = view.cast("B")
+    return view
+
 
 _MAX_U32: Final = 0xFFFFFFFF
 _MAX_U64: Final = 0xFFFFFFFFFFFFFFFF

@@ -193,7 +193,7 @@ def test_dump_lines_match_kafkas_rendering(
 def test_string_decoder_matches_java(oracle: Any) -> None:
     """kwire dump prints keys and values as Java's ``new String(bytes, UTF_8)`` does, malformed
     input included (Java and Python replace different numbers of bytes per U+FFFD)."""
-    from kwire.cli._dump import _string
+    from kwire.records import java_string as _string
 
     rng = random.Random(11)
     special = [

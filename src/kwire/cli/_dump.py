@@ -37,6 +37,7 @@ from typing import Any, Final, TextIO
 
 __all__ = ["register"]
 
+from kwire._wire import INT32_MAX
 from kwire.errors import KwireError
 from kwire.log import (
     DEFAULT_MAX_MESSAGE_SIZE,
@@ -44,7 +45,10 @@ from kwire.log import (
     TransactionIndex,
     offset_index_sanity_problem,
     read_producer_snapshot,
+    read_small_file,
     scan_batches,
+    segment_base_offset,
+    segment_file_beside,
     time_index_sanity_problem,
     walk_offset_index,
     walk_time_index,
@@ -55,11 +59,12 @@ from kwire.records import (
     Compression,
     ControlRecordType,
     EndTransactionMarker,
+    LegacyBatch,
     Record,
     decode_control_record,
+    java_string,
 )
 
-_INT32_MAX: Final = (1 << 31) - 1
 _RECORD_INDENT: Final = "|"
 _TIMESTAMP_TYPES: Final = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
 
@@ -134,7 +139,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--max-bytes",
         type=int,
-        default=_INT32_MAX,
+        default=INT32_MAX,
         metavar="size",
         help="read only the batches within the first <size> bytes of each .log",
     )
@@ -169,99 +174,6 @@ def register(subparsers: Any) -> None:
 # -- decoders -------------------------------------------------------------------------------------
 
 
-def _cont(b: int) -> bool:
-    return (b & 0xC0) == 0x80
-
-
-def _string(data: bytes) -> str:
-    """``new String(bytes, UTF_8)`` as Java 17 decodes it (Kafka's ``StringDecoder``).
-
-    Valid UTF-8 is decoded by Python; malformed input follows ``java.lang.String.decodeUTF8``,
-    which differs from Python's ``errors="replace"`` in how many bytes one U+FFFD replaces (an
-    encoded surrogate is one replacement for three bytes in Java, three in Python, ...).
-    """
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        pass
-    out: list[str] = []
-    n, sp = len(data), 0
-    repl = "\ufffd"
-    while sp < n:
-        b1 = data[sp]
-        sp += 1
-        if b1 < 0x80:
-            out.append(chr(b1))
-        elif b1 >> 5 == 0b110 and b1 & 0x1E:  # 2 bytes (C2..DF)
-            if sp < n:
-                b2 = data[sp]
-                if not _cont(b2):
-                    out.append(repl)
-                else:
-                    out.append(chr(((b1 & 0x1F) << 6) | (b2 & 0x3F)))
-                    sp += 1
-                continue
-            out.append(repl)
-            break
-        elif b1 >> 4 == 0b1110:  # 3 bytes
-            if sp + 1 < n:
-                b2, b3 = data[sp], data[sp + 1]
-                if (b1 == 0xE0 and (b2 & 0xE0) == 0x80) or not _cont(b2) or not _cont(b3):
-                    out.append(repl)
-                    # malformed3: skip the lead byte, and b2 too when it could start nothing else
-                    sp += 0 if (b1 == 0xE0 and (b2 & 0xE0) == 0x80) or not _cont(b2) else 1
-                else:
-                    c = ((b1 & 0x0F) << 12) | ((b2 & 0x3F) << 6) | (b3 & 0x3F)
-                    out.append(repl if 0xD800 <= c <= 0xDFFF else chr(c))
-                    sp += 2
-                continue
-            if sp < n and ((b1 == 0xE0 and (data[sp] & 0xE0) == 0x80) or not _cont(data[sp])):
-                out.append(repl)
-                continue
-            out.append(repl)
-            break
-        elif b1 >> 3 == 0b11110:  # 4 bytes
-            if sp + 2 < n:
-                b2, b3, b4 = data[sp], data[sp + 1], data[sp + 2]
-                uc = ((b1 & 0x07) << 18) | ((b2 & 0x3F) << 12) | ((b3 & 0x3F) << 6) | (b4 & 0x3F)
-                if not _cont(b2) or not _cont(b3) or not _cont(b4) or not 0x10000 <= uc <= 0x10FFFF:
-                    out.append(repl)
-                    # malformed4: how many bytes the replacement stands for
-                    if (
-                        b1 > 0xF4
-                        or (b1 == 0xF0 and not 0x90 <= b2 <= 0xBF)
-                        or (b1 == 0xF4 and (b2 & 0xF0) != 0x80)
-                        or not _cont(b2)
-                    ):
-                        pass
-                    elif not _cont(b3):
-                        sp += 1
-                    else:
-                        sp += 2
-                else:
-                    out.append(chr(uc))
-                    sp += 3
-                continue
-            if b1 > 0xF4 or (
-                sp < n
-                and (
-                    (b1 == 0xF0 and not 0x90 <= data[sp] <= 0xBF)
-                    or (b1 == 0xF4 and (data[sp] & 0xF0) != 0x80)
-                    or not _cont(data[sp])
-                )
-            ):
-                out.append(repl)
-                continue
-            sp += 1
-            out.append(repl)
-            if sp < n and not _cont(data[sp]):
-                continue
-            break
-        else:
-            out.append(repl)
-    return "".join(out)
-
-
 def _integer(data: bytes) -> str:
     if len(data) < 4:
         raise ValueError(f"IntegerDecoder needs 4 bytes, got {len(data)}")
@@ -280,7 +192,7 @@ def _raw(data: bytes) -> str:
 
 
 _DECODERS: Final[dict[str, Decoder]] = {
-    _STRING_DECODER: _string,
+    _STRING_DECODER: java_string,
     _INTEGER_DECODER: _integer,
     _LONG_DECODER: _long,
     _DEFAULT_DECODER: _raw,
@@ -447,10 +359,10 @@ def _dump_file(file: str, opts: _Options, out: _Out, report: _Report) -> None:
 
 
 def _base_offset_of(file: str) -> int:
-    stem = os.path.basename(file).split(".")[0]
-    if not stem.isascii() or not stem.isdigit():
+    offset = segment_base_offset(os.path.basename(file))
+    if offset is None:
         raise KwireError(f"{os.path.basename(file)} is not named by a base offset")
-    return int(stem)
+    return offset
 
 
 # -- .log -----------------------------------------------------------------------------------------
@@ -458,17 +370,6 @@ def _base_offset_of(file: str) -> int:
 
 def _java_bool(value: bool) -> str:
     return "true" if value else "false"
-
-
-def _last_sequence(batch: Batch) -> int:
-    # DefaultRecordBatch.lastSequence: incrementSequence(baseSequence, lastOffsetDelta).
-    base = batch.base_sequence
-    if base < 0:
-        return -1
-    delta = batch.offset_delta
-    if base > _INT32_MAX - delta:
-        return delta - (_INT32_MAX - base) - 1
-    return base + delta
 
 
 def _is_valid(batch: Batch) -> bool:
@@ -495,7 +396,7 @@ def _batch_fields(batch: Batch, position: int) -> dict[str, Any]:
         "lastOffset": batch.last_offset,
         "count": batch.record_count if batch.magic >= 2 else None,
         "baseSequence": batch.base_sequence,
-        "lastSequence": _last_sequence(batch),
+        "lastSequence": batch.last_sequence,
         "producerId": batch.producer_id,
         "producerEpoch": batch.producer_epoch,
         "partitionLeaderEpoch": batch.partition_leader_epoch,
@@ -543,12 +444,9 @@ def _legacy_inner(batch: Batch) -> list[tuple[bool, int]]:
         valid = True
     except KwireError:
         valid = False
-    # kwire.records keeps the inner messages' stored CRCs on its private entries.
-    parse = getattr(batch, "_parse_inner", None)
-    decompress = getattr(batch, "_decompress", None)
-    if parse is None or decompress is None:
+    if not isinstance(batch, LegacyBatch):
         return [(valid, -1)] * batch.record_count
-    return [(valid, entry.crc) for entry in parse(decompress())]
+    return [(valid, entry.crc) for entry in batch.inner_entries()]
 
 
 def _kraft_json(value: object) -> Any:
@@ -638,8 +536,8 @@ def _record_output(
 
 
 def _dump_log(file: str, opts: _Options, out: _Out, report: _Report) -> None:
-    key_decoder: Decoder = _string
-    value_decoder: Decoder = _string
+    key_decoder: Decoder = java_string
+    value_decoder: Decoder = java_string
     if opts.print_data and not opts.special:
         value_decoder = _resolve_decoder(opts.value_decoder, out)
         key_decoder = _resolve_decoder(opts.key_decoder, out)
@@ -712,27 +610,17 @@ def _dump_log(file: str, opts: _Options, out: _Out, report: _Report) -> None:
                 length=skipped.length,
                 reason=skipped.reason,
             )
-        if trailing and opts.max_bytes == _INT32_MAX:
+        if trailing and opts.max_bytes == INT32_MAX:
             out.line(f"Found {trailing} invalid bytes at the end of {name}")
 
 
 # -- indexes --------------------------------------------------------------------------------------
 
 
-def _sibling(file: str, suffix: str) -> str:
-    name = os.path.basename(file)
-    return os.path.join(os.path.dirname(os.path.abspath(file)), name.split(".")[0] + suffix)
-
-
-def _read(path: str) -> bytes:
-    with open(path, "rb") as f:
-        return f.read()
-
-
 def _dump_index(file: str, opts: _Options, out: _Out, report: _Report) -> None:
     base = _base_offset_of(file)
-    data = _read(file)
-    log_path = _sibling(file, ".log")
+    data = read_small_file(file)
+    log_path = segment_file_beside(file, ".log")
     if not os.path.exists(log_path):
         raise FileNotFoundError(2, f"{log_path} (No such file or directory)")
     if len(data) // 8 == 0:
@@ -782,12 +670,12 @@ def _sanity(file: str, problem: str | None, out: _Out, report: _Report) -> None:
 
 def _dump_time_index(file: str, opts: _Options, out: _Out, report: _Report) -> None:
     base = _base_offset_of(file)
-    data = _read(file)
-    log_path = _sibling(file, ".log")
+    data = read_small_file(file)
+    log_path = segment_file_beside(file, ".log")
     if not os.path.exists(log_path):
         raise FileNotFoundError(2, f"{log_path} (No such file or directory)")
-    index_path = _sibling(file, ".index")
-    index = _read(index_path) if os.path.exists(index_path) else b""
+    index_path = segment_file_beside(file, ".index")
+    index = read_small_file(index_path) if os.path.exists(index_path) else b""
     if opts.sanity_only:
         _sanity(file, time_index_sanity_problem(data, base, os.path.abspath(file)), out, report)
         return
@@ -827,7 +715,7 @@ def _dump_time_index(file: str, opts: _Options, out: _Out, report: _Report) -> N
 
 def _dump_txn_index(file: str, out: _Out, report: _Report) -> None:
     _base_offset_of(file)
-    index = TransactionIndex(_read(file))
+    index = TransactionIndex(read_small_file(file))
     for t in index.entries:
         out.line(
             f"version: {t.version} producerId: {t.producer_id} firstOffset: {t.first_offset} "
@@ -849,7 +737,7 @@ def _dump_txn_index(file: str, out: _Out, report: _Report) -> None:
 
 def _dump_snapshot(file: str, out: _Out, report: _Report) -> None:
     try:
-        snapshot = read_producer_snapshot(_read(file))
+        snapshot = read_producer_snapshot(read_small_file(file))
     except KwireError as exc:
         # Kafka prints the CorruptSnapshotException message to stderr and goes on.
         report.failed = True

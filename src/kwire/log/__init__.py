@@ -46,6 +46,8 @@ from kwire.log._layout import (
     parse_partition_dir,
     parse_segment_file_name,
     partitions_from_paths,
+    segment_base_offset,
+    segment_file_beside,
     segment_file_name,
 )
 from kwire.log._live import (
@@ -142,6 +144,8 @@ __all__ = [
     "read_topic_id",
     "read_txn_index",
     "scan_batches",
+    "segment_base_offset",
+    "segment_file_beside",
     "segment_file_name",
     "split_ranges",
     "time_index_sanity_problem",

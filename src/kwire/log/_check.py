@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Final, NamedTuple
 
+from kwire._wire import as_view
 from kwire.errors import KwireError
 from kwire.log._index import (
     BytesLike,
@@ -23,7 +24,6 @@ from kwire.log._index import (
     OffsetPosition,
     TimeIndex,
     TimestampOffset,
-    as_byte_view,
 )
 from kwire.log._segment import scan_batches
 from kwire.records import NO_TIMESTAMP, BatchReader
@@ -68,7 +68,7 @@ def walk_offset_index(
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
 ) -> list[OffsetIndexEntryCheck]:
     """Kafka's ``dumpIndex`` walk over a ``.index`` and its ``.log`` (see the module doc)."""
-    log_view = as_byte_view(log)
+    log_view = as_view(log)
     out = []
     for i, entry in enumerate(OffsetIndex.raw_entries(index, base_offset)):
         if i > 0 and entry.offset == base_offset:
@@ -103,7 +103,7 @@ def walk_time_index(
 ) -> list[TimeIndexEntryCheck]:
     """Kafka's ``dumpTimeIndex`` walk over a ``.timeindex``, its ``.index`` and ``.log``."""
     offsets = OffsetIndex(index if index is not None else b"", base_offset)
-    log_view = as_byte_view(log)
+    log_view = as_view(log)
     out = []
     for i, entry in enumerate(TimeIndex.raw_entries(timeindex, base_offset)):
         if i > 0 and entry.offset == base_offset:

@@ -27,6 +27,8 @@ import struct
 from collections.abc import Iterable
 from typing import Final, NamedTuple, TypeAlias
 
+from kwire._wire import INT32_MAX, as_view
+
 __all__ = [
     "OFFSET_INDEX_ENTRY_SIZE",
     "TIME_INDEX_ENTRY_SIZE",
@@ -48,7 +50,6 @@ NO_TIMESTAMP: Final = -1
 
 _OFFSET_ENTRY: Final = struct.Struct(">ii")
 _TIME_ENTRY: Final = struct.Struct(">qi")
-_INT32_MAX: Final = (1 << 31) - 1
 
 
 class OffsetPosition(NamedTuple):
@@ -79,23 +80,16 @@ def _used_length(view: memoryview, entry_size: int) -> int:
 BytesLike: TypeAlias = bytes | bytearray | memoryview | mmap.mmap
 
 
-def as_byte_view(buffer: BytesLike) -> memoryview:
-    view = memoryview(buffer)
-    if view.ndim != 1 or view.itemsize != 1:
-        view = view.cast("B")
-    return view
-
-
 def encode_offset_index_entry(base_offset: int, offset: int, position: int) -> bytes:
     relative = offset - base_offset
-    if not 0 <= relative <= _INT32_MAX or not 0 <= position <= _INT32_MAX:
+    if not 0 <= relative <= INT32_MAX or not 0 <= position <= INT32_MAX:
         raise ValueError(f"offset {offset} / position {position} do not fit segment {base_offset}")
     return _OFFSET_ENTRY.pack(relative, position)
 
 
 def encode_time_index_entry(base_offset: int, timestamp: int, offset: int) -> bytes:
     relative = offset - base_offset
-    if not 0 <= relative <= _INT32_MAX:
+    if not 0 <= relative <= INT32_MAX:
         raise ValueError(f"offset {offset} does not fit segment {base_offset}")
     return _TIME_ENTRY.pack(timestamp, relative)
 
@@ -109,7 +103,7 @@ class OffsetIndex:
     __slots__ = ("_offsets", "_positions", "base_offset", "file_size", "problems", "raw_count")
 
     def __init__(self, buffer: BytesLike, base_offset: int) -> None:
-        view = as_byte_view(buffer)
+        view = as_view(buffer)
         self.base_offset = base_offset
         self.file_size = len(view)
         self.raw_count = len(view) // OFFSET_INDEX_ENTRY_SIZE
@@ -175,7 +169,7 @@ class OffsetIndex:
     @staticmethod
     def raw_entries(buffer: BytesLike, base_offset: int) -> list[OffsetPosition]:
         """Every slot of the file (zero-filled tail included), as Kafka's ``entry(n)`` shows them."""
-        view = as_byte_view(buffer)
+        view = as_view(buffer)
         used = len(view) - len(view) % OFFSET_INDEX_ENTRY_SIZE
         return [
             OffsetPosition(base_offset + rel, pos)
@@ -193,7 +187,7 @@ class TimeIndex:
     __slots__ = ("_offsets", "_timestamps", "base_offset", "file_size", "problems", "raw_count")
 
     def __init__(self, buffer: BytesLike, base_offset: int) -> None:
-        view = as_byte_view(buffer)
+        view = as_view(buffer)
         self.base_offset = base_offset
         self.file_size = len(view)
         self.raw_count = len(view) // TIME_INDEX_ENTRY_SIZE
@@ -256,7 +250,7 @@ class TimeIndex:
     @staticmethod
     def raw_entries(buffer: BytesLike, base_offset: int) -> list[TimestampOffset]:
         """Every slot of the file (zero-filled tail included), as Kafka's ``entry(n)`` shows them."""
-        view = as_byte_view(buffer)
+        view = as_view(buffer)
         used = len(view) - len(view) % TIME_INDEX_ENTRY_SIZE
         return [
             TimestampOffset(ts, base_offset + rel)
@@ -267,7 +261,7 @@ class TimeIndex:
 def offset_index_sanity_problem(buffer: BytesLike, base_offset: int, name: str) -> str | None:
     """Kafka's ``OffsetIndex.sanityCheck`` (what a broker runs on start-up to decide whether to
     rebuild an index) over the raw file: the message Kafka's ``CorruptIndexException`` carries, or None."""
-    view = as_byte_view(buffer)
+    view = as_view(buffer)
     raw = len(view) // OFFSET_INDEX_ENTRY_SIZE
     if raw:
         last = OffsetIndex.raw_entries(view[(raw - 1) * OFFSET_INDEX_ENTRY_SIZE :], base_offset)[0]
@@ -286,7 +280,7 @@ def offset_index_sanity_problem(buffer: BytesLike, base_offset: int, name: str) 
 
 def time_index_sanity_problem(buffer: BytesLike, base_offset: int, name: str) -> str | None:
     """Kafka's ``TimeIndex.sanityCheck`` over the raw file: the exception message, or None."""
-    view = as_byte_view(buffer)
+    view = as_view(buffer)
     raw = TimeIndex.raw_entries(view, base_offset)
     if raw:
         first, last = raw[0], raw[-1]

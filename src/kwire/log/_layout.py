@@ -17,6 +17,7 @@ A segment exists iff its ``.log`` exists; index files without a ``.log`` are ign
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final, NamedTuple
@@ -35,6 +36,8 @@ __all__ = [
     "parse_partition_dir",
     "parse_segment_file_name",
     "partitions_from_paths",
+    "segment_base_offset",
+    "segment_file_beside",
     "segment_file_name",
 ]
 
@@ -79,22 +82,38 @@ def segment_file_name(base_offset: int, suffix: str) -> str:
     return f"{base_offset:020d}{suffix}"
 
 
+def segment_base_offset(name: str) -> int | None:
+    """The base offset a segment file's name starts with (``"00000000000000000005.log"`` -> 5).
+
+    Kafka's rule (``LogFileUtils.offsetFromFileName``): the part before the first dot, in decimal
+    digits (Kafka writes 20; shorter stems, as hand-made files have, are accepted too); None
+    otherwise, or for a number no Kafka offset can be.
+    """
+    stem = name.partition(".")[0]
+    if not stem.isascii() or not stem.isdigit():
+        return None
+    offset = int(stem)
+    return offset if offset <= _MAX_OFFSET else None
+
+
+def segment_file_beside(path: str, suffix: str) -> str:
+    """The path of the file with ``suffix`` of the same segment (``.../5.index`` -> ``.../5.log``)."""
+    name = os.path.basename(path)
+    return os.path.join(os.path.dirname(os.path.abspath(path)), name.split(".")[0] + suffix)
+
+
 def parse_segment_file_name(name: str) -> tuple[int, str] | None:
     """``"00000000000000000005.log"`` -> ``(5, ".log")``; None for names that are not segment files.
 
     Accepted suffixes: ``.log .index .timeindex .txnindex .snapshot``. The stem must be decimal
     digits (Kafka writes 20; shorter stems, as hand-made files have, are accepted too).
     """
-    stem, dot, rest = name.partition(".")
-    if not dot:
-        return None
+    _, dot, rest = name.partition(".")
     suffix = "." + rest
-    if suffix not in _SEGMENT_SUFFIXES or not stem.isascii() or not stem.isdigit():
+    if not dot or suffix not in _SEGMENT_SUFFIXES:
         return None
-    offset = int(stem)
-    if offset > _MAX_OFFSET:
-        return None
-    return offset, suffix
+    offset = segment_base_offset(name)
+    return None if offset is None else (offset, suffix)
 
 
 @dataclass(frozen=True)

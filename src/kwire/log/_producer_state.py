@@ -43,6 +43,7 @@ from kwire.records import (
     EndTransactionMarker,
     decode_control_record,
 )
+from kwire.records._sequence import NO_SEQUENCE, first_sequence, in_sequence, last_sequence
 
 __all__ = [
     "NUM_BATCHES_TO_RETAIN",
@@ -58,31 +59,7 @@ log = logging.getLogger("kwire.log")
 
 NUM_BATCHES_TO_RETAIN: Final = 5
 NO_PRODUCER_EPOCH: Final = -1
-NO_SEQUENCE: Final = -1
 NO_TIMESTAMP: Final = -1
-_INT32_MAX: Final = (1 << 31) - 1
-
-
-def last_sequence(base_sequence: int, delta: int) -> int:
-    """``DefaultRecordBatch.lastSequence``: ``incrementSequence(baseSequence, lastOffsetDelta)``."""
-    if base_sequence < 0:
-        return NO_SEQUENCE
-    if base_sequence > _INT32_MAX - delta:
-        return delta - (_INT32_MAX - base_sequence) - 1
-    return base_sequence + delta
-
-
-def _first_sequence(last_seq: int, delta: int) -> int:
-    # DefaultRecordBatch.decrementSequence
-    if last_seq < 0:
-        return NO_SEQUENCE
-    if last_seq < delta:
-        return _INT32_MAX - (delta - last_seq) + 1
-    return last_seq - delta
-
-
-def _in_sequence(last_seq: int, next_seq: int) -> bool:
-    return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == _INT32_MAX)
 
 
 class BatchMetadata(NamedTuple):
@@ -95,7 +72,7 @@ class BatchMetadata(NamedTuple):
 
     @property
     def first_seq(self) -> int:
-        return _first_sequence(self.last_seq, self.offset_delta)
+        return first_sequence(self.last_seq, self.offset_delta)
 
     @property
     def first_offset(self) -> int:
@@ -224,9 +201,7 @@ class ProducerAppendInfo:
         else:
             current_last = NO_SEQUENCE
         # No epoch at all (the producer's records were deleted): any sequence is accepted.
-        if current.producer_epoch != NO_PRODUCER_EPOCH and not _in_sequence(
-            current_last, first_seq
-        ):
+        if current.producer_epoch != NO_PRODUCER_EPOCH and not in_sequence(current_last, first_seq):
             raise ProducerStateError(
                 "OUT_OF_ORDER_SEQUENCE_NUMBER",
                 f"Out of order sequence number for producer {self.producer_id} at offset "

@@ -24,6 +24,7 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Final
 
+from kwire._wire import INT32_MAX
 from kwire.log._checkpoint import EpochEntry
 from kwire.log._index import (
     OFFSET_INDEX_ENTRY_SIZE,
@@ -35,7 +36,6 @@ from kwire.log._index import (
 __all__ = ["LeaderEpochCache", "SegmentIndexer", "should_roll"]
 
 NO_TIMESTAMP: Final = -1
-INT32_MAX: Final = (1 << 31) - 1
 
 
 @dataclass

@@ -33,13 +33,13 @@ import struct
 from collections.abc import Iterator
 from typing import Final, Literal, NamedTuple
 
+from kwire._wire import as_view
 from kwire.errors import CorruptRecordError, DecodeError, KwireError
 from kwire.log._index import (
     BytesLike,
     OffsetIndex,
     OffsetPosition,
     TimeIndex,
-    as_byte_view,
 )
 from kwire.log._txnindex import AbortedTxn, TransactionIndex
 from kwire.records import DEFAULT_MAX_DECOMPRESSED_SIZE, Batch, BatchReader
@@ -135,7 +135,7 @@ class BatchScan(Iterator[Batch]):
     ) -> None:
         if errors not in ("report", "strict"):
             raise ValueError(f"errors must be 'report' or 'strict', not {errors!r}")
-        view = as_byte_view(buffer)
+        view = as_view(buffer)
         self._view = view
         self.base_position = base_position
         self.source = source
@@ -410,7 +410,7 @@ class Segment:
         txnindex: BytesLike | None = None,
         source: str | None = None,
     ) -> None:
-        self.view = as_byte_view(log)
+        self.view = as_view(log)
         self.base_offset = base_offset
         self.source = source
         self._index_bytes = index

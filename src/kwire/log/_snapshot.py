@@ -23,8 +23,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
+from kwire._wire import as_view
 from kwire.errors import DecodeError
-from kwire.log._index import BytesLike, as_byte_view
+from kwire.log._index import BytesLike
+from kwire.records._sequence import decrement_sequence
 
 __all__ = [
     "ProducerSnapshot",
@@ -37,14 +39,6 @@ PRODUCER_SNAPSHOT_VERSION: Final = 1
 _HEADER: Final = struct.Struct(">hIi")  # version, crc, entry count
 _ENTRY: Final = struct.Struct(">qhiqiqiq")
 _CRC_START: Final = 6
-_INT32_MAX: Final = (1 << 31) - 1
-
-
-def _decrement_sequence(sequence: int, decrement: int) -> int:
-    # Kafka's DefaultRecordBatch.decrementSequence: sequences wrap at Integer.MAX_VALUE.
-    if sequence < decrement:
-        return _INT32_MAX - (decrement - sequence) + 1
-    return sequence - decrement
 
 
 @dataclass(frozen=True)
@@ -65,7 +59,7 @@ class ProducerSnapshotEntry:
 
     @property
     def first_sequence(self) -> int:
-        return _decrement_sequence(self.last_sequence, self.offset_delta)
+        return decrement_sequence(self.last_sequence, self.offset_delta)
 
 
 @dataclass(frozen=True)
@@ -81,7 +75,7 @@ def read_producer_snapshot(buffer: BytesLike) -> ProducerSnapshot:
     """Parse and verify a producer state snapshot (``DecodeError`` as Kafka's ``CorruptSnapshotException``)."""
     import crc32c
 
-    view = as_byte_view(buffer)
+    view = as_view(buffer)
     if len(view) < _HEADER.size:
         raise DecodeError(
             f"Snapshot failed schema validation: {len(view)} bytes, need at least {_HEADER.size}",

@@ -18,8 +18,9 @@ import struct
 from collections.abc import Iterable, Iterator
 from typing import Final, NamedTuple
 
+from kwire._wire import as_view
 from kwire.errors import DecodeError
-from kwire.log._index import BytesLike, as_byte_view
+from kwire.log._index import BytesLike
 
 __all__ = [
     "TXN_INDEX_ENTRY_SIZE",
@@ -62,7 +63,7 @@ class TransactionIndex:
     __slots__ = ("entries", "problems")
 
     def __init__(self, buffer: BytesLike) -> None:
-        view = as_byte_view(buffer)
+        view = as_view(buffer)
         self.entries: list[AbortedTxn] = []
         self.problems: list[str] = []
         whole = len(view) - len(view) % TXN_INDEX_ENTRY_SIZE

@@ -39,12 +39,12 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import BinaryIO, Final
 
+from kwire._wire import INT32_MAX, as_view
 from kwire.errors import EncodeError
 from kwire.log._checkpoint import encode_leader_epoch_checkpoint, encode_partition_metadata
 from kwire.log._index import (
     TIME_INDEX_ENTRY_SIZE,
     BytesLike,
-    as_byte_view,
     encode_offset_index_entry,
     encode_time_index_entry,
 )
@@ -71,7 +71,6 @@ TMP_SUFFIX: Final = ".kwire-tmp"
 DEFAULT_SEGMENT_BYTES: Final = 1 << 30
 DEFAULT_INDEX_INTERVAL_BYTES: Final = 4096
 DEFAULT_MAX_INDEX_BYTES: Final = 10 * 1024 * 1024
-_INT32_MAX: Final = (1 << 31) - 1
 _LEGAL_TOPIC: Final = re.compile(r"[a-zA-Z0-9._-]+")
 
 
@@ -157,10 +156,10 @@ class LogWriter:
         track_transactions: bool = True,
     ) -> None:
         _check_topic(topic)
-        if not 0 <= partition <= _INT32_MAX:
+        if not 0 <= partition <= INT32_MAX:
             raise ValueError(f"partition {partition} is not a valid partition number")
-        if not 14 <= segment_bytes <= _INT32_MAX:
-            raise ValueError(f"segment_bytes must be in [14, {_INT32_MAX}], not {segment_bytes}")
+        if not 14 <= segment_bytes <= INT32_MAX:
+            raise ValueError(f"segment_bytes must be in [14, {INT32_MAX}], not {segment_bytes}")
         if index_interval_bytes < 0:
             raise ValueError("index_interval_bytes must be >= 0")
         if max_index_bytes < 4 * TIME_INDEX_ENTRY_SIZE:
@@ -213,7 +212,7 @@ class LogWriter:
         (offsets going backwards, a batch larger than a segment) before writing anything."""
         if self._closed:
             raise ValueError("LogWriter is closed")
-        view = as_byte_view(data)
+        view = as_view(data)
         batches = list(read_batches(view, verify_crc=self.verify_crc))
         expected = self._next_offset
         for batch in batches:
@@ -226,7 +225,7 @@ class LogWriter:
                 raise EncodeError(
                     f"batch of {batch.size} bytes is larger than segment_bytes {self.segment_bytes}"
                 )
-            if last - base > _INT32_MAX:
+            if last - base > INT32_MAX:
                 raise EncodeError(f"batch offsets {base}..{last} span more than 2**31 offsets")
             expected = last + 1
         first_position = -1

@@ -26,7 +26,7 @@ import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeAlias
 
-from kwire._wire import read_uvarint, read_uvarlong, write_uvarint
+from kwire._wire import as_view, read_uvarint, read_uvarlong, write_uvarint
 from kwire.errors import (
     DecodeError,
     EncodeError,
@@ -335,7 +335,7 @@ class KafkaMessage(KafkaStruct):
         if fn is None:
             _check_version(cls.__kafka_message__, version)
             raise UnsupportedVersionError(f"{cls.__name__} has no decoder for version {version}")
-        buf: Any = data if type(data) is bytes else _as_view(data)
+        buf: Any = data if type(data) is bytes else as_view(data)
         # Decoding allocates many objects that all survive: pause the cyclic GC for big inputs,
         # or its collections (each scanning the young objects again) dominate the decode time.
         pause = len(buf) > 4096 and gc.isenabled()
@@ -420,16 +420,6 @@ def _fast_path_failed(
     if strict_fast_path():
         raise FastPathError(text) from exc
     warnings.warn(text, FastPathFallbackWarning, stacklevel=4)
-
-
-def _as_view(data: Any) -> memoryview:
-    try:
-        view = memoryview(data)
-    except TypeError:
-        raise TypeError(f"expected a bytes-like object, not {type(data).__name__}") from None
-    if view.format != "B" or view.ndim != 1:
-        view = view.cast("B")
-    return view
 
 
 # ----------------------------------------------------------------------------------------------

@@ -37,7 +37,8 @@ from kwire.records._convert import (
     magic_for_fetch_version,
     magic_for_produce_version,
 )
-from kwire.records._legacy import LegacyBatch
+from kwire.records._java import java_string
+from kwire.records._legacy import InnerEntry, LegacyBatch
 from kwire.records._model import (
     CREATE_TIME,
     LOG_APPEND_TIME,
@@ -46,12 +47,19 @@ from kwire.records._model import (
     Batch,
     Record,
 )
+from kwire.records._sequence import (
+    NO_SEQUENCE,
+    decrement_sequence,
+    increment_sequence,
+    last_sequence,
+)
 from kwire.records._v2 import RecordBatch
 
 __all__ = [
     "CREATE_TIME",
     "DEFAULT_MAX_DECOMPRESSED_SIZE",
     "LOG_APPEND_TIME",
+    "NO_SEQUENCE",
     "NO_TIMESTAMP",
     "NO_TIMESTAMP_TYPE",
     "AppendError",
@@ -66,6 +74,7 @@ __all__ = [
     "ConversionLoss",
     "ConversionResult",
     "EndTransactionMarker",
+    "InnerEntry",
     "LegacyBatch",
     "Record",
     "RecordBatch",
@@ -79,6 +88,10 @@ __all__ = [
     "convert_for_fetch",
     "decode_control_record",
     "decompress",
+    "decrement_sequence",
+    "increment_sequence",
+    "java_string",
+    "last_sequence",
     "magic_for_fetch_version",
     "magic_for_message_format_version",
     "magic_for_produce_version",

@@ -842,17 +842,14 @@ class _Validator:
                 )
         log_append_time = self.now
         if to_magic >= 2:
-            builder = BatchBuilder(
-                2,
+            builder = BatchBuilder.like(
+                first,
                 codec,
                 base_offset=self.next_offset,
                 timestamp_type=self.ts_type,
                 log_append_time=log_append_time,
-                producer_id=first.producer_id,
-                producer_epoch=first.producer_epoch,
-                base_sequence=first.base_sequence,
-                is_transactional=first.is_transactional,
                 partition_leader_epoch=self.leader_epoch,
+                keep_control=False,  # LogValidator's rebuilt batches are never control batches
             )
         else:  # validate_batch already refused producer state and transactions below magic 2
             builder = BatchBuilder(

@@ -13,6 +13,7 @@ import struct
 from collections.abc import Callable, Iterator
 from typing import Final
 
+from kwire._wire import as_view
 from kwire.errors import CorruptRecordError
 from kwire.records._codecs import DEFAULT_MAX_DECOMPRESSED_SIZE
 from kwire.records._legacy import RECORD_OVERHEAD_V0, LegacyBatch
@@ -31,14 +32,6 @@ BatchFactory = Callable[..., Batch]
 _BY_MAGIC: Final[dict[int, BatchFactory]] = {0: LegacyBatch, 1: LegacyBatch, 2: RecordBatch}
 
 Buffer = bytes | bytearray | memoryview
-
-
-def as_view(buffer: Buffer) -> memoryview:
-    """A flat unsigned-byte ``memoryview`` of any bytes-like object, without copying."""
-    view = buffer if isinstance(buffer, memoryview) else memoryview(buffer)
-    if view.format != "B" or view.ndim != 1:
-        view = view.cast("B")
-    return view
 
 
 class BatchReader(Iterator[Batch]):

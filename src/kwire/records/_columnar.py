@@ -17,7 +17,8 @@
 #      ``np.repeat`` of per-batch values; topic/partition/segment are per-call constants.
 #
 # Where the columnar decoder and the row API differ, on purpose: a header key that is not UTF-8
-# gets U+FFFD per bad byte (as Java's ``new String(bytes, UTF_8)``; Arrow strings must be UTF-8),
+# gets U+FFFD where Java's ``new String(bytes, UTF_8)`` puts them (``java_string``, shared with
+# ``kwire dump``; Arrow strings must be UTF-8),
 # a timestamp that int64 microseconds cannot hold is null, and a v2 batch whose record count is 0
 # has no records whatever bytes follow its header, without decompressing them (Kafka's
 # ``DefaultRecordBatch.iterator()``; the row API checks those bytes). Everything else, errors
@@ -41,7 +42,10 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 import numpy as np
 
+from kwire._wire import INT32_MAX
 from kwire.errors import CorruptRecordError, DecodeError, UnsupportedCodecError
+from kwire.records._java import java_string
+from kwire.records._sequence import NO_SEQUENCE, increment_sequence
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -121,7 +125,6 @@ _SPARK_TYPES: Final = {
 #: Names of the ``compression`` column, indexed by codec id (ids 5-7 never decode).
 _CODEC_NAMES: Final = ("none", "gzip", "snappy", "lz4", "zstd")
 
-_INT32_MAX: Final = 0x7FFFFFFF
 _V2_HEADER: Final = 61
 _V2_CRC_START: Final = 21
 
@@ -204,7 +207,7 @@ def constant_array(value: object, length: int, type: pa.DataType) -> pa.Array:
         return pa.nulls(length, type)
     if pa.types.is_string(type) or pa.types.is_binary(type):
         raw = value.encode() if isinstance(value, str) else bytes(value)  # type: ignore[call-overload]
-        if len(raw) * length > _INT32_MAX:
+        if len(raw) * length > INT32_MAX:
             raise ValueError("constant column larger than 2 GiB; use fewer rows per call")
         offsets = np.arange(0, (length + 1) * len(raw), len(raw) or 1, dtype=np.int32)
         if not raw:
@@ -729,7 +732,7 @@ class _Decoder:
             ("header keys", k.T_HDR_KEY_BYTES),
             ("header values", k.T_HDR_VALUE_BYTES),
         ):
-            if int(totals[t]) > _INT32_MAX:
+            if int(totals[t]) > INT32_MAX:
                 raise DecodeError(
                     f"the {what} of this buffer exceed Arrow's 2 GiB binary column limit; "
                     "decode it in smaller byte ranges",
@@ -923,14 +926,12 @@ def _utf8_or_replace(keys: pa.Array) -> pa.Array:
         return keys
     except pa.ArrowInvalid:
         raw = keys.view(pa.binary()).to_pylist()
-        return pa.array([b.decode("utf-8", "replace") for b in raw], pa.string())
+        return pa.array([java_string(b) for b in raw], pa.string())
 
 
 def _sequences(offsets: np.ndarray, counts: np.ndarray, meta: dict[str, np.ndarray]) -> np.ndarray:
     """Each record's producer sequence: base + offset delta, wrapping at 2**31 - 1 like Kafka."""
     base = np.repeat(meta["baseSequence"], counts)
     delta = offsets - np.repeat(meta["batchOffset"], counts)
-    seq = base + delta
-    seq = np.where(seq > _INT32_MAX, seq - _INT32_MAX - 1, seq)
-    seq = np.where(base < 0, -1, seq)
+    seq = np.where(base < 0, NO_SEQUENCE, increment_sequence(base, delta))
     return seq.astype(np.int32)

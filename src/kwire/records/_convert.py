@@ -23,8 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Final
 
+from kwire._wire import as_view
 from kwire.errors import UnsupportedCodecError, UnsupportedVersionError
-from kwire.records._batch import as_view, read_batches
+from kwire.records._batch import read_batches
 from kwire.records._builder import BatchBuilder
 from kwire.records._codecs import DEFAULT_MAX_DECOMPRESSED_SIZE, Compression
 from kwire.records._model import CREATE_TIME, LOG_APPEND_TIME, NO_TIMESTAMP, Batch, Record
@@ -200,19 +201,8 @@ def _builder_for(batch: Batch, to_magic: int, codec: Compression, base_offset: i
             2, codec, base_offset=base_offset, timestamp_type=ts_type, log_append_time=log_append
         )
     # v2 -> v2 with another codec: everything in the header is kept.
-    return BatchBuilder(
-        2,
-        codec,
-        base_offset=base_offset,
-        timestamp_type=ts_type,
-        log_append_time=log_append,
-        producer_id=batch.producer_id,
-        producer_epoch=batch.producer_epoch,
-        base_sequence=batch.base_sequence,
-        is_transactional=batch.is_transactional,
-        is_control=batch.is_control,
-        partition_leader_epoch=batch.partition_leader_epoch,
-        delete_horizon_ms=batch.base_timestamp if batch.has_delete_horizon else None,
+    return BatchBuilder.like(
+        batch, codec, base_offset=base_offset, timestamp_type=ts_type, log_append_time=log_append
     )
 
 

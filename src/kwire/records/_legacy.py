@@ -25,8 +25,9 @@ from __future__ import annotations
 import struct
 import zlib
 from collections.abc import Iterator
-from typing import Final
+from typing import Final, NamedTuple
 
+from kwire._wire import INT32_MAX
 from kwire.errors import CorruptRecordError, DecodeError, EncodeError
 from kwire.records._codecs import DEFAULT_MAX_DECOMPRESSED_SIZE, Compression, decompress
 from kwire.records._model import (
@@ -42,6 +43,7 @@ __all__ = [
     "LOG_OVERHEAD",
     "RECORD_OVERHEAD_V0",
     "RECORD_OVERHEAD_V1",
+    "InnerEntry",
     "LegacyBatch",
     "encode_message",
     "legacy_crc",
@@ -59,7 +61,6 @@ ATTR_TIMESTAMP_TYPE: Final = 0x08
 _ENTRY_V0: Final = struct.Struct(">qiIbb")  # offset, size, crc, magic, attributes
 _ENTRY_V1: Final = struct.Struct(">qiIbbq")  # ... timestamp
 _INT32: Final = struct.Struct(">i")
-_INT32_MAX: Final = 2**31 - 1
 
 _crc32 = zlib.crc32
 
@@ -67,6 +68,16 @@ _crc32 = zlib.crc32
 def legacy_crc(data: bytes | bytearray | memoryview) -> int:
     """CRC32 as legacy messages use it (over magic..end)."""
     return _crc32(data)
+
+
+class InnerEntry(NamedTuple):
+    """One inner message of a legacy wrapper, as stored (``LegacyBatch.inner_entries``)."""
+
+    offset: int
+    magic: int
+    attributes: int
+    timestamp: int
+    crc: int
 
 
 class _Entry:
@@ -296,10 +307,17 @@ class LegacyBatch(Batch):
             )
         return iter(self._records())
 
-    def inner_entries(self) -> list[tuple[int, int, int, int]]:
-        """For a wrapper: the inner messages' stored (offset, magic, attributes, timestamp)."""
+    def inner_entries(self) -> list[InnerEntry]:
+        """For a wrapper: its inner messages' stored offset, magic, attributes, timestamp and CRC.
+
+        What Kafka's deep iteration of a legacy wrapper shows (``kwire dump``), without building
+        records. Raises ``CorruptRecordError`` if the payload cannot be decompressed or parsed.
+        """
         data = self._decompress()
-        return [(e.offset, e.magic, e.attributes, e.timestamp) for e in self._parse_inner(data)]
+        return [
+            InnerEntry(e.offset, e.magic, e.attributes, e.timestamp, e.crc)
+            for e in self._parse_inner(data)
+        ]
 
     def _decompress(self) -> memoryview:
         e = self._entry
@@ -420,7 +438,7 @@ def encode_message(
     if value is None:
         out += b"\xff\xff\xff\xff"
     else:
-        if len(value) > _INT32_MAX:
+        if len(value) > INT32_MAX:
             raise EncodeError("legacy message value too large")
         out += _INT32.pack(len(value))
         out += value

@@ -16,6 +16,7 @@ from typing import ClassVar, Final
 
 from kwire.errors import CorruptRecordError, DecodeError
 from kwire.records._codecs import Compression
+from kwire.records._sequence import last_sequence
 
 __all__ = [
     "CREATE_TIME",
@@ -36,8 +37,6 @@ NO_TIMESTAMP: Final = -1
 
 #: One record header: (key, value). The value is ``None`` for a null header value.
 Header = tuple[str, memoryview | bytes | None]
-
-_INT32_MAX: Final = 0x7FFFFFFF
 
 
 class _BatchFacts:
@@ -96,13 +95,7 @@ class Record:
     @property
     def sequence(self) -> int:
         """The producer sequence number (v2 with a base sequence), else -1; wraps like Kafka's."""
-        base = self._batch.base_sequence
-        if base < 0:
-            return -1
-        delta = self.offset - self._batch.base_offset
-        if base > _INT32_MAX - delta:
-            return delta - (_INT32_MAX - base) - 1
-        return base + delta
+        return last_sequence(self._batch.base_sequence, self.offset - self._batch.base_offset)
 
     def copy(self) -> Record:
         """A detached copy: ``bytes`` key, value and header values, no reference to any buffer."""
@@ -212,6 +205,11 @@ class Batch:
     @property
     def next_offset(self) -> int:
         return self.last_offset + 1
+
+    @property
+    def last_sequence(self) -> int:
+        """The producer sequence of the last record (``DefaultRecordBatch.lastSequence``), or -1."""
+        return last_sequence(self.base_sequence, self.offset_delta)
 
     @property
     def has_delete_horizon(self) -> bool:

@@ -27,7 +27,7 @@ from typing import Final
 
 import crc32c as _crc32c_mod
 
-from kwire._wire import read_varint, read_varlong
+from kwire._wire import INT32_MAX, read_varint, read_varlong
 from kwire.errors import CorruptRecordError, DecodeError, EncodeError, UnsupportedCodecError
 from kwire.records._codecs import DEFAULT_MAX_DECOMPRESSED_SIZE, Compression, compress, decompress
 from kwire.records._model import LOG_APPEND_TIME, NO_TIMESTAMP, Batch, Header, Record
@@ -513,8 +513,6 @@ _SMALL_MIN: Final = -1
 _SMALL_MAX: Final = 16383
 _SMALL: Final = [_zigzag_slow(v) for v in range(_SMALL_MIN, _SMALL_MAX + 1)]
 
-_INT32_MIN: Final = -(2**31)
-_INT32_MAX: Final = 2**31 - 1
 _INT64_MIN: Final = -(2**63)
 _INT64_MAX: Final = 2**63 - 1
 
@@ -549,7 +547,7 @@ def encode_record(
     headers: Iterable[HeaderInput] = (),
 ) -> bytes:
     """One v2 record, length prefix included. Deltas must fit int32 / int64 (checked)."""
-    if not 0 <= off_delta <= _INT32_MAX:
+    if not 0 <= off_delta <= INT32_MAX:
         raise EncodeError(f"offset delta {off_delta} out of the int32 range")
     if not _INT64_MIN <= ts_delta <= _INT64_MAX:
         raise EncodeError(f"timestamp delta {ts_delta} out of the int64 range")
@@ -653,7 +651,7 @@ def encode_batch(
         attributes |= ATTR_DELETE_HORIZON
     start = len(out)
     batch_length = HEADER_SIZE - LOG_OVERHEAD + len(payload)
-    if batch_length > _INT32_MAX:
+    if batch_length > INT32_MAX:
         raise EncodeError(f"batch of {batch_length} bytes is too large")
     try:
         out += HEADER.pack(

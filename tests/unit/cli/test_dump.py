@@ -543,25 +543,6 @@ def test_logs_written_by_log_writer_verify_cleanly(
     )
 
 
-@pytest.mark.parametrize(
-    ("data", "java"),
-    [
-        # What Java 17's new String(bytes, UTF_8) gives (checked in tests/oracle/test_log_java.py).
-        (b"\xed\xa0\x80", "\ufffd"),  # an encoded surrogate: one replacement for three bytes
-        (b"\xe0\x80\x80", "\ufffd\ufffd\ufffd"),  # overlong 3-byte form
-        (b"\xe2\x82", "\ufffd"),  # a cut 3-byte sequence
-        (b"\xf0\x9f\x98", "\ufffd"),  # a cut 4-byte sequence
-        (b"\xf4\x90\x80\x80", "\ufffd\ufffd\ufffd\ufffd"),  # beyond U+10FFFF
-        (b"\xc3\xa9", "\u00e9"),
-        (b"a\xffb", "a\ufffdb"),
-    ],
-)
-def test_values_print_as_javas_string_decoder(data: bytes, java: str) -> None:
-    from kwire.cli._dump import _string
-
-    assert _string(data) == java
-
-
 def test_kraft_control_records(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     # Kafka: " SnapshotHeader " + SnapshotHeaderRecordJsonConverter.write(...); other control
     # types: " controlType: LEADER_CHANGE(2)". Values carry no version prefix (ControlRecordUtils).
