@@ -108,6 +108,7 @@ class Server:
     """A broker subprocess on 127.0.0.1; ``stop()`` signals it by its process id."""
 
     name = "?"
+    env: dict[str, str] = {}
 
     def __init__(self, prefix: list[str] | None = None) -> None:
         self.port = free_port()
@@ -132,6 +133,7 @@ class Server:
             stdout=self.log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
+            env={**os.environ, **self.env},
         )
         try:
             wait_metadata(self.port, self.proc)
@@ -194,6 +196,13 @@ class KwireServer(Server):
             "--log-level",
             "WARNING",
         ]
+
+
+class KwireNoNumbaServer(KwireServer):
+    """kwire broker with KWIRE_DISABLE_NUMBA=1: the append path's record walk in Python."""
+
+    name = "kwire-nonumba"
+    env = {"KWIRE_DISABLE_NUMBA": "1"}
 
 
 class TansuServer(Server):
@@ -540,7 +549,7 @@ def profile_kwire(n: int, seconds_cap: float, top: int = 25) -> str:
                         "--format",
                         "raw",
                         "--rate",
-                        "200",
+                        "500",
                         "--nonblocking",
                         "-p",
                         str(srv.pid),
@@ -660,7 +669,13 @@ def main(argv: list[str] | None = None) -> int:
         "--profile", action="store_true", help="also profile kwire broker (py-spy/cProfile)"
     )
     ap.add_argument("--profile-only", action="store_true")
+    ap.add_argument("--profile-messages", type=int, default=1_000_000)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument(
+        "--kwire-no-numba",
+        action="store_true",
+        help="add a contender: kwire broker with KWIRE_DISABLE_NUMBA=1 (no numba import)",
+    )
     ap.add_argument(
         "--commit",
         help="benchmark this commit's src/ (git archive into .cache/), "
@@ -702,10 +717,12 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {"env": env}
 
     if args.profile_only:
-        print(profile_kwire(args.messages, 300))
+        print(profile_kwire(args.profile_messages, 300))
         return 0
 
     servers: list[type[Server]] = [KwireServer]
+    if args.kwire_no_numba:
+        servers.append(KwireNoNumbaServer)
     if not args.no_tansu:
         path, info = find_tansu(args.tansu)
         if path is None:
@@ -782,12 +799,14 @@ def main(argv: list[str] | None = None) -> int:
     env["load_avg_end"] = os.getloadavg()
 
     if args.profile:
-        results["profile"] = profile_kwire(args.messages, 300)
+        results["profile"] = profile_kwire(args.profile_messages, 300)
 
     if args.json:
         print(json.dumps(results, indent=2))
     else:
         print(render(results, names))
+        if "kwire-nonumba" in names:
+            print("\n" + render(results, names, "kwire-nonumba", "kwire"))
     return 0
 
 
@@ -818,10 +837,13 @@ def _ratio(a: float, b: float, higher_better: bool = True) -> str:
     return f"{a / b:.2f}x" if higher_better else f"{b / a:.2f}x"
 
 
-def render(res: dict[str, Any], names: list[str]) -> str:
-    peer = "tansu" if "tansu" in names else None
+def render(
+    res: dict[str, Any], names: list[str], me: str = "kwire", peer: str | None = "tansu"
+) -> str:
+    if peer not in names:
+        peer = None
     out = [f"env: {res['env']}", ""]
-    out.append("| metric | kwire | " + (f"{peer} | kwire/{peer} |" if peer else ""))
+    out.append(f"| metric | {me} | " + (f"{peer} | {me}/{peer} |" if peer else ""))
     out.append("| --- | ---: | " + ("---: | ---: |" if peer else ""))
 
     def row(label: str, k: float, t: float | None, fmt: str, higher_better: bool) -> None:
@@ -833,14 +855,14 @@ def render(res: dict[str, Any], names: list[str]) -> str:
     st = res["startup"]
     row(
         "CLI start to first Metadata (ms)",
-        st["kwire"]["startup_ms"],
+        st[me]["startup_ms"],
         st.get(peer, {}).get("startup_ms"),
         "{:.0f}",
         False,
     )
     row(
         "idle RSS (MB)",
-        st["kwire"]["idle_rss_mb"],
+        st[me]["idle_rss_mb"],
         st.get(peer, {}).get("idle_rss_mb"),
         "{:.1f}",
         False,
@@ -848,31 +870,31 @@ def render(res: dict[str, Any], names: list[str]) -> str:
     wu = res["warmup"]
     row(
         "create topic + first 1-message produce (ms)",
-        wu["kwire"]["first_produce_ms"],
+        wu[me]["first_produce_ms"],
         wu.get(peer, {}).get("first_produce_ms"),
         "{:.0f}",
         False,
     )
     row(
         "RSS after the first produce (MB)",
-        wu["kwire"]["rss_after_first_produce_mb"],
+        wu[me]["rss_after_first_produce_mb"],
         wu.get(peer, {}).get("rss_after_first_produce_mb"),
         "{:.1f}",
         False,
     )
     for key, d in res["throughput"].items():
         for metric in ("produce_mb_s", "consume_mb_s"):
-            if metric in d["kwire"]:
+            if metric in d[me]:
                 row(
                     f"{metric.split('_')[0]} MB/s, {key}",
-                    d["kwire"][metric],
+                    d[me][metric],
                     d.get(peer, {}).get(metric),
                     "{:.1f}",
                     True,
                 )
         row(
             f"RSS after, {key} (MB)",
-            d["kwire"]["rss_mb"],
+            d[me]["rss_mb"],
             d.get(peer, {}).get("rss_mb"),
             "{:.0f}",
             False,
@@ -881,7 +903,7 @@ def render(res: dict[str, Any], names: list[str]) -> str:
     for m in ("p50_ms", "p99_ms", "max_ms", "achieved_mb_s"):
         row(
             f"latency at 20 MB/s: {m}",
-            lat["kwire"][m],
+            lat[me][m],
             lat.get(peer, {}).get(m),
             "{:.2f}",
             m == "achieved_mb_s",
