@@ -1,4 +1,4 @@
-"""The shared wire primitives: varints as seed 000 (KIP-482) describes them, and their failure modes."""
+"""The shared wire primitives: varints as KIP-482 describes them, and their failure modes."""
 
 import pytest
 from hypothesis import given

@@ -1,5 +1,5 @@
-"""``kwire size-report``: what varint fields (seed 002) and the draft tag header (seed 003) would
-save, in bytes and in encode/decode time, on realistic messages or on captured frames.
+"""``kwire size-report``: what varint integer fields (a KIP proposal Kafka never shipped) and
+the interleaved tag header of KIP-482's first draft would save, in bytes and in encode/decode time, on realistic messages or on captured frames.
 
 The measuring lives in ``kwire.protocol._sizereport`` (sans-IO); this module reads frame files,
 picks the cases and prints a table per case (markdown, so it pastes into docs) or JSON.
@@ -24,14 +24,18 @@ _DEFAULT_CASES = ("metadata:10", "metadata:1000", "metadata:100000")
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "size-report",
-        help="wire sizes and codec times with varint fields (seed 002) and the seed-003 tag header",
+        help=(
+            "wire sizes and codec times with varint integer fields (a KIP proposal Kafka never "
+            "shipped) and the interleaved tag header of KIP-482's first draft"
+        ),
         description=(
             "Encode messages under: the last non-flexible version; the flexible version as Kafka "
-            "ships it (KIP-482); a new version with varint fields (seed 002: a given or suggested "
-            "set); the seed-003 interleaved tag header; and varints plus that header. Reports "
+            "ships it (KIP-482); a new version with varint integer fields (a KIP proposal Kafka "
+            "never shipped: a given or suggested set); the interleaved tag header of KIP-482's "
+            "first draft; and varints plus that header. Reports "
             "bytes and encode/decode time relative to the shipped form, measured in the same run. "
             "Without --generate or --frames: MetadataResponse for clusters of 10, 1,000 and "
-            "100,000 partitions (the seed's motivating case)."
+            "100,000 partitions (the motivating case)."
         ),
     )
     parser.add_argument(
@@ -66,7 +70,7 @@ def register(subparsers: Any) -> None:
         help=(
             "a field to write as a varint, as a path of field names from the message root and an "
             "encoding: Topics.Partitions.LeaderId=varint (zigzag) or =unsigned, or a sized form "
-            "(varint32, unsigned64...). Default for MetadataResponse: the seed's set"
+            "(varint32, unsigned64...). Default for MetadataResponse: the default set"
         ),
     )
     parser.add_argument(
@@ -171,7 +175,7 @@ def _run(args: argparse.Namespace) -> int:
 
     results = []
     for title, message, msgs in cases:
-        # the seed's set applies to its message only; a given set to every message that has it
+        # the default set applies to its message only; a given set to every message that has it
         results.append(
             report_case(
                 title,

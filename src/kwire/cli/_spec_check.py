@@ -1,4 +1,4 @@
-"""``kwire spec-check OLD NEW``: is a spec change a compatible evolution (seed 000's rules)?"""
+"""``kwire spec-check OLD NEW``: is a spec change a compatible evolution (Kafka's evolution rules)?"""
 
 from __future__ import annotations
 

@@ -108,7 +108,7 @@ def _load(path: Path, report: EvolutionReport, side: str) -> MessageSpec | None:
 
 
 def _rule_for_load_error(message: str) -> str:
-    """Name the seed-000 rule a loader error breaks (the loader enforces the single-file rules)."""
+    """Name the evolution rule a loader error breaks (the loader enforces the single-file rules)."""
     text = message.lower()
     if "flexible" in text and "tagged" in text:
         return "tagged-field-in-inflexible-version"
@@ -225,7 +225,8 @@ def _compare(old: MessageSpec, new: MessageSpec) -> Iterator[_Raw]:
             yield _Raw("violation", "flexibility-changed", "", what, v)
             continue  # every field would differ; the flexibility change says it all
         if new.flexible(v) and old.tag_header != new.tag_header:
-            # kwire extension (seed 003): the tag-header layout of an existing version changed
+            # kwire extension: the interleaved tag header of KIP-482's first draft: the tag-header
+            # layout of an existing version changed
             yield _Raw(
                 "violation",
                 "tag-header-changed",
@@ -245,7 +246,8 @@ def _wire_type(spec: MessageSpec, f: FieldSpec, v: int) -> str:
     """How a field is written at ``v``: type, compactness and nullability (not its name)."""
     t = f.type
     compact = t.has_compact_form and f.compact(v, spec.flexible_versions)
-    # wire_type: the varint encoding at v (kwire extension, seed 002) is part of the layout
+    # wire_type: the varint encoding at v (kwire extension, the varint proposal) is part of the
+    # layout
     text = ("compact " if compact else "") + f.wire_type(v)
     if f.nullable(v):
         text = "nullable " + text
@@ -360,7 +362,7 @@ def _tags(fields: Iterable[FieldSpec]) -> dict[int, FieldSpec]:
 def _tag_reuse(
     old: MessageSpec, new: MessageSpec, a: StructSpec, b: StructSpec, path: str
 ) -> Iterator[_Raw]:
-    """A tag number keeps its field forever, whatever the versions (seed 000)."""
+    """A tag number keeps its field forever, whatever the versions (Kafka's evolution rule)."""
     a_tags, b_tags = _tags(a.fields), _tags(b.fields)
     for tag in sorted(a_tags.keys() & b_tags.keys()):
         if a_tags[tag].name != b_tags[tag].name:

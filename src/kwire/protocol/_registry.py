@@ -159,7 +159,8 @@ def load_specs(
     ``clients/src/main/resources/common/message``) and return a registry with ``message_class``.
 
     ``path`` may also be specs already loaded (name -> ``MessageSpec``, e.g. built with
-    ``parse_spec``). ``tag_header="interleaved"`` (a kwire extension, seed 003) writes and reads
+    ``parse_spec``). ``tag_header="interleaved"`` (a kwire extension:
+    the interleaved tag header of KIP-482's first draft) writes and reads
     every message's tag headers in the draft's interleaved form, whatever the specs say;
     ``"kip482"`` forces Kafka's form.
 

@@ -155,7 +155,8 @@ class KField:
         self.struct = struct
         self.zero_copy = zero_copy
         self.about = about
-        #: kwire extension (seed 002): ``(version range, wire type)`` pairs of a varint field.
+        #: kwire extension: varint integer fields (a KIP proposal Kafka never shipped): ``(version
+        #: range, wire type)`` pairs of a varint field.
         self.encodings = tuple((VersionRange.parse(r), w) for r, w in encoding)
 
     def wire(self, version: int) -> str:
@@ -233,7 +234,8 @@ class MessageInfo:
     ) -> None:
         self.name = name
         self.kind = kind
-        #: kwire extension (seed 003): "kip482" or "interleaved" tag headers.
+        #: kwire extension: the interleaved tag header of KIP-482's first draft: "kip482" or
+        #: "interleaved" tag headers.
         self.tag_header = tag_header
         self.api_key = api_key
         self.valid = VersionRange.parse(valid)
@@ -895,7 +897,8 @@ def _first(item: tuple[int, Any]) -> int:
 
 
 # ----------------------------------------------------------------------------------------------
-# kwire extensions: varint fields (seed 002) and the interleaved tag header (seed 003)
+# kwire extensions: varint integer fields (a KIP proposal Kafka never shipped) and the interleaved
+# tag header of KIP-482's first draft
 
 
 #: ``bytes.translate`` tables for arrays of one-byte zigzag varints: values 0..63 <-> their zigzag
@@ -1124,7 +1127,7 @@ class _Careful:
     def __init__(self, buf: Any, context: str, interleaved: bool = False) -> None:
         self.buf = buf
         self.context = context
-        #: seed-003 tag headers (kwire extension)
+        #: interleaved tag headers of KIP-482's first draft (kwire extension)
         self.interleaved = interleaved
 
     def fail(self, reason: str, pos: int, path: str) -> DecodeError:
@@ -1160,7 +1163,7 @@ class _Careful:
         return result, pos
 
     def varint_field(self, wire: str, pos: int, end: int, path: str) -> tuple[int, int]:
-        """A seed-002 varint field value (kwire extension), range-checked for its wire type."""
+        """A varint integer field's value (kwire extension), range-checked for its wire type."""
         codec = VARINTS[wire]
         raw, after = self.uvarint(pos, end, path, wire, codec.max_bytes, wire)
         value = raw if codec.unsigned else (raw >> 1) ^ -(raw & 1)

@@ -1,4 +1,5 @@
-"""Wire-size report: what would varint fields (seed 002) and the draft tag header (seed 003) save?
+"""Wire-size report: what would varint integer fields (a KIP proposal Kafka never shipped) and the
+interleaved tag header of KIP-482's first draft save?
 
 Approach. For one message (a bundled spec) and a sample of instances, build variant specs
 programmatically from the bundled spec's JSON and compile them with ``load_specs`` (in memory):
@@ -6,11 +7,12 @@ programmatically from the bundled spec's JSON and compile them with ``load_specs
 - ``nonflex``: the last non-flexible version (KIP-482 not used);
 - ``shipped``: the latest (flexible) version as Kafka ships it: the baseline;
 - ``varints`` / ``suggested``: a new version (latest + 1) whose chosen integer fields carry a
-  seed-002 form-B ``encoding`` (``fixedN`` up to the latest version, the varint from the new one);
+  varint form-B ``encoding`` (``fixedN`` up to the latest version, the varint from the new one);
   the fields are given (``Topics.Partitions.LeaderId=varint``, field-name paths from the root) or
   suggested from the sample (integer fields whose values are small enough that a varint is shorter);
-- ``tagheader``: the latest version with ``"tagHeader": "interleaved"`` (seed 003);
-- ``both``: the suggested (or given) varints and the seed-003 tag header together.
+- ``tagheader``: the latest version with ``"tagHeader": "interleaved"`` (KIP-482's first draft);
+- ``both``: the suggested (or given) varints and the interleaved tag header of KIP-482's first
+  draft together.
 
 Each instance is copied into each variant's classes (same attributes), encoded and decoded; the
 report gives the bytes and the encode/decode time, timed in the same run, relative to ``shipped``.
@@ -54,7 +56,7 @@ __all__ = [
     "varint_variant",
 ]
 
-#: The seed's motivating case: MetadataResponsePartition's LeaderId, LeaderEpoch, replica and ISR
+#: The motivating case: MetadataResponsePartition's LeaderId, LeaderEpoch, replica and ISR
 #: ids. LeaderId and LeaderEpoch may be -1 (no leader, unknown epoch; LeaderEpoch defaults to it),
 #: so they are zigzag varints; broker ids in the arrays are never negative: unsigned.
 SEED_002_FIELDS: Final[dict[str, dict[str, str]]] = {
@@ -119,7 +121,7 @@ def _encoding_name(choice: str, width: int) -> str:
 
 def varint_variant(obj: dict[str, Any], choices: Mapping[str, str]) -> dict[str, Any]:
     """A copy of spec ``obj`` with a new version (latest + 1) in which the fields at the given paths
-    are written with the given seed-002 encoding (form B): ``fixedN`` before, the choice from then.
+    are written with the given varint encoding (form B): ``fixedN`` before, the choice from then.
 
     Closed version ranges that end at the latest version are extended to the new one, so the new
     version has the same fields as the latest.
@@ -157,7 +159,7 @@ def varint_variant(obj: dict[str, Any], choices: Mapping[str, str]) -> dict[str,
 
 
 def tag_header_variant(obj: dict[str, Any]) -> dict[str, Any]:
-    """A copy of spec ``obj`` with seed 003's interleaved tag headers."""
+    """A copy of spec ``obj`` with the interleaved tag headers of KIP-482's first draft."""
     out = copy.deepcopy(obj)
     out["tagHeader"] = "interleaved"
     return out
@@ -416,7 +418,7 @@ def report_case(
 ) -> Case:
     """Measure ``sample`` (instances of the bundled class or any variant's) under every variant.
 
-    ``given``: field paths -> ``varint`` / ``unsigned`` / ``varint32``...; ``None`` uses the seed's
+    ``given``: field paths -> ``varint`` / ``unsigned`` / ``varint32``...; ``None`` uses the default
     set where there is one (MetadataResponse). ``suggest``: also measure a suggested set.
     """
     if not sample:
@@ -444,7 +446,7 @@ def report_case(
         variants.append(
             (
                 "varints",
-                "flexible + varints (seed-002 set)" if seed_set else "flexible + varints (given)",
+                "flexible + varints (default set)" if seed_set else "flexible + varints (given)",
                 lambda: _registry(varint_variant(obj, g)).message_class(message),
                 latest + 1,
             )
@@ -462,7 +464,7 @@ def report_case(
     variants.append(
         (
             "tagheader",
-            "seed-003 tag header",
+            "interleaved tag header",
             lambda: _registry(tag_header_variant(obj)).message_class(message),
             latest,
         )
@@ -473,7 +475,9 @@ def report_case(
         variants.append(
             (
                 "both",
-                "varints (" + ("suggested" if case.suggested else "given") + ") + seed-003 header",
+                "varints ("
+                + ("suggested" if case.suggested else "given")
+                + ") + interleaved header",
                 lambda: _registry(tag_header_variant(varint_variant(obj, b))).message_class(
                     message
                 ),

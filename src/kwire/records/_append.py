@@ -10,7 +10,7 @@ Kafka's:
 2. uncompressed in, uncompressed out, other magic: every record is rebuilt in the topic's format;
 3. anything compressed: records are validated by walking the (decompressed) batch; the compressed
    payload is kept as it is (KIP-31) unless the codec changes, the format changes, the target is
-   magic 0 (absolute inner offsets), or magic 0/1 inner offsets are not 0, 1, 2, ... (seed 001's
+   magic 0 (absolute inner offsets), or magic 0/1 inner offsets are not 0, 1, 2, ... (the
    mirror-maker case), in which case the batch is rebuilt with the topic's codec.
 
 In-place patches touch only header fields. A v2 batch's base offset and partition leader epoch lie

@@ -1,4 +1,4 @@
-"""Typed header values: a kwire extension from the KIP-82 draft (seed 004), opt in only.
+"""Typed header values (KIP-82's draft): a kwire extension, opt in only.
 
 Kafka shipped headers as ``(String key, byte[] value)``; the draft's typed values never shipped.
 This codec lets applications put typed values in ordinary v2 header *values*: one type byte, then

@@ -67,7 +67,7 @@ def test_flexible_bytes_by_hand() -> None:
 def test_uvarint_300_in_a_compact_length() -> None:
     cls = message_class("ApiVersionsRequest")
     data = roundtrip(cls(client_software_name="x" * 299, client_software_version=""), 3)
-    assert data[:2] == b"\xac\x02"  # 299 + 1 = 300, as seed 000 encodes it
+    assert data[:2] == b"\xac\x02"  # 299 + 1 = 300, as KIP-482 encodes it
 
 
 def test_nullable_struct_marker() -> None:

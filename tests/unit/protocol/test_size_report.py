@@ -179,7 +179,7 @@ def test_cli_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["size-report", "-g", "apiversions", "--repeat", "0"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("### ApiVersionsResponse x 1")
-    assert "| flexible (shipped) |" in out and "| seed-003 tag header |" in out
+    assert "| flexible (shipped) |" in out and "| interleaved tag header |" in out
 
 
 def test_cli_request_frames(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -18,7 +18,8 @@ from kwire.protocol._spec import SpecError, parse_spec
 from kwire.protocol._spec._varint import interleave, uninterleave
 from kwire.protocol._testing import roundtrip
 
-# Six tagged fields (tags must be contiguous from 0); tag 5 is a 4-byte int32, as in seed 003.
+# Six tagged fields (tags must be contiguous from 0); tag 5 is a 4-byte int32, as in KIP-482's first
+# draft.
 TAGGED: dict[str, Any] = {
     "type": "data",
     "name": "Tagged",

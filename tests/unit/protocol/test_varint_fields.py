@@ -1,4 +1,4 @@
-"""Varint fields, kwire's extension of the spec language after seed 002 (both forms)."""
+"""Varint fields, kwire's extension of the spec language after the varint proposal (both forms)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The broker append path (``validate_and_assign``): KIP-31 offsets in place, rebuilds, and errors.
 
-Each test states the rule of Kafka 3.9's ``LogValidator`` (or of seed 001, KIP-31) it checks.
+Each test states the rule of Kafka 3.9's ``LogValidator`` (or of KIP-31) it checks.
 Batches are built with kwire's own builder; ``tests/oracle/test_records_convert.py`` checks the
 same paths byte for byte against Kafka's classes.
 """

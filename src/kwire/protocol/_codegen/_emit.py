@@ -399,7 +399,7 @@ def _emit_decoder(code: _Code, mod: _Module, m: _Msg, s: StructSpec, v: int) -> 
 
 
 def _tags_helper(m: _Msg, name: str) -> str:
-    """A runtime tag-section helper, or its seed-003 twin for interleaved tag headers."""
+    """A runtime tag-section helper, or its twin for interleaved tag headers."""
     if m.spec.tag_header == "interleaved":
         _MOD.extra.add(name + "_il")
         return name + "_il"

@@ -25,7 +25,7 @@ def _field_row(f: FieldSpec) -> str:
         notes.append("map key")
     if f.flexible_versions is not None:
         notes.append(f"flexible v{f.flexible_versions}")
-    if f.encodings:  # kwire extension (seed 002)
+    if f.encodings:  # kwire extension: varint integer fields (a KIP proposal Kafka never shipped)
         notes.append("wire " + ", ".join(f"v{r}: {w}" for r, w in f.encodings))
     default = f.default if f.default != "" else ""
     return (

@@ -58,7 +58,7 @@ MESSAGE_KEYS: Final = frozenset(
         "listeners",
         "latestVersionUnstable",
         "headerVersions",
-        "tagHeader",  # kwire extension (seed 003), see _varint
+        "tagHeader",  # kwire extension: KIP-482's first-draft tag header, see _varint
     }
 )
 FIELD_KEYS: Final = frozenset(
@@ -77,7 +77,7 @@ FIELD_KEYS: Final = frozenset(
         "flexibleVersions",
         "zeroCopy",
         "fields",
-        "encoding",  # kwire extension (seed 002), see _varint
+        "encoding",  # kwire extension: varint integer fields (never shipped), see _varint
     }
 )
 STRUCT_KEYS: Final = frozenset({"name", "versions", "deprecatedVersions", "fields"})
@@ -172,7 +172,7 @@ def _parse_field(ctx: _Ctx, obj: Any) -> FieldSpec:
         if isinstance(type_raw, dict) or (
             isinstance(type_raw, str) and type_raw.strip().removeprefix("[]") in VARINT_TYPES
         ):
-            # kwire extension, seed 002 form A: a version-dependent (or varint) type
+            # kwire extension, varint integer fields form A: a version-dependent (or varint) type
             if "encoding" in obj:
                 raise ctx.error(
                     "mixes both varint forms: a version-dependent or varint type and an encoding "
@@ -189,7 +189,8 @@ def _parse_field(ctx: _Ctx, obj: Any) -> FieldSpec:
         except ValueError as exc:
             raise ctx.error(str(exc)) from None
         if "encoding" in obj:
-            # kwire extension, seed 002 form B: a logical type plus per-version encodings
+            # kwire extension, varint integer fields form B: a logical type plus per-version
+            # encodings
             encodings = parse_encoding_form(ctx.error, obj["encoding"], type_text, versions)
             form = "encoding"
         nullable = _versions(ctx, obj.get("nullableVersions"), "nullableVersions", NONE)

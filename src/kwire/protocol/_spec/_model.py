@@ -168,7 +168,8 @@ class FieldSpec:
     fields: tuple[FieldSpec, ...] = ()
     #: The struct a struct or struct-array field holds (resolved by the loader).
     struct: StructSpec | None = None
-    #: kwire extension (seed 002): the integer wire type per version range, from a version-dependent
+    #: kwire extension: varint integer fields (a KIP proposal Kafka never shipped): the integer wire
+    #: type per version range, from a version-dependent
     #: ``type`` (form "type") or an ``encoding`` property (form "encoding"); empty when neither.
     encodings: tuple[tuple[VersionRange, str], ...] = ()
     encoding_form: str = ""
@@ -331,7 +332,8 @@ class MessageSpec:
     structs: dict[str, StructSpec] = field(default_factory=dict)
     #: Where it was loaded from (file name), for error messages and generated headers.
     source: str = ""
-    #: kwire extension (seed 003): "kip482" (as Kafka) or "interleaved" tag headers.
+    #: kwire extension: the interleaved tag header of KIP-482's first draft: "kip482" (as Kafka) or
+    #: "interleaved" tag headers.
     tag_header: str = "kip482"
 
     @property

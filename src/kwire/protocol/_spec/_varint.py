@@ -1,9 +1,10 @@
-"""kwire extensions of the spec language: varint fields (seed 002) and the draft tag header (seed 003).
+"""kwire extensions of the spec language: varint integer fields (a KIP proposal Kafka never shipped)
+and the interleaved tag header of KIP-482's first draft.
 
 Neither is part of Kafka; a spec uses them only by saying so, and a spec that does not behaves
 exactly as before.
 
-Varint fields come in the two forms seed 002 leaves open, both normalised here into one list of
+Varint fields come in the two forms the proposal leaves open, both normalised here into one list of
 ``(VersionRange, wire type)`` pairs that the model carries as ``FieldSpec.encodings``:
 
 - Form A, ``"type"`` as an object mapping version ranges to types
@@ -22,8 +23,8 @@ encoding applies to each element.
 
 The tag header: ``"tagHeader": "interleaved"`` at the top of a spec file (or
 ``load_specs(..., tag_header="interleaved")``) writes each tagged field's header as one unsigned
-varlong whose even bits are the length and odd bits the tag, as seed 003 drafted, instead of
-KIP-482's two unsigned varints.
+varlong whose even bits are the length and odd bits the tag, as KIP-482's first draft had it,
+instead of KIP-482's two unsigned varints.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ __all__ = [
     "wire_range",
 ]
 
-#: Tag-header layouts: KIP-482 as shipped, and seed 003's interleaved varlong.
+#: Tag-header layouts: KIP-482 as shipped, and the interleaved varlong of KIP-482's first draft.
 TAG_HEADERS: Final = ("kip482", "interleaved")
 
 #: Varint wire types -> bit width.
@@ -222,7 +223,7 @@ def check_default(
 
 
 # ------------------------------------------------------------------------------------------------
-# The interleaved tag header (seed 003): even bits = length, odd bits = tag
+# The interleaved tag header of KIP-482's first draft: even bits = length, odd bits = tag
 
 _M = (
     (0x0000FFFF0000FFFF, 16),
