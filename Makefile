@@ -11,6 +11,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev,arrow,spark,lake]'
+	$(BIN)/python -m compileall -q src/kwire > /dev/null  # bytecode even where PYTHONDONTWRITEBYTECODE is set
 	rm -f $(VENV)/.installed-*
 	touch $@
 

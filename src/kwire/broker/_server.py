@@ -240,7 +240,7 @@ class KafkaServer:
                 )
                 return
             try:
-                request = decode_request_frame(frame)
+                request = decode_request_frame(frame, allow_trailing=True)
             except KwireError as exc:
                 log.warning("closing %s: malformed request: %s", conn.address, exc)
                 return

@@ -152,8 +152,15 @@ def _body(frame: bytes | bytearray | memoryview) -> memoryview:
     return view
 
 
-def decode_request_frame(frame: bytes | bytearray | memoryview) -> Request:
-    """Parse a whole size-prefixed request frame (header versions chosen as Kafka does)."""
+def decode_request_frame(
+    frame: bytes | bytearray | memoryview, *, allow_trailing: bool = False
+) -> Request:
+    """Parse a whole size-prefixed request frame (header versions chosen as Kafka does).
+
+    Bytes after the message are an error, unless ``allow_trailing``: a Kafka broker reads a
+    request's fields and ignores what follows them (librdkafka 2.16 sends three extra bytes
+    after a Metadata v13 request, and Kafka answers it), so a broker passes ``True``.
+    """
     view = _body(frame)
     if len(view) < 8:
         raise DecodeError(
@@ -170,7 +177,7 @@ def decode_request_frame(frame: bytes | bytearray | memoryview) -> Request:
         )
     hv = request_header_version(api_key, api_version)
     header, pos = message_class("RequestHeader").decode_from(view, hv, 4)
-    message, _ = cls.decode_from(view, api_version, pos, whole=True)
+    message, _ = cls.decode_from(view, api_version, pos, whole=not allow_trailing)
     return Request(header, message)
 
 
