@@ -1,0 +1,739 @@
+"""The group coordinator through the wire: requests encoded at a version, decoded as the server
+decodes them, handled with a clock the test moves, responses encoded and decoded again.
+
+JoinGroup and SyncGroup may park (a ``Deferred``); ``settle`` completes a parked response the way
+the server does: after a notification or at its deadline.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kwire.broker import BrokerState, Deferred, ManualClock, RequestContext, personality
+from kwire.broker._apis import HANDLERS, implemented_versions
+from kwire.broker._group import (
+    COMPLETING_REBALANCE,
+    EMPTY,
+    GROUP_TOPIC,
+    PREPARING_REBALANCE,
+    STABLE,
+    GroupCoordinator,
+    group_coordinator,
+    java_string_hash,
+    partition_for,
+)
+from kwire.protocol import (
+    ZERO_UUID,
+    ErrorCode,
+    decode_request_frame,
+    decode_response_frame,
+    encode_request_frame,
+    encode_response_frame,
+    message_class,
+    struct_class,
+)
+from kwire.records import read_batches
+
+NOW = 1_700_000_000_000
+SESSION = 10_000
+REBALANCE = 30_000
+GROUP = "g1"
+
+
+def make_state(path: Path, **config: str) -> BrokerState:
+    config.setdefault("group.initial.rebalance.delay.ms", "0")
+    return BrokerState(
+        path,
+        personality=personality("4.3", implemented_versions()),
+        clock=ManualClock(NOW),
+        static_config=config,
+    )
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> Any:
+    s = make_state(tmp_path / "data")
+    s.create_topic("t", 4)
+    yield s
+    s.close()
+
+
+def roundtrip_response(message: Any, version: int) -> Any:
+    frame = encode_response_frame(message, version, correlation_id=7)
+    return decode_response_frame(frame, message.API_KEY, version).message
+
+
+def call(state: BrokerState, name: str, version: int, **fields: Any) -> Any:
+    """One request through the wire and the handler: the decoded response, or a Deferred."""
+    request = message_class(f"{name}Request")(**fields)
+    frame = encode_request_frame(request, version, correlation_id=7, client_id="test-client")
+    decoded = decode_request_frame(frame)
+    api_key = request.API_KEY
+    assert api_key is not None
+    ctx = RequestContext(api_key, version, 7, "test-client", client_address="127.0.0.1:5555")
+    outcome = HANDLERS[api_key][0](state, ctx, decoded.message)
+    if outcome is None or isinstance(outcome, Deferred):
+        return outcome
+    return roundtrip_response(outcome, version)
+
+
+def settle(outcome: Any, version: int, final: bool = False) -> Any:
+    """A parked response completed (None if it still waits)."""
+    if not isinstance(outcome, Deferred):
+        return outcome
+    result = outcome.complete(final)
+    return None if result is None else roundtrip_response(result, version)
+
+
+PROTOCOL = struct_class("JoinGroupRequest", "protocols")
+ASSIGNMENT = struct_class("SyncGroupRequest", "assignments")
+LEAVE_MEMBER = struct_class("LeaveGroupRequest", "members")
+
+
+def join(
+    state: BrokerState,
+    member_id: str = "",
+    version: int = 9,
+    instance: str | None = None,
+    protocols: tuple[str, ...] = ("range",),
+    session: int = SESSION,
+    group: str = GROUP,
+) -> Any:
+    return call(
+        state,
+        "JoinGroup",
+        version,
+        group_id=group,
+        session_timeout_ms=session,
+        rebalance_timeout_ms=REBALANCE,
+        member_id=member_id,
+        group_instance_id=instance,
+        protocol_type="consumer",
+        protocols=[PROTOCOL(name=p, metadata=p.encode()) for p in protocols],
+    )
+
+
+def join_new(state: BrokerState, version: int = 9, **kw: Any) -> Any:
+    """A new member's two joins (KIP-394 from v4): the second one's outcome."""
+    first = settle(join(state, version=version, **kw), version)
+    if version >= 4 and kw.get("instance") is None:
+        assert first.error_code == ErrorCode.MEMBER_ID_REQUIRED
+        assert first.member_id.startswith("test-client-")
+        return join(state, first.member_id, version=version, **kw)
+    return first
+
+
+def sync(
+    state: BrokerState,
+    member_id: str,
+    generation: int,
+    assignments: dict[str, bytes] | None = None,
+    version: int = 5,
+    instance: str | None = None,
+) -> Any:
+    return call(
+        state,
+        "SyncGroup",
+        version,
+        group_id=GROUP,
+        generation_id=generation,
+        member_id=member_id,
+        group_instance_id=instance,
+        protocol_type="consumer",
+        protocol_name="range",
+        assignments=[ASSIGNMENT(member_id=m, assignment=a) for m, a in (assignments or {}).items()],
+    )
+
+
+def heartbeat(state: BrokerState, member_id: str, generation: int, version: int = 4) -> int:
+    response = call(
+        state,
+        "Heartbeat",
+        version,
+        group_id=GROUP,
+        generation_id=generation,
+        member_id=member_id,
+    )
+    return int(response.error_code)
+
+
+def advance(state: BrokerState, ms: int) -> None:
+    clock = state.clock
+    assert isinstance(clock, ManualClock)
+    clock.advance(ms)
+    state.run_tickers()
+
+
+def coordinator(state: BrokerState) -> GroupCoordinator:
+    return group_coordinator(state)
+
+
+# --- FindCoordinator ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", range(7))
+def test_find_coordinator_every_version(state: BrokerState, version: int) -> None:
+    if version >= 4:
+        response = call(state, "FindCoordinator", version, key_type=0, coordinator_keys=["a", "b"])
+        assert [c.key for c in response.coordinators] == ["a", "b"]
+        assert all(c.node_id == state.node_id and c.error_code == 0 for c in response.coordinators)
+        bad = call(state, "FindCoordinator", version, key_type=5, coordinator_keys=["a"])
+        assert bad.coordinators[0].error_code == ErrorCode.INVALID_REQUEST
+    else:
+        response = call(state, "FindCoordinator", version, key="a", key_type=0)
+        assert response.error_code == 0 and response.node_id == state.node_id
+        assert response.port == 9092
+        if version >= 1:
+            txn = call(state, "FindCoordinator", version, key="tx", key_type=1)
+            assert txn.error_code == 0 and txn.node_id == state.node_id
+            bad = call(state, "FindCoordinator", version, key="a", key_type=7)
+            assert bad.error_code == ErrorCode.INVALID_REQUEST and bad.node_id == -1
+    topic = state.topics[GROUP_TOPIC]
+    assert len(topic.partitions) == 50
+    assert topic.configs["cleanup.policy"] == "compact"
+
+
+def test_partition_for_is_javas_hash() -> None:
+    # "".hashCode() == 0, "a" == 97, "hello" == 99162322, Kafka's Utils.abs masks the sign bit
+    assert java_string_hash("") == 0
+    assert java_string_hash("hello") == 99162322
+    assert java_string_hash("polygenelubricants") == -(2**31)
+    assert partition_for("polygenelubricants", 50) == 0
+    assert partition_for("hello", 50) == 99162322 % 50
+    assert java_string_hash("é𝄞") == ((0xE9 * 31 + 0xD834) * 31 + 0xDD1E)
+
+
+# --- join, sync, heartbeat, leave ---------------------------------------------------------------
+
+
+def test_single_member_joins_syncs_and_heartbeats(state: BrokerState) -> None:
+    joined = settle(join_new(state), 9)
+    assert joined.error_code == 0 and joined.generation_id == 1
+    assert joined.leader == joined.member_id and joined.protocol_name == "range"
+    assert joined.protocol_type == "consumer"
+    assert [m.member_id for m in joined.members] == [joined.member_id]
+    assert joined.members[0].metadata == b"range"
+    me = joined.member_id
+    synced = settle(sync(state, me, 1, {me: b"assignment"}), 5)
+    assert synced.error_code == 0 and synced.assignment == b"assignment"
+    assert synced.protocol_name == "range"
+    assert coordinator(state).groups[GROUP].state == STABLE
+    assert heartbeat(state, me, 1) == 0
+    assert heartbeat(state, me, 0) == ErrorCode.ILLEGAL_GENERATION
+    assert heartbeat(state, "nobody", 1) == ErrorCode.UNKNOWN_MEMBER_ID
+
+
+@pytest.mark.parametrize("version", range(10))
+def test_join_every_version(state: BrokerState, version: int) -> None:
+    joined = settle(join_new(state, version=version), version)
+    assert joined.error_code == 0 and joined.generation_id == 1
+    assert joined.leader == joined.member_id
+    synced = settle(
+        sync(state, joined.member_id, 1, {joined.member_id: b"x"}, version=min(version, 5)),
+        min(version, 5),
+    )
+    assert synced.assignment == b"x"
+
+
+def test_two_members_rebalance(state: BrokerState) -> None:
+    a = settle(join_new(state), 9)
+    a_id = a.member_id
+    assert settle(sync(state, a_id, 1, {a_id: b"all"}), 5).assignment == b"all"
+    # b joins: the group prepares a rebalance; b waits for a to rejoin
+    b_wait = join_new(state)
+    assert isinstance(b_wait, Deferred)
+    assert coordinator(state).groups[GROUP].state == PREPARING_REBALANCE
+    assert settle(b_wait, 9) is None
+    assert heartbeat(state, a_id, 1) == ErrorCode.REBALANCE_IN_PROGRESS
+    a2 = settle(join(state, a_id), 9)
+    assert a2.error_code == 0 and a2.generation_id == 2 and a2.leader == a_id
+    assert len(a2.members) == 2
+    b2 = settle(b_wait, 9)
+    assert b2.error_code == 0 and b2.generation_id == 2 and b2.members == []
+    b_id = b2.member_id
+    assert coordinator(state).groups[GROUP].state == COMPLETING_REBALANCE
+    # the follower's sync waits for the leader's
+    b_sync = sync(state, b_id, 2)
+    assert isinstance(b_sync, Deferred) and settle(b_sync, 5) is None
+    a_sync = settle(sync(state, a_id, 2, {a_id: b"A", b_id: b"B"}), 5)
+    assert a_sync.assignment == b"A"
+    assert settle(b_sync, 5).assignment == b"B"
+    assert coordinator(state).groups[GROUP].state == STABLE
+    # b leaves: a rebalance with a alone
+    left = call(state, "LeaveGroup", 5, group_id=GROUP, members=[LEAVE_MEMBER(member_id=b_id)])
+    assert left.error_code == 0 and left.members[0].error_code == 0
+    assert heartbeat(state, a_id, 2) == ErrorCode.REBALANCE_IN_PROGRESS
+    a3 = settle(join(state, a_id), 9)
+    assert a3.generation_id == 3 and len(a3.members) == 1
+
+
+def test_session_timeout_expires_a_member(state: BrokerState) -> None:
+    a = settle(join_new(state), 9)
+    settle(sync(state, a.member_id, 1, {a.member_id: b""}), 5)
+    advance(state, SESSION - 100)
+    assert heartbeat(state, a.member_id, 1) == 0
+    advance(state, SESSION - 100)
+    assert coordinator(state).groups[GROUP].members
+    advance(state, 200)
+    group = coordinator(state).groups[GROUP]
+    assert not group.members and group.state == EMPTY and group.generation_id == 2
+    assert heartbeat(state, a.member_id, 1) == ErrorCode.UNKNOWN_MEMBER_ID
+
+
+def test_rebalance_timeout_drops_members_that_do_not_rejoin(state: BrokerState) -> None:
+    a = settle(join_new(state), 9)
+    settle(sync(state, a.member_id, 1, {a.member_id: b""}), 5)
+    b_wait = join_new(state)
+    for _ in range(REBALANCE // 1000):
+        advance(state, 1000)
+        if heartbeat(state, a.member_id, 1) != ErrorCode.REBALANCE_IN_PROGRESS:
+            break  # a keeps heart-beating but never rejoins
+    advance(state, 1000)
+    b = settle(b_wait, 9)
+    assert b.error_code == 0 and b.generation_id == 2 and b.leader == b.member_id
+    assert list(coordinator(state).groups[GROUP].members) == [b.member_id]
+
+
+def test_initial_rebalance_delay(tmp_path: Path) -> None:
+    state = make_state(tmp_path / "d", **{"group.initial.rebalance.delay.ms": "3000"})
+    try:
+        first = join_new(state)
+        assert isinstance(first, Deferred) and settle(first, 9) is None
+        second = join_new(state)
+        advance(state, 2900)
+        assert settle(first, 9) is None
+        advance(state, 200)  # a member joined during the delay: one more delay
+        assert settle(first, 9) is None
+        advance(state, 3000)
+        a, b = settle(first, 9), settle(second, 9)
+        assert a.generation_id == b.generation_id == 1 and a.leader == b.leader
+        assert len(a.members if a.leader == a.member_id else b.members) == 2
+    finally:
+        state.close()
+
+
+def test_join_errors(state: BrokerState) -> None:
+    assert settle(join(state, "unknown-member"), 9).error_code == ErrorCode.UNKNOWN_MEMBER_ID
+    assert settle(join(state, session=1000), 9).error_code == ErrorCode.INVALID_SESSION_TIMEOUT
+    assert settle(join(state, session=10**8), 9).error_code == ErrorCode.INVALID_SESSION_TIMEOUT
+    assert settle(join(state, group=""), 9).error_code == ErrorCode.INVALID_GROUP_ID
+    a = settle(join_new(state, protocols=("range",)), 9)
+    assert a.error_code == 0
+    other = settle(join_new(state, version=3, protocols=("roundrobin",)), 3)
+    assert other.error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+
+
+def test_protocol_vote(state: BrokerState) -> None:
+    a = settle(join_new(state, protocols=("cooperative-sticky", "range")), 9)
+    settle(sync(state, a.member_id, 1, {}), 5)
+    b_wait = join_new(state, protocols=("range", "cooperative-sticky"))
+    c_wait = join_new(state, protocols=("range",))
+    a2 = settle(join(state, a.member_id, protocols=("cooperative-sticky", "range")), 9)
+    assert a2.protocol_name == "range"  # the only candidate everyone supports
+    assert settle(b_wait, 9).protocol_name == settle(c_wait, 9).protocol_name == "range"
+
+
+def test_static_member_rejoins_without_rebalance_and_fences_the_old_id(state: BrokerState) -> None:
+    a = settle(join(state, instance="i-1"), 9)
+    assert a.error_code == 0  # static members need no MEMBER_ID_REQUIRED
+    settle(sync(state, a.member_id, 1, {a.member_id: b"A"}, instance="i-1"), 5)
+    # the same instance restarts with no member id: a new id, same generation, no rebalance
+    b_wait = join_new(state)  # a second, dynamic member first makes a rebalance ...
+    a2 = settle(join(state, a.member_id, instance="i-1"), 9)
+    b = settle(b_wait, 9)
+    assert a2.generation_id == b.generation_id == 2
+    settle(sync(state, b.member_id, 2), 5)
+    settle(sync(state, a2.member_id, 2, {a2.member_id: b"A", b.member_id: b"B"}, instance="i-1"), 5)
+    group = coordinator(state).groups[GROUP]
+    assert group.state == STABLE
+    # the leader restarts: a new member id, and (it is the leader) a rebalance
+    restarted_wait = join(state, "", instance="i-1")
+    assert isinstance(restarted_wait, Deferred)
+    settle(join(state, b.member_id), 9)
+    restarted = settle(restarted_wait, 9)
+    assert restarted.error_code == 0 and restarted.member_id != a2.member_id
+    assert restarted.generation_id == 3 and restarted.leader == restarted.member_id
+    old = call(
+        state,
+        "Heartbeat",
+        4,
+        group_id=GROUP,
+        generation_id=2,
+        member_id=a2.member_id,
+        group_instance_id="i-1",
+    )
+    assert old.error_code == ErrorCode.FENCED_INSTANCE_ID
+    left = call(
+        state,
+        "LeaveGroup",
+        4,
+        group_id=GROUP,
+        members=[LEAVE_MEMBER(member_id="", group_instance_id="nope")],
+    )
+    assert left.members[0].error_code == ErrorCode.UNKNOWN_MEMBER_ID
+
+
+def test_static_follower_restart_keeps_generation(state: BrokerState) -> None:
+    a = settle(join_new(state), 9)
+    settle(sync(state, a.member_id, 1, {}), 5)
+    f_wait = join(state, instance="f")
+    a2 = settle(join(state, a.member_id), 9)
+    f = settle(f_wait, 9)
+    f_sync = sync(state, f.member_id, 2, instance="f")
+    settle(sync(state, a2.member_id, 2, {f.member_id: b"F"}), 5)
+    assert settle(f_sync, 5).assignment == b"F"
+    again = settle(join(state, "", instance="f"), 9)
+    assert again.error_code == 0 and again.generation_id == 2 and again.member_id != f.member_id
+    assert coordinator(state).groups[GROUP].state == STABLE
+    synced = settle(sync(state, again.member_id, 2, instance="f"), 5)
+    assert synced.assignment == b"F"
+
+
+@pytest.mark.parametrize("version", range(6))
+def test_leave_every_version(state: BrokerState, version: int) -> None:
+    a = settle(join_new(state), 9)
+    if version >= 3:
+        left = call(
+            state,
+            "LeaveGroup",
+            version,
+            group_id=GROUP,
+            members=[LEAVE_MEMBER(member_id=a.member_id), LEAVE_MEMBER(member_id="x")],
+        )
+        assert [m.error_code for m in left.members] == [0, ErrorCode.UNKNOWN_MEMBER_ID]
+    else:
+        left = call(state, "LeaveGroup", version, group_id=GROUP, member_id=a.member_id)
+        assert left.error_code == 0
+    assert coordinator(state).groups[GROUP].state == EMPTY
+
+
+def test_describe_list_delete(state: BrokerState) -> None:
+    a = settle(join_new(state), 9)
+    settle(sync(state, a.member_id, 1, {a.member_id: b"A"}), 5)
+    for version in range(7):
+        described = call(state, "DescribeGroups", version, groups=[GROUP, "missing"])
+        group, missing = described.groups
+        assert group.group_state == "Stable" and group.protocol_data == "range"
+        assert group.members[0].member_assignment == b"A"
+        assert group.members[0].client_host == "/127.0.0.1"
+        if version >= 6:
+            assert missing.error_code == ErrorCode.GROUP_ID_NOT_FOUND
+        else:
+            assert missing.group_state == "Dead" and missing.error_code == 0
+    for version in range(6):
+        fields: dict[str, Any] = {}
+        if version >= 4:
+            fields["states_filter"] = ["stable"]
+        if version >= 5:
+            fields["types_filter"] = ["classic"]
+        listed = call(state, "ListGroups", version, **fields)
+        assert [(g.group_id, g.protocol_type) for g in listed.groups] == [(GROUP, "consumer")]
+    assert call(state, "ListGroups", 4, states_filter=["Empty"]).groups == []
+    deleted = call(state, "DeleteGroups", 2, groups_names=[GROUP, "missing"])
+    assert [r.error_code for r in deleted.results] == [
+        ErrorCode.NON_EMPTY_GROUP,
+        ErrorCode.GROUP_ID_NOT_FOUND,
+    ]
+    call(state, "LeaveGroup", 5, group_id=GROUP, members=[LEAVE_MEMBER(member_id=a.member_id)])
+    deleted = call(state, "DeleteGroups", 0, groups_names=[GROUP])
+    assert deleted.results[0].error_code == 0
+    assert GROUP not in coordinator(state).groups
+
+
+# --- offsets ------------------------------------------------------------------------------------
+
+COMMIT_TOPIC = struct_class("OffsetCommitRequest", "topics")
+COMMIT_PARTITION = struct_class("OffsetCommitRequest", "topics", "partitions")
+FETCH_TOPIC = struct_class("OffsetFetchRequest", "topics")
+FETCH_GROUP = struct_class("OffsetFetchRequest", "groups")
+FETCH_GROUP_TOPIC = struct_class("OffsetFetchRequest", "groups", "topics")
+
+
+def commit(
+    state: BrokerState,
+    version: int,
+    offsets: dict[int, int],
+    generation: int = -1,
+    member_id: str = "",
+    metadata: str = "m",
+    group: str = GROUP,
+) -> list[int]:
+    topic = state.topics["t"]
+    response = call(
+        state,
+        "OffsetCommit",
+        version,
+        group_id=group,
+        generation_id_or_member_epoch=generation,
+        member_id=member_id,
+        retention_time_ms=-1,
+        topics=[
+            COMMIT_TOPIC(
+                name="t" if version < 10 else "",
+                topic_id=topic.topic_id if version >= 10 else ZERO_UUID,
+                partitions=[
+                    COMMIT_PARTITION(
+                        partition_index=p,
+                        committed_offset=o,
+                        committed_leader_epoch=3,
+                        committed_metadata=metadata,
+                    )
+                    for p, o in offsets.items()
+                ],
+            )
+        ],
+    )
+    return [p.error_code for t in response.topics for p in t.partitions]
+
+
+def fetch(
+    state: BrokerState, version: int, partitions: list[int] | None, group: str = GROUP
+) -> dict[int, tuple[int, int, str, int]]:
+    topic = state.topics["t"]
+    if version >= 8:
+        topics = (
+            None
+            if partitions is None
+            else [
+                FETCH_GROUP_TOPIC(
+                    name="t" if version < 10 else "",
+                    topic_id=topic.topic_id if version >= 10 else ZERO_UUID,
+                    partition_indexes=partitions,
+                )
+            ]
+        )
+        response = call(
+            state,
+            "OffsetFetch",
+            version,
+            groups=[FETCH_GROUP(group_id=group, member_id=None, member_epoch=-1, topics=topics)],
+        )
+        (g,) = response.groups
+        rows = [p for t in g.topics for p in t.partitions]
+    else:
+        topics = (
+            None if partitions is None else [FETCH_TOPIC(name="t", partition_indexes=partitions)]
+        )
+        response = call(state, "OffsetFetch", version, group_id=group, topics=topics)
+        rows = [p for t in response.topics for p in t.partitions]
+    return {
+        p.partition_index: (p.committed_offset, p.committed_leader_epoch, p.metadata, p.error_code)
+        for p in rows
+    }
+
+
+@pytest.mark.parametrize("version", range(11))
+def test_offset_commit_and_fetch_every_version(state: BrokerState, version: int) -> None:
+    assert commit(state, version, {0: 10, 1: 20}) == [0, 0]
+    epoch = 3 if version >= 6 else -1
+    for fetch_version in (1, 5, 7, 8, 10):
+        got = fetch(state, fetch_version, [0, 1, 2])
+        fetched_epoch = epoch if fetch_version >= 5 else -1
+        assert got[0] == (10, fetched_epoch, "m", 0)
+        assert got[1] == (20, fetched_epoch, "m", 0)
+        assert got[2] == (-1, -1, "", 0)
+    if version >= 2:
+        everything = fetch(state, 8 if version >= 8 else 2, None)
+        assert sorted(everything) == [0, 1]
+
+
+@pytest.mark.parametrize("version", range(11))
+def test_offset_fetch_every_version(state: BrokerState, version: int) -> None:
+    commit(state, 2, {3: 7})
+    got = fetch(state, version, [3, 0])
+    assert got[3][0] == 7 and got[0][0] == -1
+
+
+def test_offset_commit_checks(state: BrokerState) -> None:
+    assert commit(state, 8, {0: 1}, metadata="x" * 4097) == [ErrorCode.OFFSET_METADATA_TOO_LARGE]
+    assert commit(state, 8, {9: 1}) == [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
+    # a group that does not exist with a generation: ILLEGAL_GENERATION, GROUP_ID_NOT_FOUND v9+
+    assert commit(state, 8, {0: 1}, generation=1, member_id="m", group="nope") == [
+        ErrorCode.ILLEGAL_GENERATION
+    ]
+    assert commit(state, 9, {0: 1}, generation=1, member_id="m", group="nope") == [
+        ErrorCode.GROUP_ID_NOT_FOUND
+    ]
+    a = settle(join_new(state), 9)
+    # CompletingRebalance: REBALANCE_IN_PROGRESS
+    assert commit(state, 8, {0: 1}, generation=1, member_id=a.member_id) == [
+        ErrorCode.REBALANCE_IN_PROGRESS
+    ]
+    settle(sync(state, a.member_id, 1, {}), 5)
+    assert commit(state, 8, {0: 1}, generation=1, member_id=a.member_id) == [0]
+    assert commit(state, 8, {0: 1}, generation=2, member_id=a.member_id) == [
+        ErrorCode.ILLEGAL_GENERATION
+    ]
+    assert commit(state, 8, {0: 1}, generation=1, member_id="x") == [ErrorCode.UNKNOWN_MEMBER_ID]
+    # a non-empty group refuses a simple commit
+    assert commit(state, 8, {0: 1}) == [ErrorCode.UNKNOWN_MEMBER_ID]
+
+
+TXN_TOPIC = struct_class("TxnOffsetCommitRequest", "topics")
+TXN_PARTITION = struct_class("TxnOffsetCommitRequest", "topics", "partitions")
+
+
+def test_txn_offsets_are_unstable_until_the_marker(state: BrokerState) -> None:
+    response = call(
+        state,
+        "TxnOffsetCommit",
+        3,
+        transactional_id="tx",
+        group_id=GROUP,
+        producer_id=4000,
+        producer_epoch=0,
+        generation_id=-1,
+        member_id="",
+        topics=[
+            TXN_TOPIC(
+                name="t",
+                partitions=[
+                    TXN_PARTITION(partition_index=0, committed_offset=5, committed_metadata="")
+                ],
+            )
+        ],
+    )
+    assert response.topics[0].partitions[0].error_code == 0
+    stable = call(
+        state,
+        "OffsetFetch",
+        7,
+        group_id=GROUP,
+        topics=[FETCH_TOPIC(name="t", partition_indexes=[0])],
+        require_stable=True,
+    )
+    assert stable.topics[0].partitions[0].error_code == ErrorCode.UNSTABLE_OFFSET_COMMIT
+    assert fetch(state, 7, [0])[0][0] == -1  # not visible before the commit
+    coordinator(state).complete_txn(4000, True)
+    assert fetch(state, 7, [0])[0][0] == 5
+
+
+def test_offset_delete(state: BrokerState) -> None:
+    commit(state, 8, {0: 1, 1: 2})
+    topic_cls = struct_class("OffsetDeleteRequest", "topics")
+    part_cls = struct_class("OffsetDeleteRequest", "topics", "partitions")
+    response = call(
+        state,
+        "OffsetDelete",
+        0,
+        group_id=GROUP,
+        topics=[topic_cls(name="t", partitions=[part_cls(partition_index=0)])],
+    )
+    assert response.error_code == 0 and response.topics[0].partitions[0].error_code == 0
+    assert fetch(state, 8, [0, 1]) == {0: (-1, -1, "", 0), 1: (2, 3, "m", 0)}
+    missing = call(state, "OffsetDelete", 0, group_id="nope", topics=[])
+    assert missing.error_code == ErrorCode.GROUP_ID_NOT_FOUND
+
+
+# --- persistence --------------------------------------------------------------------------------
+
+
+def test_records_are_kafkas_and_survive_a_restart(tmp_path: Path) -> None:
+    state = make_state(tmp_path / "d")
+    state.create_topic("t", 4)
+    a = settle(join_new(state), 9)
+    settle(sync(state, a.member_id, 1, {a.member_id: b"A"}), 5)
+    assert commit(state, 8, {0: 42, 1: 43}, generation=1, member_id=a.member_id) == [0, 0]
+    partition = state.partition(GROUP_TOPIC, partition_for(GROUP, 50))
+    assert partition is not None and partition.high_watermark > 0
+    data = partition.log.read(0, 1 << 20).read_bytes()
+    records = [r for b in read_batches(data) for r in b]
+    key_versions = [int.from_bytes(bytes(r.key or b"")[:2], "big") for r in records]
+    assert key_versions == [2, 1, 1]  # GroupMetadataKey v2 after the sync, then offsets
+    value_versions = [int.from_bytes(bytes(r.value or b"")[:2], "big") for r in records]
+    assert value_versions == [3, 3, 3]
+    state.close()
+    again = make_state(tmp_path / "d")
+    try:
+        assert fetch(again, 8, [0, 1]) == {0: (42, 3, "m", 0), 1: (43, 3, "m", 0)}
+        group = coordinator(again).groups[GROUP]
+        assert group.state == STABLE and group.generation_id == 1
+        assert list(group.members) == [a.member_id]
+        assert heartbeat(again, a.member_id, 1) == 0
+        # the group is deleted once empty: tombstones, and nothing comes back
+        call(again, "LeaveGroup", 5, group_id=GROUP, members=[LEAVE_MEMBER(member_id=a.member_id)])
+        assert call(again, "DeleteGroups", 2, groups_names=[GROUP]).results[0].error_code == 0
+    finally:
+        again.close()
+    third = make_state(tmp_path / "d")
+    try:
+        assert GROUP not in coordinator(third).groups
+        assert fetch(third, 8, [0]) == {0: (-1, -1, "", 0)}
+    finally:
+        third.close()
+
+
+# --- a property: many members joining, leaving and timing out -----------------------------------
+
+ACTIONS = st.lists(
+    st.tuples(
+        st.sampled_from(["join", "rejoin", "sync", "leave", "heartbeat", "wait"]),
+        st.integers(0, 5),
+        st.integers(0, 12_000),
+    ),
+    max_size=40,
+)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(actions=ACTIONS)
+def test_group_invariants(tmp_path_factory: pytest.TempPathFactory, actions: list[Any]) -> None:
+    """One leader who is a member, generations never go back, a Stable group's members all
+    have their assignment, parked responses answer consistently."""
+    coord = GroupCoordinator(None, config={"group.initial.rebalance.delay.ms": "0"})
+    now = NOW
+    members: list[str] = []
+    parked: list[Any] = []
+    last_generation = 0
+    for action, who, ms in actions:
+        group = coord.groups.get(GROUP)
+        if action == "join":
+            w = coord.join(GROUP, "", None, "consumer", [("range", b"")], SESSION, REBALANCE,
+                           "c", "/h", True, now)  # fmt: skip
+            assert w.done
+            w = coord.join(GROUP, w.result.member_id, None, "consumer", [("range", b"")],
+                           SESSION, REBALANCE, "c", "/h", True, now)  # fmt: skip
+            parked.append(w)
+        elif action == "rejoin" and group and group.members:
+            mid = list(group.members)[who % len(group.members)]
+            parked.append(coord.join(GROUP, mid, None, "consumer", [("range", b"")], SESSION,
+                                     REBALANCE, "c", "/h", True, now))  # fmt: skip
+        elif action == "sync" and group and group.members:
+            mid = list(group.members)[who % len(group.members)]
+            assignments = [(m, m.encode()) for m in group.members] if mid == group.leader_id else []
+            parked.append(coord.sync(GROUP, group.generation_id, mid, None, None, None,
+                                     assignments, now))  # fmt: skip
+        elif action == "leave" and group and group.members:
+            mid = list(group.members)[who % len(group.members)]
+            coord.leave(GROUP, [(mid, None)], now)
+        elif action == "heartbeat" and group and group.members:
+            mid = list(group.members)[who % len(group.members)]
+            coord.heartbeat(GROUP, group.generation_id, mid, None, now)
+        elif action == "wait":
+            now += ms
+            coord.tick(now)
+        group = coord.groups.get(GROUP)
+        if group is None:
+            continue
+        assert group.generation_id >= last_generation
+        last_generation = group.generation_id
+        if group.state in (STABLE, COMPLETING_REBALANCE):
+            assert group.leader_id in group.members
+        if group.state == STABLE:
+            for m in group.members.values():
+                assert m.assignment == m.member_id.encode()
+                assert m.join_waiter is None and m.sync_waiter is None
+        if group.state == EMPTY:
+            assert not group.members
+        for w in parked:
+            if w.done and w.result is not None and hasattr(w.result, "generation_id"):
+                assert w.result.generation_id <= group.generation_id
+        members = list(group.members)
+    assert len(members) == len(set(members))
