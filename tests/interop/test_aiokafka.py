@@ -10,7 +10,15 @@ from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from interop_helpers import BASE_TS, CODEC_IDS, CODECS, Rec, expected_record, stored_batches
+from interop_helpers import (
+    BASE_TS,
+    CODEC_IDS,
+    CODECS,
+    Rec,
+    compressible,
+    expected_record,
+    stored_batches,
+)
 
 pytestmark = pytest.mark.interop
 
@@ -80,7 +88,7 @@ async def consume(
 def test_produce_consume(broker: Any, codec: str) -> None:
     topic = f"aio-{codec}"
     broker.create_topic(topic, partitions=1)
-    records = [expected_record(i) for i in range(N)]
+    records = [compressible(expected_record(i)) for i in range(N)]
     acked = run(
         produce(
             broker.bootstrap,
@@ -88,7 +96,7 @@ def test_produce_consume(broker: Any, codec: str) -> None:
             records,
             compression_type=None if codec == "none" else codec,
             linger_ms=5,
-            max_batch_size=400,
+            max_batch_size=2000,
         )
     )
     assert acked == [(0, i) for i in range(N)]

@@ -27,6 +27,7 @@ from interop_helpers import (
     ck_conf,
     ck_consume,
     ck_produce,
+    compressible,
     expected_record,
     stored_batches,
     wait_until,
@@ -51,7 +52,7 @@ def result(futures: dict[Any, Any]) -> dict[Any, Any]:
 def test_produce_consume_every_codec(broker: Any, codec: str, acks: str) -> None:
     topic = f"ck-{codec}-{acks}"
     broker.create_topic(topic, partitions=1)
-    records = [expected_record(i) for i in range(N)]
+    records = [compressible(expected_record(i)) for i in range(N)]
     reports = ck_produce(
         broker.bootstrap,
         topic,
@@ -59,8 +60,8 @@ def test_produce_consume_every_codec(broker: Any, codec: str, acks: str) -> None
         **{"compression.codec": codec, "acks": acks, "linger.ms": 5, "batch.num.messages": 7},
     )
     if acks == "0":
-        # No response, no offset: librdkafka reports OFFSET_INVALID (-1001) for every record.
-        assert {offset for _, _, offset in reports} == {ck.OFFSET_INVALID}
+        # No response, so no offset: librdkafka reports a negative one (OFFSET_INVALID).
+        assert all(offset is None or offset < 0 for _, _, offset in reports)
     else:
         assert [(p, o) for _, p, o in reports] == [(0, i) for i in range(N)]
     got = ck_consume(broker.bootstrap, topic, N)
@@ -72,6 +73,7 @@ def test_produce_consume_every_codec(broker: Any, codec: str, acks: str) -> None
     assert {b.magic for b in batches} == {2}
     assert {int(b.compression) for b in batches} == {CODEC_IDS[codec]}
     assert len(batches) > 1  # batch.num.messages=7: several produce batches
+    assert {b.producer_id for b in batches} == {-1}  # librdkafka: enable.idempotence=false
 
 
 def test_consume_timestamps_and_types(broker: Any) -> None:
@@ -241,18 +243,16 @@ def test_offset_queries(broker: Any) -> None:
     )
     try:
         assert consumer.get_watermark_offsets(tp, timeout=TIMEOUT) == (0, n)
-        found = consumer.offsets_for_times(
-            [
-                ck.TopicPartition(topic, 0, BASE_TS + 55),  # first ts >= it: record 6 (+60)
-                ck.TopicPartition(topic, 0, BASE_TS),  # record 0
-            ],
-            timeout=TIMEOUT,
-        )
-        assert [f.offset for f in found] == [6, 0]
-        (beyond,) = consumer.offsets_for_times(
-            [ck.TopicPartition(topic, 0, BASE_TS + 20_000)], timeout=TIMEOUT
-        )
-        assert beyond.offset == ck.OFFSET_END  # -1: no such record
+
+        def offset_for(ts: int) -> int:
+            (found,) = consumer.offsets_for_times([ck.TopicPartition(topic, 0, ts)], TIMEOUT)
+            assert found.error is None, found.error
+            return int(found.offset)
+
+        assert offset_for(BASE_TS + 55) == 6  # the first timestamp >= it: record 6 (+60)
+        assert offset_for(BASE_TS) == 0
+        assert offset_for(BASE_TS + 101) == 7  # +10000, before record 8's +80
+        assert offset_for(BASE_TS + 20_000) == ck.OFFSET_END  # -1: no such record
     finally:
         consumer.close()
 

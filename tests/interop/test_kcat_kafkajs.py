@@ -1,6 +1,7 @@
 """kcat (librdkafka's command-line client) and kafkajs (a JavaScript client) against
 ``kwire broker``. They are not Python packages: ``tools/interop_extra.sh`` installs them (``make
-interop`` runs it); without them these tests are skipped, saying so."""
+interop`` runs it); without them these tests are skipped, saying so. Marked ``interop`` and
+``interop_extra`` (deselect them with ``-m "interop and not interop_extra"``)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 NODE_MODULES = Path(os.environ.get("KWIRE_NPM_DIR", ROOT / ".cache" / "npm")) / "node_modules"
 KAFKAJS_CLIENT = Path(__file__).with_name("kafkajs_client.js")
 
-pytestmark = [pytest.mark.interop_extra]
+pytestmark = [pytest.mark.interop, pytest.mark.interop_extra]
 
 needs_kcat = pytest.mark.skipif(
     shutil.which("kcat") is None,

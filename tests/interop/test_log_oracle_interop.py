@@ -53,31 +53,12 @@ def log_oracle(requests: list[dict[str, Any]]) -> list[Any]:
     return answers
 
 
-def test_kafka_reads_every_segment_the_broker_wrote(
-    start_broker: Callable[..., Any], capsys: pytest.CaptureFixture[str]
-) -> None:
+def check_with_kafka(data_dir: str, capsys: pytest.CaptureFixture[str]) -> list[str]:
+    """Every .log under ``data_dir`` through Kafka's FileRecords and DumpLogSegments templates
+    (LogOracle ``scan`` and ``dumpLines``) against kwire's scan and ``kwire dump``."""
     from kwire.cli import main
 
-    b = start_broker(kafka_version="3.9")
-    b.create_topic("oracle", partitions=2, config={"segment.bytes": "16384"})
-    b.create_topic(
-        "oracle-append", partitions=1, config={"message.timestamp.type": "LogAppendTime"}
-    )
-    bs = b.bootstrap
-    java_clients("produce", bs, "oracle", "gzip", "120", "transactional", "abort")
-    java_clients("produce", bs, "oracle", "zstd", "200", "idempotent")
-    java_clients("produce", bs, "oracle-append", "lz4", "50", "acks=1")
-    for c, codec in enumerate(CODECS):
-        records = [expected_record(c * 100 + i) for i in range(80)]
-        records = [
-            Rec(r.key, r.value, r.headers, r.timestamp, -1, i % 2) for i, r in enumerate(records)
-        ]
-        ck_produce(bs, "oracle", records, **{"compression.codec": codec, "batch.num.messages": 9})
-    kp_produce(bs, "oracle", [expected_record(i) for i in range(50)], compression_type="snappy")
-    b.stop()
-
-    logs = sorted(segment_logs(b.data_dir))
-    assert len([p for p in logs if "/oracle-0/" in p]) > 1  # rolled
+    logs = sorted(segment_logs(data_dir))
     answers = log_oracle([{"op": op, "path": p} for p in logs for op in ("scan", "dumpLines")])
     for i, path in enumerate(logs):
         kafka, lines = answers[2 * i], answers[2 * i + 1]
@@ -88,15 +69,15 @@ def test_kafka_reads_every_segment_the_broker_wrote(
             scan = seg.scan()
             ours = [
                 (
-                    b.position,
-                    b.base_offset,
-                    b.last_offset,
-                    b.magic,
-                    b.size,
-                    b.max_timestamp,
-                    sum(1 for _ in b),
+                    x.position,
+                    x.base_offset,
+                    x.last_offset,
+                    x.magic,
+                    x.size,
+                    x.max_timestamp,
+                    sum(1 for _ in x),
                 )
-                for b in scan
+                for x in scan
             ]
             assert scan.skipped == [], (path, scan.skipped)
         theirs = [
@@ -118,3 +99,43 @@ def test_kafka_reads_every_segment_the_broker_wrote(
         assert out == f"Dumping {path}\nLog starting offset: {base}\n" + "".join(
             line + "\n" for line in lines["lines"]
         ), path
+    return logs
+
+
+def test_kafka_reads_every_segment_the_broker_wrote(
+    start_broker: Callable[..., Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    b = start_broker(kafka_version="3.9")
+    b.create_topic("oracle", partitions=2, config={"segment.bytes": "2048"})
+    b.create_topic(
+        "oracle-append", partitions=1, config={"message.timestamp.type": "LogAppendTime"}
+    )
+    bs = b.bootstrap
+    java_clients("produce", bs, "oracle", "zstd", "200", "idempotent")
+    java_clients("produce", bs, "oracle", "gzip", "100")
+    java_clients("produce", bs, "oracle-append", "lz4", "50", "acks=1")
+    for c, codec in enumerate(CODECS):
+        records = [expected_record(c * 100 + i) for i in range(80)]
+        records = [
+            Rec(r.key, r.value, r.headers, r.timestamp, -1, i % 2) for i, r in enumerate(records)
+        ]
+        ck_produce(bs, "oracle", records, **{"compression.codec": codec, "batch.num.messages": 9})
+    kp_records = [Rec(b"k", f"kafka-python {i}".encode(), [("h", b"v")]) for i in range(50)]
+    kp_produce(bs, "oracle", kp_records, compression_type="snappy")
+    b.stop()
+
+    logs = check_with_kafka(b.data_dir, capsys)
+    assert len([p for p in logs if "/oracle-0/" in p]) > 1  # rolled
+
+
+def test_kafka_reads_transactional_segments(
+    start_broker: Callable[..., Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Transactions (a committed one, an aborted one): data batches and COMMIT/ABORT markers."""
+    b = start_broker(kafka_version="3.9")
+    b.create_topic("oracle-txn", partitions=1, config={"segment.bytes": "2048"})
+    java_clients("produce", b.bootstrap, "oracle-txn", "gzip", "120", "transactional", "abort")
+    java_clients("produce", b.bootstrap, "oracle-txn", "none", "40", "transactional")
+    b.stop()
+    logs = check_with_kafka(b.data_dir, capsys)
+    assert any("/oracle-txn-0/" in p for p in logs)

@@ -4,11 +4,12 @@ confluent-kafka (librdkafka) transactional producers (init, begin, produce, comm
 zombie fenced by a new instance, a transaction the coordinator times out, a transaction left open
 across a broker restart) and ``isolation.level=read_committed`` consumers (assign, no group);
 Kafka's Java client (tools/java/ClientsProgram.java, modes "transactional" and "abort"); and
-exactly-once consume-transform-produce with ``send_offsets_to_transaction``.
+exactly-once consume-transform-produce with ``send_offsets_to_transaction``; aiokafka (older
+request versions).
 
 Transactional clients first ask FindCoordinator (api 10) for the transaction coordinator, and
-send_offsets_to_transaction needs TxnOffsetCommit (api 28) and OffsetFetch (api 9): those are the
-group coordinator's APIs; a test that needs one the broker does not serve yet is skipped.
+send_offsets_to_transaction needs TxnOffsetCommit (api 28): those are the group coordinator's
+APIs; a test that needs one the broker does not serve yet is skipped.
 """
 
 from __future__ import annotations
@@ -254,7 +255,7 @@ def test_confluent_kafka_exactly_once_consume_transform_produce(broker: Any) -> 
     the consumed offsets in the same transaction (send_offsets_to_transaction)."""
     import confluent_kafka as ck
 
-    needs(10, 28, 9)
+    needs(10, 28)
     broker.create_topic("eos-in", partitions=1)
     broker.create_topic("eos-out", partitions=1)
     producer = ck.Producer(ck_conf(broker.bootstrap))
@@ -329,3 +330,53 @@ def test_java_transactional_producer_and_read_committed(broker: Any) -> None:
     state = transaction_state(broker, "kwire-interop-java-eos")
     assert state is not None and state[0] == "CompleteAbort" and state[2] == 0
     assert lso_and_hw(broker, "java-eos") == (2 * n + 2, 2 * n + 2)
+
+
+# --- aiokafka (older request versions: InitProducerId v0-1, AddPartitionsToTxn v0, EndTxn v0) --
+
+
+def test_aiokafka_transactions(broker: Any) -> None:
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+    needs(10)
+    broker.create_topic("aio-txn", partitions=1)
+
+    async def scenario() -> list[bytes | None]:
+        producer = AIOKafkaProducer(
+            bootstrap_servers=broker.bootstrap, transactional_id="aio-txn-1"
+        )
+        await producer.start()
+        try:
+            async with producer.transaction():
+                for i in range(3):
+                    await producer.send_and_wait("aio-txn", b"c-%d" % i, partition=0)
+            await producer.begin_transaction()
+            await producer.send_and_wait("aio-txn", b"aborted", partition=0)
+            await producer.abort_transaction()
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=broker.bootstrap,
+            isolation_level="read_committed",
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+        )
+        await consumer.start()
+        out: list[bytes | None] = []
+        try:
+            consumer.assign([TopicPartition("aio-txn", 0)])
+            deadline = time.monotonic() + 10
+            while len(out) < 3 and time.monotonic() < deadline:
+                for messages in (await consumer.getmany(timeout_ms=500)).values():
+                    out.extend(m.value for m in messages)
+        finally:
+            await consumer.stop()
+        return out
+
+    got = asyncio.run(asyncio.wait_for(scenario(), 60))
+    assert got == [b"c-0", b"c-1", b"c-2"]
+    state = transaction_state(broker, "aio-txn-1")
+    assert state is not None and state[0] == "CompleteAbort"
+    assert lso_and_hw(broker, "aio-txn") == (6, 6)
