@@ -1051,7 +1051,7 @@ class GroupCoordinator:
                 offset = batch.last_offset + 1
                 if batch.is_control:
                     for record in batch:
-                        control_type, _ = parse_control_key(record.key)
+                        _, control_type = parse_control_key(record.key)
                         staged = pending.pop(batch.producer_id, [])
                         if control_type == 1:  # COMMIT
                             for group_id, tp, om in staged:

@@ -737,3 +737,34 @@ def test_group_invariants(tmp_path_factory: pytest.TempPathFactory, actions: lis
                 assert w.result.generation_id <= group.generation_id
         members = list(group.members)
     assert len(members) == len(set(members))
+
+
+def test_transactional_offsets_replay_with_their_markers(tmp_path: Path) -> None:
+    """Staged offsets are written in transactional batches; at start the markers decide."""
+    from kwire.broker._group import OffsetAndMetadata
+    from kwire.records import AppendOrigin, build_end_txn_marker
+
+    state = make_state(tmp_path / "d")
+    state.create_topic("t", 4)
+    coord = coordinator(state)
+    coord.stage_txn_offsets(GROUP, 7001, 0, {("t", 0): OffsetAndMetadata(11, -1, "", NOW)})
+    coord.stage_txn_offsets(GROUP, 7002, 0, {("t", 1): OffsetAndMetadata(22, -1, "", NOW)})
+    coord.stage_txn_offsets(GROUP, 7003, 0, {("t", 2): OffsetAndMetadata(33, -1, "", NOW)})
+    partition = state.partition(GROUP_TOPIC, partition_for(GROUP, 50))
+    assert partition is not None
+    for pid, commit_it in ((7001, True), (7002, False)):
+        marker = build_end_txn_marker(
+            commit_it, coordinator_epoch=0, producer_id=pid, producer_epoch=0, timestamp=NOW
+        )
+        partition.log.append_as_leader(marker, now_ms=NOW, origin=AppendOrigin.COORDINATOR)
+        coord.complete_txn(pid, commit_it)
+    partition.log.high_watermark = partition.log.log_end_offset
+    assert fetch(state, 8, [0, 1]) == {0: (11, -1, "", 0), 1: (-1, -1, "", 0)}
+    state.close()
+    again = make_state(tmp_path / "d")
+    try:
+        assert fetch(again, 8, [0, 1]) == {0: (11, -1, "", 0), 1: (-1, -1, "", 0)}
+        # 7003's transaction is still open: its offset is pending, unstable for require_stable
+        assert 7003 in coordinator(again).groups[GROUP].pending_txn
+    finally:
+        again.close()
