@@ -46,7 +46,7 @@ broker: $(STAMP)
 	$(BIN)/kwire broker --data-dir .cache/broker-data --port 9092
 
 unit: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not oracle and not spark"
+	$(BIN)/python -m pytest -q -m "not oracle and not spark and not interop"
 
 # Regenerate what is generated from the specs: the codecs and the message reference page.
 docs: $(STAMP)

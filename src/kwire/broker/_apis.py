@@ -16,7 +16,16 @@ from typing import Any, TypeAlias
 from kwire.broker._context import RequestContext
 from kwire.broker._state import BrokerState
 
-__all__ = ["HANDLERS", "Deferred", "Handler", "Outcome", "implemented_versions", "register"]
+__all__ = [
+    "HANDLERS",
+    "STARTUP",
+    "Deferred",
+    "Handler",
+    "Outcome",
+    "implemented_versions",
+    "on_startup",
+    "register",
+]
 
 
 @dataclass(eq=False)
@@ -46,6 +55,16 @@ def register(api_key: int, lowest: int, highest: int) -> Callable[[Handler], Han
         return handler
 
     return add
+
+
+#: Run with the state when a broker starts: coordinators load what their internal topics hold
+#: (and start their timers) before the first request, as Kafka's do when they become leaders.
+STARTUP: list[Callable[[BrokerState], None]] = []
+
+
+def on_startup(hook: Callable[[BrokerState], None]) -> Callable[[BrokerState], None]:
+    STARTUP.append(hook)
+    return hook
 
 
 def implemented_versions() -> dict[int, tuple[int, int]]:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import TypeVar
 
-from kwire.broker._apis import implemented_versions
+from kwire.broker._apis import STARTUP, implemented_versions
 from kwire.broker._releases import Personality, personality
 from kwire.broker._server import KafkaServer
 from kwire.broker._state import BrokerState, Clock, Topic
@@ -94,6 +94,8 @@ class Broker:
             static_config=self.config,
             clock=self.clock,
         )
+        for hook in STARTUP:
+            hook(state)
         server = KafkaServer(state, self.host, self.requested_port)
         try:
             await server.start()

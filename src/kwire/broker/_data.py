@@ -370,7 +370,9 @@ def handle_list_offsets(state: BrokerState, ctx: RequestContext, request: Any) -
                 ):
                     out.error_code = int(ErrorCode.UNSUPPORTED_VERSION)
                     offset, ts, epoch = -1, -1, -1
-                out.offset, out.timestamp, out.leader_epoch = offset, ts, epoch
+                out.offset, out.timestamp = offset, ts
+                if version >= 4:
+                    out.leader_epoch = epoch
             parts.append(out)
         topics.append(LIST_OFFSETS_TOPIC(name=wanted.name, partitions=parts))
     return LIST_OFFSETS_RESPONSE(throttle_time_ms=0, topics=topics)

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from kwire.broker._apis import Deferred, register
+from kwire.broker._apis import Deferred, on_startup, register
 from kwire.broker._context import RequestContext
 from kwire.broker._group import (
     DEAD,
+    GROUP_TOPIC,
     STABLE,
     GroupCoordinator,
     GroupError,
@@ -107,6 +108,13 @@ def _park(state: BrokerState, group_id: str, waiter: Waiter, wait_ms: int, answe
 
 
 # --- FindCoordinator ----------------------------------------------------------------------------
+
+
+@on_startup
+def _load_groups(state: BrokerState) -> None:
+    """Load the groups and offsets of an existing ``__consumer_offsets`` when the broker starts."""
+    if GROUP_TOPIC in state.topics:
+        group_coordinator(state)
 
 
 @register(10, 0, 6)

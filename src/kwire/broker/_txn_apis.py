@@ -13,10 +13,10 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-from kwire.broker._apis import register
+from kwire.broker._apis import on_startup, register
 from kwire.broker._context import RequestContext
 from kwire.broker._state import BrokerError, BrokerState, validate_topic_name
-from kwire.broker._txn import TopicPartition, coordinator_for
+from kwire.broker._txn import TRANSACTION_TOPIC, TopicPartition, coordinator_for
 from kwire.protocol import ErrorCode, message_class, struct_class
 
 __all__ = [
@@ -112,6 +112,14 @@ def _requested_partitions(topics: Any) -> list[TopicPartition]:
             if (topic.name, index) not in out:
                 out.append((topic.name, index))
     return out
+
+
+@on_startup
+def _load_transactions(state: BrokerState) -> None:
+    """Load an existing ``__transaction_state`` when the broker starts, so that open
+    transactions time out (and prepared ones complete) without waiting for a client."""
+    if TRANSACTION_TOPIC in state.topics:
+        coordinator_for(state)
 
 
 @register(24, 0, 5)

@@ -812,7 +812,8 @@ def _rkey(release: str) -> tuple[int, ...]:
 
 def parse_release(text: str) -> str:
     """The personality name of a Kafka release: ``"3.9.1"`` -> ``"3.9"``, ``"0.10.2.1"`` ->
-    ``"0.10.2"``, ``"v2.8.0"`` -> ``"2.8"``; ``ValueError`` (listing the known ones) otherwise."""
+    ``"0.10.2"``, ``"v2.8.0"`` -> ``"2.8"``, ``"0.10"`` -> ``"0.10.2"`` (the newest of that
+    line); ``ValueError`` (listing the known ones) otherwise."""
     parts = text.strip().removeprefix("v").split(".")
     if all(p.isdigit() for p in parts) and len(parts) >= 2:
         width = 3 if parts[0] == "0" else 2
@@ -820,6 +821,11 @@ def parse_release(text: str) -> str:
             name = ".".join(str(int(p)) for p in parts[:width])
             if name in BROKER_RELEASES:
                 return name
+            if len(parts) == 2 and parts[0] == "0":
+                # "0.9", "0.10": the newest patch line of that release (0.9.0, 0.10.2)
+                line = [r for r in BROKER_RELEASES if r.startswith(f"{name}.")]
+                if line:
+                    return line[-1]
     raise ValueError(
         f"unknown Kafka release {text!r}; known: {', '.join(BROKER_RELEASES)} "
         "(patch versions such as 3.9.1 or 0.10.2.1 are accepted)"

@@ -343,6 +343,9 @@ def test_list_offsets(state: BrokerState) -> None:
         )
         return r.topics[0].partitions[0]
 
+    for version in range(1, 11):  # every version encodes (leader_epoch only from v4)
+        assert query(-1, version).offset == 3
+        assert query(NOW + 1500, version).offset == 2
     assert query(-2).offset == 0
     assert query(-1).offset == 3
     assert query(NOW + 1500).offset == 2
