@@ -2,7 +2,8 @@
 
 A handler is a plain function ``handler(state, ctx, request) -> outcome`` (style: Kafka's
 ``KafkaApis.handle`` switch as one table). The outcome is a response message, ``None`` when no
-response is sent (Produce with ``acks=0``), or a ``Deferred`` (a long-polling Fetch) that the
+response is sent (Produce with ``acks=0``), ``CLOSE_CONNECTION`` (acks=0 that failed), or a
+``Deferred`` (a long-polling Fetch) that the
 server completes later. Handlers never touch sockets; they may ask the state's logs to append or
 read, and the logs own the files.
 """
@@ -11,12 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any, Final, TypeAlias
 
 from kwire.broker._context import RequestContext
 from kwire.broker._state import BrokerState
 
 __all__ = [
+    "CLOSE_CONNECTION",
     "HANDLERS",
     "STARTUP",
     "Deferred",
@@ -42,7 +44,16 @@ class Deferred:
     complete: Callable[[bool], Any]
 
 
-Outcome: TypeAlias = Any  # a response message, None, or a Deferred
+class _CloseConnection:
+    """The outcome that closes the client's connection instead of answering."""
+
+    def __repr__(self) -> str:
+        return "CLOSE_CONNECTION"
+
+
+CLOSE_CONNECTION: Final = _CloseConnection()
+
+Outcome: TypeAlias = Any  # a response message, None, CLOSE_CONNECTION, or a Deferred
 Handler: TypeAlias = Callable[[BrokerState, RequestContext, Any], Outcome]
 
 #: api key -> (handler, lowest version served, highest version served)

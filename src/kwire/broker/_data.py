@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Iterable
 from typing import Any, Final
 
-from kwire.broker._apis import register
+from kwire.broker._apis import CLOSE_CONNECTION, register
 from kwire.broker._context import RequestContext
 from kwire.broker._state import BrokerError, BrokerState, Partition, Topic, validate_topic_name
 from kwire.errors import KwireError
@@ -308,7 +308,10 @@ def handle_produce(state: BrokerState, ctx: RequestContext, request: Any) -> Any
             )
         )
     if request.acks == 0:
-        return None  # Kafka sends nothing back for acks=0 (errors close nothing either)
+        # No response for acks=0; an error closes the connection instead, the only way the
+        # producer learns of it (KafkaApis.handleProduceRequest).
+        failed = any(p.error_code for t in responses for p in t.partition_responses)
+        return CLOSE_CONNECTION if failed else None
     return PRODUCE_RESPONSE(responses=responses, throttle_time_ms=0)
 
 

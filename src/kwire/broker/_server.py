@@ -24,7 +24,7 @@ import struct
 from collections.abc import Hashable
 from typing import Any, Final
 
-from kwire.broker._apis import HANDLERS, Deferred
+from kwire.broker._apis import CLOSE_CONNECTION, HANDLERS, Deferred
 from kwire.broker._context import RequestContext
 from kwire.broker._data import api_versions_response
 from kwire.broker._fetch import FileRecords
@@ -267,6 +267,9 @@ class KafkaServer:
                 outcome = await self._wait(outcome)
             if outcome is None:
                 continue
+            if outcome is CLOSE_CONNECTION:
+                log.info("closing %s: a request without response failed", conn.address)
+                return
             await self._send(writer, outcome, api_version, correlation_id)
 
     async def _wait(self, deferred: Deferred) -> Any:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from kwire.broker import BrokerState, Deferred, ManualClock, RequestContext, personality
-from kwire.broker._apis import HANDLERS, implemented_versions
+from kwire.broker._apis import CLOSE_CONNECTION, HANDLERS, implemented_versions
 from kwire.broker._fetch import FileRecords
 from kwire.broker._server import encode_response_pieces
 from kwire.protocol import ErrorCode, decode_request_frame, encode_request_frame, message_class
@@ -228,6 +228,8 @@ def test_unknown_topic_and_acks_zero(state: BrokerState) -> None:
     )
     state.create_topic("t", 1)
     assert produce(state, "t", batch([b"x"]), acks=0) is None
+    # acks=0 and an error: no response, the connection is closed (the producer's only signal)
+    assert produce(state, "missing", batch([b"x"]), acks=0) is CLOSE_CONNECTION
     assert state.topics["t"].partitions[0].high_watermark == 1
 
 
