@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kwire.protocol import iter_message_versions, message_class
-from kwire.protocol._runtime import careful_decode
+from kwire.protocol._reference import careful_decode
 from kwire.protocol._testing import instances, roundtrip
 
 EXAMPLES = int(os.environ.get("KWIRE_PROPERTY_EXAMPLES", "4"))

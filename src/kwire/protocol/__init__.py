@@ -19,6 +19,8 @@ Sans-IO: bytes in, objects out (and back). Public names (see docs/protocol.md):
   ``VersionRange``, ``MessageSpec``, ``StructSpec``, ``FieldSpec``, ``SpecError``.
 """
 
+# kwire's extensions of the protocol register themselves with the core (see kwire.protocol.ext)
+from kwire.protocol import ext  # noqa: F401  (imported for its registrations)
 from kwire.protocol._bundled import bundled_specs, iter_message_versions, message_spec, spec_source
 from kwire.protocol._error_codes import ErrorCode
 from kwire.protocol._frames import (
@@ -34,6 +36,8 @@ from kwire.protocol._frames import (
     request_header_version,
     response_header_version,
 )
+from kwire.protocol._primitives import RecordsReference
+from kwire.protocol._reference import uuid_from_str, uuid_to_str
 from kwire.protocol._registry import (
     ProtocolRegistry,
     inspect,
@@ -46,10 +50,7 @@ from kwire.protocol._runtime import (
     KafkaMessage,
     KafkaStruct,
     KField,
-    RecordsReference,
     fast_path_fallbacks,
-    uuid_from_str,
-    uuid_to_str,
 )
 from kwire.protocol._spec import (
     FieldSpec,

@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from kwire.protocol._bundled import bundled_specs
+from kwire.protocol._extension_points import tag_header_names
 from kwire.protocol._runtime import KafkaMessage, KafkaStruct, KField, fields_at
-from kwire.protocol._spec import TAG_HEADERS, MessageSpec, SpecError, load_spec_dir
+from kwire.protocol._spec import MessageSpec, SpecError, load_spec_dir
 
 __all__ = ["ProtocolRegistry", "inspect", "load_specs", "message_class", "struct_class"]
 
@@ -166,8 +167,9 @@ def load_specs(
 
     Raises ``SpecError`` naming the file and field for a spec that breaks Kafka's rules.
     """
-    if tag_header is not None and tag_header not in TAG_HEADERS:
-        raise ValueError(f"tag_header must be one of {', '.join(TAG_HEADERS)}, not {tag_header!r}")
+    if tag_header is not None and tag_header not in tag_header_names():
+        names = ", ".join(tag_header_names())
+        raise ValueError(f"tag_header must be one of {names}, not {tag_header!r}")
     version = "unknown"
     if isinstance(path, Mapping):
         specs = dict(path)

@@ -40,7 +40,7 @@ from kwire.protocol._bundled import SPEC_DIR, message_spec
 from kwire.protocol._registry import ProtocolRegistry, load_specs, message_class
 from kwire.protocol._runtime import KafkaMessage, KafkaStruct, _new
 from kwire.protocol._spec import SpecError, VersionRange, parse_spec, strip_comments
-from kwire.protocol._spec._varint import encoded_size
+from kwire.protocol.ext.varint_fields import encoded_size
 
 __all__ = [
     "GENERATORS",

@@ -12,7 +12,7 @@ from typing import Any
 
 from kwire.protocol._runtime import KafkaMessage, KafkaStruct, KField
 from kwire.protocol._spec._model import INT_RANGES
-from kwire.protocol._spec._varint import VARINT_TYPES, wire_range
+from kwire.protocol.ext.varint_fields import VARINT_TYPES, wire_range
 
 __all__ = ["fast_roundtrip", "instances", "nested", "roundtrip"]
 

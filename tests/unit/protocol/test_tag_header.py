@@ -13,10 +13,11 @@ from kwire._wire import read_uvarlong, write_uvarint
 from kwire.errors import DecodeError
 from kwire.protocol import load_specs, message_class
 from kwire.protocol._evolution import compare_messages
-from kwire.protocol._runtime import KafkaMessage, careful_decode, r_taghdr
+from kwire.protocol._reference import careful_decode
+from kwire.protocol._runtime import KafkaMessage
 from kwire.protocol._spec import SpecError, parse_spec
-from kwire.protocol._spec._varint import interleave, uninterleave
 from kwire.protocol._testing import roundtrip
+from kwire.protocol.ext.tag_header import interleave, read_interleaved_tag_header, uninterleave
 
 # Six tagged fields (tags must be contiguous from 0); tag 5 is a 4-byte int32, as in KIP-482's first
 # draft.
@@ -62,7 +63,7 @@ def test_worked_example_of_seed_003() -> None:
     header = interleave(5, 4)
     assert bin(header).endswith("110010") and header == 0b110010
     assert uninterleave(header) == (5, 4)
-    assert r_taghdr(bytes([header]), 0) == (5, 4, 1)
+    assert read_interleaved_tag_header(bytes([header]), 0) == (5, 4, 1)
 
 
 def test_worked_example_on_the_wire() -> None:
@@ -175,7 +176,7 @@ def test_interleave_is_invertible_and_fits_a_varlong(tag: int, length: int) -> N
         assert (h >> (2 * i + 1)) & 1 == (tag >> i) & 1
     out = bytearray()
     write_uvarint(out, h)
-    assert r_taghdr(bytes(out), 0) == (tag, length, len(out))
+    assert read_interleaved_tag_header(bytes(out), 0) == (tag, length, len(out))
 
 
 @given(st.data())

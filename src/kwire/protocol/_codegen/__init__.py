@@ -51,7 +51,7 @@ def group_modules(specs: dict[str, MessageSpec]) -> dict[str, list[MessageSpec]]
 
 def _index_source(groups: dict[str, list[MessageSpec]], kafka_version: str) -> str:
     lines = [
-        f"# {GENERATED_MARK}.",
+        f"# {GENERATED_MARK}",
         "# Regenerate with `kwire codegen --write`; `kwire codegen --check` verifies it.",
         f'"""Index of the generated protocol modules (Kafka {kafka_version}): message name -> module,',
         '(api key, kind) -> message name. Modules are imported lazily by ``message_class``."""',

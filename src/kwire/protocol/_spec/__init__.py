@@ -24,7 +24,6 @@ from kwire.protocol._spec._model import (
     python_attr,
     snake_case,
 )
-from kwire.protocol._spec._varint import TAG_HEADERS, VARINT_TYPES, WIRE_INT_TYPES
 from kwire.protocol._spec._versions import MAX_VERSION, NONE, VersionRange
 
 __all__ = [
@@ -33,9 +32,6 @@ __all__ = [
     "MAX_VERSION",
     "NONE",
     "STRUCT_DEFAULT",
-    "TAG_HEADERS",
-    "VARINT_TYPES",
-    "WIRE_INT_TYPES",
     "FieldSpec",
     "FieldType",
     "MessageSpec",

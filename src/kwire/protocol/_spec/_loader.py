@@ -16,19 +16,18 @@ from pathlib import Path
 from typing import Any, Final
 
 from kwire.errors import SpecError
+from kwire.protocol._extension_points import (
+    FIELD_SPEC_FORMS,
+    KAFKA_TAG_HEADER,
+    extra_field_keys,
+    tag_header_names,
+)
 from kwire.protocol._spec._model import (
     FieldSpec,
     FieldType,
     MessageSpec,
     StructSpec,
     parse_default,
-)
-from kwire.protocol._spec._varint import (
-    TAG_HEADERS,
-    VARINT_TYPES,
-    check_default,
-    parse_encoding_form,
-    parse_type_form,
 )
 from kwire.protocol._spec._versions import NONE, VersionRange
 
@@ -58,7 +57,7 @@ MESSAGE_KEYS: Final = frozenset(
         "listeners",
         "latestVersionUnstable",
         "headerVersions",
-        "tagHeader",  # kwire extension: KIP-482's first-draft tag header, see _varint
+        "tagHeader",  # the tag-header layout: Kafka's, or a registered extension's
     }
 )
 FIELD_KEYS: Final = frozenset(
@@ -77,7 +76,6 @@ FIELD_KEYS: Final = frozenset(
         "flexibleVersions",
         "zeroCopy",
         "fields",
-        "encoding",  # kwire extension: varint integer fields (never shipped), see _varint
     }
 )
 STRUCT_KEYS: Final = frozenset({"name", "versions", "deprecatedVersions", "fields"})
@@ -159,7 +157,7 @@ def _parse_field(ctx: _Ctx, obj: Any) -> FieldSpec:
         raise ctx.error(f"invalid field name {name!r}")
     ctx.path.append(name)
     try:
-        unknown = set(obj) - FIELD_KEYS
+        unknown = set(obj) - FIELD_KEYS - extra_field_keys()
         if unknown:
             raise ctx.error(f"unknown keys {sorted(unknown)}")
         tagged = _versions(ctx, obj.get("taggedVersions"), "taggedVersions", NONE)
@@ -169,30 +167,22 @@ def _parse_field(ctx: _Ctx, obj: Any) -> FieldSpec:
         type_raw = obj.get("type")
         encodings: tuple[tuple[VersionRange, str], ...] = ()
         form = ""
-        if isinstance(type_raw, dict) or (
-            isinstance(type_raw, str) and type_raw.strip().removeprefix("[]") in VARINT_TYPES
-        ):
-            # kwire extension, varint integer fields form A: a version-dependent (or varint) type
-            if "encoding" in obj:
-                raise ctx.error(
-                    "mixes both varint forms: a version-dependent or varint type and an encoding "
-                    "property; use one"
-                )
-            type_text, encodings = parse_type_form(ctx.error, type_raw, versions)
-            form = "type"
-        elif isinstance(type_raw, str):
-            type_text = type_raw
+        claimed = None
+        # an extension's spec form (kwire.protocol.ext) may give the field per-version wire types
+        for spec_form in FIELD_SPEC_FORMS:
+            parsed = spec_form.parse(ctx.error, obj, versions, FieldType.parse)
+            if parsed is not None:
+                type_text, encodings, form = parsed
+                claimed = spec_form
+                break
         else:
-            raise ctx.error("a field needs a type")
+            if not isinstance(type_raw, str):
+                raise ctx.error("a field needs a type")
+            type_text = type_raw
         try:
             ftype = FieldType.parse(type_text)
         except ValueError as exc:
             raise ctx.error(str(exc)) from None
-        if "encoding" in obj:
-            # kwire extension, varint integer fields form B: a logical type plus per-version
-            # encodings
-            encodings = parse_encoding_form(ctx.error, obj["encoding"], type_text, versions)
-            form = "encoding"
         nullable = _versions(ctx, obj.get("nullableVersions"), "nullableVersions", NONE)
         if not nullable.empty and not ftype.can_be_nullable:
             raise ctx.error(f"type {ftype} cannot be nullable")
@@ -301,8 +291,8 @@ def _parse_field(ctx: _Ctx, obj: Any) -> FieldSpec:
             value = parse_default(spec)
         except ValueError as exc:
             raise ctx.error(f"invalid default {default!r} for {ftype} field: {exc}") from None
-        if encodings and isinstance(value, int):
-            check_default(ctx.error, value, encodings)
+        if claimed is not None and isinstance(value, int):
+            claimed.check_default(ctx.error, value, encodings)
         return spec
     finally:
         ctx.path.pop()
@@ -416,9 +406,10 @@ def parse_spec(text: str, source: str = "<spec>") -> MessageSpec:
         cfields = tuple(_parse_field(ctx, f) for f in (c.get("fields") or []))
         ctx.path.pop()
         commons.append((cname, cvers, cfields))
-    tag_header = obj.get("tagHeader", "kip482")
-    if tag_header not in TAG_HEADERS:
-        raise ctx.error(f"tagHeader must be one of {', '.join(TAG_HEADERS)}, not {tag_header!r}")
+    tag_header = obj.get("tagHeader", KAFKA_TAG_HEADER)
+    if tag_header not in tag_header_names():
+        names = ", ".join(tag_header_names())
+        raise ctx.error(f"tagHeader must be one of {names}, not {tag_header!r}")
     spec = _resolve(
         ctx,
         obj,
@@ -433,7 +424,7 @@ def parse_spec(text: str, source: str = "<spec>") -> MessageSpec:
         fields,
         commons,
     )
-    if tag_header != "kip482":
+    if tag_header != KAFKA_TAG_HEADER:
         from dataclasses import replace
 
         spec = replace(spec, tag_header=tag_header)

@@ -168,9 +168,8 @@ class FieldSpec:
     fields: tuple[FieldSpec, ...] = ()
     #: The struct a struct or struct-array field holds (resolved by the loader).
     struct: StructSpec | None = None
-    #: kwire extension: varint integer fields (a KIP proposal Kafka never shipped): the integer wire
-    #: type per version range, from a version-dependent
-    #: ``type`` (form "type") or an ``encoding`` property (form "encoding"); empty when neither.
+    #: The wire type per version range where an extension's spec form gives one (see
+    #: ``kwire.protocol._extension_points``), and that form's name; empty for Kafka's fields.
     encodings: tuple[tuple[VersionRange, str], ...] = ()
     encoding_form: str = ""
 
@@ -332,8 +331,7 @@ class MessageSpec:
     structs: dict[str, StructSpec] = field(default_factory=dict)
     #: Where it was loaded from (file name), for error messages and generated headers.
     source: str = ""
-    #: kwire extension: the interleaved tag header of KIP-482's first draft: "kip482" (as Kafka) or
-    #: "interleaved" tag headers.
+    #: The tag-header layout: "kip482" (Kafka's) or a registered extension's.
     tag_header: str = "kip482"
 
     @property
