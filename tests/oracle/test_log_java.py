@@ -236,10 +236,10 @@ def test_kraft_control_records_dump_like_kafka(
 
     from kwire.cli import main
     from kwire.protocol import message_class
+    from kwire.protocol.messages import VotersRecord
     from kwire.records import ControlRecordType, build_control_batch
 
-    voters_mod = message_class("VotersRecord")
-    import kwire.protocol._generated.voters_record as vr
+    voters_mod = VotersRecord
 
     def value(message: Any) -> bytes:
         # MessageUtil.toByteBuffer(message, CURRENT_VERSION = 0): no version prefix.
@@ -248,11 +248,13 @@ def test_kraft_control_records_dump_like_kafka(
     voters = voters_mod(
         version=0,
         voters=[
-            vr.Voter(
+            VotersRecord.Voter(
                 voter_id=3,
                 voter_directory_id=uuid.UUID(int=0x1234),
-                endpoints=[vr.Endpoint(name="CONTROLLER", host="kraft-0.example", port=9093)],
-                kraft_version_feature=vr.KRaftVersionFeature(
+                endpoints=[
+                    VotersRecord.Endpoint(name="CONTROLLER", host="kraft-0.example", port=9093)
+                ],
+                kraft_version_feature=VotersRecord.KRaftVersionFeature(
                     min_supported_version=0, max_supported_version=1
                 ),
             )

@@ -20,7 +20,7 @@ import os
 import uuid
 import warnings
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Self
 
 from kwire._wire import as_view
 from kwire.errors import (
@@ -257,11 +257,12 @@ class KafkaStruct:
         return struct_to_json(self, version, info.flexible.contains(version), info.name)
 
     @classmethod
-    def from_json(cls, obj: Any, version: int) -> Any:
+    def from_json(cls, obj: Any, version: int) -> Self:
         """Build an instance from Kafka's JSON shape (as ``*JsonConverter.read`` does)."""
         info = cls.__kafka_message__
         check_version(info, version)
-        return struct_from_json(cls, obj, version, info.flexible.contains(version), info.name)
+        built: Self = struct_from_json(cls, obj, version, info.flexible.contains(version), info.name)
+        return built
 
 
 def _ut_eq(a: dict[int, bytes] | None, b: dict[int, bytes] | None) -> bool:
@@ -279,7 +280,7 @@ class KafkaMessage(KafkaStruct):
     _encoders: ClassVar[dict[int, Callable[[Any, bytearray], None]]] = {}
 
     @classmethod
-    def decode(cls, data: bytes | bytearray | memoryview, version: int) -> Any:
+    def decode(cls, data: bytes | bytearray | memoryview, version: int) -> Self:
         """Decode the whole buffer as this message at ``version``; trailing bytes are an error."""
         msg, _ = cls.decode_from(data, version, 0, whole=True)
         return msg
@@ -292,7 +293,7 @@ class KafkaMessage(KafkaStruct):
         pos: int = 0,
         *,
         whole: bool = False,
-    ) -> tuple[Any, int]:
+    ) -> tuple[Self, int]:
         """Decode one message starting at ``pos``; returns ``(message, end position)``.
 
         With ``whole=True`` the message must end exactly at the end of ``data``.

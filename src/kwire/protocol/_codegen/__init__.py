@@ -33,6 +33,8 @@ __all__ = [
 ]
 
 GENERATED_DIR = Path(__file__).resolve().parent.parent / "_generated"
+#: Generated files that live outside ``_generated`` (public modules), by name -> path.
+PUBLIC_GENERATED = {"messages.py": GENERATED_DIR.parent / "messages.py"}
 
 
 def group_modules(specs: dict[str, MessageSpec]) -> dict[str, list[MessageSpec]]:
@@ -74,6 +76,53 @@ def _index_source(groups: dict[str, list[MessageSpec]], kafka_version: str) -> s
     return "\n".join(lines) + "\n"
 
 
+def _messages_source(groups: dict[str, list[MessageSpec]], kafka_version: str) -> str:
+    """``kwire.protocol.messages``: every message class by name, statically typed, loaded lazily."""
+    names = sorted(s.name for group in groups.values() for s in group)
+    lines = [
+        f"# {GENERATED_MARK}",
+        "# Regenerate with `kwire codegen --write`; `kwire codegen --check` verifies it.",
+        f'"""Every bundled Kafka message class (Kafka {kafka_version}), importable by name and typed.',
+        "",
+        "Approach: ``from kwire.protocol.messages import MetadataResponse`` gives the generated class",
+        'itself (the one ``message_class("MetadataResponse")`` returns), with its typed fields,',
+        "``decode``, ``encode`` and nested struct classes. Type checkers read the static imports below;",
+        "at run time each class's module is imported on first access, so importing this module costs",
+        "nothing. Written by ``kwire codegen --write`` from the specs, checked by ``--check``.",
+        '"""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "from typing import TYPE_CHECKING",
+        "",
+        "if TYPE_CHECKING:",
+    ]
+    for mod, group in groups.items():
+        for s in sorted(group, key=lambda s: s.name):
+            lines.append(f"    from kwire.protocol._generated.{mod} import {s.name} as {s.name}")
+    lines.append("    from kwire.protocol._runtime import KafkaMessage")
+    lines += ["", "__all__ = ["]
+    lines += [f"    {n!r}," for n in names]
+    lines += [
+        "]",
+        "",
+        "",
+        "def __getattr__(name: str) -> type[KafkaMessage]:",
+        "    if name not in __all__:",
+        '        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")',
+        "    from kwire.protocol._registry import message_class",
+        "",
+        "    cls = message_class(name)",
+        "    globals()[name] = cls",
+        "    return cls",
+        "",
+        "",
+        "def __dir__() -> list[str]:",
+        "    return sorted(__all__)",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def generate_sources(spec_dir: Path, kafka_version: str) -> dict[str, str]:
     """File name -> unformatted source for every generated module plus the index."""
     specs = load_spec_dir(spec_dir)
@@ -83,6 +132,7 @@ def generate_sources(spec_dir: Path, kafka_version: str) -> dict[str, str]:
         for mod, group in groups.items()
     }
     out["__init__.py"] = _index_source(groups, kafka_version)
+    out["public/messages.py"] = _messages_source(groups, kafka_version)
     return out
 
 
@@ -103,6 +153,7 @@ def format_sources(sources: dict[str, str]) -> dict[str, str]:
             '[tool.ruff]\nline-length = 100\ntarget-version = "py311"\n'
         )
         for name, text in sources.items():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
             (root / name).write_text(text)
         subprocess.run(
             [*_ruff(), "format", "--quiet", "--config", str(root / "pyproject.toml"), str(root)],
@@ -129,11 +180,26 @@ def expected_generated(spec_dir: Path | None = None) -> dict[str, str]:
     return format_sources(generate_sources(d, _spec_version(d)))
 
 
+def _split_public(want: dict[str, str], target: Path) -> tuple[dict[str, str], dict[Path, str]]:
+    """The files for ``target`` and the public ones (only when ``target`` is the package's own)."""
+    inside = {n: t for n, t in want.items() if not n.startswith("public/")}
+    public: dict[Path, str] = {}
+    if target.resolve() == GENERATED_DIR:
+        for n, t in want.items():
+            if n.startswith("public/"):
+                public[PUBLIC_GENERATED[n.removeprefix("public/")]] = t
+    return inside, public
+
+
 def write_generated(spec_dir: Path | None = None, target: Path = GENERATED_DIR) -> list[str]:
     """Rewrite the committed modules; returns the file names written or removed."""
-    want = expected_generated(spec_dir)
-    target.mkdir(parents=True, exist_ok=True)
+    want, public = _split_public(expected_generated(spec_dir), target)
     changed = []
+    for path, text in public.items():
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
+            changed.append(f"../{path.name}")
+    target.mkdir(parents=True, exist_ok=True)
     for p in target.glob("*.py"):
         if p.name not in want:
             p.unlink()
@@ -148,7 +214,14 @@ def write_generated(spec_dir: Path | None = None, target: Path = GENERATED_DIR) 
 
 def check_generated(spec_dir: Path | None = None, target: Path = GENERATED_DIR) -> list[str]:
     """Problems (empty when the committed modules match what the generator produces now)."""
-    want = expected_generated(spec_dir)
+    want, public = _split_public(expected_generated(spec_dir), target)
+    public_problems = [
+        f"{path.name}: missing"
+        if not path.exists()
+        else f"{path.name}: differs from the generator's output"
+        for path, text in public.items()
+        if not path.exists() or path.read_text() != text
+    ]
     have = {p.name: p.read_text() for p in target.glob("*.py")} if target.is_dir() else {}
     problems = [
         f"{n}: differs from the generator's output"
@@ -157,4 +230,4 @@ def check_generated(spec_dir: Path | None = None, target: Path = GENERATED_DIR) 
     ]
     problems += [f"{n}: missing" for n in want if n not in have]
     problems += [f"{n}: not produced by the generator" for n in have if n not in want]
-    return sorted(problems)
+    return sorted(problems + public_problems)
