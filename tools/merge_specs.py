@@ -1164,36 +1164,47 @@ BUNDLED_DIR = ROOT / "src" / "kwire" / "protocol" / "specs"
 # the client jar nor of kio, so not merged; copied verbatim from apache/kafka's group-coordinator
 # and transaction-coordinator modules at the release named in their SOURCE, and bundled as they are.
 COORDINATOR_DIR = SPECS / "coordinator-3.9"
+# Kafka's KRaft metadata records (what __cluster_metadata holds), likewise: apache/kafka's metadata
+# module at the release named in their SOURCE, verbatim.
+METADATA_DIR = SPECS / "metadata-3.9"
 
 
-def _coordinator_source() -> dict[str, str]:
-    text = (COORDINATOR_DIR / "SOURCE").read_text(encoding="utf-8")
+def _source_facts(folder: Path) -> dict[str, str]:
+    text = (folder / "SOURCE").read_text(encoding="utf-8")
     return dict(line.split(": ", 1) for line in text.splitlines() if ": " in line)
 
 
-def bundled_files() -> dict[str, str]:
-    """What kwire bundles: the merged corpus plus the coordinator records, one SOURCE for all."""
-    files = merged_files()
-    facts = _coordinator_source()
+def _coordinator_source() -> dict[str, str]:
+    return _source_facts(COORDINATOR_DIR)
+
+
+def _bundle_verbatim(files: dict[str, str], lines: list[str], folder: Path, kind: str) -> None:
+    facts = _source_facts(folder)
     release = facts["kafka_version"]
     where = f"apache/kafka {facts['tag']} {facts['commit'][:12]}, verbatim"
-    lines = files["SOURCE"].rstrip("\n").splitlines()
-    lines += [
-        f"coordinator_records: Kafka {release} ({where}; tools/specs/coordinator-3.9/SOURCE)",
-        "coordinator_files:",
-    ]
-    for path in sorted(COORDINATOR_DIR.glob("*.json")):
+    rel = folder.relative_to(ROOT)
+    lines += [f"{kind}_records: Kafka {release} ({where}; {rel}/SOURCE)", f"{kind}_files:"]
+    for path in sorted(folder.glob("*.json")):
         assert path.name not in files, path.name
         files[path.name] = path.read_text(encoding="utf-8")
         versions = sl.load_spec(path)["validVersions"]
         lines.append(f"  {path.name}: Kafka {release} v{versions} ({where})")
+
+
+def bundled_files() -> dict[str, str]:
+    """What kwire bundles: the merged corpus plus the coordinator and KRaft metadata records,
+    one SOURCE for all."""
+    files = merged_files()
+    lines = files["SOURCE"].rstrip("\n").splitlines()
+    _bundle_verbatim(files, lines, COORDINATOR_DIR, "coordinator")
+    _bundle_verbatim(files, lines, METADATA_DIR, "metadata")
     files["SOURCE"] = "\n".join(lines) + "\n"
     return files
 
 
 def install(dest: Path = BUNDLED_DIR) -> int:
-    """Make the merged corpus and the coordinator records kwire's bundled specs (then run
-    ``kwire codegen --write``)."""
+    """Make the merged corpus, the coordinator and the metadata records kwire's bundled specs
+    (then run ``kwire codegen --write``)."""
     files = bundled_files()
     for p in dest.iterdir():
         if p.name not in files:
