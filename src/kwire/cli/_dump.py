@@ -27,6 +27,7 @@ Exit codes: 0 when every file read cleanly, 1 when anything was skipped, invalid
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
 import struct
@@ -53,7 +54,7 @@ from kwire.log import (
     walk_offset_index,
     walk_time_index,
 )
-from kwire.protocol import KafkaMessage
+from kwire.protocol import KafkaMessage, message_class
 from kwire.records import (
     Batch,
     Compression,
@@ -161,7 +162,10 @@ def register(subparsers: Any) -> None:
         parser.add_argument(
             "--" + name.replace("_", "-"),
             action="store_true",
-            help="accepted for compatibility; kwire prints such data as strings (see docs/log.md)",
+            help=_SPECIAL_DECODER_HELP.get(
+                name,
+                "accepted for compatibility; kwire prints such data as strings (see docs/log.md)",
+            ),
         )
     parser.add_argument(
         "--json",
@@ -197,6 +201,228 @@ _DECODERS: Final[dict[str, Decoder]] = {
     _LONG_DECODER: _long,
     _DEFAULT_DECODER: _raw,
 }
+
+
+# -- coordinator topics: --offsets-decoder, --transaction-log-decoder ------------------------------
+#
+# Kafka's MessageParser: a record to (key, payload), either None (not printed). The data records of
+# __consumer_offsets and __transaction_state are version-prefixed: the key's first int16 is the
+# record type (CoordinatorRecordSerde) or key version, the value's its message version.
+
+RecordParser = Callable[[Record], tuple[str | None, str | None]]
+
+#: CoordinatorRecordSerde.apiMessageKeyFor / apiMessageValueFor (Kafka 3.9): record type -> name.
+_OFFSETS_RECORD_TYPES: Final = {
+    0: "OffsetCommit",
+    1: "OffsetCommit",
+    2: "GroupMetadata",
+    3: "ConsumerGroupMetadata",
+    4: "ConsumerGroupPartitionMetadata",
+    5: "ConsumerGroupMemberMetadata",
+    6: "ConsumerGroupTargetAssignmentMetadata",
+    7: "ConsumerGroupTargetAssignmentMember",
+    8: "ConsumerGroupCurrentMemberAssignment",
+}
+
+#: Kafka 3.9's TransactionState, by the id TransactionLogValue carries.
+_TRANSACTION_STATES: Final = (
+    "Empty",
+    "Ongoing",
+    "PrepareCommit",
+    "PrepareAbort",
+    "CompleteCommit",
+    "CompleteAbort",
+    "Dead",
+    "PrepareEpochFence",
+)
+
+
+def _jackson(doc: Any) -> str:
+    """``doc`` as Jackson's ``JsonNode.toString`` writes it: compact, non-ASCII as is, control
+    characters as ``\\uXXXX`` with upper-case hex digits (Python writes lower-case)."""
+    text = json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
+    if "\\u" not in text:
+        return text
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        if text[i] != "\\":
+            out.append(text[i])
+            i += 1
+        elif text[i + 1] == "u":
+            out.append("\\u" + text[i + 2 : i + 6].upper())
+            i += 6
+        else:
+            out.append(text[i : i + 2])
+            i += 2
+    return "".join(out)
+
+
+def _version_prefixed(data: bytes, what: str) -> tuple[int, memoryview]:
+    if len(data) < 2:
+        raise ValueError(f"Could not read version from {what}'s buffer.")
+    return struct.unpack_from(">h", data)[0], memoryview(data)[2:]
+
+
+def _read_message(name: str, data: memoryview, version: int, what: str) -> KafkaMessage:
+    """A message read as Kafka's ``message.read`` does (bytes after its end are left alone)."""
+    try:
+        cls = message_class(name)
+        if not cls.MIN_VERSION <= version <= cls.MAX_VERSION:
+            raise ValueError(f"Can't read version {version} of {name}")
+        message: KafkaMessage = cls.decode_from(data, version)[0]
+    except (KwireError, ValueError) as exc:
+        raise ValueError(
+            f"Could not read record with version {version} from {what}'s buffer due to: {exc}."
+        ) from exc
+    return message
+
+
+def _embedded_consumer_protocol(doc: dict[str, Any]) -> dict[str, Any]:
+    """DumpLogSegments' ``prepareGroupMetadataValue``: in a "consumer" group, each member's
+    subscription and assignment bytes are shown decoded (ConsumerProtocolSubscription/Assignment at
+    the version their first int16 names); bytes that do not decode stay as they are (base64)."""
+    if doc.get("protocolType") != "consumer" or not isinstance(doc.get("members"), list):
+        return doc
+    for member in doc["members"]:
+        for field_name, name in (
+            ("subscription", "ConsumerProtocolSubscription"),
+            ("assignment", "ConsumerProtocolAssignment"),
+        ):
+            encoded = member.get(field_name)
+            if not isinstance(encoded, str):
+                continue
+            try:
+                version, body = _version_prefixed(base64.b64decode(encoded), field_name)
+                member[field_name] = _read_message(name, body, version, field_name).to_json(version)
+            except ValueError:
+                pass  # Kafka swallows the RuntimeException and keeps the original bytes
+    return doc
+
+
+def _offsets_parse(record: Record) -> tuple[str | None, str | None]:
+    """Kafka 3.9's ``DumpLogSegments.OffsetsMessageParser`` (``--offsets-decoder``):
+    key ``{"type":"<record type>","data":{...}}``, payload ``{"version":"<v>","data":{...}}`` (the
+    messages' JsonConverter JSON), ``<DELETE>`` for a tombstone."""
+    if record.key is None:
+        # Kafka throws this RuntimeException (the tool stops); kwire reports it and goes on.
+        raise ValueError(
+            f"Failed to decode message at offset {record.offset} using offset topic decoder "
+            "(message had a missing key)"
+        )
+    try:
+        record_type, key_body = _version_prefixed(bytes(record.key), "key")
+        name = _OFFSETS_RECORD_TYPES.get(record_type)
+        if name is None:
+            return f"Unknown record type {record_type} at offset {record.offset}, skipping.", None
+        key = _read_message(name + "Key", key_body, record_type, "key")
+        key_text = _jackson({"type": str(record_type), "data": key.to_json(record_type)})
+        if record.value is None:
+            return key_text, "<DELETE>"
+        version, value_body = _version_prefixed(bytes(record.value), "value")
+        value_doc = _read_message(name + "Value", value_body, version, "value").to_json(version)
+        if name == "GroupMetadata":
+            value_doc = _embedded_consumer_protocol(value_doc)
+        return key_text, _jackson({"version": str(version), "data": value_doc})
+    except ValueError as exc:
+        return f"Error at offset {record.offset}, skipping. {exc}", None
+
+
+def _java_string_hash(text: str) -> int:
+    """Java's ``String.hashCode`` (over UTF-16 code units), as an unsigned 32-bit int."""
+    data = text.encode("utf-16-be", "surrogatepass")
+    h = 0
+    for i in range(0, len(data), 2):
+        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
+    return h
+
+
+def _scala_hash_set_order(partitions: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """The iteration order of a Scala 2.13 ``mutable.HashSet[TopicPartition]`` holding
+    ``partitions`` (how Kafka's ``formatRecordKeyAndValue`` lists them): buckets of the table in
+    order, by hash within a bucket; the hash is Kafka's ``TopicPartition.hashCode`` improved as Scala
+    does (``h ^ (h >>> 16)``); the table starts at 16 and doubles at a load factor of 0.75."""
+    unique = list(dict.fromkeys(partitions))
+    capacity = 16
+    while len(unique) + 1 > capacity * 0.75:
+        capacity *= 2
+
+    def position(tp: tuple[str, int]) -> tuple[int, int]:
+        h = (31 * (31 + tp[1]) + _java_string_hash(tp[0])) & 0xFFFFFFFF
+        h ^= h >> 16
+        signed = h - (1 << 32) if h & 0x80000000 else h
+        return h & (capacity - 1), signed
+
+    return sorted(unique, key=position)
+
+
+def _transaction_log_parse(record: Record) -> tuple[str | None, str | None]:
+    """Kafka 3.9's ``TransactionLog.formatRecordKeyAndValue`` (``--transaction-log-decoder``):
+    key ``transaction_metadata::transactionalId=<id>``, payload ``producerId:<id>,producerEpoch:<e>,
+    state=<state>,partitions=[<topic>-<p>,...],txnLastUpdateTimestamp=<ms>,txnTimeoutMs=<ms>``,
+    ``<DELETE>`` for a tombstone, ``unknown::version=<v>`` (no payload) for a key of another
+    version."""
+    if record.key is None:
+        raise ValueError(f"the record at offset {record.offset} has no key")
+    version, key_body = _version_prefixed(bytes(record.key), "key")
+    key_cls = message_class("TransactionLogKey")
+    if not key_cls.MIN_VERSION <= version <= key_cls.MAX_VERSION:
+        return f"unknown::version={version}", None
+    txn_id = _read_message("TransactionLogKey", key_body, version, "key").transactional_id
+    key_text = f"transaction_metadata::transactionalId={txn_id}"
+    if record.value is None:
+        return key_text, "<DELETE>"
+    value_version, value_body = _version_prefixed(bytes(record.value), "value")
+    value_cls = message_class("TransactionLogValue")
+    if not value_cls.MIN_VERSION <= value_version <= value_cls.MAX_VERSION:
+        # Kafka's IllegalStateException (the tool stops); kwire reports it and goes on.
+        raise ValueError(f"Unknown version {value_version} from the transaction log message value")
+    value = _read_message("TransactionLogValue", value_body, value_version, "value")
+    status = value.transaction_status
+    if not 0 <= status < len(_TRANSACTION_STATES):
+        raise ValueError(
+            f"Unknown transaction state id {status} from the transaction status message"
+        )
+    state = _TRANSACTION_STATES[status]
+    partitions: list[tuple[str, int]] = []
+    if state != "Empty":
+        for entry in value.transaction_partitions or ():
+            partitions.extend((entry.topic, p) for p in entry.partition_ids)
+    listed = ",".join(f"{t}-{p}" for t, p in _scala_hash_set_order(partitions))
+    payload = (
+        f"producerId:{value.producer_id},producerEpoch:{value.producer_epoch},state={state},"
+        f"partitions=[{listed}],txnLastUpdateTimestamp={value.transaction_last_update_timestamp_ms},"
+        f"txnTimeoutMs={value.transaction_timeout_ms}"
+    )
+    return key_text, payload
+
+
+#: The topic-specific decoder options kwire implements, in the order Kafka picks among them.
+_RECORD_PARSERS: Final[dict[str, RecordParser]] = {
+    "offsets_decoder": _offsets_parse,
+    "transaction_log_decoder": _transaction_log_parse,
+}
+
+_SPECIAL_DECODER_HELP: Final = {
+    "offsets_decoder": "decode __consumer_offsets records (offset commits, group metadata, "
+    "consumer group records) as JSON, as Kafka's OffsetsMessageParser",
+    "transaction_log_decoder": "decode __transaction_state records (transaction metadata), as "
+    "Kafka's TransactionLogMessageParser",
+}
+
+
+def _parse_record(
+    record: Record, opts: _Options, key_decoder: Decoder, value_decoder: Decoder
+) -> tuple[str | None, str | None]:
+    """Kafka's ``MessageParser.parse``: the first topic decoder asked for that kwire implements,
+    else ``DecoderMessageParser`` (the key and value decoders; None for a null key or value)."""
+    for name in opts.special:
+        parser = _RECORD_PARSERS.get(name)
+        if parser is not None:
+            return parser(record)
+    key = None if record.key is None else key_decoder(bytes(record.key))
+    payload = None if record.value is None else value_decoder(bytes(record.value))
+    return key, payload
 
 
 # -- state ----------------------------------------------------------------------------------------
@@ -297,7 +523,7 @@ def _dump(args: argparse.Namespace) -> int:
         print("kwire dump: --max-bytes and --max-message-size must be >= 0", file=sys.stderr)
         return 2
     out = _Out(sys.stdout, sys.stderr, args.json)
-    for name in opts.special:
+    for name in [n for n in opts.special if n not in _RECORD_PARSERS]:
         flag = "--" + name.replace("_", "-")
         out.problem("(options)", f"{flag} is not supported by kwire; data is printed as strings")
     report = _Report()
@@ -523,13 +749,12 @@ def _record_output(
             text += control_text
             fields.update(control_fields)
     if opts.print_data and not batch.is_control:
-        if record.key is not None:
-            key = key_decoder(bytes(record.key))
+        key, payload = _parse_record(record, opts, key_decoder, value_decoder)
+        if key is not None:
             text += f"{prefix}key: {key}"
             prefix = " "
             fields["key"] = key
-        if record.value is not None:
-            payload = value_decoder(bytes(record.value))
+        if payload is not None:
             text += f" payload: {payload}"
             fields["payload"] = payload
     return text, fields
