@@ -7,7 +7,9 @@ stores (read the bytes yourself). Batches are parsed by ``kwire.records``.
 
 Writing: ``LogWriter`` lays out a partition offline; ``LiveLog`` is the live partition log a broker
 appends to and fetches from (Kafka's ``UnifiedLog``, with recovery, retention and producer state),
-and ``DataDir`` the broker data directory around them (``meta.properties``, offset checkpoints).
+``LogCleaner`` compacts live logs (``cleanup.policy=compact``; the record rules are sans-IO in
+``clean_batches`` / ``build_offset_map``), and ``DataDir`` the broker data directory around them
+(``meta.properties``, offset checkpoints).
 Both writers share one implementation of Kafka's segment rules.
 """
 
@@ -26,6 +28,16 @@ from kwire.log._checkpoint import (
     encode_partition_metadata,
     read_leader_epoch_checkpoint,
     read_partition_metadata,
+)
+from kwire.log._cleaner import CleanResult, LogCleaner, LogToClean
+from kwire.log._compaction import (
+    CleanedTransactionMetadata,
+    CleanerStats,
+    CleaningRound,
+    LastRecord,
+    OffsetMap,
+    build_offset_map,
+    clean_batches,
 )
 from kwire.log._datadir import DataDir, encode_offset_checkpoint, read_offset_checkpoint
 from kwire.log._errors import LogError, OffsetOutOfRangeError, ProducerStateError
@@ -90,18 +102,26 @@ __all__ = [
     "AbortedTxn",
     "BatchMetadata",
     "BatchScan",
+    "CleanResult",
+    "CleanedTransactionMetadata",
+    "CleanerStats",
+    "CleaningRound",
     "DataDir",
     "EpochEntry",
     "FetchDataInfo",
     "FileSlice",
+    "LastRecord",
     "LiveLog",
     "LogAppendInfo",
+    "LogCleaner",
     "LogConfig",
     "LogError",
+    "LogToClean",
     "LogWriter",
     "MappedFile",
     "OffsetIndex",
     "OffsetIndexEntryCheck",
+    "OffsetMap",
     "OffsetOutOfRangeError",
     "OffsetPosition",
     "PartitionDir",
@@ -122,6 +142,8 @@ __all__ = [
     "TimestampOffset",
     "TopicPartition",
     "TransactionIndex",
+    "build_offset_map",
+    "clean_batches",
     "collect_aborted_transactions",
     "committed_batches",
     "encode_leader_epoch_checkpoint",

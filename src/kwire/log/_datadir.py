@@ -12,7 +12,9 @@ the partition logs (``LiveLog``) with what they say:
   ``recovery-point-offset-checkpoint`` holds each log's recovery point,
   ``log-start-offset-checkpoint`` the log start offsets that are above the first segment's base
   (``LogManager.checkpointLogStartOffsetsInDir``), ``replication-offset-checkpoint`` the high
-  watermarks (``ReplicaManager``). ``cleaner-offset-checkpoint`` is left alone;
+  watermarks (``ReplicaManager``), ``cleaner-offset-checkpoint`` the log cleaner's first dirty
+  offset of each compacted log (``LogCleanerManager``; read and written for the cleaner by
+  ``read_cleaner_checkpoint`` / ``write_cleaner_checkpoint``);
 - ``.kafka_cleanshutdown``: written by ``close`` after every log is closed and checkpointed, and
   removed at open; while it exists, logs skip the recovery of segments past their recovery point.
 """
@@ -33,6 +35,7 @@ from kwire.log._live import LiveLog, LogConfig
 from kwire.log._writer import _fsync_dir
 
 __all__ = [
+    "CLEANER_OFFSET_CHECKPOINT",
     "CLEAN_SHUTDOWN_FILE",
     "LOG_START_OFFSET_CHECKPOINT",
     "META_PROPERTIES",
@@ -48,6 +51,7 @@ RECOVERY_POINT_CHECKPOINT: Final = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT: Final = "log-start-offset-checkpoint"
 REPLICATION_OFFSET_CHECKPOINT: Final = "replication-offset-checkpoint"
 CLEAN_SHUTDOWN_FILE: Final = ".kafka_cleanshutdown"
+CLEANER_OFFSET_CHECKPOINT: Final = "cleaner-offset-checkpoint"
 _CHECKPOINT_VERSION: Final = 0
 _DAYS: Final = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 _MONTHS: Final = (
@@ -201,6 +205,15 @@ class DataDir:
                 return read_offset_checkpoint(f.read())
         except FileNotFoundError:
             return {}
+
+    def read_cleaner_checkpoint(self) -> dict[TopicPartition, int]:
+        """The log cleaner's ``cleaner-offset-checkpoint`` (empty when absent)."""
+        return self._read(CLEANER_OFFSET_CHECKPOINT)
+
+    def write_cleaner_checkpoint(self, offsets: Mapping[TopicPartition, int]) -> None:
+        """Replace ``cleaner-offset-checkpoint`` (entries sorted by topic and partition)."""
+        text = encode_offset_checkpoint(dict(sorted(offsets.items())))
+        _write_atomic(os.path.join(self.path, CLEANER_OFFSET_CHECKPOINT), text)
 
     def partition_dirs(self) -> list[TopicPartition]:
         """The ``<topic>-<partition>`` folders (``-delete``/``-future``/``-stray`` ones skipped)."""

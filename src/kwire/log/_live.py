@@ -134,6 +134,10 @@ class LogConfig:
     flush_ms: int = LONG_MAX  # flush.ms
     file_delete_delay_ms: int = 60000  # file.delete.delay.ms
     cleanup_policy: str = "delete"  # cleanup.policy (retention applies when it holds "delete")
+    delete_retention_ms: int = 86400000  # delete.retention.ms (tombstones, markers)
+    min_compaction_lag_ms: int = 0  # min.compaction.lag.ms
+    max_compaction_lag_ms: int = LONG_MAX  # max.compaction.lag.ms
+    min_cleanable_dirty_ratio: float = 0.5  # min.cleanable.dirty.ratio
     #: The records layer's append settings (message.format.version, compression.type,
     #: message.timestamp.*, cleanup.policy=compact, max.message.bytes).
     records: TopicConfig = field(default_factory=TopicConfig)
@@ -149,10 +153,21 @@ class LogConfig:
             raise ValueError("index.interval.bytes must be >= 0")
         if self.flush_messages < 1 or self.flush_ms < 0 or self.file_delete_delay_ms < 0:
             raise ValueError("flush.messages must be >= 1, flush.ms and delay must be >= 0")
+        if not 0.0 <= self.min_cleanable_dirty_ratio <= 1.0:
+            raise ValueError("min.cleanable.dirty.ratio must be in [0, 1]")
+        if self.delete_retention_ms < 0 or self.min_compaction_lag_ms < 0:
+            raise ValueError("delete.retention.ms and min.compaction.lag.ms must be >= 0")
+        if self.max_compaction_lag_ms < 1:
+            raise ValueError("max.compaction.lag.ms must be >= 1")
 
     @property
     def delete_retention(self) -> bool:
         return "delete" in {p.strip() for p in self.cleanup_policy.split(",")}
+
+    @property
+    def compact(self) -> bool:
+        """``cleanup.policy`` holds "compact": the log cleaner compacts this log."""
+        return "compact" in {p.strip() for p in self.cleanup_policy.split(",")}
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> LogConfig:
@@ -167,10 +182,15 @@ class LogConfig:
             "flush.messages": "flush_messages",
             "flush.ms": "flush_ms",
             "file.delete.delay.ms": "file_delete_delay_ms",
+            "delete.retention.ms": "delete_retention_ms",
+            "min.compaction.lag.ms": "min_compaction_lag_ms",
+            "max.compaction.lag.ms": "max_compaction_lag_ms",
         }
         kwargs: dict[str, object] = {
             attr: int(props[key].strip()) for key, attr in names.items() if key in props
         }
+        if "min.cleanable.dirty.ratio" in props:
+            kwargs["min_cleanable_dirty_ratio"] = float(props["min.cleanable.dirty.ratio"])
         if "cleanup.policy" in props:
             kwargs["cleanup_policy"] = props["cleanup.policy"]
         kwargs["records"] = TopicConfig.from_properties(props)
@@ -566,13 +586,30 @@ class LiveLog:
         active.open_index_files()
 
     def _clean_leftovers(self) -> list[str]:
-        """``LogLoader.removeTempFilesAndCollectSwapFiles`` and the orphan index cleanup."""
+        """``LogLoader.removeTempFilesAndCollectSwapFiles``, the completion of interrupted swaps
+        (``LogLoader.load``: the segments a ``.log.swap`` covers are deleted, then the swap files
+        are renamed) and the orphan index cleanup."""
         names = os.listdir(self.path)
+        cleaned_bases = [
+            p[0]
+            for n in names
+            if n.endswith(CLEANED_SUFFIX)
+            and (p := parse_segment_file_name(n[: -len(CLEANED_SUFFIX)]))
+        ]
+        min_cleaned = min(cleaned_bases, default=LONG_MAX)
         for name in names:
             full = os.path.join(self.path, name)
             if name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX, TMP_SUFFIX)):
                 log.info("%s: deleting leftover file %s", self.path, name)
                 os.remove(full)
+            elif name.endswith(SWAP_SUFFIX):
+                parsed = parse_segment_file_name(name[: -len(SWAP_SUFFIX)])
+                if parsed is not None and parsed[0] >= min_cleaned:
+                    # KAFKA-6264: a swap at or above a .cleaned file belongs to an unfinished
+                    # operation whose old segments are all still there.
+                    log.info("%s: deleting unfinished swap file %s", self.path, name)
+                    os.remove(full)
+        self._delete_swapped_over()
         for name in os.listdir(self.path):
             if name.endswith(SWAP_SUFFIX):
                 target = name[: -len(SWAP_SUFFIX)]
@@ -597,6 +634,34 @@ class LiveLog:
                 log.info("%s: deleting orphaned index file %s", self.path, name)
                 os.remove(os.path.join(self.path, name))
         return os.listdir(self.path)
+
+    def _delete_swapped_over(self) -> None:
+        """Delete the segments each ``.log.swap`` replaces: those whose base offset is in
+        ``[swap base, swap next offset)`` (the cleaner merged them into the swap)."""
+        names = os.listdir(self.path)
+        logs = {p[0] for n in names if (p := parse_segment_file_name(n)) and p[1] == LOG_SUFFIX}
+        for name in names:
+            if not name.endswith(LOG_SUFFIX + SWAP_SUFFIX):
+                continue
+            parsed = parse_segment_file_name(name[: -len(SWAP_SUFFIX)])
+            if parsed is None:
+                continue
+            base = parsed[0]
+            fd = os.open(os.path.join(self.path, name), os.O_RDONLY)
+            try:
+                ix = SegmentIndexer(base, 0, size=os.fstat(fd).st_size)
+                swap = _Segment(os.path.join(self.path, name), fd, ix, 0)
+                next_offset = base
+                for _pos, _base, last, _size in swap.batches_from(0):
+                    next_offset = last + 1
+            finally:
+                os.close(fd)
+            for old in sorted(b for b in logs if base <= b < next_offset):
+                log.info("%s: deleting segment %d replaced by %s", self.path, old, name)
+                stem = self._stem(old)
+                for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.remove(stem + suffix)
 
     def _stem(self, base_offset: int) -> str:
         return os.path.join(self.path, segment_file_name(base_offset, ""))
@@ -1258,20 +1323,68 @@ class LiveLog:
             self.roll()  # a log keeps one segment: the new, empty, active one
         for seg in segments:
             self._segments.remove(seg)
-            renamed = []
-            for path in seg.files():
-                if os.path.exists(path):
-                    os.replace(path, path + DELETED_SUFFIX)
-                    renamed.append(path + DELETED_SUFFIX)
-            snap = self._snapshot_path(seg.base_offset)
-            if os.path.exists(snap):
-                os.replace(snap, snap + DELETED_SUFFIX)
-                renamed.append(snap + DELETED_SUFFIX)
-            seg.close_index_files()
-            due = self._now_ms + self.config.file_delete_delay_ms
-            self._pending_deletes.append((due, seg, renamed))
+            self._retire_segment(seg, snapshot=True)
         self._increment_log_start_offset(self._segments[0].base_offset)
         return len(segments)
+
+    def _retire_segment(self, seg: _Segment, *, snapshot: bool) -> None:
+        """Rename a removed segment's files ``*.deleted``; they (and its descriptor) go after
+        ``file.delete.delay.ms`` (``LocalLog.deleteSegmentFiles`` with async delete)."""
+        renamed = []
+        for path in seg.files():
+            if os.path.exists(path):
+                os.replace(path, path + DELETED_SUFFIX)
+                renamed.append(path + DELETED_SUFFIX)
+        snap = self._snapshot_path(seg.base_offset)
+        if snapshot and os.path.exists(snap):
+            os.replace(snap, snap + DELETED_SUFFIX)
+            renamed.append(snap + DELETED_SUFFIX)
+        seg.close_index_files()
+        due = self._now_ms + self.config.file_delete_delay_ms
+        self._pending_deletes.append((due, seg, renamed))
+
+    # -- compaction (the cleaner writes the files, the log swaps them in) ------------------------
+
+    def replace_segments(
+        self,
+        old_bases: list[int],
+        indexer: SegmentIndexer,
+        txns: list[AbortedTxn],
+        now_ms: int,
+    ) -> None:
+        """``LocalLog.replaceSegments`` for the log cleaner: the ``<base>.*.cleaned`` files the
+        cleaner wrote and fsynced (base = ``old_bases[0]``, its indexes as ``indexer`` and
+        ``txns`` say) replace the segments ``old_bases``. Crash-safe in Kafka's order: cleaned
+        files become ``.swap`` (the ``.log`` first), the old segments become ``.deleted``
+        (removed after ``file.delete.delay.ms``; fetches in flight keep their descriptors), the
+        swap files get their final names; ``open`` completes an interrupted swap."""
+        self._check_open()
+        self._now_ms = now_ms
+        wanted = set(old_bases)
+        old = [seg for seg in self._segments if seg.base_offset in wanted]
+        if len(old) != len(wanted) or self._segments[-1] in old:
+            raise ValueError(f"{self.path}: cannot replace segments {sorted(wanted)}")
+        base = old[0].base_offset
+        if indexer.base_offset != base:
+            raise ValueError("the cleaned segment must start at the first replaced segment")
+        stem = self._stem(base)
+        suffixes = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
+        for suffix in suffixes:
+            if os.path.exists(stem + suffix + CLEANED_SUFFIX):
+                os.replace(stem + suffix + CLEANED_SUFFIX, stem + suffix + SWAP_SUFFIX)
+        _fsync_dir(self.path)
+        position = self._segments.index(old[0])
+        for seg in old:
+            self._segments.remove(seg)
+            self._retire_segment(seg, snapshot=seg.base_offset != base)
+        for suffix in suffixes:
+            if os.path.exists(stem + suffix + SWAP_SUFFIX):
+                os.replace(stem + suffix + SWAP_SUFFIX, stem + suffix)
+        _fsync_dir(self.path)
+        fd = os.open(stem + LOG_SUFFIX, os.O_RDWR | os.O_APPEND)
+        seg = _Segment(stem, fd, indexer, now_ms)
+        seg.txns = list(txns)
+        self._segments.insert(position, seg)
 
     def _delete_pending(self, now_ms: int | None) -> None:
         keep = []
