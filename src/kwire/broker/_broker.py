@@ -76,6 +76,17 @@ class Broker:
         return f"{self.host}:{self.port}"
 
     @property
+    def listeners(self) -> dict[str, str]:
+        """Listener name -> its advertised ``host:port`` (``listeners`` config; else PLAINTEXT)."""
+        if self._server is None:
+            raise RuntimeError("the broker is not running")
+        return {name: f"{h}:{p}" for name, (h, p) in self._server.endpoints.items()}
+
+    def bootstrap_for(self, listener: str) -> str:
+        """``host:port`` of the listener named ``listener`` (``SASL_SSL``, ``INTERNAL``, ...)."""
+        return self.listeners[listener.upper()]
+
+    @property
     def running(self) -> bool:
         return self._server is not None
 
@@ -201,6 +212,15 @@ class Broker:
 
     def delete_topic(self, name: str) -> None:
         self.call(lambda state: state.delete_topic(name))
+
+    def set_scram_password(
+        self, user: str, password: str, mechanism: str = "SCRAM-SHA-512", iterations: int = 4096
+    ) -> None:
+        """Add or replace a SCRAM credential, as ``kafka-configs --alter --add-config
+        'SCRAM-SHA-512=[password=...]'`` or AlterUserScramCredentials would."""
+        from kwire.broker._sasl import set_scram_password
+
+        self.call(lambda state: set_scram_password(state, user, password, mechanism, iterations))
 
     def topics(self) -> dict[str, int]:
         """Topic name -> partition count."""

@@ -18,5 +18,8 @@ class RequestContext:
     client_address: str = ""
     client_software_name: str | None = None
     client_software_version: str | None = None
-    listener_host: str = "127.0.0.1"
+    listener_host: str = "127.0.0.1"  # the advertised endpoint of the listener it came in on
     listener_port: int = 9092
+    listener_name: str = "PLAINTEXT"
+    security_protocol: str = "PLAINTEXT"
+    principal: str = "User:ANONYMOUS"  # Kafka's KafkaPrincipal as "Type:name"

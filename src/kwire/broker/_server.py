@@ -8,9 +8,17 @@ buffering here). A frame larger than ``socket.request.max.bytes``, a header that
 an API or version the personality does not serve (except ApiVersions, KIP-511) closes the
 connection, as Kafka does; nothing a client sends can stop the other connections.
 
+Listeners (``_security``): one asyncio server per configured listener (``listeners``), TLS
+through the ``ssl`` module, and on SASL listeners a ``SaslAuthenticator`` per connection
+(``_sasl``) that admits only ApiVersions, SaslHandshake and SaslAuthenticate until the client has
+authenticated, with frames limited to ``sasl.server.max.receive.size`` meanwhile (Kafka's
+``SaslServerAuthenticator``). Each request carries its listener's advertised endpoint and the
+connection's principal in its ``RequestContext``.
+
 A response with ``FileRecords`` goes out in pieces: the encoded bytes up to each reference, then
 the referenced segment slices with ``loop.sendfile`` (``os.sendfile`` on plain sockets: the record
-bytes never pass through Python), then the rest. A long-polling Fetch (``Deferred``) waits on an
+bytes never pass through Python; over TLS asyncio's fallback copies them through the SSL
+transport, since encryption happens in user space), then the rest. A long-polling Fetch (``Deferred``) waits on an
 ``asyncio.Event`` that any append to a watched partition sets.
 """
 
@@ -18,8 +26,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
+import ssl
 import struct
 from collections.abc import Hashable
 from typing import Any, Final
@@ -28,6 +38,23 @@ from kwire.broker._apis import CLOSE_CONNECTION, HANDLERS, Deferred
 from kwire.broker._context import RequestContext
 from kwire.broker._data import api_versions_response
 from kwire.broker._fetch import FileRecords
+from kwire.broker._sasl import (
+    SASL_AUTHENTICATE,
+    SASL_HANDSHAKE,
+    SaslAuthenticator,
+    SaslConfig,
+    SaslStep,
+    scram_store,
+)
+from kwire.broker._security import (
+    ANONYMOUS,
+    Listener,
+    SslPrincipalMapper,
+    listener_config,
+    parse_listeners,
+    principal_from_certificate,
+    server_ssl_context,
+)
 from kwire.broker._state import BrokerState
 from kwire.errors import KwireError
 from kwire.protocol import (
@@ -108,13 +135,17 @@ class _Waiters:
 
 
 class KafkaServer:
-    """Serves one ``BrokerState`` on one listener."""
+    """Serves one ``BrokerState`` on its listeners (``listeners``; else PLAINTEXT on host:port)."""
 
     def __init__(self, state: BrokerState, host: str, port: int) -> None:
         self.state = state
         self.host = host
         self.port = port
         self.max_request_bytes = state.broker_int("socket.request.max.bytes")
+        self.listeners = parse_listeners(state.static_config, host, port)
+        #: listener name -> the (host, port) it advertises (bound port once started)
+        self.endpoints: dict[str, tuple[str, int]] = {}
+        self._servers: list[asyncio.Server] = []
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
         self._waiters = _Waiters()
@@ -122,17 +153,38 @@ class KafkaServer:
         state.on_notify(self._waiters.wake)
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(
-            self._serve, self.host, self.port, reuse_address=True, limit=1 << 16
-        )
-        sock = self._server.sockets[0]
-        self.port = sock.getsockname()[1]
+        static = self.state.static_config
+        try:
+            for listener in self.listeners:
+                context = server_ssl_context(static, listener.name) if listener.uses_tls else None
+                server = await asyncio.start_server(
+                    functools.partial(self._serve, listener),
+                    listener.host or None,
+                    listener.port,
+                    reuse_address=True,
+                    limit=1 << 16,
+                    ssl=context,
+                )
+                self._servers.append(server)
+                bound = server.sockets[0].getsockname()[1]
+                host = listener.advertised_host or listener.host
+                if host in ("", "0.0.0.0", "::"):
+                    host = self.host if self.host not in ("", "0.0.0.0", "::") else "127.0.0.1"
+                self.endpoints[listener.name] = (host, listener.advertised_port or bound)
+                log.info("listening on %s://%s:%d", listener.name, listener.host, bound)
+        except BaseException:
+            for server in self._servers:
+                server.close()
+            raise
+        self._server = self._servers[0]
+        self.port = self._server.sockets[0].getsockname()[1]
         self.state.port = self.port
         self._housekeeping = asyncio.create_task(self._housekeep())
 
     async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
+        await asyncio.sleep(0)  # connections accepted just before the close register first
         for task in list(self._connections):
             task.cancel()
         for task in list(self._connections):
@@ -142,9 +194,9 @@ class KafkaServer:
             self._housekeeping.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._housekeeping
-        if self._server is not None:
+        for server in self._servers:
             with contextlib.suppress(Exception):
-                await self._server.wait_closed()
+                await server.wait_closed()
 
     async def _housekeep(self) -> None:
         """Kafka's scheduled tasks: coordinator timers (every 100 ms), rolls by segment.ms and
@@ -177,14 +229,17 @@ class KafkaServer:
 
     # --- one connection -----------------------------------------------------------------------
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _serve(
+        self, listener: Listener, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         task = asyncio.current_task()
         assert task is not None
         self._connections.add(task)
         peer = writer.get_extra_info("peername")
         address = f"{peer[0]}:{peer[1]}" if peer else "?"
-        conn = _Connection(address)
+        conn = _Connection(address, listener)
         try:
+            self._secure(conn, writer)
             await self._requests(reader, writer, conn)
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
@@ -200,27 +255,100 @@ class KafkaServer:
             if not conn.logged and conn.requests:
                 conn.log()
 
+    def _secure(self, conn: _Connection, writer: asyncio.StreamWriter) -> None:
+        """The connection's principal (a client certificate) and its SASL authenticator."""
+        listener, static = conn.listener, self.state.static_config
+        if listener.protocol == "SSL":
+            ssl_object = writer.get_extra_info("ssl_object")
+            cert = ssl_object.getpeercert() if isinstance(ssl_object, ssl.SSLObject) else None
+            rules = listener_config(static, listener.name, "ssl.principal.mapping.rules")
+            conn.principal = principal_from_certificate(cert, SslPrincipalMapper(rules))
+        if listener.uses_sasl:
+            state = self.state
+            store = scram_store(state)
+            conn.sasl = SaslAuthenticator(
+                SaslConfig.from_config(static, listener.name), store.get, state.now_ms
+            )
+
+    def _admitted(self, conn: _Connection, api_key: int) -> bool:
+        """Kafka's SASL gate: only the SASL exchange before authentication, and no request once
+        a KIP-368 session expired."""
+        sasl = conn.sasl
+        if sasl is None:
+            return True
+        if sasl.authenticated:
+            if sasl.expired():
+                log.info("closing %s: authentication session expired", conn.address)
+                return False
+            return True
+        if not sasl.admits(api_key):
+            log.warning(
+                "closing %s: unexpected request of API key %d during SASL authentication",
+                conn.address,
+                api_key,
+            )
+            return False
+        if api_key == API_VERSIONS:
+            sasl.api_versions_seen()
+        return True
+
+    async def _sasl_reply(
+        self,
+        writer: asyncio.StreamWriter,
+        conn: _Connection,
+        step: SaslStep,
+        version: int,
+        correlation_id: int,
+    ) -> bool:
+        """Answer one SASL step; False when the connection must close."""
+        if step.delay_ms:
+            await asyncio.sleep(step.delay_ms / 1000.0)  # connection.failed.authentication.delay.ms
+        if isinstance(step.response, bytes):
+            writer.write(_SIZE.pack(len(step.response)) + step.response)
+            await writer.drain()
+        elif step.response is not None:
+            await self._send(writer, step.response, version, correlation_id)
+        if step.close:
+            log.info("closing %s: SASL authentication failed", conn.address)
+            return False
+        if conn.sasl is not None and conn.sasl.authenticated:
+            conn.principal = conn.sasl.principal or ANONYMOUS
+        return True
+
     async def _requests(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, conn: _Connection
     ) -> None:
         while True:
             head = await reader.readexactly(4)
             (size,) = _SIZE.unpack(head)
-            if size < 0 or size > self.max_request_bytes:
+            sasl = conn.sasl
+            limit = self.max_request_bytes
+            if sasl is not None and not sasl.authenticated:
+                limit = min(limit, sasl.max_receive_size)  # sasl.server.max.receive.size
+            if size < 0 or size > limit:
                 log.warning(
-                    "closing %s: request of %d bytes exceeds socket.request.max.bytes (%d)",
+                    "closing %s: request of %d bytes exceeds %s (%d)",
                     conn.address,
                     size,
-                    self.max_request_bytes,
+                    "socket.request.max.bytes"
+                    if limit == self.max_request_bytes
+                    else "sasl.server.max.receive.size",
+                    limit,
                 )
                 return
             body = await reader.readexactly(size)
+            if sasl is not None and sasl.raw_tokens:  # after a SaslHandshake v0
+                if not await self._sasl_reply(writer, conn, sasl.raw_token(body), 0, 0):
+                    return
+                continue
             frame = head + body
             if size < 8:
                 log.warning("closing %s: request too short for a header", conn.address)
                 return
             api_key, api_version, correlation_id = _HEAD.unpack_from(body, 0)
             conn.requests += 1
+            if not self._admitted(conn, api_key):
+                return
             if not self.state.personality.supports(api_key, api_version) or api_key not in HANDLERS:
                 if api_key == API_VERSIONS and API_VERSIONS in self.state.personality.advertised:
                     # An ApiVersions version the broker does not know is answered in v0 with
@@ -244,14 +372,18 @@ class KafkaServer:
             except KwireError as exc:
                 log.warning("closing %s: malformed request: %s", conn.address, exc)
                 return
+            host, port = self.endpoints.get(conn.listener.name, (self.host, self.port))
             ctx = RequestContext(
                 api_key=api_key,
                 api_version=api_version,
                 correlation_id=correlation_id,
                 client_id=request.header.client_id,
                 client_address=conn.address,
-                listener_host=self.host,
-                listener_port=self.port,
+                listener_host=host,
+                listener_port=port,
+                listener_name=conn.listener.name,
+                security_protocol=conn.listener.protocol,
+                principal=conn.principal,
             )
             if api_key == API_VERSIONS and api_version >= 3:
                 conn.software = (
@@ -261,6 +393,18 @@ class KafkaServer:
             conn.client_id = request.header.client_id
             if not conn.logged:
                 conn.log()
+            if sasl is not None and (
+                api_key == SASL_HANDSHAKE
+                or (api_key == SASL_AUTHENTICATE and not sasl.authenticated)
+            ):
+                step = (
+                    sasl.handshake(api_version, request.message)
+                    if api_key == SASL_HANDSHAKE
+                    else sasl.authenticate(api_version, request.message)
+                )
+                if not await self._sasl_reply(writer, conn, step, api_version, correlation_id):
+                    return
+                continue
             handler = HANDLERS[api_key][0]
             outcome = handler(self.state, ctx, request.message)
             if isinstance(outcome, Deferred):
@@ -323,8 +467,11 @@ async def _sendfile(
 class _Connection:
     """What the broker logs about a client connection (one line each)."""
 
-    def __init__(self, address: str) -> None:
+    def __init__(self, address: str, listener: Listener) -> None:
         self.address = address
+        self.listener = listener
+        self.principal = ANONYMOUS
+        self.sasl: SaslAuthenticator | None = None
         self.client_id: str | None = None
         self.software: tuple[str, str] | None = None
         self.requests = 0

@@ -1,0 +1,896 @@
+"""SASL: the per-connection authenticator, the PLAIN, SCRAM and OAUTHBEARER servers, SCRAM
+credentials, and the SaslHandshake, SaslAuthenticate and *UserScramCredentials APIs.
+
+Approach, after Kafka 3.9's ``SaslServerAuthenticator``: a ``SaslAuthenticator`` per connection
+of a SASL listener is a sans-IO state machine (``INITIAL`` -> ``HANDSHAKE`` -> ``AUTHENTICATE``
+-> ``COMPLETE``, or ``FAILED``). Before it completes only ApiVersions, SaslHandshake and then
+SaslAuthenticate are accepted; anything else closes the connection, as Kafka's
+``IllegalSaslStateException`` does. A SaslHandshake v0 switches to the pre-KIP-152 exchange of raw
+size-prefixed tokens; v1 to SaslAuthenticate requests (KIP-152 error responses). Re-authentication
+(KIP-368) starts with a SaslHandshake on an authenticated connection; with
+``connections.max.reauth.ms`` > 0 the SaslAuthenticate response carries the session lifetime and
+the server closes a connection whose session expired.
+
+Failures keep Kafka's wording: a ``SaslAuthenticationError`` raised with ``generic=True`` (Kafka's
+plain ``SaslException``: SCRAM's bad proof or unknown user) is answered with "Authentication failed
+during authentication due to invalid credentials with SASL mechanism <m>", so a client learns
+nothing about which part was wrong.
+
+The mechanisms: ``PlainServer`` (``PlainSaslServer``, users from a JAAS-style
+``user_<name>="<password>"`` config), ``ScramServer`` (``ScramSaslServer``/``ScramFormatter``,
+RFC 5802/7677, SHA-256 and SHA-512), ``OAuthBearerServer`` (``OAuthBearerSaslServer`` with the
+``OAuthBearerUnsecuredValidator``: an unsigned JWS, ``alg`` "none"). SCRAM credentials are kept
+in ``scram-credentials.json`` in the data directory (``ScramStore``); a KRaft broker keeps them as
+``UserScramCredentialRecord``s in its metadata log.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+import os
+import re
+import secrets
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+
+from kwire.broker._acl import CLUSTER, authorize
+from kwire.broker._apis import register
+from kwire.broker._context import RequestContext
+from kwire.broker._security import listener_config
+from kwire.broker._state import BrokerState
+from kwire.protocol import ErrorCode, message_class, struct_class
+
+__all__ = [
+    "MECHANISM_IDS",
+    "OAuthBearerServer",
+    "PlainServer",
+    "SaslAuthenticationError",
+    "SaslAuthenticator",
+    "SaslConfig",
+    "ScramCredential",
+    "ScramServer",
+    "ScramStore",
+    "scram_credential",
+    "scram_store",
+]
+
+SASL_HANDSHAKE: Final = 17
+SASL_AUTHENTICATE: Final = 36
+API_VERSIONS: Final = 18
+SCRAM_MECHANISMS: Final = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
+#: ScramMechanism's wire ids (DescribeUserScramCredentials, AlterUserScramCredentials).
+MECHANISM_IDS: Final = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
+MIN_ITERATIONS: Final = 4096
+MAX_ITERATIONS: Final = 16384
+CREDENTIALS_FILE: Final = "scram-credentials.json"
+DEFAULT_MECHANISMS: Final = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"
+MAX_RECEIVE_SIZE: Final = 524288  # sasl.server.max.receive.size
+
+HANDSHAKE_REQUEST: Final = message_class("SaslHandshakeRequest")
+HANDSHAKE_RESPONSE: Final = message_class("SaslHandshakeResponse")
+AUTHENTICATE_REQUEST: Final = message_class("SaslAuthenticateRequest")
+AUTHENTICATE_RESPONSE: Final = message_class("SaslAuthenticateResponse")
+DESCRIBE_SCRAM_RESPONSE: Final = message_class("DescribeUserScramCredentialsResponse")
+DESCRIBE_SCRAM_RESULT: Final = struct_class(DESCRIBE_SCRAM_RESPONSE, "results")
+DESCRIBE_SCRAM_INFO: Final = struct_class(DESCRIBE_SCRAM_RESPONSE, "results", "credential_infos")
+ALTER_SCRAM_RESPONSE: Final = message_class("AlterUserScramCredentialsResponse")
+ALTER_SCRAM_RESULT: Final = struct_class(ALTER_SCRAM_RESPONSE, "results")
+
+
+class SaslAuthenticationError(Exception):
+    """Authentication failed; ``generic``: answer with the message that hides the reason."""
+
+    def __init__(self, message: str, generic: bool = False) -> None:
+        super().__init__(message)
+        self.generic = generic
+
+
+class SaslServer(Protocol):
+    mechanism: str
+
+    def evaluate(self, response: bytes) -> bytes: ...
+
+    @property
+    def complete(self) -> bool: ...
+
+    @property
+    def authorization_id(self) -> str: ...
+
+    @property
+    def expires_at_ms(self) -> int | None: ...
+
+
+# --- PLAIN ------------------------------------------------------------------------------------
+
+
+class PlainServer:
+    """``PlainSaslServer``: ``authzid NUL authcid NUL passwd`` against configured passwords."""
+
+    mechanism = "PLAIN"
+
+    def __init__(self, users: Mapping[str, str]) -> None:
+        self.users = users
+        self._user: str | None = None
+
+    def evaluate(self, response: bytes) -> bytes:
+        try:
+            text = response.decode("utf-8")
+        except UnicodeDecodeError:
+            raise SaslAuthenticationError("Invalid SASL/PLAIN response: not UTF-8") from None
+        tokens = text.split("\0")
+        if len(tokens) != 3:
+            raise SaslAuthenticationError(
+                f"Invalid SASL/PLAIN response: expected 3 tokens, got {len(tokens)}"
+            )
+        authzid, username, password = tokens
+        if not username:
+            raise SaslAuthenticationError("Authentication failed: username not specified")
+        if not password:
+            raise SaslAuthenticationError("Authentication failed: password not specified")
+        expected = self.users.get(username)
+        if expected is None or not hmac.compare_digest(
+            expected.encode("utf-8"), password.encode("utf-8")
+        ):
+            raise SaslAuthenticationError("Authentication failed: Invalid username or password")
+        if authzid and authzid != username:
+            raise SaslAuthenticationError(
+                "Authentication failed: Client requested an authorization id that is different "
+                "from username"
+            )
+        self._user = username
+        return b""
+
+    @property
+    def complete(self) -> bool:
+        return self._user is not None
+
+    @property
+    def authorization_id(self) -> str:
+        assert self._user is not None
+        return self._user
+
+    @property
+    def expires_at_ms(self) -> int | None:
+        return None
+
+
+# --- SCRAM ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ScramCredential:
+    """What the broker keeps of a SCRAM password (``ScramCredential``): never the password."""
+
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+
+
+def _hmac(algorithm: str, key: bytes, data: bytes) -> bytes:
+    return hmac.new(key, data, algorithm).digest()
+
+
+def credential_from_salted(
+    mechanism: str, salt: bytes, salted_password: bytes, iterations: int
+) -> ScramCredential:
+    """``ScramFormatter``: ClientKey, StoredKey = H(ClientKey), ServerKey from SaltedPassword."""
+    algorithm = SCRAM_MECHANISMS[mechanism]
+    client_key = _hmac(algorithm, salted_password, b"Client Key")
+    stored_key = hashlib.new(algorithm, client_key).digest()
+    server_key = _hmac(algorithm, salted_password, b"Server Key")
+    return ScramCredential(salt, stored_key, server_key, iterations)
+
+
+def salted_password(mechanism: str, password: str, salt: bytes, iterations: int) -> bytes:
+    """RFC 5802's Hi(): PBKDF2 with the mechanism's HMAC (Kafka does not SASLprep)."""
+    return hashlib.pbkdf2_hmac(
+        SCRAM_MECHANISMS[mechanism], password.encode("utf-8"), salt, iterations
+    )
+
+
+def scram_credential(
+    mechanism: str, password: str, iterations: int = 4096, salt: bytes | None = None
+) -> ScramCredential:
+    salt = salt if salt is not None else secrets.token_bytes(32)
+    return credential_from_salted(
+        mechanism, salt, salted_password(mechanism, password, salt, iterations), iterations
+    )
+
+
+_SASLNAME: Final = r"(?:[\x01-\x2b\x2d-\x3c\x3e-\x7f]|=2C|=3D|[^\x00-\x7f])+"
+_CLIENT_FIRST: Final = re.compile(
+    rf"n,(?:a=(?P<authzid>{_SASLNAME}))?,(?P<bare>n=(?P<user>{_SASLNAME}),"
+    r"r=(?P<nonce>[\x21-\x2b\x2d-\x7e]+)(?P<extensions>(?:,[A-Za-z]+=[^,]*)*))",
+    re.DOTALL,
+)
+_CLIENT_FINAL: Final = re.compile(
+    r"(?P<bare>c=(?P<binding>[A-Za-z0-9+/=]*),r=(?P<nonce>[\x21-\x2b\x2d-\x7e]+)"
+    r"(?:,[A-Za-z]+=[^,]*)*),p=(?P<proof>[A-Za-z0-9+/=]+)",
+    re.DOTALL,
+)
+
+
+def _unescape_saslname(name: str) -> str:
+    return name.replace("=2C", ",").replace("=3D", "=")
+
+
+class ScramServer:
+    """``ScramSaslServer``: client-first -> server-first -> client-final -> server-final."""
+
+    def __init__(
+        self,
+        mechanism: str,
+        lookup: Callable[[str, str], ScramCredential | None],
+        nonce: Callable[[], str] = lambda: secrets.token_urlsafe(24),
+    ) -> None:
+        self.mechanism = mechanism
+        self.algorithm = SCRAM_MECHANISMS[mechanism]
+        self._lookup = lookup
+        self._nonce = nonce
+        self._step = 0
+        self._user: str | None = None
+        self._credential: ScramCredential | None = None
+        self._client_first_bare = ""
+        self._server_first = ""
+
+    def evaluate(self, response: bytes) -> bytes:
+        try:
+            text = response.decode("utf-8")
+        except UnicodeDecodeError:
+            raise SaslAuthenticationError("Invalid SCRAM message", generic=True) from None
+        if self._step == 0:
+            return self._first(text)
+        if self._step == 1:
+            return self._final(text)
+        raise SaslAuthenticationError("Unexpected SASL request in state COMPLETE", generic=True)
+
+    def _first(self, text: str) -> bytes:
+        found = _CLIENT_FIRST.fullmatch(text)
+        if found is None:
+            raise SaslAuthenticationError("Invalid SCRAM client first message", generic=True)
+        user = _unescape_saslname(found.group("user"))
+        authzid = found.group("authzid")
+        extensions = dict(
+            e.split("=", 1) for e in found.group("extensions").split(",")[1:] if "=" in e
+        )
+        if extensions.get("tokenauth", "false").lower() == "true":
+            raise SaslAuthenticationError(
+                "Authentication failed: Delegation tokens are not supported", generic=True
+            )
+        if authzid is not None and _unescape_saslname(authzid) != user:
+            raise SaslAuthenticationError(
+                "Authentication failed: Client requested an authorization id that is different "
+                "from username"
+            )
+        credential = self._lookup(user, self.mechanism)
+        if credential is None:
+            raise SaslAuthenticationError(
+                "Authentication failed: Invalid user credentials", generic=True
+            )
+        self._user, self._credential = user, credential
+        self._client_first_bare = found.group("bare")
+        nonce = found.group("nonce") + self._nonce()
+        salt = base64.b64encode(credential.salt).decode("ascii")
+        self._server_first = f"r={nonce},s={salt},i={credential.iterations}"
+        self._step = 1
+        return self._server_first.encode("ascii")
+
+    def _final(self, text: str) -> bytes:
+        found = _CLIENT_FINAL.fullmatch(text)
+        credential = self._credential
+        assert credential is not None
+        if found is None:
+            raise SaslAuthenticationError("Invalid SCRAM client final message", generic=True)
+        server_nonce = self._server_first.split(",", 1)[0][2:]
+        if found.group("nonce") != server_nonce:
+            raise SaslAuthenticationError(
+                "Invalid client nonce in the final client message.", generic=True
+            )
+        try:
+            proof = base64.b64decode(found.group("proof"), validate=True)
+        except binascii.Error:
+            raise SaslAuthenticationError("Invalid client proof", generic=True) from None
+        auth_message = ",".join(
+            (self._client_first_bare, self._server_first, found.group("bare"))
+        ).encode("utf-8")
+        signature = _hmac(self.algorithm, credential.stored_key, auth_message)
+        if len(proof) != len(signature):
+            raise SaslAuthenticationError("Invalid client credentials", generic=True)
+        client_key = bytes(a ^ b for a, b in zip(proof, signature, strict=True))
+        if not hmac.compare_digest(
+            hashlib.new(self.algorithm, client_key).digest(), credential.stored_key
+        ):
+            raise SaslAuthenticationError("Invalid client credentials", generic=True)
+        server_signature = _hmac(self.algorithm, credential.server_key, auth_message)
+        self._step = 2
+        return b"v=" + base64.b64encode(server_signature)
+
+    @property
+    def complete(self) -> bool:
+        return self._step == 2
+
+    @property
+    def authorization_id(self) -> str:
+        assert self._user is not None
+        return self._user
+
+    @property
+    def expires_at_ms(self) -> int | None:
+        return None
+
+
+# --- OAUTHBEARER ------------------------------------------------------------------------------
+
+_OAUTH_INITIAL: Final = re.compile(
+    r"n,(?:a=(?P<authzid>[^,]*))?,\x01(?P<pairs>(?:[A-Za-z]+=[\x21-\x7E \t\r\n]+\x01)*)\x01",
+    re.DOTALL,
+)
+
+
+def _b64url(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+class OAuthBearerServer:
+    """``OAuthBearerSaslServer`` with ``OAuthBearerUnsecuredValidator`` (RFC 7628, unsigned JWS).
+
+    Options (Kafka's JAAS option names): ``unsecuredValidatorPrincipalClaimName`` (``sub``),
+    ``unsecuredValidatorScopeClaimName`` (``scope``), ``unsecuredValidatorRequiredScope``
+    (space-separated), ``unsecuredValidatorAllowableClockSkewMs`` (0).
+    """
+
+    mechanism = "OAUTHBEARER"
+
+    def __init__(self, options: Mapping[str, str], now_ms: Callable[[], int]) -> None:
+        self.principal_claim = options.get("unsecuredValidatorPrincipalClaimName") or "sub"
+        self.scope_claim = options.get("unsecuredValidatorScopeClaimName") or "scope"
+        self.required_scope = (options.get("unsecuredValidatorRequiredScope") or "").split()
+        self.skew_ms = int(options.get("unsecuredValidatorAllowableClockSkewMs") or "0")
+        self._now_ms = now_ms
+        self._principal: str | None = None
+        self._expires: int | None = None
+        self._error: str | None = None
+
+    def evaluate(self, response: bytes) -> bytes:
+        if response == b"\x01" and self._error is not None:
+            raise SaslAuthenticationError(self._error)
+        self._error = None
+        try:
+            text = response.decode("utf-8")
+        except UnicodeDecodeError:
+            raise SaslAuthenticationError("Invalid OAUTHBEARER client first message") from None
+        found = _OAUTH_INITIAL.fullmatch(text)
+        if found is None:
+            raise SaslAuthenticationError("Invalid OAUTHBEARER client first message")
+        pairs = dict(p.split("=", 1) for p in found.group("pairs").split("\x01") if p)
+        auth = pairs.get("auth", "")
+        if not auth.startswith("Bearer "):
+            raise SaslAuthenticationError("Invalid OAUTHBEARER client first message")
+        try:
+            principal, expires = self._validate(auth[len("Bearer ") :].strip())
+        except _InvalidToken as exc:
+            self._error = json.dumps({"status": exc.status, **exc.extra}, separators=(",", ":"))
+            return self._error.encode("utf-8")
+        authzid = found.group("authzid")
+        if authzid and authzid != principal:
+            raise SaslAuthenticationError(
+                f"Authentication failed: Client requested an authorization id ({authzid}) that "
+                f"is different from the token's principal name ({principal})"
+            )
+        self._principal, self._expires = principal, expires
+        return b""
+
+    def _validate(self, token: str) -> tuple[str, int]:
+        """``OAuthBearerUnsecuredJws`` and ``OAuthBearerValidationUtils``' checks."""
+        parts = token.split(".")
+        if len(parts) != 3 or parts[2]:
+            raise _InvalidToken("invalid_token")
+        try:
+            header = json.loads(_b64url(parts[0]))
+            claims = json.loads(_b64url(parts[1]))
+        except (ValueError, binascii.Error):
+            raise _InvalidToken("invalid_token") from None
+        if not isinstance(header, dict) or not isinstance(claims, dict):
+            raise _InvalidToken("invalid_token")
+        if header.get("alg") != "none":
+            raise _InvalidToken("invalid_token")
+        principal = claims.get(self.principal_claim)
+        exp = claims.get("exp")
+        iat = claims.get("iat")
+        if not isinstance(principal, str) or not principal.strip():
+            raise _InvalidToken("invalid_token")
+        if isinstance(exp, bool) or not isinstance(exp, int | float):
+            raise _InvalidToken("invalid_token")
+        if iat is not None and (isinstance(iat, bool) or not isinstance(iat, int | float)):
+            raise _InvalidToken("invalid_token")
+        now = self._now_ms()
+        expires = int(exp * 1000)
+        if iat is not None and int(iat * 1000) > now + self.skew_ms:
+            raise _InvalidToken("invalid_token")
+        if now - self.skew_ms >= expires:
+            raise _InvalidToken("invalid_token")
+        if iat is not None and expires <= int(iat * 1000):
+            raise _InvalidToken("invalid_token")
+        scope = claims.get(self.scope_claim)
+        scopes = scope.split() if isinstance(scope, str) else list(scope or [])
+        missing = [s for s in self.required_scope if s not in scopes]
+        if missing:
+            raise _InvalidToken("insufficient_scope", {"scope": " ".join(self.required_scope)})
+        return principal, expires
+
+    @property
+    def complete(self) -> bool:
+        return self._principal is not None
+
+    @property
+    def authorization_id(self) -> str:
+        assert self._principal is not None
+        return self._principal
+
+    @property
+    def expires_at_ms(self) -> int | None:
+        return self._expires
+
+
+class _InvalidToken(Exception):
+    def __init__(self, status: str, extra: Mapping[str, str] | None = None) -> None:
+        super().__init__(status)
+        self.status = status
+        self.extra = dict(extra or {})
+
+
+# --- credentials ------------------------------------------------------------------------------
+
+
+class ScramStore:
+    """SCRAM credentials by (user, mechanism), kept in ``scram-credentials.json``.
+
+    The file stands in for the ``UserScramCredentialRecord``s of a KRaft metadata log: it is
+    written atomically after every change, and holds salts and keys, never passwords.
+    """
+
+    def __init__(self, directory: str) -> None:
+        self.path = os.path.join(directory, CREDENTIALS_FILE)
+        self.credentials: dict[tuple[str, str], ScramCredential] = {}
+        self._load()
+
+    def get(self, user: str, mechanism: str) -> ScramCredential | None:
+        return self.credentials.get((user, mechanism))
+
+    def put(self, user: str, mechanism: str, credential: ScramCredential) -> None:
+        self.credentials[(user, mechanism)] = credential
+
+    def delete(self, user: str, mechanism: str) -> bool:
+        return self.credentials.pop((user, mechanism), None) is not None
+
+    def _load(self) -> None:
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                doc = json.load(f)
+        except FileNotFoundError:
+            return
+        for entry in doc.get("credentials", []):
+            self.credentials[(entry["user"], entry["mechanism"])] = ScramCredential(
+                base64.b64decode(entry["salt"]),
+                base64.b64decode(entry["stored_key"]),
+                base64.b64decode(entry["server_key"]),
+                int(entry["iterations"]),
+            )
+
+    def save(self) -> None:
+        doc = {
+            "version": 1,
+            "credentials": [
+                {
+                    "user": user,
+                    "mechanism": mechanism,
+                    "salt": base64.b64encode(c.salt).decode("ascii"),
+                    "stored_key": base64.b64encode(c.stored_key).decode("ascii"),
+                    "server_key": base64.b64encode(c.server_key).decode("ascii"),
+                    "iterations": c.iterations,
+                }
+                for (user, mechanism), c in sorted(self.credentials.items())
+            ],
+        }
+        tmp = self.path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=1)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+
+
+def scram_store(state: BrokerState) -> ScramStore:
+    store = state.services.get("scram")
+    if store is None:
+        store = state.services["scram"] = ScramStore(state.path)
+    assert isinstance(store, ScramStore)
+    return store
+
+
+def set_scram_password(
+    state: BrokerState,
+    user: str,
+    password: str,
+    mechanism: str = "SCRAM-SHA-512",
+    iterations: int = 4096,
+) -> None:
+    """Add or replace a SCRAM credential (``kafka-configs --alter --add-config``'s effect)."""
+    store = scram_store(state)
+    store.put(user, mechanism, scram_credential(mechanism, password, iterations))
+    store.save()
+
+
+# --- configuration ----------------------------------------------------------------------------
+
+_JAAS_OPTION: Final = re.compile(r'([A-Za-z0-9_.\-]+)\s*=\s*"((?:[^"\\]|\\.)*)"')
+
+
+def jaas_options(text: str | None) -> dict[str, str]:
+    """``name="value"`` options of a JAAS ``sasl.jaas.config`` line."""
+    return {k: v.replace('\\"', '"') for k, v in _JAAS_OPTION.findall(text or "")}
+
+
+@dataclass
+class SaslConfig:
+    """One listener's SASL settings (Kafka's names, listener-prefixed or not)."""
+
+    mechanisms: list[str]
+    plain_users: dict[str, str]
+    oauth_options: dict[str, str]
+    reauth_ms: dict[str, int]
+    max_receive_size: int
+    failed_delay_ms: int
+
+    @classmethod
+    def from_config(cls, static: Mapping[str, str], listener: str) -> SaslConfig:
+        def get(name: str) -> str | None:
+            return listener_config(static, listener, name)
+
+        mechanisms = [
+            m.strip().upper()
+            for m in (get("sasl.enabled.mechanisms") or DEFAULT_MECHANISMS).split(",")
+            if m.strip()
+        ]
+        plain = jaas_options(get("plain.sasl.jaas.config") or get("sasl.jaas.config"))
+        users = {k[len("user_") :]: v for k, v in plain.items() if k.startswith("user_")}
+        oauth = jaas_options(get("oauthbearer.sasl.jaas.config"))
+        reauth = {
+            m: int(
+                get(f"{m.lower()}.connections.max.reauth.ms")
+                or get("connections.max.reauth.ms")
+                or 0
+            )
+            for m in mechanisms
+        }
+        return cls(
+            mechanisms,
+            users,
+            oauth,
+            reauth,
+            int(get("sasl.server.max.receive.size") or MAX_RECEIVE_SIZE),
+            int(get("connection.failed.authentication.delay.ms") or 100),
+        )
+
+
+# --- the authenticator ------------------------------------------------------------------------
+
+
+@dataclass
+class SaslStep:
+    """What the server does after one SASL frame: send ``response`` (a message, raw token
+    bytes or nothing), then close the connection when ``close``; ``delay_ms`` before a failure."""
+
+    response: Any = None
+    close: bool = False
+    delay_ms: int = 0
+
+
+class SaslAuthenticator:
+    """One SASL connection's state machine (see the module doc); sans-IO."""
+
+    def __init__(
+        self,
+        config: SaslConfig,
+        lookup: Callable[[str, str], ScramCredential | None],
+        now_ms: Callable[[], int],
+    ) -> None:
+        self.config = config
+        self._lookup = lookup
+        self._now_ms = now_ms
+        self.state = "INITIAL"
+        self.raw_tokens = False  # after a SaslHandshake v0
+        self.principal: str | None = None
+        self.mechanism: str | None = None
+        self.expires_at_ms: int | None = None
+        self._server: SaslServer | None = None
+        self._reauth = False
+
+    @property
+    def authenticated(self) -> bool:
+        return self.principal is not None and not self._reauth
+
+    @property
+    def max_receive_size(self) -> int:
+        return self.config.max_receive_size
+
+    def expired(self) -> bool:
+        return self.expires_at_ms is not None and self._now_ms() >= self.expires_at_ms
+
+    def admits(self, api_key: int) -> bool:
+        """Whether a request of ``api_key`` may come now (else: close the connection)."""
+        if self.state == "COMPLETE":
+            return True
+        if self.state == "INITIAL":
+            return api_key in (API_VERSIONS, SASL_HANDSHAKE)
+        if self.state == "HANDSHAKE":
+            return api_key == SASL_HANDSHAKE
+        if self.state == "AUTHENTICATE":
+            return api_key == SASL_AUTHENTICATE
+        return False
+
+    def api_versions_seen(self) -> None:
+        if self.state == "INITIAL":
+            self.state = "HANDSHAKE"
+
+    def handshake(self, version: int, request: Any) -> SaslStep:
+        mechanism = str(request.mechanism or "")
+        enabled = list(self.config.mechanisms)
+        if self.state == "COMPLETE":
+            if version < 1:
+                self.state = "FAILED"
+                return SaslStep(None, close=True)
+            self._reauth = True
+            if mechanism != self.mechanism:
+                self.state = "FAILED"
+                return SaslStep(
+                    HANDSHAKE_RESPONSE(
+                        error_code=int(ErrorCode.UNSUPPORTED_SASL_MECHANISM), mechanisms=enabled
+                    ),
+                    close=True,
+                )
+        if mechanism not in enabled or self._new_server(mechanism) is None:
+            self.state = "FAILED"
+            return SaslStep(
+                HANDSHAKE_RESPONSE(
+                    error_code=int(ErrorCode.UNSUPPORTED_SASL_MECHANISM), mechanisms=enabled
+                ),
+                close=True,
+            )
+        self.mechanism = mechanism
+        self._server = self._new_server(mechanism)
+        self.state = "AUTHENTICATE"
+        self.raw_tokens = version == 0
+        return SaslStep(HANDSHAKE_RESPONSE(error_code=0, mechanisms=enabled))
+
+    def _new_server(self, mechanism: str) -> SaslServer | None:
+        if mechanism == "PLAIN":
+            return PlainServer(self.config.plain_users)
+        if mechanism in SCRAM_MECHANISMS:
+            return ScramServer(mechanism, self._lookup)
+        if mechanism == "OAUTHBEARER":
+            return OAuthBearerServer(self.config.oauth_options, self._now_ms)
+        return None
+
+    def authenticate(self, version: int, request: Any) -> SaslStep:
+        """A SaslAuthenticate request (KIP-152)."""
+        token = bytes(request.auth_bytes or b"")
+        try:
+            challenge = self._evaluate(token)
+        except SaslAuthenticationError as exc:
+            return SaslStep(
+                AUTHENTICATE_RESPONSE(
+                    error_code=int(ErrorCode.SASL_AUTHENTICATION_FAILED),
+                    error_message=self._public_message(exc),
+                    auth_bytes=b"",
+                    session_lifetime_ms=0,
+                ),
+                close=True,
+                delay_ms=self.config.failed_delay_ms,
+            )
+        lifetime = self._session_lifetime() if self.state == "COMPLETE" and version >= 1 else 0
+        return SaslStep(
+            AUTHENTICATE_RESPONSE(
+                error_code=0,
+                error_message=None,
+                auth_bytes=challenge,
+                session_lifetime_ms=lifetime,
+            )
+        )
+
+    def raw_token(self, token: bytes) -> SaslStep:
+        """A raw token after a SaslHandshake v0: the answer is a raw token; failures close."""
+        try:
+            challenge = self._evaluate(token)
+        except SaslAuthenticationError:
+            return SaslStep(None, close=True, delay_ms=self.config.failed_delay_ms)
+        if self.state == "COMPLETE":
+            self.raw_tokens = False
+        return SaslStep(challenge)
+
+    def _evaluate(self, token: bytes) -> bytes:
+        server = self._server
+        if server is None or self.state != "AUTHENTICATE":
+            self.state = "FAILED"
+            raise SaslAuthenticationError("Unexpected SASL request", generic=True)
+        try:
+            challenge = server.evaluate(token)
+        except SaslAuthenticationError:
+            self.state = "FAILED"
+            raise
+        if server.complete:
+            principal = "User:" + server.authorization_id
+            if self._reauth and principal != self.principal:
+                self.state = "FAILED"
+                raise SaslAuthenticationError(
+                    f"Cannot change principals during re-authentication from {self.principal}: "
+                    f"{principal}"
+                )
+            self.principal = principal
+            self.state = "COMPLETE"
+            self._reauth = False
+            self._credential_expiry = server.expires_at_ms
+        return challenge
+
+    def _session_lifetime(self) -> int:
+        """KIP-368: ``connections.max.reauth.ms``, cut to the credential's expiry."""
+        assert self.mechanism is not None
+        max_reauth = self.config.reauth_ms.get(self.mechanism, 0)
+        if max_reauth <= 0:
+            self.expires_at_ms = None
+            return 0
+        now = self._now_ms()
+        lifetime = max_reauth
+        expiry = getattr(self, "_credential_expiry", None)
+        if expiry is not None:
+            lifetime = max(0, min(lifetime, expiry - now))
+        self.expires_at_ms = now + lifetime
+        return lifetime
+
+    def _public_message(self, exc: SaslAuthenticationError) -> str:
+        if exc.generic:
+            return (
+                "Authentication failed during authentication due to invalid credentials with "
+                f"SASL mechanism {self.mechanism}"
+            )
+        return str(exc)
+
+
+# --- the APIs ---------------------------------------------------------------------------------
+
+
+@register(SASL_HANDSHAKE, 0, 1)
+def handle_sasl_handshake(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+    """On a listener without SASL (or once authenticated, v0): ILLEGAL_SASL_STATE, as
+    ``KafkaApis.handleSaslHandshakeRequest``. SASL listeners answer in the server."""
+    return HANDSHAKE_RESPONSE(error_code=int(ErrorCode.ILLEGAL_SASL_STATE), mechanisms=[])
+
+
+@register(SASL_AUTHENTICATE, 0, 2)
+def handle_sasl_authenticate(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+    return AUTHENTICATE_RESPONSE(
+        error_code=int(ErrorCode.ILLEGAL_SASL_STATE),
+        error_message="SaslAuthenticate request received after successful authentication",
+        auth_bytes=b"",
+    )
+
+
+@register(50, 0, 0)
+def handle_describe_user_scram_credentials(
+    state: BrokerState, ctx: RequestContext, request: Any
+) -> Any:
+    """``ControllerApis``/``ScramControlManager.describeScramCredentials``."""
+    if not authorize(state, ctx, "DESCRIBE", CLUSTER, "kafka-cluster"):
+        return DESCRIBE_SCRAM_RESPONSE(
+            throttle_time_ms=0,
+            error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+            error_message=None,
+            results=[],
+        )
+    store = scram_store(state)
+    by_user: dict[str, list[tuple[int, int]]] = {}
+    for (user, mechanism), credential in sorted(store.credentials.items()):
+        wire = next(k for k, v in MECHANISM_IDS.items() if v == mechanism)
+        by_user.setdefault(user, []).append((wire, credential.iterations))
+    results = []
+    if request.users is None or not request.users:
+        names = list(by_user)
+    else:
+        names = [u.name for u in request.users]
+    seen: set[str] = set()
+    duplicates = {n for n in names if n in seen or seen.add(n)}  # type: ignore[func-returns-value]
+    for name in dict.fromkeys(names):
+        out = DESCRIBE_SCRAM_RESULT(
+            user=name, error_code=0, error_message=None, credential_infos=[]
+        )
+        if name in duplicates:
+            out.error_code = int(ErrorCode.DUPLICATE_RESOURCE)
+            out.error_message = (
+                "Cannot describe SCRAM credentials for the same user twice in a single request"
+            )
+        elif name not in by_user:
+            out.error_code = int(ErrorCode.RESOURCE_NOT_FOUND)
+            out.error_message = f"Attempt to describe a user credential that does not exist: {name}"
+        else:
+            out.credential_infos = [
+                DESCRIBE_SCRAM_INFO(mechanism=m, iterations=i) for m, i in by_user[name]
+            ]
+        results.append(out)
+    return DESCRIBE_SCRAM_RESPONSE(
+        throttle_time_ms=0, error_code=0, error_message=None, results=results
+    )
+
+
+@register(51, 0, 0)
+def handle_alter_user_scram_credentials(
+    state: BrokerState, ctx: RequestContext, request: Any
+) -> Any:
+    """``ScramControlManager.alterCredentials``: per-user results, Kafka's checks."""
+    allowed = authorize(state, ctx, "ALTER", CLUSTER, "kafka-cluster")
+    store = scram_store(state)
+    changes = [(d.name, d.mechanism, None) for d in request.deletions] + [
+        (u.name, u.mechanism, u) for u in request.upsertions
+    ]
+    counts: dict[tuple[str, int], int] = {}
+    for name, mechanism, _ in changes:
+        counts[(name, mechanism)] = counts.get((name, mechanism), 0) + 1
+    errors: dict[str, tuple[ErrorCode, str | None]] = {}
+
+    def fail(name: str, error: ErrorCode, message: str | None) -> None:
+        errors.setdefault(name, (error, message))
+
+    for name, mechanism, upsertion in changes:
+        if not allowed:
+            fail(name, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)
+        elif not name:
+            fail(name, ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty")
+        elif mechanism not in MECHANISM_IDS:
+            fail(name, ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism")
+        elif counts[(name, mechanism)] > 1:
+            fail(
+                name,
+                ErrorCode.DUPLICATE_RESOURCE,
+                "A user credential cannot be altered twice in the same request",
+            )
+        elif upsertion is None and store.get(name, MECHANISM_IDS[mechanism]) is None:
+            fail(
+                name,
+                ErrorCode.RESOURCE_NOT_FOUND,
+                "Attempt to delete a user credential that does not exist",
+            )
+        elif upsertion is not None and upsertion.iterations < MIN_ITERATIONS:
+            fail(name, ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too few iterations")
+        elif upsertion is not None and upsertion.iterations > MAX_ITERATIONS:
+            fail(name, ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too many iterations")
+    changed = False
+    for name, mechanism, upsertion in changes:
+        if name in errors:
+            continue
+        mech = MECHANISM_IDS[mechanism]
+        if upsertion is None:
+            store.delete(name, mech)
+        else:
+            store.put(
+                name,
+                mech,
+                credential_from_salted(
+                    mech,
+                    bytes(upsertion.salt),
+                    bytes(upsertion.salted_password),
+                    upsertion.iterations,
+                ),
+            )
+        changed = True
+    if changed:
+        store.save()
+    results = []
+    for name in dict.fromkeys(n for n, _, _ in changes):
+        error, message = errors.get(name, (ErrorCode.NONE, None))
+        results.append(ALTER_SCRAM_RESULT(user=name, error_code=int(error), error_message=message))
+    return ALTER_SCRAM_RESPONSE(throttle_time_ms=0, results=results)
