@@ -1,19 +1,21 @@
-# A realistic Kafka log directory, generated: what `kwire sample`, `make run`, the Spark tests and
-# the benchmarks read.
-#
-# Approach: records come from kwire.records' builders and go to disk through kwire.log's
-# LogWriter (segments roll at `segment_bytes`, with .index/.timeindex/.txnindex written as Kafka
-# does). A seeded random generator makes the content deterministic for a given seed and size.
-# Topics, chosen to cover what real logs hold:
-#   orders-0..2          magic 2, every codec (rotating per batch), keys, JSON values, headers on
-#                        most records, some null keys, an idempotent producer on partition 0
-#   clicks-legacy-0      a format upgrade history: magic 0, then magic 1 (one stretch with
-#                        LogAppendTime), then magic 2; every codec each format allows
-#   payments-0..1        transactions from three interleaved producers: committed and aborted,
-#                        COMMIT/ABORT control batches, aborted ones in the .txnindex
-#   users-compacted-0    a compacted topic: offset holes, tombstones (null values), batches whose
-#                        first records were cleaned away
-# `SampleSummary` says what was written, so a reader can prove it read everything back.
+"""A realistic Kafka log directory, generated: what `kwire sample`, `make run`, the Spark tests and
+the benchmarks read.
+
+Approach: records come from kwire.records' builders and go to disk through kwire.log's
+LogWriter (segments roll at `segment_bytes`, with .index/.timeindex/.txnindex written as Kafka
+does). A seeded random generator makes the content deterministic for a given seed and size.
+Topics, chosen to cover what real logs hold:
+  orders-0..2          magic 2, every codec (rotating per batch), keys, JSON values, headers on
+                       most records, some null keys, an idempotent producer on partition 0
+  clicks-legacy-0      a format upgrade history: magic 0, then magic 1 (one stretch with
+                       LogAppendTime), then magic 2; every codec each format allows
+  payments-0..1        transactions from three interleaved producers: committed and aborted,
+                       COMMIT/ABORT control batches, aborted ones in the .txnindex
+  users-compacted-0    a compacted topic: offset holes, tombstones (null values), batches whose
+                       first records were cleaned away
+`SampleSummary` says what was written, so a reader can prove it read everything back.
+"""
+
 from __future__ import annotations
 
 import json

@@ -1,4 +1,4 @@
-"""Is a spec change a compatible evolution? Seed 000's rules, checked between two spec sets.
+"""Is a spec change a compatible evolution? Kafka's evolution rules, checked between two spec sets.
 
 Approach: load both sides with the ordinary loader (so a spec that breaks a single-file rule, such as
 a tagged field in an inflexible version or taggedVersions outside versions, is reported with the

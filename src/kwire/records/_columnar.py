@@ -1,37 +1,38 @@
-# The columnar decoder: a buffer of record batches straight into Arrow arrays.
-#
-# Approach. No Python object is made per record. Three steps:
-#   1. ``scan_batches`` (a numba kernel, see _columnar_kernels) walks the batch framing and fills
-#      an int64 table of header fields, one row per batch. Sizes come from the bytes (a counting
-#      walk, then a filling walk), never from counts the input claims.
-#   2. Python handles what is per batch: CRC32C (the ``crc32c`` C extension over a memoryview
-#      slice) and, for magic 0/1, CRC32 (zlib); decompression (kwire.records._codecs, the same
-#      codec table as the row API) of v2 batches and legacy wrappers into an "arena" of
-#      decompressed sections, in one ``bytes`` object.
-#   3. ``walk_records`` (numba) walks every section twice: once to validate and count the bytes
-#      each column needs, then to fill preallocated numpy buffers (int64 offsets and timestamps,
-#      Arrow offsets/data/validity for key, value and headers). A section is either v2 records or
-#      magic 0/1 entries (a plain message in the caller's buffer, or a wrapper's decompressed
-#      message set with KIP-31 relative offsets and LogAppendTime applied). The buffers become
-#      Arrow arrays through ``pa.Array.from_buffers`` without another copy. Per-batch columns are
-#      ``np.repeat`` of per-batch values; topic/partition/segment are per-call constants.
-#
-# Where the columnar decoder and the row API differ, on purpose: a header key that is not UTF-8
-# gets U+FFFD where Java's ``new String(bytes, UTF_8)`` puts them (``java_string``, shared with
-# ``kwire dump``; Arrow strings must be UTF-8),
-# a timestamp that int64 microseconds cannot hold is null, and a v2 batch whose record count is 0
-# has no records whatever bytes follow its header, without decompressing them (Kafka's
-# ``DefaultRecordBatch.iterator()``; the row API checks those bytes). Everything else, errors
-# included, matches ``read_batches`` (tests/unit/records/test_columnar*.py check both on generated
-# and on mutated data).
-#
-# The Arrow schema is the one Spark's Python data source compares against exactly
-# (``to_arrow_schema`` of Spark's Kafka source schema with timezone UTC): every field nullable,
-# ``timestamp`` as timestamp[us, tz=UTC], list items named ``element``. ``records_arrow_schema`` is
-# the single definition the log and spark layers reuse; ``records_spark_ddl`` is the same schema
-# as a Spark DDL string.
-#
-# pyarrow is imported lazily (it is the ``arrow`` extra), so importing kwire.records stays light.
+"""The columnar decoder: a buffer of record batches straight into Arrow arrays.
+
+Approach. No Python object is made per record. Three steps:
+  1. ``scan_batches`` (a numba kernel, see _columnar_kernels) walks the batch framing and fills
+     an int64 table of header fields, one row per batch. Sizes come from the bytes (a counting
+     walk, then a filling walk), never from counts the input claims.
+  2. Python handles what is per batch: CRC32C (the ``crc32c`` C extension over a memoryview
+     slice) and, for magic 0/1, CRC32 (zlib); decompression (kwire.records._codecs, the same
+     codec table as the row API) of v2 batches and legacy wrappers into an "arena" of
+     decompressed sections, in one ``bytes`` object.
+  3. ``walk_records`` (numba) walks every section twice: once to validate and count the bytes
+     each column needs, then to fill preallocated numpy buffers (int64 offsets and timestamps,
+     Arrow offsets/data/validity for key, value and headers). A section is either v2 records or
+     magic 0/1 entries (a plain message in the caller's buffer, or a wrapper's decompressed
+     message set with KIP-31 relative offsets and LogAppendTime applied). The buffers become
+     Arrow arrays through ``pa.Array.from_buffers`` without another copy. Per-batch columns are
+     ``np.repeat`` of per-batch values; topic/partition/segment are per-call constants.
+
+Where the columnar decoder and the row API differ, on purpose: a header key that is not UTF-8
+gets U+FFFD where Java's ``new String(bytes, UTF_8)`` puts them (``java_string``, shared with
+``kwire dump``; Arrow strings must be UTF-8),
+a timestamp that int64 microseconds cannot hold is null, and a v2 batch whose record count is 0
+has no records whatever bytes follow its header, without decompressing them (Kafka's
+``DefaultRecordBatch.iterator()``; the row API checks those bytes). Everything else, errors
+included, matches ``read_batches`` (tests/unit/records/test_columnar*.py check both on generated
+and on mutated data).
+
+The Arrow schema is the one Spark's Python data source compares against exactly
+(``to_arrow_schema`` of Spark's Kafka source schema with timezone UTC): every field nullable,
+``timestamp`` as timestamp[us, tz=UTC], list items named ``element``. ``records_arrow_schema`` is
+the single definition the log and spark layers reuse; ``records_spark_ddl`` is the same schema
+as a Spark DDL string.
+
+pyarrow is imported lazily (it is the ``arrow`` extra), so importing kwire.records stays light.
+"""
 
 from __future__ import annotations
 

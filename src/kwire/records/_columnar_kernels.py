@@ -1,18 +1,19 @@
-# The byte-walking kernels of the columnar decoder (kwire.records._columnar).
-#
-# Approach: every function here is plain Python over numpy ``uint8`` arrays and ``int64`` scalars,
-# written in the subset numba compiles. When numba imports, the module replaces each function with
-# ``numba.njit(cache=True)`` of itself (machine code, cached on disk); when it does not, the same
-# functions run as ordinary Python (slow, but the same logic: style item 16's fallback).
-#
-# Safety: numba does not bounds-check array indexing, so every read is checked against the end of
-# the region being parsed *before* it happens and every write against the size of the output it
-# goes to. Kernels never raise: they return an error code and the byte position it refers to, and
-# the Python layer turns that into ``CorruptRecordError``. Output sizes come from a first pass that
-# walks the real bytes (``fill=False``), never from counts the input claims.
-#
-# Varints follow Kafka's ``ByteUtils``: zigzag, at most 5 bytes for 32-bit values and 10 bytes for
-# 64-bit ones; bits that do not fit the width are an error (as in ``kwire._wire``).
+"""The byte-walking kernels of the columnar decoder (kwire.records._columnar).
+
+Approach: every function here is plain Python over numpy ``uint8`` arrays and ``int64`` scalars,
+written in the subset numba compiles. When numba imports, the module replaces each function with
+``numba.njit(cache=True)`` of itself (machine code, cached on disk); when it does not, the same
+functions run as ordinary Python (slow, but the same logic: style item 16's fallback).
+
+Safety: numba does not bounds-check array indexing, so every read is checked against the end of
+the region being parsed *before* it happens and every write against the size of the output it
+goes to. Kernels never raise: they return an error code and the byte position it refers to, and
+the Python layer turns that into ``CorruptRecordError``. Output sizes come from a first pass that
+walks the real bytes (``fill=False``), never from counts the input claims.
+
+Varints follow Kafka's ``ByteUtils``: zigzag, at most 5 bytes for 32-bit values and 10 bytes for
+64-bit ones; bits that do not fit the width are an error (as in ``kwire._wire``).
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,9 @@
-# Paths to pyarrow filesystems, so the same code reads a local log dir and object-store copies.
-#
-# Only a URI string travels to executors (it pickles small and carries no credentials); each side
-# resolves it with pyarrow, which takes credentials from its own environment.
+"""Paths to pyarrow filesystems, so the same code reads a local log dir and object-store copies.
+
+Only a URI string travels to executors (it pickles small and carries no credentials); each side
+resolves it with pyarrow, which takes credentials from its own environment.
+"""
+
 from __future__ import annotations
 
 import os

@@ -1,22 +1,24 @@
-# The pipeline jobs behind `kwire pipeline` and `kwire run`: export a Kafka log directory to a
-# table format, and convert a log directory to another record format, both on Spark.
-#
-# export: `spark.read.format("kafka-log")` -> Spark's Parquet writer, so record data flows from
-# executors to files and never through the driver. Delta and Iceberg need no Spark jars: Spark
-# writes Parquet files, then `deltalake.convert_to_deltalake` (delta-rs) writes a Delta log over
-# them, or pyiceberg registers them (`Table.add_files`) in a table of a local SQLite catalog; in
-# both cases the data files are not rewritten. Timestamps are written as INT64 microseconds
-# (`spark.sql.parquet.outputTimestampType`), and Iceberg gets int instead of tinyint/smallint
-# (it has no 8/16-bit integers).
-#
-# convert: one Spark task per segment. The task reads the segment (pyarrow filesystem), converts
-# every batch with kwire.records.convert (offsets, holes, producer state, control batches and
-# transactions kept as far as the target magic can carry them; losses counted), and writes it
-# back with kwire.log's LogWriter under a staging folder; the driver then moves the segment files
-# into `<output>/<topic>-<partition>/`. Aborted transactions keep their .txnindex entries.
-#
-# Skipped bytes: the reader's `reportPath` option makes every split that skipped bytes leave a
-# small JSON note; the jobs sum them into `JobResult.skipped_bytes`.
+"""The pipeline jobs behind `kwire pipeline` and `kwire run`: export a Kafka log directory to a
+table format, and convert a log directory to another record format, both on Spark.
+
+export: `spark.read.format("kafka-log")` -> Spark's Parquet writer, so record data flows from
+executors to files and never through the driver. Delta and Iceberg need no Spark jars: Spark
+writes Parquet files, then `deltalake.convert_to_deltalake` (delta-rs) writes a Delta log over
+them, or pyiceberg registers them (`Table.add_files`) in a table of a local SQLite catalog; in
+both cases the data files are not rewritten. Timestamps are written as INT64 microseconds
+(`spark.sql.parquet.outputTimestampType`), and Iceberg gets int instead of tinyint/smallint
+(it has no 8/16-bit integers).
+
+convert: one Spark task per segment. The task reads the segment (pyarrow filesystem), converts
+every batch with kwire.records.convert (offsets, holes, producer state, control batches and
+transactions kept as far as the target magic can carry them; losses counted), and writes it
+back with kwire.log's LogWriter under a staging folder; the driver then moves the segment files
+into `<output>/<topic>-<partition>/`. Aborted transactions keep their .txnindex entries.
+
+Skipped bytes: the reader's `reportPath` option makes every split that skipped bytes leave a
+small JSON note; the jobs sum them into `JobResult.skipped_bytes`.
+"""
+
 from __future__ import annotations
 
 import os

@@ -1,9 +1,11 @@
-# The kafka-log data source's columns: the records layer's one Arrow schema, plus `_corrupt_record`.
-#
-# `kwire.records.records_arrow_schema` (and its Spark DDL twin) is the single definition of the
-# record columns: Spark's Kafka source schema, then kwire's batch columns. This module only adds
-# Spark's `_corrupt_record` string column, which the default schema carries in PERMISSIVE mode
-# (the default mode) and leaves out in DROPMALFORMED and FAILFAST, where no row can be corrupt.
+"""The kafka-log data source's columns: the records layer's one Arrow schema, plus `_corrupt_record`.
+
+`kwire.records.records_arrow_schema` (and its Spark DDL twin) is the single definition of the
+record columns: Spark's Kafka source schema, then kwire's batch columns. This module only adds
+Spark's `_corrupt_record` string column, which the default schema carries in PERMISSIVE mode
+(the default mode) and leaves out in DROPMALFORMED and FAILFAST, where no row can be corrupt.
+"""
+
 from __future__ import annotations
 
 from collections.abc import Sequence

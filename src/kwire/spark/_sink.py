@@ -1,26 +1,28 @@
-# The "kafka-log" sink: a DataFrame with Spark's Kafka sink columns becomes Kafka log directories.
-#
-# Input columns (as Spark's Kafka sink): `value` (binary or string, required), `key`, `headers`
-# (array<struct<key string, value binary>>), `topic` (or the `topic` option), `partition` (or
-# Kafka's default partitioner, murmur2 of the key modulo the `numPartitions` option), `timestamp`
-# (or the time of writing). Options: magic (2; 0 and 1 for legacy readers), compression (codec),
-# recordsPerBatch, segmentBytes, indexIntervalBytes.
-#
-# Commit protocol. Offsets are per topic-partition and must be dense and increasing, but a Spark
-# task does not know how many records other tasks hold for the same topic-partition. So each task
-# writes whatever topic-partitions it sees into its own staging folder
-# (`<path>/_kwire_staging/<job>/<task>-<attempt>/<topic>-<partition>/`), with offsets from 0 (from
-# the existing log end offset when appending), as
-# complete segments (kwire.log's LogWriter: .log, .index, .timeindex, written under temporary
-# names), and returns the list as its commit message. On the driver, `commit` takes, per
-# topic-partition, the chunks in task order: a single chunk (the normal case after
-# `repartition("topic", "partition")`, which `write_kafka_log` does) is renamed into place without
-# reading a byte; several chunks are merged by re-appending their batches with offsets shifted
-# (kwire.records' broker append path patches offsets in place), which reads those chunks on the
-# driver, so it is the slow path and logs a warning. `abort` deletes the staging folder.
-# mode("overwrite") replaces every topic-partition folder under the path; mode("append") adds to
-# existing topic-partitions after their log end offset (found from the last segment's tail, as
-# Kafka's readNextOffset) and creates the others.
+"""The "kafka-log" sink: a DataFrame with Spark's Kafka sink columns becomes Kafka log directories.
+
+Input columns (as Spark's Kafka sink): `value` (binary or string, required), `key`, `headers`
+(array<struct<key string, value binary>>), `topic` (or the `topic` option), `partition` (or
+Kafka's default partitioner, murmur2 of the key modulo the `numPartitions` option), `timestamp`
+(or the time of writing). Options: magic (2; 0 and 1 for legacy readers), compression (codec),
+recordsPerBatch, segmentBytes, indexIntervalBytes.
+
+Commit protocol. Offsets are per topic-partition and must be dense and increasing, but a Spark
+task does not know how many records other tasks hold for the same topic-partition. So each task
+writes whatever topic-partitions it sees into its own staging folder
+(`<path>/_kwire_staging/<job>/<task>-<attempt>/<topic>-<partition>/`), with offsets from 0 (from
+the existing log end offset when appending), as
+complete segments (kwire.log's LogWriter: .log, .index, .timeindex, written under temporary
+names), and returns the list as its commit message. On the driver, `commit` takes, per
+topic-partition, the chunks in task order: a single chunk (the normal case after
+`repartition("topic", "partition")`, which `write_kafka_log` does) is renamed into place without
+reading a byte; several chunks are merged by re-appending their batches with offsets shifted
+(kwire.records' broker append path patches offsets in place), which reads those chunks on the
+driver, so it is the slow path and logs a warning. `abort` deletes the staging folder.
+mode("overwrite") replaces every topic-partition folder under the path; mode("append") adds to
+existing topic-partitions after their log end offset (found from the last segment's tail, as
+Kafka's readNextOffset) and creates the others.
+"""
+
 from __future__ import annotations
 
 import contextlib
