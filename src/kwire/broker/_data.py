@@ -14,6 +14,14 @@ import uuid
 from collections.abc import Iterable
 from typing import Any, Final
 
+from kwire.broker._acl import (
+    CLUSTER,
+    TOPIC,
+    TRANSACTIONAL_ID,
+    authorize,
+    authorize_any,
+    authorized_operations,
+)
 from kwire.broker._apis import CLOSE_CONNECTION, register
 from kwire.broker._context import RequestContext
 from kwire.broker._state import BrokerError, BrokerState, Partition, Topic, validate_topic_name
@@ -161,7 +169,11 @@ def handle_metadata(state: BrokerState, ctx: RequestContext, request: Any) -> An
     with_ops = version >= 8 and bool(request.include_topic_authorized_operations)
     topics_out: list[Any] = []
     if request.topics is None or (version == 0 and not request.topics):
-        topics_out = [_metadata_topic(state, t, version, with_ops) for t in state.topics.values()]
+        topics_out = [
+            _metadata_topic(state, t, version, with_ops)
+            for t in state.topics.values()
+            if authorize(state, ctx, "DESCRIBE", TOPIC, t.name)  # the others stay hidden
+        ]
     else:
         allow_auto = state.auto_create_topics and (version < 4 or request.allow_auto_topic_creation)
         for wanted in request.topics:
@@ -171,8 +183,14 @@ def handle_metadata(state: BrokerState, ctx: RequestContext, request: Any) -> An
                 found = state.topics_by_id.get(topic_id) if topic_id else None
                 if found is None:
                     topics_out.append(_metadata_error(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID))
+                elif not authorize(state, ctx, "DESCRIBE", TOPIC, found.name):
+                    error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                    topics_out.append(_metadata_error(None, topic_id, error))
                 else:
                     topics_out.append(_metadata_topic(state, found, version, with_ops))
+                continue
+            if not authorize(state, ctx, "DESCRIBE", TOPIC, name):  # existing or not
+                topics_out.append(_metadata_error(name, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
                 continue
             topic = state.topics.get(name)
             if topic is None:
@@ -188,12 +206,21 @@ def handle_metadata(state: BrokerState, ctx: RequestContext, request: Any) -> An
                         _metadata_error(name, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                     )
                     continue
+                if not authorize(state, ctx, "CREATE", CLUSTER, "kafka-cluster") and not authorize(
+                    state, ctx, "CREATE", TOPIC, name
+                ):
+                    error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                    topics_out.append(_metadata_error(name, None, error))
+                    continue
                 try:
                     topic = state.create_topic(name)
                 except BrokerError as exc:
                     topics_out.append(_metadata_error(name, None, exc.error))
                     continue
             topics_out.append(_metadata_topic(state, topic, version, with_ops))
+    for out in topics_out if with_ops else ():
+        if out.error_code == 0:  # KIP-430
+            out.topic_authorized_operations = authorized_operations(state, ctx, TOPIC, out.name)
     broker = METADATA_BROKER(
         node_id=state.node_id, host=ctx.listener_host, port=ctx.listener_port, rack=None
     )
@@ -204,7 +231,7 @@ def handle_metadata(state: BrokerState, ctx: RequestContext, request: Any) -> An
         controller_id=state.node_id,
         topics=topics_out,
         cluster_authorized_operations=(
-            CLUSTER_OPERATIONS
+            authorized_operations(state, ctx, CLUSTER, "kafka-cluster")
             if 8 <= version <= 10 and request.include_cluster_authorized_operations
             else NO_OPERATIONS
         ),
@@ -283,13 +310,22 @@ def handle_produce(state: BrokerState, ctx: RequestContext, request: Any) -> Any
         blanket = ErrorCode.UNSUPPORTED_VERSION  # 4.x advertises v0 yet refuses v0-2 (KAFKA-18659)
     elif request.acks not in (0, 1, -1):
         blanket = ErrorCode.INVALID_REQUIRED_ACKS
+    elif request.transactional_id is not None and not authorize(
+        state, ctx, "WRITE", TRANSACTIONAL_ID, request.transactional_id
+    ):
+        blanket = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     responses = []
     for topic_data in request.topic_data:
         topic = topic_by_id_or_name(state, topic_data.name, topic_data.topic_id, by_id)
+        name = topic.name if topic is not None else topic_data.name
+        denied = name is not None and not authorize(state, ctx, "WRITE", TOPIC, name)
         parts = []
         for pdata in topic_data.partition_data:
             if blanket is not None:
                 parts.append(_produce_error(pdata.index, blanket))
+                continue
+            if denied:
+                parts.append(_produce_error(pdata.index, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
                 continue
             if topic is None:
                 error = (
@@ -351,6 +387,11 @@ def handle_list_offsets(state: BrokerState, ctx: RequestContext, request: Any) -
         for req in wanted.partitions:
             out = LIST_OFFSETS_PARTITION(partition_index=req.partition_index, error_code=0)
             partition = state.partition(wanted.name, req.partition_index)
+            if not authorize(state, ctx, "DESCRIBE", TOPIC, wanted.name):
+                out.error_code = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                out.timestamp, out.offset, out.leader_epoch = -1, -1, -1
+                parts.append(out)
+                continue
             if partition is None:
                 out.error_code = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                 out.timestamp, out.offset, out.leader_epoch = -1, -1, -1
@@ -405,6 +446,23 @@ def handle_init_producer_id(state: BrokerState, ctx: RequestContext, request: An
     transactional id (a KIP-360 bump request gets a fresh id too). A transactional id goes to
     the transaction coordinator (``_txn_apis``).
     """
+    if request.transactional_id is not None and not authorize(
+        state, ctx, "WRITE", TRANSACTIONAL_ID, request.transactional_id
+    ):
+        return INIT_PRODUCER_ID_RESPONSE(
+            error_code=int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+            producer_id=-1,
+            producer_epoch=-1,
+        )
+    if request.transactional_id is None and not (
+        authorize(state, ctx, "IDEMPOTENT_WRITE", CLUSTER, "kafka-cluster")
+        or authorize_any(state, ctx, "WRITE", TOPIC)
+    ):
+        return INIT_PRODUCER_ID_RESPONSE(
+            error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+            producer_id=-1,
+            producer_epoch=-1,
+        )
     if request.transactional_id is not None:
         from kwire.broker._txn_apis import init_transactional_producer_id
 
@@ -428,7 +486,9 @@ def handle_offset_for_leader_epoch(state: BrokerState, ctx: RequestContext, requ
                 partition=req.partition, error_code=0, leader_epoch=-1, end_offset=-1
             )
             partition = state.partition(wanted.topic, req.partition)
-            if partition is None:
+            if not authorize(state, ctx, "DESCRIBE", TOPIC, wanted.topic):
+                out.error_code = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            elif partition is None:
                 out.error_code = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
             else:
                 error = check_leader_epoch(
