@@ -261,7 +261,9 @@ class KafkaStruct:
         """Build an instance from Kafka's JSON shape (as ``*JsonConverter.read`` does)."""
         info = cls.__kafka_message__
         check_version(info, version)
-        built: Self = struct_from_json(cls, obj, version, info.flexible.contains(version), info.name)
+        built: Self = struct_from_json(
+            cls, obj, version, info.flexible.contains(version), info.name
+        )
         return built
 
 
