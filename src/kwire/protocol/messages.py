@@ -14,6 +14,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from kwire.protocol._generated.abort_transaction_record import (
+        AbortTransactionRecord as AbortTransactionRecord,
+    )
+    from kwire.protocol._generated.access_control_entry_record import (
+        AccessControlEntryRecord as AccessControlEntryRecord,
+    )
     from kwire.protocol._generated.add_offsets_to_txn import (
         AddOffsetsToTxnRequest as AddOffsetsToTxnRequest,
     )
@@ -88,6 +94,9 @@ if TYPE_CHECKING:
     from kwire.protocol._generated.begin_quorum_epoch import (
         BeginQuorumEpochResponse as BeginQuorumEpochResponse,
     )
+    from kwire.protocol._generated.begin_transaction_record import (
+        BeginTransactionRecord as BeginTransactionRecord,
+    )
     from kwire.protocol._generated.broker_heartbeat import (
         BrokerHeartbeatRequest as BrokerHeartbeatRequest,
     )
@@ -100,6 +109,11 @@ if TYPE_CHECKING:
     from kwire.protocol._generated.broker_registration import (
         BrokerRegistrationResponse as BrokerRegistrationResponse,
     )
+    from kwire.protocol._generated.broker_registration_change_record import (
+        BrokerRegistrationChangeRecord as BrokerRegistrationChangeRecord,
+    )
+    from kwire.protocol._generated.client_quota_record import ClientQuotaRecord as ClientQuotaRecord
+    from kwire.protocol._generated.config_record import ConfigRecord as ConfigRecord
     from kwire.protocol._generated.consumer_group_current_member_assignment_key import (
         ConsumerGroupCurrentMemberAssignmentKey as ConsumerGroupCurrentMemberAssignmentKey,
     )
@@ -187,6 +201,9 @@ if TYPE_CHECKING:
     from kwire.protocol._generated.create_topics import CreateTopicsResponse as CreateTopicsResponse
     from kwire.protocol._generated.default_principal_data import (
         DefaultPrincipalData as DefaultPrincipalData,
+    )
+    from kwire.protocol._generated.delegation_token_record import (
+        DelegationTokenRecord as DelegationTokenRecord,
     )
     from kwire.protocol._generated.delete_acls import DeleteAclsRequest as DeleteAclsRequest
     from kwire.protocol._generated.delete_acls import DeleteAclsResponse as DeleteAclsResponse
@@ -294,6 +311,9 @@ if TYPE_CHECKING:
     from kwire.protocol._generated.end_quorum_epoch import (
         EndQuorumEpochResponse as EndQuorumEpochResponse,
     )
+    from kwire.protocol._generated.end_transaction_record import (
+        EndTransactionRecord as EndTransactionRecord,
+    )
     from kwire.protocol._generated.end_txn import EndTxnRequest as EndTxnRequest
     from kwire.protocol._generated.end_txn import EndTxnResponse as EndTxnResponse
     from kwire.protocol._generated.end_txn_marker import EndTxnMarker as EndTxnMarker
@@ -305,6 +325,10 @@ if TYPE_CHECKING:
     from kwire.protocol._generated.expire_delegation_token import (
         ExpireDelegationTokenResponse as ExpireDelegationTokenResponse,
     )
+    from kwire.protocol._generated.feature_level_record import (
+        FeatureLevelRecord as FeatureLevelRecord,
+    )
+    from kwire.protocol._generated.fence_broker_record import FenceBrokerRecord as FenceBrokerRecord
     from kwire.protocol._generated.fetch import FetchRequest as FetchRequest
     from kwire.protocol._generated.fetch import FetchResponse as FetchResponse
     from kwire.protocol._generated.fetch_snapshot import (
@@ -387,6 +411,7 @@ if TYPE_CHECKING:
     )
     from kwire.protocol._generated.metadata import MetadataRequest as MetadataRequest
     from kwire.protocol._generated.metadata import MetadataResponse as MetadataResponse
+    from kwire.protocol._generated.no_op_record import NoOpRecord as NoOpRecord
     from kwire.protocol._generated.offset_commit import OffsetCommitRequest as OffsetCommitRequest
     from kwire.protocol._generated.offset_commit import OffsetCommitResponse as OffsetCommitResponse
     from kwire.protocol._generated.offset_commit_key import OffsetCommitKey as OffsetCommitKey
@@ -401,8 +426,13 @@ if TYPE_CHECKING:
     from kwire.protocol._generated.offset_for_leader_epoch import (
         OffsetForLeaderEpochResponse as OffsetForLeaderEpochResponse,
     )
+    from kwire.protocol._generated.partition_change_record import (
+        PartitionChangeRecord as PartitionChangeRecord,
+    )
+    from kwire.protocol._generated.partition_record import PartitionRecord as PartitionRecord
     from kwire.protocol._generated.produce import ProduceRequest as ProduceRequest
     from kwire.protocol._generated.produce import ProduceResponse as ProduceResponse
+    from kwire.protocol._generated.producer_ids_record import ProducerIdsRecord as ProducerIdsRecord
     from kwire.protocol._generated.push_telemetry import (
         PushTelemetryRequest as PushTelemetryRequest,
     )
@@ -421,11 +451,27 @@ if TYPE_CHECKING:
     from kwire.protocol._generated.read_share_group_state_summary import (
         ReadShareGroupStateSummaryResponse as ReadShareGroupStateSummaryResponse,
     )
+    from kwire.protocol._generated.register_broker_record import (
+        RegisterBrokerRecord as RegisterBrokerRecord,
+    )
+    from kwire.protocol._generated.register_controller_record import (
+        RegisterControllerRecord as RegisterControllerRecord,
+    )
+    from kwire.protocol._generated.remove_access_control_entry_record import (
+        RemoveAccessControlEntryRecord as RemoveAccessControlEntryRecord,
+    )
+    from kwire.protocol._generated.remove_delegation_token_record import (
+        RemoveDelegationTokenRecord as RemoveDelegationTokenRecord,
+    )
     from kwire.protocol._generated.remove_raft_voter import (
         RemoveRaftVoterRequest as RemoveRaftVoterRequest,
     )
     from kwire.protocol._generated.remove_raft_voter import (
         RemoveRaftVoterResponse as RemoveRaftVoterResponse,
+    )
+    from kwire.protocol._generated.remove_topic_record import RemoveTopicRecord as RemoveTopicRecord
+    from kwire.protocol._generated.remove_user_scram_credential_record import (
+        RemoveUserScramCredentialRecord as RemoveUserScramCredentialRecord,
     )
     from kwire.protocol._generated.renew_delegation_token import (
         RenewDelegationTokenRequest as RenewDelegationTokenRequest,
@@ -489,6 +535,7 @@ if TYPE_CHECKING:
     )
     from kwire.protocol._generated.sync_group import SyncGroupRequest as SyncGroupRequest
     from kwire.protocol._generated.sync_group import SyncGroupResponse as SyncGroupResponse
+    from kwire.protocol._generated.topic_record import TopicRecord as TopicRecord
     from kwire.protocol._generated.transaction_log_key import TransactionLogKey as TransactionLogKey
     from kwire.protocol._generated.transaction_log_value import (
         TransactionLogValue as TransactionLogValue,
@@ -499,11 +546,17 @@ if TYPE_CHECKING:
     from kwire.protocol._generated.txn_offset_commit import (
         TxnOffsetCommitResponse as TxnOffsetCommitResponse,
     )
+    from kwire.protocol._generated.unfence_broker_record import (
+        UnfenceBrokerRecord as UnfenceBrokerRecord,
+    )
     from kwire.protocol._generated.unregister_broker import (
         UnregisterBrokerRequest as UnregisterBrokerRequest,
     )
     from kwire.protocol._generated.unregister_broker import (
         UnregisterBrokerResponse as UnregisterBrokerResponse,
+    )
+    from kwire.protocol._generated.unregister_broker_record import (
+        UnregisterBrokerRecord as UnregisterBrokerRecord,
     )
     from kwire.protocol._generated.update_features import (
         UpdateFeaturesRequest as UpdateFeaturesRequest,
@@ -523,6 +576,9 @@ if TYPE_CHECKING:
     from kwire.protocol._generated.update_raft_voter import (
         UpdateRaftVoterResponse as UpdateRaftVoterResponse,
     )
+    from kwire.protocol._generated.user_scram_credential_record import (
+        UserScramCredentialRecord as UserScramCredentialRecord,
+    )
     from kwire.protocol._generated.vote import VoteRequest as VoteRequest
     from kwire.protocol._generated.vote import VoteResponse as VoteResponse
     from kwire.protocol._generated.voters_record import VotersRecord as VotersRecord
@@ -538,9 +594,14 @@ if TYPE_CHECKING:
     from kwire.protocol._generated.write_txn_markers import (
         WriteTxnMarkersResponse as WriteTxnMarkersResponse,
     )
+    from kwire.protocol._generated.zk_migration_state_record import (
+        ZkMigrationStateRecord as ZkMigrationStateRecord,
+    )
     from kwire.protocol._runtime import KafkaMessage
 
 __all__ = [
+    "AbortTransactionRecord",
+    "AccessControlEntryRecord",
     "AddOffsetsToTxnRequest",
     "AddOffsetsToTxnResponse",
     "AddPartitionsToTxnRequest",
@@ -569,10 +630,14 @@ __all__ = [
     "AssignReplicasToDirsResponse",
     "BeginQuorumEpochRequest",
     "BeginQuorumEpochResponse",
+    "BeginTransactionRecord",
     "BrokerHeartbeatRequest",
     "BrokerHeartbeatResponse",
+    "BrokerRegistrationChangeRecord",
     "BrokerRegistrationRequest",
     "BrokerRegistrationResponse",
+    "ClientQuotaRecord",
+    "ConfigRecord",
     "ConsumerGroupCurrentMemberAssignmentKey",
     "ConsumerGroupCurrentMemberAssignmentValue",
     "ConsumerGroupDescribeRequest",
@@ -605,6 +670,7 @@ __all__ = [
     "CreateTopicsRequest",
     "CreateTopicsResponse",
     "DefaultPrincipalData",
+    "DelegationTokenRecord",
     "DeleteAclsRequest",
     "DeleteAclsResponse",
     "DeleteGroupsRequest",
@@ -647,6 +713,7 @@ __all__ = [
     "ElectLeadersResponse",
     "EndQuorumEpochRequest",
     "EndQuorumEpochResponse",
+    "EndTransactionRecord",
     "EndTxnMarker",
     "EndTxnRequest",
     "EndTxnResponse",
@@ -654,6 +721,8 @@ __all__ = [
     "EnvelopeResponse",
     "ExpireDelegationTokenRequest",
     "ExpireDelegationTokenResponse",
+    "FeatureLevelRecord",
+    "FenceBrokerRecord",
     "FetchRequest",
     "FetchResponse",
     "FetchSnapshotRequest",
@@ -692,6 +761,7 @@ __all__ = [
     "ListTransactionsResponse",
     "MetadataRequest",
     "MetadataResponse",
+    "NoOpRecord",
     "OffsetCommitKey",
     "OffsetCommitRequest",
     "OffsetCommitResponse",
@@ -702,16 +772,25 @@ __all__ = [
     "OffsetFetchResponse",
     "OffsetForLeaderEpochRequest",
     "OffsetForLeaderEpochResponse",
+    "PartitionChangeRecord",
+    "PartitionRecord",
     "ProduceRequest",
     "ProduceResponse",
+    "ProducerIdsRecord",
     "PushTelemetryRequest",
     "PushTelemetryResponse",
     "ReadShareGroupStateRequest",
     "ReadShareGroupStateResponse",
     "ReadShareGroupStateSummaryRequest",
     "ReadShareGroupStateSummaryResponse",
+    "RegisterBrokerRecord",
+    "RegisterControllerRecord",
+    "RemoveAccessControlEntryRecord",
+    "RemoveDelegationTokenRecord",
     "RemoveRaftVoterRequest",
     "RemoveRaftVoterResponse",
+    "RemoveTopicRecord",
+    "RemoveUserScramCredentialRecord",
     "RenewDelegationTokenRequest",
     "RenewDelegationTokenResponse",
     "RequestHeader",
@@ -738,10 +817,13 @@ __all__ = [
     "StreamsGroupHeartbeatResponse",
     "SyncGroupRequest",
     "SyncGroupResponse",
+    "TopicRecord",
     "TransactionLogKey",
     "TransactionLogValue",
     "TxnOffsetCommitRequest",
     "TxnOffsetCommitResponse",
+    "UnfenceBrokerRecord",
+    "UnregisterBrokerRecord",
     "UnregisterBrokerRequest",
     "UnregisterBrokerResponse",
     "UpdateFeaturesRequest",
@@ -750,6 +832,7 @@ __all__ = [
     "UpdateMetadataResponse",
     "UpdateRaftVoterRequest",
     "UpdateRaftVoterResponse",
+    "UserScramCredentialRecord",
     "VoteRequest",
     "VoteResponse",
     "VotersRecord",
@@ -757,6 +840,7 @@ __all__ = [
     "WriteShareGroupStateResponse",
     "WriteTxnMarkersRequest",
     "WriteTxnMarkersResponse",
+    "ZkMigrationStateRecord",
 ]
 
 
