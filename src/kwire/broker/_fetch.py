@@ -30,6 +30,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from kwire.broker._acl import TOPIC, authorize
 from kwire.broker._apis import Deferred, register
 from kwire.broker._context import RequestContext
 from kwire.broker._data import check_leader_epoch
@@ -242,6 +243,7 @@ class _FetchPlan:
         incremental: bool,
     ) -> None:
         self.state = state
+        self.ctx = ctx
         self.version = ctx.api_version
         self.request = request
         self.partitions = partitions
@@ -282,6 +284,9 @@ class _FetchPlan:
             records=None,
         )
         partition = self.state.partition(cp.topic, cp.partition) if cp.topic else None
+        if cp.topic and not authorize(self.state, self.ctx, "READ", TOPIC, cp.topic):
+            out.error_code = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            return out, 0
         if partition is None:
             unknown_id = self.version >= 13 and not cp.topic
             out.error_code = int(
