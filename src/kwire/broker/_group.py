@@ -29,6 +29,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from kwire.broker._consumer_group import ConsumerGroup, ConsumerGroupError, ConsumerGroups
 from kwire.broker._state import BrokerState, Partition
 from kwire.protocol import ErrorCode, message_class, struct_class
 from kwire.records import AppendOrigin, BatchBuilder, read_batches
@@ -198,6 +199,8 @@ class Group:
     offsets: dict[tuple[str, int], OffsetAndMetadata] = field(default_factory=dict)
     #: producer id -> staged transactional offsets
     pending_txn: dict[int, dict[tuple[str, int], OffsetAndMetadata]] = field(default_factory=dict)
+    #: set when this is a KIP-848 consumer group (``_consumer_group``); its classic part is empty
+    consumer: ConsumerGroup | None = None
 
     def is_empty(self) -> bool:
         return not self.members
@@ -268,6 +271,8 @@ class GroupCoordinator:
         self.groups: dict[str, Group] = {}
         self._notify = notify or (state.notify if state is not None else (lambda key: None))
         self.persist = state is not None
+        #: the KIP-848 consumer groups, kept in this coordinator's ``Group`` objects
+        self.consumer = ConsumerGroups(self)
 
     # --- configuration ------------------------------------------------------------------------
 
@@ -322,6 +327,17 @@ class GroupCoordinator:
                 waiter.resolve(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id=member_id))
                 return waiter
             group = self.groups[group_id] = Group(group_id, state_timestamp=now_ms)
+        if group.consumer is not None:
+            if group.consumer.members:
+                # a classic member cannot join a consumer group that has members (Kafka's
+                # ``group.consumer.migration.policy`` disabled)
+                waiter.resolve(
+                    JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id=member_id)
+                )
+                return waiter
+            # an empty consumer group becomes a classic group (its records are tombstoned)
+            self._append(group_id, ConsumerGroups.tombstones(group.consumer), now_ms)
+            group.consumer = None
         if not group.supports(protocol_type, protocols):
             waiter.resolve(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id=member_id))
             return waiter
@@ -754,6 +770,7 @@ class GroupCoordinator:
 
     def tick(self, now_ms: int) -> None:
         """Expire sessions, pending members and rebalance deadlines (every 100 ms)."""
+        self.consumer.tick(now_ms)
         for group in list(self.groups.values()):
             changed = False
             for pending, expiry in list(group.pending_members.items()):
@@ -820,6 +837,14 @@ class GroupCoordinator:
             raise GroupError(
                 ErrorCode.GROUP_ID_NOT_FOUND if version >= 9 else ErrorCode.ILLEGAL_GENERATION
             )
+        if group.consumer is not None:
+            try:
+                self.consumer.validate_offset_commit(
+                    group.consumer, member_id, generation_id, version, transactional
+                )
+            except ConsumerGroupError as exc:
+                raise GroupError(exc.error) from None
+            return group
         if generation_id < 0 and group.state == EMPTY:
             return group  # a simple (admin / manual) commit
         if group.state == COMPLETING_REBALANCE and not transactional:
@@ -911,7 +936,9 @@ class GroupCoordinator:
         if group is None or group.state == DEAD:
             return ErrorCode.GROUP_ID_NOT_FOUND, {}
         subscribed: set[str] = set()
-        if not group.is_empty():
+        if group.consumer is not None:
+            subscribed = group.consumer.subscribed_topic_names()
+        elif not group.is_empty():
             topics = group.subscribed_topics()
             if topics is None:
                 return ErrorCode.NON_EMPTY_GROUP, {}
@@ -939,12 +966,17 @@ class GroupCoordinator:
             return ErrorCode.INVALID_GROUP_ID
         if group is None or group.state == DEAD:
             return ErrorCode.GROUP_ID_NOT_FOUND
+        if group.consumer is not None and group.consumer.members:
+            return ErrorCode.NON_EMPTY_GROUP
         if group.state != EMPTY:
             return ErrorCode.NON_EMPTY_GROUP
         records: list[tuple[bytes, bytes | None]] = [
             (_offset_key(group_id, tp), None) for tp in sorted(group.offsets)
         ]
-        records.append((_group_key(group_id), None))
+        if group.consumer is not None:
+            records += ConsumerGroups.tombstones(group.consumer)
+        else:
+            records.append((_group_key(group_id), None))
         self._append(group_id, records, now_ms)
         group.state = DEAD
         del self.groups[group_id]
@@ -1115,8 +1147,10 @@ class GroupCoordinator:
             k = GROUP_METADATA_KEY.decode(memoryview(key)[2:], 2)
             if value is None:
                 dropped = self.groups.pop(k.group, None)
-                if dropped is not None and dropped.offsets:
-                    self.groups[k.group] = Group(k.group, offsets=dropped.offsets)
+                if dropped is not None and (dropped.offsets or dropped.pending_txn):
+                    self.groups[k.group] = Group(
+                        k.group, offsets=dropped.offsets, pending_txn=dropped.pending_txn
+                    )
                 return
             (vv,) = _VERSION.unpack_from(value, 0)
             v = GROUP_METADATA_VALUE.decode(memoryview(value)[2:], min(vv, 4))
@@ -1144,7 +1178,8 @@ class GroupCoordinator:
                 if member.group_instance_id is not None:
                     group.static_members[member.group_instance_id] = member.member_id
             group.state = STABLE if group.members else EMPTY
-        # versions 3+ are KIP-848 consumer group records: not replayed by the classic coordinator
+        elif 3 <= key_version <= 8:
+            self.consumer.replay(key_version, key, value, now_ms)
 
     # --- describe -----------------------------------------------------------------------------
 

@@ -1,5 +1,6 @@
 """Handlers of the group APIs: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
-DescribeGroups, ListGroups, DeleteGroups, OffsetCommit, OffsetFetch, OffsetDelete, TxnOffsetCommit.
+DescribeGroups, ListGroups, DeleteGroups, OffsetCommit, OffsetFetch, OffsetDelete, TxnOffsetCommit,
+and KIP-848's ConsumerGroupHeartbeat and ConsumerGroupDescribe (``_consumer_group``).
 
 Each follows ``KafkaApis.handle*`` of Kafka 3.9 for the wire (versions, batching, which errors are
 per partition and which per request) and hands the decision to the group coordinator
@@ -12,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from kwire.broker._apis import Deferred, on_startup, register
+from kwire.broker._consumer_group import Assignment
 from kwire.broker._context import RequestContext
 from kwire.broker._group import (
     DEAD,
@@ -29,6 +31,8 @@ from kwire.broker._state import BrokerState
 from kwire.protocol import ZERO_UUID, ErrorCode, message_class, struct_class
 
 __all__ = [
+    "handle_consumer_group_describe",
+    "handle_consumer_group_heartbeat",
     "handle_delete_groups",
     "handle_describe_groups",
     "handle_find_coordinator",
@@ -78,6 +82,19 @@ DELETE_OFFSETS_PARTITION: Final = struct_class(DELETE_OFFSETS_RESPONSE, "topics"
 TXN_COMMIT_RESPONSE: Final = message_class("TxnOffsetCommitResponse")
 TXN_COMMIT_TOPIC: Final = struct_class(TXN_COMMIT_RESPONSE, "topics")
 TXN_COMMIT_PARTITION: Final = struct_class(TXN_COMMIT_RESPONSE, "topics", "partitions")
+CG_HEARTBEAT_RESPONSE: Final = message_class("ConsumerGroupHeartbeatResponse")
+CG_ASSIGNMENT: Final = struct_class(CG_HEARTBEAT_RESPONSE, "assignment")
+CG_TOPIC_PARTITIONS: Final = struct_class(CG_HEARTBEAT_RESPONSE, "assignment", "topic_partitions")
+CG_DESCRIBE_RESPONSE: Final = message_class("ConsumerGroupDescribeResponse")
+CG_DESCRIBED_GROUP: Final = struct_class(CG_DESCRIBE_RESPONSE, "groups")
+CG_DESCRIBED_MEMBER: Final = struct_class(CG_DESCRIBE_RESPONSE, "groups", "members")
+CG_DESCRIBED_ASSIGNMENT: Final = struct_class(
+    CG_DESCRIBE_RESPONSE, "groups", "members", "assignment"
+)
+CG_DESCRIBED_PARTITIONS: Final = struct_class(
+    CG_DESCRIBE_RESPONSE, "groups", "members", "assignment", "topic_partitions"
+)
+CONSUMER_MEMBER_TYPE: Final = 1  # ConsumerGroupDescribe v1 MemberType: 1 = consumer protocol
 
 GROUP_KEY: Final = 0
 TRANSACTION_KEY: Final = 1
@@ -285,12 +302,18 @@ def handle_describe_groups(state: BrokerState, ctx: RequestContext, request: Any
     out = []
     for group_id in request.groups:
         group = coordinator.groups.get(group_id)
-        if group is None or group.state == DEAD:
+        if group is None or group.state == DEAD or group.consumer is not None:
+            # GroupMetadataManager.describeGroups: a consumer group is "not a classic group"
             if version >= 6:
+                not_classic = group is not None and group.consumer is not None
                 out.append(
                     DESCRIBED_GROUP(
                         error_code=int(ErrorCode.GROUP_ID_NOT_FOUND),
-                        error_message=f"Group {group_id} not found.",
+                        error_message=(
+                            f"Group {group_id} is not a classic group."
+                            if not_classic
+                            else f"Group {group_id} not found."
+                        ),
                         group_id=group_id,
                         group_state="",
                         protocol_type="",
@@ -345,16 +368,20 @@ def handle_list_groups(state: BrokerState, ctx: RequestContext, request: Any) ->
     types = {t.lower() for t in request.types_filter} if version >= 5 else set()
     out = []
     for group in group_coordinator(state).list_groups():
-        if states and group.state.lower() not in states:
+        consumer = group.consumer
+        # ModernGroup.asListedGroup: a consumer group lists as type "consumer"
+        group_type = "classic" if consumer is None else "consumer"
+        group_state = group.state if consumer is None else consumer.state
+        if states and group_state.lower() not in states:
             continue
-        if types and "classic" not in types:
+        if types and group_type not in types:
             continue
         out.append(
             LISTED_GROUP(
                 group_id=group.group_id,
-                protocol_type=group.protocol_type or "",
-                group_state=group.state,
-                group_type="classic",
+                protocol_type=(group.protocol_type or "") if consumer is None else "consumer",
+                group_state=group_state,
+                group_type=group_type,
             )
         )
     return LIST_GROUPS_RESPONSE(throttle_time_ms=0, error_code=0, groups=out)
@@ -593,6 +620,15 @@ def handle_offset_fetch(state: BrokerState, ctx: RequestContext, request: Any) -
         return FETCH_RESPONSE(throttle_time_ms=0, topics=out_topics, error_code=0)
     groups = []
     for g in request.groups:
+        error = ErrorCode.NONE
+        holder = coordinator.groups.get(g.group_id)
+        if version >= 9 and holder is not None and holder.consumer is not None:
+            error = coordinator.consumer.validate_offset_fetch(
+                holder.consumer, g.member_id, g.member_epoch
+            )
+        if error is not ErrorCode.NONE:
+            groups.append(FETCH_GROUP(group_id=g.group_id, error_code=int(error), topics=[]))
+            continue
         found = _fetch_group(state, coordinator, g.group_id, g.topics, version >= 10, stable)
         groups.append(
             FETCH_GROUP(
@@ -653,3 +689,135 @@ def handle_offset_delete(state: BrokerState, ctx: RequestContext, request: Any) 
         for t in request.topics
     ]
     return DELETE_OFFSETS_RESPONSE(error_code=0, throttle_time_ms=0, topics=topics)
+
+
+# --- KIP-848: ConsumerGroupHeartbeat, ConsumerGroupDescribe -------------------------------------
+
+
+def _heartbeat_assignment(assignment: Assignment) -> list[Any]:
+    return [
+        CG_TOPIC_PARTITIONS(topic_id=topic_id, partitions=sorted(partitions))
+        for topic_id, partitions in sorted(assignment.items())
+        if partitions
+    ]
+
+
+@register(68, 0, 1)
+def handle_consumer_group_heartbeat(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+    """``KafkaApis.handleConsumerGroupHeartbeatRequest`` -> ``consumerGroupHeartbeat``."""
+    version = ctx.api_version
+    coordinator = group_coordinator(state)
+    owned = (
+        None
+        if request.topic_partitions is None
+        else [(t.topic_id, list(t.partitions)) for t in request.topic_partitions]
+    )
+    result = coordinator.consumer.heartbeat(
+        version,
+        request.group_id,
+        request.member_id,
+        request.member_epoch,
+        request.instance_id,
+        request.rack_id,
+        request.rebalance_timeout_ms,
+        None if request.subscribed_topic_names is None else list(request.subscribed_topic_names),
+        request.subscribed_topic_regex if version >= 1 else None,
+        request.server_assignor,
+        owned,
+        ctx.client_id or "",
+        _client_host(ctx),
+        state.now_ms(),
+    )
+    if result.error is not ErrorCode.NONE:
+        return CG_HEARTBEAT_RESPONSE(
+            throttle_time_ms=0,
+            error_code=int(result.error),
+            error_message=result.message,
+            member_id=None,
+            member_epoch=0,
+            heartbeat_interval_ms=0,
+            assignment=None,
+        )
+    return CG_HEARTBEAT_RESPONSE(
+        throttle_time_ms=0,
+        error_code=0,
+        error_message=None,
+        member_id=result.member_id,
+        member_epoch=result.member_epoch,
+        heartbeat_interval_ms=result.heartbeat_interval_ms,
+        assignment=(
+            None
+            if result.assignment is None
+            else CG_ASSIGNMENT(topic_partitions=_heartbeat_assignment(result.assignment))
+        ),
+    )
+
+
+@register(69, 0, 1)
+def handle_consumer_group_describe(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+    """``GroupMetadataManager.consumerGroupDescribe`` / ``ConsumerGroup.asDescribedGroup``."""
+    coordinator = group_coordinator(state)
+    consumer = coordinator.consumer
+    ops = GROUP_OPERATIONS if request.include_authorized_operations else NO_OPERATIONS
+
+    def assignment(parts: Assignment) -> Any:
+        return CG_DESCRIBED_ASSIGNMENT(
+            topic_partitions=[
+                CG_DESCRIBED_PARTITIONS(topic_id=t, topic_name=name, partitions=ps)
+                for t, name, ps in consumer.describe_assignment(parts)
+            ]
+        )
+
+    out = []
+    for group_id in request.group_ids:
+        group = consumer.group(group_id)
+        if group is None:
+            holder = coordinator.groups.get(group_id)
+            out.append(
+                CG_DESCRIBED_GROUP(
+                    error_code=int(ErrorCode.GROUP_ID_NOT_FOUND),
+                    error_message=(
+                        f"Group {group_id} is not a consumer group."
+                        if holder is not None and holder.state != DEAD
+                        else f"Group {group_id} not found."
+                    ),
+                    group_id=group_id,
+                    group_state="",
+                    group_epoch=0,
+                    assignment_epoch=0,
+                    assignor_name="",
+                    members=[],
+                    authorized_operations=NO_OPERATIONS,
+                )
+            )
+            continue
+        members = [
+            CG_DESCRIBED_MEMBER(
+                member_id=m.member_id,
+                instance_id=m.instance_id,
+                rack_id=m.rack_id,
+                member_epoch=m.member_epoch,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                subscribed_topic_names=list(m.subscribed_topic_names),
+                subscribed_topic_regex=m.subscribed_topic_regex,
+                assignment=assignment(m.assigned),
+                target_assignment=assignment(group.target.get(m.member_id, {})),
+                member_type=CONSUMER_MEMBER_TYPE if ctx.api_version >= 1 else -1,
+            )
+            for m in group.members.values()
+        ]
+        out.append(
+            CG_DESCRIBED_GROUP(
+                error_code=0,
+                error_message=None,
+                group_id=group_id,
+                group_state=group.state,
+                group_epoch=group.group_epoch,
+                assignment_epoch=group.assignment_epoch,
+                assignor_name=group.preferred_assignor(consumer.assignors[0]),
+                members=members,
+                authorized_operations=ops,
+            )
+        )
+    return CG_DESCRIBE_RESPONSE(throttle_time_ms=0, groups=out)
