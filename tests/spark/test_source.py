@@ -128,7 +128,7 @@ def test_isolation_control_offsets_timestamps_and_projection(
     bounded = (
         spark.read.format("kafka-log")
         .option("subscribe", "orders")
-        .option("startingOffsets", json.dumps({"orders": {"0": 100, "1": -2}}))
+        .option("startingOffsets", json.dumps({"orders": {"0": 100, "1": -2, "2": -2}}))
         .option("endingOffsets", json.dumps({"orders": {"0": 150, "1": 10, "2": -1}}))
         .load(load)
     )

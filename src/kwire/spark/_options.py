@@ -7,8 +7,16 @@
 #   startingTimestamp / endingTimestamp    one timestamp (ms) for every partition
 #   startingOffsetsByTimestamp / endingOffsetsByTimestamp   {"topic": {"0": 1700000000000}}
 #   subscribe / subscribePattern / assign  which topics and partitions to read
-# plus kwire's own: isolationLevel, includeControl, mode, maxSplitBytes, verifyCrc, reportPath.
+#   failOnDataLoss                         fail (default) or warn when offsets were deleted
+#   includeHeaders                         the headers column (kwire's default: true)
+#   maxOffsetsPerTrigger                   streaming: offsets per micro-batch, prorated
+# plus kwire's own: isolationLevel, includeControl, mode, maxSplitBytes, verifyCrc, reportPath,
+# columns (decode only these), metricsPath (bytes read per scan), timestampSkewMs (how far a
+# partition's timestamps may go back, for pushed timestamp upper bounds), streamEnd
+# (highWatermark or logEnd: where a micro-batch may read up to).
 # Precedence is Spark's: a timestamp option beats the ByTimestamp JSON, which beats the offsets.
+# Streaming queries (`parse_read_options(..., streaming=True)`) default startingOffsets to latest
+# and refuse the ending options, as Spark's Kafka source.
 from __future__ import annotations
 
 import json
@@ -125,6 +133,21 @@ class ReadOptions:
     max_split_bytes: int = DEFAULT_SPLIT_BYTES
     verify_crc: bool = True
     report_path: str | None = None
+    fail_on_data_loss: bool = True
+    include_headers: bool = True
+    #: the columns option: the only columns of the schema (and of the decode), in this order
+    columns: tuple[str, ...] | None = None
+    metrics_path: str | None = None
+    timestamp_skew_ms: int | None = None
+    max_offsets_per_trigger: int | None = None
+    stream_end: str = "highWatermark"
+    #: JSON per-partition options whose partitions must match the subscribed ones (Spark's rule)
+    named_partitions: tuple[tuple[str, frozenset[tuple[str, int]]], ...] = ()
+
+    @property
+    def subscribed(self) -> bool:
+        """Whether subscribe, subscribePattern or assign names the topics."""
+        return self.topics is not None or self.topic_pattern is not None or self.assign is not None
 
     def wants(self, topic: str, partition: int) -> bool:
         """Whether the subscribe/subscribePattern/assign options select this topic-partition."""
@@ -142,15 +165,29 @@ def bound_for(bounds: Bounds, topic: str, partition: int, default: int) -> int:
     return bounds.get(None, default)
 
 
-def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
+STREAM_ENDS = ("highWatermark", "logEnd")
+
+
+def _named(name: str, bounds: Bounds | None) -> tuple[str, frozenset[tuple[str, int]]] | None:
+    if bounds is None or None in bounds:
+        return None
+    return name, frozenset(k for k in bounds if k is not None)
+
+
+def parse_read_options(options: Mapping[str, str], *, streaming: bool = False) -> ReadOptions:
+    """Parse and check the options of a batch read, or of a streaming one (``streaming``)."""
     mode = (_get(options, "mode") or "PERMISSIVE").upper()
     if mode not in MODES:
         raise OptionError(f"option mode: expected one of {', '.join(MODES)}, got {mode!r}")
     isolation = (_get(options, "isolationLevel") or "read_uncommitted").lower()
     if isolation not in ISOLATION_LEVELS:
         raise OptionError(f"option isolationLevel: expected one of {', '.join(ISOLATION_LEVELS)}")
-    starting = _parse_offsets(options, "startingOffsets", EARLIEST)
-    if starting.get(None) == LATEST:
+    starting = _parse_offsets(options, "startingOffsets", LATEST if streaming else EARLIEST)
+    if streaming:
+        for name in ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp"):
+            if _get(options, name) is not None:
+                raise OptionError(f"option {name}: not valid in streaming queries")
+    elif starting.get(None) == LATEST:
         raise OptionError('option startingOffsets: "latest" is not allowed for a batch query')
     ending = _parse_offsets(options, "endingOffsets", LATEST)
     if ending.get(None) == EARLIEST or any(
@@ -172,13 +209,38 @@ def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
             re.compile(pattern)
         except re.error as exc:
             raise OptionError(f"option subscribePattern: {exc}") from None
+    starting_ts = _parse_timestamps(options, "startingTimestamp", "startingOffsetsByTimestamp")
+    ending_ts = _parse_timestamps(options, "endingTimestamp", "endingOffsetsByTimestamp")
+    named = [
+        _named("startingOffsetsByTimestamp", starting_ts)
+        if starting_ts is not None
+        else _named("startingOffsets", starting),
+        _named("endingOffsetsByTimestamp", ending_ts)
+        if ending_ts is not None
+        else _named("endingOffsets", ending),
+    ]
+    columns_raw = _get(options, "columns")
+    columns = None
+    if columns_raw is not None:
+        from kwire.spark._schema import CORRUPT_RECORD, RECORD_COLUMNS
+
+        columns = tuple(c.strip() for c in columns_raw.split(",") if c.strip())
+        unknown = [c for c in columns if c not in RECORD_COLUMNS and c != CORRUPT_RECORD]
+        if unknown or not columns:
+            raise OptionError(
+                f"option columns: expected a comma list of {', '.join(RECORD_COLUMNS)}"
+                f"{'; unknown: ' + ', '.join(unknown) if unknown else ''}"
+            )
+    max_offsets = _get(options, "maxOffsetsPerTrigger")
+    stream_end = _get(options, "streamEnd") or "highWatermark"
+    if stream_end not in STREAM_ENDS:
+        raise OptionError(f"option streamEnd: expected one of {', '.join(STREAM_ENDS)}")
+    skew = _get(options, "timestampSkewMs")
     return ReadOptions(
         starting_offsets=starting,
         ending_offsets=ending,
-        starting_timestamps=_parse_timestamps(
-            options, "startingTimestamp", "startingOffsetsByTimestamp"
-        ),
-        ending_timestamps=_parse_timestamps(options, "endingTimestamp", "endingOffsetsByTimestamp"),
+        starting_timestamps=starting_ts,
+        ending_timestamps=ending_ts,
         topics=None
         if subscribe is None
         else frozenset(t.strip() for t in subscribe.split(",") if t.strip()),
@@ -190,6 +252,18 @@ def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
         max_split_bytes=_parse_int(options, "maxSplitBytes", DEFAULT_SPLIT_BYTES),
         verify_crc=_parse_bool(options, "verifyCrc", True),
         report_path=_get(options, "reportPath"),
+        fail_on_data_loss=_parse_bool(options, "failOnDataLoss", True),
+        include_headers=_parse_bool(options, "includeHeaders", True),
+        columns=columns,
+        metrics_path=_get(options, "metricsPath"),
+        timestamp_skew_ms=None
+        if skew is None
+        else _parse_int(options, "timestampSkewMs", 0, minimum=0),
+        max_offsets_per_trigger=None
+        if max_offsets is None
+        else _parse_int(options, "maxOffsetsPerTrigger", 1),
+        stream_end=stream_end,
+        named_partitions=tuple(n for n in named if n is not None),
     )
 
 

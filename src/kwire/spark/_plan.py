@@ -14,6 +14,15 @@
 #     the reader skips records until the first one with timestamp >= T. A segment that holds a
 #     timestamp bound is read as one split, because that "first record" rule needs the segment's
 #     records in order. An ending timestamp works the same way and stops there.
+# Pushed filters (`Pushdown`, from Spark's pushFilters) narrow the same plan: topic and partition
+# sets, an offset range, and a timestamp range. A timestamp lower bound T skips every segment
+# whose largest timestamp (its time index's last entry; not the active segment's, whose index
+# lags) is below T, and inside the first kept one starts after the last time index entry below T:
+# an entry (t, o) says no record up to offset o has a timestamp above t. An upper bound cannot
+# stop a scan by itself (CreateTime goes back and forth); with the timestampSkewMs option (no
+# record is more than S ms older than an earlier one, which Kafka's
+# log.message.timestamp.before/after.max.ms guarantee with S = their sum) the first entry with
+# t - S >= the bound ends the scan after its offset.
 # Each segment is cut at offset-index positions (batch boundaries) into splits of about
 # maxSplitBytes. A split is a small picklable `SegmentSplit`: a path, a byte range, the bounds, and
 # for read_committed the aborted transactions that overlap it (a transaction is indexed in the
@@ -21,11 +30,13 @@
 # read too).
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from pyspark.sql.datasource import InputPartition
 
+from kwire.errors import OffsetOutOfRangeError, OptionError
 from kwire.log import (
     AbortedTxn,
     OffsetIndex,
@@ -38,7 +49,9 @@ from kwire.log import (
 )
 from kwire.spark._options import EARLIEST, LATEST, ReadOptions, bound_for
 
-__all__ = ["SegmentSplit", "plan_splits"]
+__all__ = ["PlanStats", "Pushdown", "SegmentSplit", "plan_splits"]
+
+log = logging.getLogger("kwire.spark")
 
 # Reads a whole (small) index file: (path) -> bytes. The driver passes a pyarrow-backed reader.
 ReadFile = Callable[[str], bytes | memoryview]
@@ -65,6 +78,8 @@ class SegmentSplit(InputPartition):  # type: ignore[misc]
     # read_committed: (producer_id, first_offset, last_offset) of aborted transactions overlapping
     # this segment; None for read_uncommitted.
     aborted: tuple[tuple[int, int, int], ...] | None = field(default=None)
+    # a streaming split over a live log: bytes after end_offset are not written yet (a torn tail)
+    live: bool = False
 
     @property
     def name(self) -> str:
@@ -73,6 +88,50 @@ class SegmentSplit(InputPartition):  # type: ignore[misc]
 
     def __repr__(self) -> str:
         return f"SegmentSplit({self.uri}[{self.start}:{self.end}])"
+
+
+@dataclass(frozen=True)
+class Pushdown:
+    """What pushed filters allow a scan to skip (each None: no bound)."""
+
+    topics: frozenset[str] | None = None
+    partitions: frozenset[int] | None = None
+    offset_lo: int | None = None  # offsets >= this
+    offset_hi: int | None = None  # offsets < this
+    timestamp_lo: int | None = None  # ms: records with timestamp >= this may match
+    timestamp_hi: int | None = None  # ms: records with timestamp < this may match
+
+    def wants(self, topic: str, partition: int) -> bool:
+        return (self.topics is None or topic in self.topics) and (
+            self.partitions is None or partition in self.partitions
+        )
+
+    @property
+    def empty(self) -> bool:
+        return (
+            (
+                self.offset_lo is not None
+                and self.offset_hi is not None
+                and self.offset_hi <= self.offset_lo
+            )
+            or (
+                self.timestamp_lo is not None
+                and self.timestamp_hi is not None
+                and self.timestamp_hi <= self.timestamp_lo
+            )
+            or self.topics == frozenset()
+            or self.partitions == frozenset()
+        )
+
+
+@dataclass
+class PlanStats:
+    """What planning saw: the log bytes of the selected partitions and index bytes it read."""
+
+    log_bytes: int = 0
+    index_bytes: int = 0
+    planned_bytes: int = 0
+    splits: int = 0
 
 
 def _max_timestamp(timeindex: TimeIndex | None) -> int | None:
@@ -86,11 +145,21 @@ class _PartitionPlanner:
         options: ReadOptions,
         read_file: ReadFile,
         to_uri: Callable[[str], str],
+        pushdown: Pushdown | None = None,
+        stats: PlanStats | None = None,
     ) -> None:
         self.pdir = pdir
         self.options = options
-        self.read_file = read_file
+        self.pushdown = pushdown or Pushdown()
+        self.stats = stats if stats is not None else PlanStats()
         self.to_uri = to_uri
+
+        def read_counted(path: str) -> bytes | memoryview:
+            data = read_file(path)
+            self.stats.index_bytes += len(data)
+            return data
+
+        self.read_file = read_counted
         self._indexes: dict[int, OffsetIndex] = {}
         self._timeindexes: dict[int, TimeIndex | None] = {}
 
@@ -148,14 +217,30 @@ class _PartitionPlanner:
                 start_pos = (
                     self.index(segments[first]).lookup(tindex.lookup(start_ts).offset).position
                 )
-        else:
-            offset = bound_for(opts.starting_offsets, topic, partition, EARLIEST)
-            if offset >= 0:
-                start_offset = offset
-                while first < last and segments[first + 1].base_offset <= offset:
-                    first += 1
-                if segments[first].base_offset <= offset:
-                    start_pos = self.index(segments[first]).lookup(offset).position
+        offset: int | None = None
+        if start_ts is None:
+            wanted = bound_for(opts.starting_offsets, topic, partition, EARLIEST)
+            if 0 <= wanted < segments[0].base_offset:
+                self._data_loss(wanted, segments[0].base_offset)
+                wanted = segments[0].base_offset
+            offset = wanted if wanted >= 0 else None
+        lo = self.pushdown.offset_lo
+        if lo is not None and (offset is None or offset < lo):
+            offset = lo
+        if offset is not None:
+            start_offset = offset
+            moved = first  # the segment holding the offset (never back before a timestamp start)
+            while moved < last and segments[moved + 1].base_offset <= offset:
+                moved += 1
+            if moved > first:
+                first, start_pos = moved, 0
+            if segments[first].base_offset <= offset:
+                start_pos = max(start_pos, self.index(segments[first]).lookup(offset).position)
+        skipped: set[int] = set()
+        if self.pushdown.timestamp_lo is not None:
+            first, start_pos, skipped = self._prune_before(
+                segments, first, last, start_pos, self.pushdown.timestamp_lo
+            )
 
         if opts.ending_timestamps is not None:
             end_ts = bound_for(opts.ending_timestamps, topic, partition, LATEST)
@@ -172,8 +257,16 @@ class _PartitionPlanner:
             offset = bound_for(opts.ending_offsets, topic, partition, LATEST)
             if offset >= 0:
                 end_offset = offset
-                while last >= 0 and segments[last].base_offset >= offset:
-                    last -= 1
+        hi = self.pushdown.offset_hi
+        if self.pushdown.timestamp_hi is not None and opts.timestamp_skew_ms is not None:
+            stop = self._stop_after(segments, first, last, self.pushdown.timestamp_hi)
+            if stop is not None:
+                hi = stop if hi is None else min(hi, stop)
+        if hi is not None and end_ts is None:
+            end_offset = hi if end_offset is None else min(end_offset, hi)
+        if end_offset is not None:
+            while last >= 0 and segments[last].base_offset >= end_offset:
+                last -= 1
         if last < first or (
             end_offset is not None and start_offset is not None and end_offset <= start_offset
         ):
@@ -182,6 +275,8 @@ class _PartitionPlanner:
         aborted_by_segment = self._aborted(segments) if opts.read_committed else None
         splits: list[SegmentSplit] = []
         for i in range(first, last + 1):
+            if i in skipped:
+                continue
             seg = segments[i]
             size = seg.size if seg.size is not None else 0
             lo = start_pos if i == first else 0
@@ -224,6 +319,55 @@ class _PartitionPlanner:
                     )
                 )
         return splits
+
+    def _data_loss(self, wanted: int, first: int) -> None:
+        """Offsets [wanted, first) were deleted (retention, DeleteRecords) or never existed here."""
+        name = f"{self.pdir.topic}-{self.pdir.partition}"
+        message = (
+            f"{name}: offsets {wanted} to {first - 1} are not in the log any more (it starts at "
+            f"{first}): data was lost, as retention or DeleteRecords removed it, or the topic was "
+            'recreated. Set the option "failOnDataLoss" to "false" to skip them with a warning.'
+        )
+        if self.options.fail_on_data_loss:
+            raise OffsetOutOfRangeError(message=message)
+        log.warning("kwire: skipping lost data: %s", message)
+
+    def _prune_before(
+        self, segments: Sequence[SegmentFiles], first: int, last: int, start_pos: int, ts: int
+    ) -> tuple[int, int, set[int]]:
+        """Skip what cannot hold a timestamp >= ts: whole segments (largest timestamp below ts;
+        not the last one, whose index may lag) and, in the first kept one, everything up to the
+        last time index entry below ts."""
+        skipped = set()
+        for i in range(first, last):
+            largest = _max_timestamp(self.timeindex(segments[i]))
+            if largest is not None and largest < ts:
+                skipped.add(i)
+        while first in skipped:
+            first += 1
+            start_pos = 0
+        tindex = self.timeindex(segments[first])
+        if tindex is not None and len(tindex):
+            below = [e for e in tindex.entries if e.timestamp < ts]
+            if below:
+                pos = self.index(segments[first]).lookup(below[-1].offset + 1).position
+                start_pos = max(start_pos, pos)
+        return first, start_pos, skipped
+
+    def _stop_after(
+        self, segments: Sequence[SegmentFiles], first: int, last: int, ts: int
+    ) -> int | None:
+        """With timestampSkewMs S: an exclusive end offset after which no record has a timestamp
+        below ts (the first time index entry with t - S >= ts; every later record is >= t - S)."""
+        skew = self.options.timestamp_skew_ms or 0
+        for i in range(first, last + 1):
+            tindex = self.timeindex(segments[i])
+            if tindex is None:
+                continue
+            for entry in tindex.entries:
+                if entry.timestamp - skew >= ts:
+                    return entry.offset + 1
+        return None
 
     def _aborted(self, segments: Sequence[SegmentFiles]) -> list[tuple[tuple[int, int, int], ...]]:
         """Per segment, the aborted transactions overlapping its offsets (from every .txnindex)."""
@@ -288,15 +432,50 @@ def pack_splits(
     return result
 
 
+def check_named_partitions(options: ReadOptions, found: Sequence[tuple[str, int]]) -> None:
+    """Spark's rule: a per-partition JSON option names every partition of the subscribed topics
+    (without subscribe/subscribePattern/assign: of each topic it names), and no other."""
+    for name, named in options.named_partitions:
+        topics = {t for t, _ in named}
+        expected = {
+            (t, p) for t, p in found if (options.wants(t, p) if options.subscribed else t in topics)
+        }
+        if set(named) != expected:
+            raise OptionError(
+                f"option {name}: when it gives specific offsets it must name every "
+                "TopicPartition (use -1 for latest, -2 for earliest). "
+                f"Specified: {_tps(named)} Assigned: {_tps(expected)}"
+            )
+
+
+def _tps(tps: set[tuple[str, int]] | frozenset[tuple[str, int]]) -> str:
+    return "[" + ", ".join(f"{t}-{p}" for t, p in sorted(tps)) + "]"
+
+
 def plan_splits(
     files: dict[str, int],
     options: ReadOptions,
     read_file: ReadFile,
     to_uri: Callable[[str], str] = str,
+    *,
+    pushdown: Pushdown | None = None,
+    stats: PlanStats | None = None,
 ) -> list[SegmentSplit]:
     """Splits for every selected topic-partition found in a listing ``{path: size}``."""
     splits: list[SegmentSplit] = []
-    for pdir in partitions_from_paths(sorted(files), files):
-        if options.wants(pdir.topic, pdir.partition):
-            splits.extend(_PartitionPlanner(pdir, options, read_file, to_uri).plan())
+    stats = stats if stats is not None else PlanStats()
+    pdirs = partitions_from_paths(sorted(files), files)
+    check_named_partitions(options, [(p.topic, p.partition) for p in pdirs])
+    if pushdown is not None and pushdown.empty:
+        return []
+    for pdir in pdirs:
+        if options.wants(pdir.topic, pdir.partition) and (
+            pushdown is None or pushdown.wants(pdir.topic, pdir.partition)
+        ):
+            stats.log_bytes += sum(s.size or 0 for s in pdir.segments)
+            splits.extend(
+                _PartitionPlanner(pdir, options, read_file, to_uri, pushdown, stats).plan()
+            )
+    stats.splits = len(splits)
+    stats.planned_bytes = sum(s.end - s.start for s in splits)
     return splits

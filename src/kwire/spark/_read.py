@@ -20,7 +20,10 @@
 # batchOffset when known, and `_corrupt_record`); DROPMALFORMED drops them; FAILFAST raises.
 # Skipped bytes are counted per split, logged as a warning on the executor and, when the
 # `reportPath` option is set, written there as one small JSON file per split (the pipeline sums
-# them for its closing table).
+# them for its closing table). With `metricsPath`, every split leaves the bytes it read there
+# (`scan_metrics` sums them, with the planner's note). A streaming split over a live log
+# (`live`) stops once it has read its end offset: bytes after it, a batch still being written
+# included, are not yet written as far as the query is concerned, never corruption.
 from __future__ import annotations
 
 import json
@@ -43,7 +46,7 @@ from kwire.spark._schema import CORRUPT_RECORD, RECORD_COLUMNS, arrow_schema
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["SplitStats", "read_split"]
+__all__ = ["ScanMetrics", "SplitStats", "read_split", "scan_metrics", "write_metrics"]
 
 log = logging.getLogger("kwire.spark")
 
@@ -58,6 +61,7 @@ class SplitStats:
     """What reading one split did (kept on the executor; logged and optionally reported)."""
 
     records: int = 0
+    bytes_read: int = 0
     skipped_bytes: int = 0
     problems: list[str] = field(default_factory=list)
 
@@ -235,6 +239,13 @@ class _SplitReader:
         opts = self.options
         dropped = _aborted_batches(view, self.committed) if self.committed is not None else []
         result = self.decode(view, base, verify_crc=opts.verify_crc)
+        split = self.split
+        if split.live and split.end_offset is not None and result.batch.num_rows:
+            import pyarrow.compute as pc
+
+            top = pc.max(result.batch.column("offset")).as_py()
+            if top is not None and top >= split.end_offset - 1:
+                self.stopped = True  # what follows is past the end: maybe still being written
         table = self.select(result.batch, dropped)
         if table.num_rows:
             yield self.finish(table, None)
@@ -267,7 +278,9 @@ class _SplitReader:
                         )
                     continue
             yield from self.problem(skipped.position, skipped.size, skipped.reason, batch_offset)
-        if result.truncated_bytes:
+        if result.truncated_bytes and self.split.live:
+            self.stopped = True  # a batch still being written: not there yet
+        elif result.truncated_bytes:
             tail = view[result.bytes_consumed :]
             reason = "zero-filled tail" if not any(tail) else "truncated batch at the end"
             yield from self.problem(base + result.bytes_consumed, result.truncated_bytes, reason)
@@ -280,6 +293,7 @@ class _SplitReader:
         rows are queued in ``self.pending``.
         """
         rest = read_bytes(fs, path, pos, self.split.end)
+        self.stats.bytes_read += len(rest)
         scan = scan_batches(
             rest, base_position=pos, source=self.split.uri, verify_crc=True, errors="report"
         )
@@ -300,13 +314,17 @@ class _SplitReader:
         while pos < split.end and not self.stopped:
             want = min(split.end, pos + WINDOW_BYTES)
             view = read_bytes(fs, path, pos, want)
+            self.stats.bytes_read += len(view)
             length = frame_cut(view, len(view))
             if length == 0 and len(view) >= _FRAME_OVERHEAD:
                 # One batch larger than the window, or running past the split's end: read it whole
                 # (bounded by the file size, so a corrupt size cannot make us allocate more).
                 size = _FRAME.unpack_from(view, 0)[1]
                 view = read_bytes(fs, path, pos, min(split.log_size, pos + _FRAME_OVERHEAD + size))
+                self.stats.bytes_read += len(view)
                 length = len(view)
+            elif length < 0 and split.live and not any(view):
+                break  # zeros at the end of a live segment: not written yet
             elif length <= 0:
                 # Corrupt framing: the log layer's scan resynchronises on the next batch whose
                 # CRC verifies; the bytes in between are reported, the batches after them read.
@@ -334,6 +352,12 @@ def read_split(
         yield from reader.read()
     finally:
         stats = reader.stats
+        if options.metrics_path:
+            write_metrics(
+                options.metrics_path,
+                f"split-{split.topic}-{split.partition}-{split.base_offset}-{split.start}",
+                {"bytes_read": stats.bytes_read, "records": stats.records},
+            )
         if stats.skipped_bytes or stats.problems:
             log.warning(
                 "kwire: skipped %d bytes in %s [%d:%d]: %s",
@@ -382,3 +406,51 @@ def read_reports(report_path: str) -> tuple[int, list[str]]:
             total += int(doc["skipped_bytes"])
             problems.extend(f"{doc['segment']}: {p}" for p in doc["problems"])
     return total, problems
+
+
+def write_metrics(metrics_path: str, name: str, doc: dict[str, int]) -> None:
+    """Leave one small JSON note in a ``metricsPath`` directory (one per split or plan)."""
+    fs, root = resolve(metrics_path)
+    fs.create_dir(root, recursive=True)
+    with fs.open_output_stream(f"{root}/{name}-{uuid.uuid4().hex[:8]}.json") as out:
+        out.write(json.dumps(doc).encode())
+
+
+@dataclass(frozen=True)
+class ScanMetrics:
+    """What scans that had ``metricsPath`` set did: bytes executors read from ``.log`` files,
+    index bytes the planner read, and the log bytes of the partitions they selected."""
+
+    bytes_read: int
+    index_bytes: int
+    log_bytes: int
+    planned_bytes: int
+    splits: int
+    records: int
+
+    @property
+    def fraction_read(self) -> float:
+        """``bytes_read`` over ``log_bytes`` (the share of the selected logs a scan touched)."""
+        return self.bytes_read / self.log_bytes if self.log_bytes else 0.0
+
+
+def scan_metrics(metrics_path: str) -> ScanMetrics:
+    """Sum the notes scans left in ``metricsPath`` (see the ``metricsPath`` option)."""
+    import pyarrow.fs as pafs
+
+    fs, root = resolve(metrics_path)
+    totals = dict.fromkeys(
+        ("bytes_read", "index_bytes", "log_bytes", "planned_bytes", "splits", "records"), 0
+    )
+    try:
+        infos = fs.get_file_info(pafs.FileSelector(root, recursive=False))
+    except FileNotFoundError:
+        infos = []
+    for info in infos:
+        if info.path.endswith(".json"):
+            with fs.open_input_file(info.path) as f:
+                doc = json.loads(f.read().decode())
+            for key, value in doc.items():
+                if key in totals:
+                    totals[key] += int(value)
+    return ScanMetrics(**totals)
