@@ -41,6 +41,7 @@ __all__ = [
     "authorize_any",
     "authorized_operations",
     "authorizer",
+    "config_resource_error",
 ]
 
 # ResourceType codes
@@ -490,3 +491,18 @@ def handle_delete_acls(state: BrokerState, ctx: RequestContext, request: Any) ->
     if changed and auth is not None:
         auth.store.save()
     return DELETE_ACLS_RESPONSE(throttle_time_ms=0, filter_results=results)
+
+
+def config_resource_error(
+    state: BrokerState, ctx: RequestContext, resource: Any, operation: str
+) -> ErrorCode | None:
+    """DescribeConfigs/AlterConfigs (``ConfigAdminManager``/``AuthHelper``): the error for a
+    config resource the principal may not touch (a topic: the topic; a broker or its loggers:
+    the cluster), else None."""
+    if resource.resource_type == 2:  # ConfigResource.Type.TOPIC
+        if authorize(state, ctx, operation, TOPIC, resource.resource_name):
+            return None
+        return ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    if authorize(state, ctx, operation, CLUSTER, CLUSTER_NAME):
+        return None
+    return ErrorCode.CLUSTER_AUTHORIZATION_FAILED

@@ -22,6 +22,13 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
+from kwire.broker._acl import (
+    CLUSTER,
+    TOPIC,
+    authorize,
+    authorized_operations,
+    config_resource_error,
+)
 from kwire.broker._apis import register
 from kwire.broker._config import (
     BROKER_CONFIGS,
@@ -35,7 +42,7 @@ from kwire.broker._config import (
     validate_topic_configs,
 )
 from kwire.broker._context import RequestContext
-from kwire.broker._data import CLUSTER_OPERATIONS, NO_OPERATIONS
+from kwire.broker._data import NO_OPERATIONS
 from kwire.broker._state import BrokerError, BrokerState, Topic, validate_topic_name
 from kwire.log import OffsetOutOfRangeError
 from kwire.protocol import ErrorCode, message_class, struct_class
@@ -373,6 +380,9 @@ def handle_create_topics(state: BrokerState, ctx: RequestContext, request: Any) 
     counts = Counter(t.name for t in request.topics)
     results = [
         _create_topic(state, topic, validate_only)
+        if authorize(state, ctx, "CREATE", CLUSTER, "kafka-cluster")
+        or authorize(state, ctx, "CREATE", TOPIC, topic.name)
+        else _topic_error_result(topic.name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, None)
         for topic in request.topics
         if counts[topic.name] == 1 and topic.name != CLUSTER_METADATA_TOPIC
     ]
@@ -482,12 +492,19 @@ def handle_delete_topics(state: BrokerState, ctx: RequestContext, request: Any) 
     to_delete: dict[uuid.UUID, Topic] = {}
     for topic_id in ids:
         found = state.topics_by_id.get(topic_id)
-        if found is None:
+        if found is None or not authorize(state, ctx, "DESCRIBE", TOPIC, found.name):
             responses.append(_deleted(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID, None))
+        elif not authorize(state, ctx, "DELETE", TOPIC, found.name):
+            error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            responses.append(_deleted(None, topic_id, error, None))
         else:
             to_delete[topic_id] = found
     for name in names:
         found = state.topics.get(name)
+        if not authorize(state, ctx, "DELETE", TOPIC, name):
+            error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            responses.append(_deleted(name, ZERO_UUID, error, None))
+            continue
         if found is None:
             responses.append(_deleted(name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None))
             continue
@@ -555,6 +572,12 @@ def handle_create_partitions(state: BrokerState, ctx: RequestContext, request: A
     ]
     for wanted in request.topics:
         if counts[wanted.name] > 1:
+            continue
+        if not authorize(state, ctx, "ALTER", TOPIC, wanted.name):
+            error = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            results.append(
+                CREATE_PARTITIONS_RESULT(name=wanted.name, error_code=error, error_message=None)
+            )
             continue
         try:
             topic = _check_new_partitions(state, wanted)
@@ -715,6 +738,9 @@ def handle_describe_configs(state: BrokerState, ctx: RequestContext, request: An
     results = []
     for resource in request.resources:
         try:
+            denied = config_resource_error(state, ctx, resource, "DESCRIBE_CONFIGS")
+            if denied is not None:
+                raise _ApiError(denied)
             entries = _describe_resource(state, resource, include_synonyms)
         except _ApiError as exc:
             results.append(
@@ -849,6 +875,9 @@ def handle_alter_configs(state: BrokerState, ctx: RequestContext, request: Any) 
             error = _ApiError(ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")
         else:
             try:
+                denied = config_resource_error(state, ctx, resource, "ALTER_CONFIGS")
+                if denied is not None:
+                    raise _ApiError(denied)
                 _legacy_alter(state, resource, bool(request.validate_only))
             except _ApiError as exc:
                 error = exc
@@ -975,6 +1004,9 @@ def handle_incremental_alter_configs(state: BrokerState, ctx: RequestContext, re
             error = _ApiError(ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")
         else:
             try:
+                denied = config_resource_error(state, ctx, resource, "ALTER_CONFIGS")
+                if denied is not None:
+                    raise _ApiError(denied)
                 _incremental_alter(state, resource, bool(request.validate_only))
             except _ApiError as exc:
                 error = exc
@@ -1029,7 +1061,9 @@ def handle_describe_cluster(state: BrokerState, ctx: RequestContext, request: An
         controller_id=state.node_id,
         brokers=[broker],
         cluster_authorized_operations=(
-            CLUSTER_OPERATIONS if request.include_cluster_authorized_operations else NO_OPERATIONS
+            authorized_operations(state, ctx, CLUSTER, "kafka-cluster")
+            if request.include_cluster_authorized_operations
+            else NO_OPERATIONS
         ),
     )
 
@@ -1040,6 +1074,9 @@ def handle_describe_cluster(state: BrokerState, ctx: RequestContext, request: An
 @register(35, 0, 5)
 def handle_describe_log_dirs(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
     """DescribeLogDirs (``ReplicaManager.describeLogDirs``): the one data directory."""
+    if not authorize(state, ctx, "DESCRIBE", CLUSTER, "kafka-cluster"):
+        error = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+        return DESCRIBE_LOG_DIRS_RESPONSE(throttle_time_ms=0, error_code=error, results=[])
     wanted: set[tuple[str, int]] | None = None
     if request.topics is not None:
         wanted = {(t.topic, p) for t in request.topics for p in t.partitions}
@@ -1112,7 +1149,11 @@ def handle_delete_records(state: BrokerState, ctx: RequestContext, request: Any)
     for wanted in request.topics:
         parts = []
         for req in wanted.partitions:
-            low, error = _delete_records(state, wanted.name, req.partition_index, req.offset)
+            low, error = (
+                _delete_records(state, wanted.name, req.partition_index, req.offset)
+                if authorize(state, ctx, "DELETE", TOPIC, wanted.name)
+                else (-1, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            )
             deleted = deleted or error is ErrorCode.NONE
             parts.append(
                 DELETE_RECORDS_PARTITION(
