@@ -5,10 +5,13 @@ takes the time from an injected ``Clock`` (tests advance a ``ManualClock``). Par
 ``kwire.log.LiveLog`` each; the files are ``kwire.log``'s business. Topic names follow Kafka's
 ``Topic.validate`` rules; topic ids are random v4 UUIDs, as KRaft controllers make them.
 
-What a KRaft broker keeps in ``__cluster_metadata`` (topic names, ids, partition counts, config
-overrides, the next producer id block) is kept in one JSON file, ``kwire-metadata.json``, written
-atomically on every change, beside Kafka's own files; the partition folders, their
-``partition.metadata`` and the checkpoint files are exactly Kafka's.
+Topic names, ids, partition counts, config overrides and the next producer id block are kept as
+a KRaft node keeps them, as metadata records in ``__cluster_metadata-0`` (``_metadata_log``):
+every change is appended and fsynced before it is answered, and replayed at start. The internal
+``__cluster_metadata`` topic is not a ``Topic`` (Kafka hides it). A ``kwire-metadata.json`` left
+by an older kwire is read once, written into the metadata log, and renamed
+``kwire-metadata.json.migrated``. The partition folders, their ``partition.metadata`` and the
+checkpoint files are exactly Kafka's.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from collections.abc import Callable, Hashable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
+from kwire.broker import _metadata_log as mlog
 from kwire.broker._config import (
     ConfigError,
     log_config,
@@ -46,6 +50,7 @@ __all__ = [
 
 log = logging.getLogger("kwire.broker")
 
+#: What kwire kept before the metadata log (read once at start, then renamed ``.migrated``).
 METADATA_FILE: Final = "kwire-metadata.json"
 MAX_TOPIC_NAME: Final = 249
 _LEGAL_TOPIC: Final = re.compile(r"^[a-zA-Z0-9._-]+$")
@@ -331,7 +336,7 @@ class BrokerState:
 
     def close(self) -> None:
         """Flush, checkpoint and close every log, and mark the shutdown clean (no recovery next)."""
-        self._write_metadata()
+        self._write_metadata(close=True)
         self.data_dir.close([p.log for p in self.iter_partitions()])
 
     # --- persistence --------------------------------------------------------------------------
@@ -340,45 +345,77 @@ class BrokerState:
         return os.path.join(self.path, METADATA_FILE)
 
     def _read_metadata(self) -> dict[str, object]:
+        """What an older kwire left in ``kwire-metadata.json`` (migrated at start), else the
+        cluster id of ``meta.properties`` (a KRaft node's only record of it besides the log)."""
         try:
             with open(self._metadata_path(), encoding="utf-8") as f:
                 data = json.load(f)
         except FileNotFoundError:
-            return {}
+            return {"cluster_id": mlog.stored_cluster_id(self.path)}
         if not isinstance(data, dict):
             raise ValueError(f"{self._metadata_path()} is not a JSON object")
         return data
 
-    def _write_metadata(self) -> None:
-        doc = {
-            "version": 1,
-            "cluster_id": self.cluster_id,
-            "node_id": self.node_id,
-            "next_producer_id": self.next_producer_id,
-            "topics": {
-                t.name: {
-                    "topic_id": str(t.topic_id),
-                    "partitions": len(t.partitions),
-                    "configs": t.configs,
-                }
-                for t in self.topics.values()
-            },
+    def _write_metadata(self, *, close: bool = False) -> None:
+        """Append what changed since the last call to ``__cluster_metadata`` (fsynced): the
+        topics' records, and a new producer id block once ``next_producer_id`` passes the
+        allocated ones (``close=True`` also closes the metadata log)."""
+        metadata = self._metadata
+        now = self.now_ms()
+        topics = {
+            t.name: mlog.TopicState(t.topic_id, len(t.partitions), dict(t.configs))
+            for t in self.topics.values()
         }
-        tmp = self._metadata_path() + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=1, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self._metadata_path())
+        metadata.append(mlog.changes(metadata.image, metadata.node, topics), now)
+        if self.next_producer_id > max(metadata.image.next_producer_id, self._first_producer_id):
+            # The id just handed out (next_producer_id - 1) opens a new block of 1000.
+            metadata.allocate_producer_ids(now, at_least=self.next_producer_id - 1)
+        if close:
+            metadata.close()
 
     def _load_topics(self, topics: object) -> None:
-        if not isinstance(topics, dict):
-            return
-        for name, entry in sorted(topics.items()):
-            topic = Topic(name, uuid.UUID(entry["topic_id"]), dict(entry.get("configs", {})))
-            self.topics[name] = topic
-            self.topics_by_id[topic.topic_id] = topic
-            self._add_partitions(topic, int(entry["partitions"]))
+        """Open ``__cluster_metadata`` and build the topics from its image; a fresh metadata log
+        takes the topics of an older kwire's ``kwire-metadata.json`` (``topics``) instead."""
+        self._metadata = mlog.MetadataLog.open(
+            self.path,
+            node_id=self.node_id,
+            directory_id=self.data_dir.directory_id,
+            release=self.personality.release,
+            now_ms=self.now_ms(),
+            host=self.host,
+            port=self.port,
+        )
+        image = self._metadata.image
+        migrate = isinstance(topics, dict) and bool(topics) and not image.topics
+        if migrate and isinstance(topics, dict):
+            for name, entry in sorted(topics.items()):
+                topic = Topic(name, uuid.UUID(entry["topic_id"]), dict(entry.get("configs", {})))
+                self.topics[name] = topic
+                self.topics_by_id[topic.topic_id] = topic
+                self._add_partitions(topic, int(entry["partitions"]))
+        else:
+            for name, found in sorted(image.topics.items()):
+                topic = Topic(name, found.topic_id, image.topic_configs(name))
+                self.topics[name] = topic
+                self.topics_by_id[topic.topic_id] = topic
+                self._add_partitions(topic, len(found.partitions))
+        # Ids below the image's next block were handed out before; never again.
+        self.next_producer_id = max(self.next_producer_id, image.next_producer_id)
+        self._first_producer_id = self.next_producer_id
+        if os.path.exists(self._metadata_path()):
+            if self.next_producer_id > image.next_producer_id:
+                # The JSON's counter: reserve up to it, so no id below it is handed out again.
+                self._metadata.append(
+                    [
+                        mlog.producer_ids_record(
+                            self.node_id, self._metadata.broker_epoch, self.next_producer_id
+                        )
+                    ],
+                    self.now_ms(),
+                )
+            self._write_metadata()
+            os.replace(self._metadata_path(), self._metadata_path() + ".migrated")
+            log.info("migrated %s into the metadata log", METADATA_FILE)
 
 
 def _random_cluster_id() -> str:

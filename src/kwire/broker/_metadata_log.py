@@ -1,0 +1,792 @@
+"""The broker's own metadata in ``__cluster_metadata``, as a Kafka 3.9 KRaft combined-mode node.
+
+Approach: two halves.
+
+The sans-IO half: a metadata record value is Kafka's ``MetadataRecordSerde`` framing, the frame
+version 1, the record's apiKey and version (unsigned varints), then the record's fields
+(``encode_record`` / ``decode_record``, with kwire's generated classes of Kafka 3.9's
+``metadata/src/main/resources/common/metadata`` specs). ``MetadataImage`` is what replaying the
+records gives (Kafka's ``MetadataImage``, reduced to what this node needs): topics by name and id
+with their partitions and config overrides, other config resources (broker overrides), the next
+producer id block, the finalized features, the registered brokers. ``topic_records``,
+``partition_records``, ``remove_topic_records``, ``config_records`` and
+``producer_ids_record`` turn a state change into records as Kafka's controller writes them
+(``ReplicationControlManager``, ``ConfigurationControlManager``, ``ProducerIdControlManager``), at
+the record versions of the node's ``metadata.version`` (``MetadataVersion.partitionRecordVersion``,
+``registerBrokerRecordVersion``).
+
+The files (``MetadataLog``): ``<data dir>/__cluster_metadata-0/`` is a ``kwire.log.LiveLog``
+(segments, indexes, ``leader-epoch-checkpoint``; no ``partition.metadata``, as Kafka's metadata
+log), recovered on every open (a torn tail is truncated) and replayed into the image; data batches
+are appended as the quorum leader (``AppendOrigin.COORDINATOR``, the partition leader epoch is the
+quorum epoch) and fsynced before the change is used, as KafkaRaftClient flushes before it commits.
+``quorum-state`` is ``FileQuorumStateStore``'s JSON (``data_version`` 0, static voters). A fresh
+directory gets what ``kafka-storage format`` and the first start write: ``bootstrap.checkpoint``
+(a snapshot with ``FeatureLevelRecord metadata.version``), then in the log the bootstrap records
+(``ActivationRecordsGenerator.recordsForEmptyLog``: BeginTransaction, FeatureLevel,
+ZkMigrationState NONE, EndTransaction from 3.6-IV1 on). Every open is a new election: the epoch
+goes up by one, ``quorum-state`` is rewritten, a ``LeaderChange`` control batch opens the epoch,
+and the node registers again (``RegisterBrokerRecord`` with a new incarnation and the record's
+offset as broker epoch, then ``UnfenceBrokerRecord``).
+
+Producer ids come in blocks of 1000 (``ProducerIdControlManager``): the image's
+``next_producer_id`` is the first id no block has handed out, so ids never repeat after a restart
+or a kill. kwire writes no periodic ``<offset>-<epoch>.checkpoint`` snapshots (the log is kept
+whole); ``read_snapshot`` reads Kafka's.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from kwire._wire import read_uvarint, write_uvarint
+from kwire.errors import DecodeError
+from kwire.log import LiveLog, LogConfig
+from kwire.log._datadir import META_PROPERTIES
+from kwire.records import (
+    AppendOrigin,
+    BatchBuilder,
+    ControlRecordType,
+    build_control_batch,
+    read_batches,
+)
+
+__all__ = [
+    "BOOTSTRAP_CHECKPOINT",
+    "FRAME_VERSION",
+    "METADATA_TOPIC",
+    "PRODUCER_ID_BLOCK_SIZE",
+    "QUORUM_STATE",
+    "RECORD_NAMES",
+    "MetadataImage",
+    "MetadataLog",
+    "NodeInfo",
+    "PartitionImage",
+    "TopicImage",
+    "TopicState",
+    "changes",
+    "config_records",
+    "decode_record",
+    "dump_json",
+    "encode_record",
+    "metadata_version_for",
+    "partition_records",
+    "producer_ids_record",
+    "read_snapshot",
+    "record_type_name",
+    "remove_topic_records",
+    "stored_cluster_id",
+    "topic_records",
+]
+
+METADATA_TOPIC: Final = "__cluster_metadata"
+METADATA_PARTITION_DIR: Final = f"{METADATA_TOPIC}-0"
+QUORUM_STATE: Final = "quorum-state"
+BOOTSTRAP_CHECKPOINT: Final = "bootstrap.checkpoint"
+#: ``MetadataRecordSerde``'s DEFAULT_FRAME_VERSION.
+FRAME_VERSION: Final = 1
+#: ``ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE``.
+PRODUCER_ID_BLOCK_SIZE: Final = 1000
+#: ``ConfigResource.Type``.
+CONFIG_TOPIC: Final = 2
+CONFIG_BROKER: Final = 4
+METADATA_VERSION_FEATURE: Final = "metadata.version"
+
+#: Kafka 3.9's metadata records by apiKey (``MetadataRecordType``).
+RECORD_NAMES: Final = {
+    0: "RegisterBrokerRecord",
+    1: "UnregisterBrokerRecord",
+    2: "TopicRecord",
+    3: "PartitionRecord",
+    4: "ConfigRecord",
+    5: "PartitionChangeRecord",
+    7: "FenceBrokerRecord",
+    8: "UnfenceBrokerRecord",
+    9: "RemoveTopicRecord",
+    10: "DelegationTokenRecord",
+    11: "UserScramCredentialRecord",
+    12: "FeatureLevelRecord",
+    14: "ClientQuotaRecord",
+    15: "ProducerIdsRecord",
+    17: "BrokerRegistrationChangeRecord",
+    18: "AccessControlEntryRecord",
+    19: "RemoveAccessControlEntryRecord",
+    20: "NoOpRecord",
+    21: "ZkMigrationStateRecord",
+    22: "RemoveUserScramCredentialRecord",
+    23: "BeginTransactionRecord",
+    24: "EndTransactionRecord",
+    25: "AbortTransactionRecord",
+    26: "RemoveDelegationTokenRecord",
+    27: "RegisterControllerRecord",
+}
+_API_KEYS: Final = {name: key for key, name in RECORD_NAMES.items()}
+
+#: ``MetadataVersion`` feature levels (Kafka 3.9.0): the newest level of each release line that
+#: has KRaft in production (3.3 on); 3.9-IV0 is the newest stable level the bundled specs know,
+#: so later personalities write it too (Kafka 4.x reads it: it still supports 3.3-IV3 and up).
+_METADATA_VERSIONS: Final = {
+    (3, 3): 7,
+    (3, 4): 8,
+    (3, 5): 11,
+    (3, 6): 14,
+    (3, 7): 19,
+    (3, 8): 20,
+    (3, 9): 21,
+}
+_MV_3_3_IV3: Final = 7  # InControlledShutdown in RegisterBrokerRecord v1
+_MV_3_4_IV0: Final = 8  # migration: RegisterBrokerRecord v2, ZkMigrationStateRecord
+_MV_3_6_IV1: Final = 13  # metadata transactions (Begin/EndTransactionRecord)
+_MV_3_7_IV2: Final = 17  # directory assignment: PartitionRecord v1, RegisterBrokerRecord v3
+
+
+def metadata_version_for(release: str) -> int:
+    """The ``metadata.version`` feature level a node of ``release`` formats its log with."""
+    parts = release.split(".")
+    try:
+        key = (int(parts[0]), int(parts[1]))
+    except (IndexError, ValueError):
+        return _METADATA_VERSIONS[(3, 9)]
+    if key in _METADATA_VERSIONS:
+        return _METADATA_VERSIONS[key]
+    return _METADATA_VERSIONS[(3, 9)] if key > (3, 9) else _METADATA_VERSIONS[(3, 3)]
+
+
+def _partition_record_version(level: int) -> int:
+    return 1 if level >= _MV_3_7_IV2 else 0
+
+
+def _register_broker_record_version(level: int) -> int:
+    if level >= _MV_3_7_IV2:
+        return 3
+    if level >= _MV_3_4_IV0:
+        return 2
+    return 1 if level >= _MV_3_3_IV3 else 0
+
+
+# -- the record framing (MetadataRecordSerde) -------------------------------------------------------
+
+
+def _record_class(name: str) -> Any:
+    from kwire.protocol import message_class
+
+    return message_class(name)
+
+
+def _struct(record_name: str, *path: str) -> Any:
+    from kwire.protocol import struct_class
+
+    return struct_class(_record_class(record_name), *path)
+
+
+def new_record(record: str, /, **fields: Any) -> Any:
+    """A message of kwire's generated class ``name`` (a metadata or KRaft control record)."""
+    return _record_class(record)(**fields)
+
+
+Record = tuple[Any, int]  # (message, version): Kafka's ApiMessageAndVersion
+
+
+def encode_record(message: Any, version: int) -> bytes:
+    """A record value as ``MetadataRecordSerde`` writes it."""
+    api_key = _API_KEYS[type(message).__name__]
+    out = bytearray()
+    write_uvarint(out, FRAME_VERSION)
+    write_uvarint(out, api_key)
+    write_uvarint(out, version)
+    out += message.encode(version)
+    return bytes(out)
+
+
+def decode_record(value: bytes | bytearray | memoryview) -> Record:
+    """``(message, version)`` of a record value (``DecodeError`` when it is not one)."""
+    view = memoryview(value)
+    frame, pos = read_uvarint(view, 0)
+    if frame != FRAME_VERSION:
+        raise DecodeError(
+            f"Could not deserialize metadata record due to unknown frame version {frame}"
+        )
+    api_key, pos = read_uvarint(view, pos)
+    version, pos = read_uvarint(view, pos)
+    name = RECORD_NAMES.get(api_key)
+    if name is None:
+        raise DecodeError(f"unknown metadata record type {api_key}")
+    cls = _record_class(name)
+    if not cls.MIN_VERSION <= version <= cls.MAX_VERSION:
+        raise DecodeError(f"{name} version {version} is not supported")
+    return cls.decode(bytes(view[pos:]), version), version
+
+
+def record_type_name(api_key: int) -> str:
+    """``MetadataRecordType.fromId(apiKey).toString()``: ``TopicRecord`` -> ``TOPIC_RECORD``."""
+    name = RECORD_NAMES[api_key]
+    return "".join("_" + c if c.isupper() and i else c for i, c in enumerate(name)).upper()
+
+
+def dump_json(value: bytes | bytearray | memoryview) -> str:
+    """A record value as ``kafka-dump-log.sh --cluster-metadata-decoder`` prints its payload
+    (``{"type":"TOPIC_RECORD","version":0,"data":{...}}``, Jackson's compact JSON)."""
+    message, version = decode_record(value)
+    doc = {
+        "type": record_type_name(_API_KEYS[type(message).__name__]),
+        "version": version,
+        "data": message.to_json(version),
+    }
+    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
+
+
+# -- the image ----------------------------------------------------------------------------------
+
+
+@dataclass
+class PartitionImage:
+    partition_id: int
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+    replicas: list[int]
+    isr: list[int]
+    directories: list[uuid.UUID] = field(default_factory=list)
+
+
+@dataclass
+class TopicImage:
+    name: str
+    topic_id: uuid.UUID
+    partitions: dict[int, PartitionImage] = field(default_factory=dict)
+
+    def partition_count(self) -> int:
+        return len(self.partitions)
+
+
+@dataclass
+class BrokerImage:
+    broker_id: int
+    broker_epoch: int
+    incarnation_id: uuid.UUID
+    fenced: bool
+
+
+@dataclass
+class MetadataImage:
+    """What replaying metadata records gives; see the module doc."""
+
+    topics: dict[str, TopicImage] = field(default_factory=dict)
+    topics_by_id: dict[uuid.UUID, TopicImage] = field(default_factory=dict)
+    #: Config overrides by (resource type, resource name): topics (2) by name, brokers (4) by id
+    #: ("" for the cluster default).
+    configs: dict[tuple[int, str], dict[str, str]] = field(default_factory=dict)
+    #: The first producer id no block has handed out (ProducerIdsRecord.NextProducerId).
+    next_producer_id: int = 0
+    features: dict[str, int] = field(default_factory=dict)
+    brokers: dict[int, BrokerImage] = field(default_factory=dict)
+
+    def topic_configs(self, name: str) -> dict[str, str]:
+        return dict(self.configs.get((CONFIG_TOPIC, name), {}))
+
+    def broker_configs(self, broker: str = "") -> dict[str, str]:
+        return dict(self.configs.get((CONFIG_BROKER, broker), {}))
+
+    def replay(self, message: Any) -> None:
+        """Apply one record (Kafka's ``MetadataDelta.replay``); unknown kinds are ignored."""
+        kind = type(message).__name__
+        if kind == "TopicRecord":
+            topic = TopicImage(message.name, uuid.UUID(bytes=message.topic_id.bytes))
+            self.topics[topic.name] = topic
+            self.topics_by_id[topic.topic_id] = topic
+        elif kind in ("PartitionRecord", "PartitionChangeRecord"):
+            self._replay_partition(kind, message)
+        elif kind == "RemoveTopicRecord":
+            gone = self.topics_by_id.pop(uuid.UUID(bytes=message.topic_id.bytes), None)
+            if gone is not None:
+                self.topics.pop(gone.name, None)
+                self.configs.pop((CONFIG_TOPIC, gone.name), None)
+        elif kind == "ConfigRecord":
+            entries = self.configs.setdefault((message.resource_type, message.resource_name), {})
+            if message.value is None:
+                entries.pop(message.name, None)
+            else:
+                entries[message.name] = message.value
+            if not entries:
+                del self.configs[(message.resource_type, message.resource_name)]
+        elif kind == "ProducerIdsRecord":
+            self.next_producer_id = max(self.next_producer_id, message.next_producer_id)
+        elif kind == "FeatureLevelRecord":
+            if message.feature_level == 0 and message.name != METADATA_VERSION_FEATURE:
+                self.features.pop(message.name, None)
+            else:
+                self.features[message.name] = message.feature_level
+        elif kind == "RegisterBrokerRecord":
+            self.brokers[message.broker_id] = BrokerImage(
+                message.broker_id,
+                message.broker_epoch,
+                uuid.UUID(bytes=message.incarnation_id.bytes),
+                message.fenced,
+            )
+        elif kind in ("UnfenceBrokerRecord", "FenceBrokerRecord"):
+            broker = self.brokers.get(message.id)
+            if broker is not None and broker.broker_epoch == message.epoch:
+                broker.fenced = kind == "FenceBrokerRecord"
+        elif kind == "UnregisterBrokerRecord":
+            self.brokers.pop(message.broker_id, None)
+
+    def _replay_partition(self, kind: str, message: Any) -> None:
+        topic = self.topics_by_id.get(uuid.UUID(bytes=message.topic_id.bytes))
+        if topic is None:
+            return
+        if kind == "PartitionRecord":
+            topic.partitions[message.partition_id] = PartitionImage(
+                message.partition_id,
+                message.leader,
+                message.leader_epoch,
+                message.partition_epoch,
+                list(message.replicas),
+                list(message.isr),
+                [uuid.UUID(bytes=d.bytes) for d in message.directories],
+            )
+            return
+        part = topic.partitions.get(message.partition_id)
+        if part is None:
+            return
+        if message.leader != -2:  # NO_LEADER_CHANGE
+            part.leader = message.leader
+            part.leader_epoch += 1
+        if message.isr is not None:
+            part.isr = list(message.isr)
+        if message.replicas is not None:
+            part.replicas = list(message.replicas)
+        part.partition_epoch += 1
+
+    def replay_all(self, records: Iterable[Record]) -> None:
+        for message, _version in records:
+            self.replay(message)
+
+
+# -- state changes as records ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """This node as its records name it."""
+
+    node_id: int
+    directory_id: uuid.UUID
+    metadata_version: int
+    host: str = "127.0.0.1"
+    port: int = 9092
+
+
+def topic_records(
+    node: NodeInfo, name: str, topic_id: uuid.UUID, partitions: int, configs: Mapping[str, str]
+) -> list[Record]:
+    """``ReplicationControlManager.createTopic``: the topic, its configs, its partitions."""
+    out: list[Record] = [(new_record("TopicRecord", name=name, topic_id=topic_id), 0)]
+    out += config_records(CONFIG_TOPIC, name, {}, configs)
+    out += partition_records(node, topic_id, 0, partitions)
+    return out
+
+
+def partition_records(node: NodeInfo, topic_id: uuid.UUID, start: int, end: int) -> list[Record]:
+    """PartitionRecords for partitions ``start .. end-1``, this node the only replica."""
+    version = _partition_record_version(node.metadata_version)
+    return [
+        (
+            new_record(
+                "PartitionRecord",
+                partition_id=index,
+                topic_id=topic_id,
+                replicas=[node.node_id],
+                isr=[node.node_id],
+                removing_replicas=[],
+                adding_replicas=[],
+                leader=node.node_id,
+                leader_recovery_state=0,
+                leader_epoch=0,
+                partition_epoch=0,
+                directories=[node.directory_id] if version >= 1 else [],
+            ),
+            version,
+        )
+        for index in range(start, end)
+    ]
+
+
+def remove_topic_records(topic_id: uuid.UUID) -> list[Record]:
+    return [(new_record("RemoveTopicRecord", topic_id=topic_id), 0)]
+
+
+def config_records(
+    resource_type: int, resource_name: str, old: Mapping[str, str], new: Mapping[str, str]
+) -> list[Record]:
+    """ConfigRecords taking ``old`` overrides to ``new`` (a null value deletes one)."""
+    out: list[Record] = []
+    for name in sorted(set(old) | set(new)):
+        value = new.get(name)
+        if old.get(name) == value:
+            continue
+        out.append(
+            (
+                new_record(
+                    "ConfigRecord",
+                    resource_type=resource_type,
+                    resource_name=resource_name,
+                    name=name,
+                    value=value,
+                ),
+                0,
+            )
+        )
+    return out
+
+
+def producer_ids_record(broker_id: int, broker_epoch: int, next_producer_id: int) -> Record:
+    """``ProducerIdControlManager.generateNextProducerId``: the block below ``next_producer_id``
+    is handed out."""
+    return (
+        new_record(
+            "ProducerIdsRecord",
+            broker_id=broker_id,
+            broker_epoch=broker_epoch,
+            next_producer_id=next_producer_id,
+        ),
+        0,
+    )
+
+
+def bootstrap_records(metadata_version: int) -> list[Record]:
+    """What ``kafka-storage format`` puts in ``bootstrap.checkpoint``."""
+    return [
+        (
+            new_record(
+                "FeatureLevelRecord",
+                name=METADATA_VERSION_FEATURE,
+                feature_level=metadata_version,
+            ),
+            0,
+        )
+    ]
+
+
+def activation_records(metadata_version: int) -> list[Record]:
+    """``ActivationRecordsGenerator.recordsForEmptyLog`` for a KRaft cluster (no ZK migration)."""
+    out: list[Record] = []
+    transactions = metadata_version >= _MV_3_6_IV1
+    if transactions:
+        out.append((new_record("BeginTransactionRecord", name="Bootstrap records"), 0))
+    out += bootstrap_records(metadata_version)
+    if metadata_version >= _MV_3_4_IV0:
+        out.append((new_record("ZkMigrationStateRecord", zk_migration_state=0), 0))
+    if transactions:
+        out.append((new_record("EndTransactionRecord"), 0))
+    return out
+
+
+def register_broker_records(node: NodeInfo, broker_epoch: int) -> list[Record]:
+    """The broker's registration (``ClusterControlManager.registerBroker``), then its unfencing."""
+    version = _register_broker_record_version(node.metadata_version)
+    endpoint = _struct("RegisterBrokerRecord", "end_points")
+    feature = _struct("RegisterBrokerRecord", "features")
+    register = new_record(
+        "RegisterBrokerRecord",
+        broker_id=node.node_id,
+        is_migrating_zk_broker=False,
+        incarnation_id=uuid.uuid4(),
+        broker_epoch=broker_epoch,
+        end_points=[
+            endpoint(name="PLAINTEXT", host=node.host, port=node.port, security_protocol=0)
+        ],
+        features=[
+            feature(
+                name=METADATA_VERSION_FEATURE,
+                min_supported_version=1,
+                max_supported_version=node.metadata_version,
+            )
+        ],
+        rack=None,
+        fenced=True,
+        in_controlled_shutdown=False,
+        log_dirs=[node.directory_id] if version >= 3 else [],
+    )
+    unfence = new_record("UnfenceBrokerRecord", id=node.node_id, epoch=broker_epoch)
+    return [(register, version), (unfence, 0)]
+
+
+# -- files --------------------------------------------------------------------------------------
+
+
+def _kafka_uuid(text: str) -> uuid.UUID:
+    """A Kafka ``Uuid`` string (base64url, no padding) as a UUID."""
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+
+
+def stored_cluster_id(root: str) -> str | None:
+    """``cluster.id`` of ``<root>/meta.properties`` (written by ``kwire.log.DataDir``), if any."""
+    try:
+        with open(os.path.join(root, META_PROPERTIES), encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except FileNotFoundError:
+        return None
+    for line in lines:
+        key, sep, value = line.strip().partition("=")
+        if sep and key.strip() == "cluster.id":
+            return value.strip() or None
+    return None
+
+
+def quorum_state_json(leader_id: int, epoch: int, voters: Iterable[int]) -> str:
+    """``FileQuorumStateStore``'s file at ``data_version`` 0 (``QuorumStateData`` v0, static
+    ``controller.quorum.voters``), as Jackson writes it: one compact line."""
+    doc = {
+        "clusterId": "",
+        "leaderId": leader_id,
+        "leaderEpoch": epoch,
+        "votedId": -1,
+        "appliedOffset": 0,
+        "currentVoters": [{"voterId": v} for v in voters],
+        "data_version": 0,
+    }
+    return json.dumps(doc, separators=(",", ":"))
+
+
+def read_quorum_state(path: str) -> dict[str, Any] | None:
+    try:
+        with open(path, encoding="utf-8") as f:
+            line = f.readline()
+    except FileNotFoundError:
+        return None
+    try:
+        doc = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(doc, dict) or doc.get("data_version") not in (0, 1):
+        return None
+    return doc
+
+
+def _write_atomic(path: str, data: bytes) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fd = os.open(os.path.dirname(path) or ".", os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def data_batch(records: Iterable[Record], *, offset: int, now_ms: int, leader_epoch: int) -> bytes:
+    """One v2 batch of metadata records (no key, the serde's value), as the raft leader writes."""
+    builder = BatchBuilder(2, base_offset=offset, partition_leader_epoch=leader_epoch)
+    for message, version in records:
+        builder.append(None, now_ms, None, encode_record(message, version))
+    return builder.build()
+
+
+def snapshot_bytes(records: list[Record], *, now_ms: int, last_timestamp: int = -1) -> bytes:
+    """A snapshot file (``RecordsSnapshotWriter``): SnapshotHeader, the records, SnapshotFooter."""
+    header = new_record(
+        "SnapshotHeaderRecord", version=0, last_contained_log_timestamp=last_timestamp
+    )
+    footer = new_record("SnapshotFooterRecord", version=0)
+    out = build_control_batch(
+        ControlRecordType.SNAPSHOT_HEADER,
+        header,
+        offset=0,
+        timestamp=now_ms,
+        partition_leader_epoch=0,
+    )
+    out += data_batch(records, offset=1, now_ms=now_ms, leader_epoch=0)
+    out += build_control_batch(
+        ControlRecordType.SNAPSHOT_FOOTER,
+        footer,
+        offset=1 + len(records),
+        timestamp=now_ms,
+        partition_leader_epoch=0,
+    )
+    return out
+
+
+def read_snapshot(data: bytes) -> list[Record]:
+    """The metadata records of a snapshot file (``bootstrap.checkpoint``, ``<o>-<e>.checkpoint``)."""
+    return list(_batch_records(data))
+
+
+def _batch_records(data: bytes | memoryview) -> Iterator[Record]:
+    for batch in read_batches(data):
+        if batch.is_control:
+            continue
+        for record in batch:
+            if record.value is not None:
+                yield decode_record(record.value)
+
+
+class MetadataLog:
+    """``__cluster_metadata-0``, ``quorum-state`` and ``bootstrap.checkpoint`` of one data
+    directory; see the module doc. ``MetadataLog.open`` reads them back into ``image``."""
+
+    def __init__(self, root: str, node: NodeInfo, live: LiveLog, epoch: int) -> None:
+        self.root = root
+        self.node = node
+        self.log = live
+        self.epoch = epoch
+        self.image = MetadataImage()
+        #: Whether the log held no metadata records when it was opened.
+        self.fresh = True
+        self.broker_epoch = -1
+
+    @classmethod
+    def open(
+        cls,
+        root: str | os.PathLike[str],
+        *,
+        node_id: int,
+        directory_id: str,
+        release: str,
+        now_ms: int,
+        host: str = "127.0.0.1",
+        port: int = 9092,
+    ) -> MetadataLog:
+        root = os.fspath(root)
+        level = metadata_version_for(release)
+        node = NodeInfo(node_id, _kafka_uuid(directory_id), level, host, port)
+        config = LogConfig(retention_ms=-1, retention_bytes=-1)
+        live = LiveLog.open(os.path.join(root, METADATA_PARTITION_DIR), config, now_ms=now_ms)
+        quorum_path = os.path.join(root, METADATA_PARTITION_DIR, QUORUM_STATE)
+        state = read_quorum_state(quorum_path)
+        previous = max(int(state.get("leaderEpoch", 0)) if state else 0, live.latest_epoch or 0)
+        self = cls(root, node, live, previous + 1)
+        try:
+            for message, _version in self._read_log():
+                self.image.replay(message)
+                self.fresh = False
+            if level and self.image.features.get(METADATA_VERSION_FEATURE):
+                level = self.image.features[METADATA_VERSION_FEATURE]
+                self.node = NodeInfo(node_id, node.directory_id, level, host, port)
+            # A new election: quorum-state first (Kafka's durable transition), then LeaderChange.
+            _write_atomic(
+                quorum_path, quorum_state_json(node_id, self.epoch, [node_id]).encode("utf-8")
+            )
+            self._leader_change(now_ms)
+            if self.fresh:
+                bootstrap = os.path.join(root, BOOTSTRAP_CHECKPOINT)
+                if not os.path.exists(bootstrap):
+                    _write_atomic(
+                        bootstrap, snapshot_bytes(bootstrap_records(level), now_ms=now_ms)
+                    )
+                self.append(activation_records(level), now_ms)
+            self.broker_epoch = self.log.log_end_offset
+            self.append(register_broker_records(self.node, self.broker_epoch), now_ms)
+        except BaseException:
+            live.close()
+            raise
+        return self
+
+    def _read_log(self) -> Iterator[Record]:
+        live = self.log
+        offset = live.log_start_offset
+        end = live.log_end_offset
+        while offset < end:
+            data = live.read(offset, 1 << 20, max_offset=end)
+            if data.size == 0:
+                break
+            last = offset
+            for batch in read_batches(data.read_bytes()):
+                last = batch.last_offset
+                if batch.is_control:
+                    continue
+                for record in batch:
+                    if record.offset >= offset and record.value is not None:
+                        yield decode_record(record.value)
+            offset = last + 1
+
+    def _leader_change(self, now_ms: int) -> None:
+        voter = _struct("LeaderChangeMessage", "voters")
+        value = new_record(
+            "LeaderChangeMessage",
+            version=0,
+            leader_id=self.node.node_id,
+            voters=[voter(voter_id=self.node.node_id)],
+            granting_voters=[voter(voter_id=self.node.node_id)],
+        )
+        batch = build_control_batch(
+            ControlRecordType.LEADER_CHANGE,
+            value,
+            offset=self.log.log_end_offset,
+            timestamp=now_ms,
+            partition_leader_epoch=self.epoch,
+        )
+        self._write(batch, now_ms)
+
+    def _write(self, batch: bytes, now_ms: int) -> None:
+        self.log.append_as_leader(
+            batch, now_ms=now_ms, leader_epoch=self.epoch, origin=AppendOrigin.COORDINATOR
+        )
+        self.log.flush(now_ms)
+        self.log.high_watermark = self.log.log_end_offset
+
+    def append(self, records: list[Record], now_ms: int) -> None:
+        """Append ``records`` as one batch, fsync, then apply them to the image."""
+        if not records:
+            return
+        batch = data_batch(
+            records, offset=self.log.log_end_offset, now_ms=now_ms, leader_epoch=self.epoch
+        )
+        self._write(batch, now_ms)
+        self.image.replay_all(records)
+
+    def allocate_producer_ids(self, now_ms: int, at_least: int = 0) -> int:
+        """Hand out the next block (of 1000, from ``at_least`` when that is higher); returns the
+        block's first id. The block is in the log before an id of it is used."""
+        start = max(self.image.next_producer_id, at_least)
+        self.append(
+            [
+                producer_ids_record(
+                    self.node.node_id, self.broker_epoch, start + PRODUCER_ID_BLOCK_SIZE
+                )
+            ],
+            now_ms,
+        )
+        return start
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.log.flush()
+        self.log.close()
+
+
+@dataclass(frozen=True)
+class TopicState:
+    """A topic as the broker holds it, to compare with the image."""
+
+    topic_id: uuid.UUID
+    partitions: int
+    configs: Mapping[str, str]
+
+
+def changes(image: MetadataImage, node: NodeInfo, topics: Mapping[str, TopicState]) -> list[Record]:
+    """The records that take ``image`` to ``topics``: removed topics (RemoveTopicRecord), new
+    ones (``topic_records``), added partitions, changed config overrides."""
+    out: list[Record] = []
+    for topic_id, old in sorted(image.topics_by_id.items(), key=lambda kv: kv[1].name):
+        now = topics.get(old.name)
+        if now is None or now.topic_id != topic_id:
+            out += remove_topic_records(topic_id)
+    for name, now in sorted(topics.items()):
+        found = image.topics_by_id.get(now.topic_id)
+        if found is None or found.name != name:
+            out += topic_records(node, name, now.topic_id, now.partitions, now.configs)
+            continue
+        out += config_records(CONFIG_TOPIC, name, image.topic_configs(name), now.configs)
+        if now.partitions > len(found.partitions):
+            out += partition_records(node, now.topic_id, len(found.partitions), now.partitions)
+    return out
