@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
+from kwire.broker._acl import GROUP, TOPIC, TRANSACTIONAL_ID, authorize
 from kwire.broker._apis import on_startup, register
 from kwire.broker._context import RequestContext
 from kwire.broker._state import BrokerError, BrokerState, validate_topic_name
@@ -152,9 +153,13 @@ def handle_add_partitions_to_txn(state: BrokerState, ctx: RequestContext, reques
     results: list[tuple[str, dict[TopicPartition, ErrorCode]]] = []
     for txn_id, pid, epoch, verify_only, partitions in transactions:
         failed: dict[TopicPartition, ErrorCode] = {}
+        if not authorize(state, ctx, "WRITE", TRANSACTIONAL_ID, txn_id):
+            denied = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+            results.append((txn_id, dict.fromkeys(partitions, denied)))
+            continue
         for topic, index in partitions:
             internal = topic in ("__consumer_offsets", "__transaction_state")
-            if version < 4 and internal:
+            if (version < 4 and internal) or not authorize(state, ctx, "WRITE", TOPIC, topic):
                 # Kafka authorizes client versions on non-internal topics only.
                 failed[(topic, index)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             elif state.partition(topic, index) is None:
@@ -188,6 +193,18 @@ def handle_add_partitions_to_txn(state: BrokerState, ctx: RequestContext, reques
 @register(25, 0, 4)
 def handle_add_offsets_to_txn(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
     """AddOffsetsToTxn: the group's ``__consumer_offsets`` partition joins the transaction."""
+    for allowed, denied in (
+        (
+            authorize(state, ctx, "WRITE", TRANSACTIONAL_ID, request.transactional_id),
+            ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+        ),
+        (
+            authorize(state, ctx, "READ", GROUP, request.group_id),
+            ErrorCode.GROUP_AUTHORIZATION_FAILED,
+        ),
+    ):
+        if not allowed:
+            return ADD_OFFSETS_RESPONSE(throttle_time_ms=0, error_code=int(denied))
     coordinator = coordinator_for(state)
     partition = coordinator.group_partition(request.group_id)
     error = coordinator.add_partitions(
@@ -208,6 +225,9 @@ def handle_add_offsets_to_txn(state: BrokerState, ctx: RequestContext, request: 
 @register(26, 0, 5)
 def handle_end_txn(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
     """EndTxn: commit or abort (markers written before the answer; transaction version 1)."""
+    if not authorize(state, ctx, "WRITE", TRANSACTIONAL_ID, request.transactional_id):
+        error = int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        return END_TXN_RESPONSE(throttle_time_ms=0, error_code=error)
     result = coordinator_for(state).end_txn(
         request.transactional_id,
         request.producer_id,
@@ -236,6 +256,8 @@ def handle_describe_producers(state: BrokerState, ctx: RequestContext, request: 
             validate_topic_name(wanted.name)
         except BrokerError as exc:
             topic_error = (exc.error, exc.message)
+        if topic_error is None and not authorize(state, ctx, "READ", TOPIC, wanted.name):
+            topic_error = (ErrorCode.TOPIC_AUTHORIZATION_FAILED, None)
         if topic_error is None and state.topic(wanted.name) is None:
             topic_error = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
         parts = []
@@ -277,6 +299,8 @@ def handle_describe_transactions(state: BrokerState, ctx: RequestContext, reques
     for txn_id in request.transactional_ids:
         out = DESCRIBE_TXN_STATE(transactional_id=txn_id, error_code=0, topics=[])
         found = coordinator.describe(txn_id)
+        if not authorize(state, ctx, "DESCRIBE", TRANSACTIONAL_ID, txn_id):
+            found = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
         if isinstance(found, ErrorCode):
             out.error_code = int(found)
             out.transaction_state = ""
@@ -326,5 +350,6 @@ def handle_list_transactions(state: BrokerState, ctx: RequestContext, request: A
                 transaction_state=m.state.kafka_name,
             )
             for m in sorted(found, key=lambda m: m.transactional_id)
+            if authorize(state, ctx, "DESCRIBE", TRANSACTIONAL_ID, m.transactional_id)
         ],
     )
