@@ -751,7 +751,9 @@ class LiveLog:
         finally:
             view.release()
             if m is not None:
-                m.close()
+                # A reader over legacy batches can still hold a view: the GC closes the map.
+                with contextlib.suppress(BufferError):
+                    m.close()
 
     def _recover_segment(self, seg: _Segment, replay_offset: int) -> bool:
         """``LogSegment.recover``: validate, truncate the invalid tail, rebuild the indexes."""
@@ -805,7 +807,9 @@ class LiveLog:
         finally:
             view.release()
             if m is not None:
-                m.close()
+                # A reader over legacy batches can still hold a view: the GC closes the map.
+                with contextlib.suppress(BufferError):
+                    m.close()
         truncated = seg.size - valid
         if truncated > 0:
             log.warning(
