@@ -12,6 +12,14 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from kwire.broker._acl import (
+    CLUSTER,
+    GROUP,
+    TOPIC,
+    TRANSACTIONAL_ID,
+    authorize,
+    authorized_operations,
+)
 from kwire.broker._apis import Deferred, on_startup, register
 from kwire.broker._consumer_group import Assignment
 from kwire.broker._context import RequestContext
@@ -143,6 +151,12 @@ def handle_find_coordinator(state: BrokerState, ctx: RequestContext, request: An
     keys = list(request.coordinator_keys) if version >= 4 else [request.key]
 
     def one(key: str) -> tuple[ErrorCode, str | None]:
+        if key_type == GROUP_KEY and not authorize(state, ctx, "DESCRIBE", GROUP, key):
+            return ErrorCode.GROUP_AUTHORIZATION_FAILED, None
+        if key_type == TRANSACTION_KEY and not authorize(
+            state, ctx, "DESCRIBE", TRANSACTIONAL_ID, key
+        ):
+            return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None
         if key_type == GROUP_KEY:
             group_coordinator(state).offsets_partition(key)
             return ErrorCode.NONE, None
@@ -188,6 +202,16 @@ def handle_join_group(state: BrokerState, ctx: RequestContext, request: Any) -> 
     version = ctx.api_version
     coordinator = group_coordinator(state)
     rebalance_timeout = request.rebalance_timeout_ms if version >= 1 else request.session_timeout_ms
+    if not authorize(state, ctx, "READ", GROUP, request.group_id):
+        return JOIN_GROUP_RESPONSE(
+            throttle_time_ms=0,
+            error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED),
+            generation_id=-1,
+            protocol_name=None if version >= 7 else "",
+            leader="",
+            member_id=request.member_id,
+            members=[],
+        )
     protocols = [(p.name, bytes(p.metadata)) for p in request.protocols]
     instance_id = request.group_instance_id if version >= 5 else None
     waiter = coordinator.join(
@@ -231,6 +255,9 @@ def handle_join_group(state: BrokerState, ctx: RequestContext, request: Any) -> 
 def handle_sync_group(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
     version = ctx.api_version
     coordinator = group_coordinator(state)
+    if not authorize(state, ctx, "READ", GROUP, request.group_id):
+        error = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        return SYNC_GROUP_RESPONSE(throttle_time_ms=0, error_code=error, assignment=b"")
     waiter = coordinator.sync(
         request.group_id,
         request.generation_id,
@@ -260,6 +287,9 @@ def handle_sync_group(state: BrokerState, ctx: RequestContext, request: Any) -> 
 
 @register(12, 0, 4)
 def handle_heartbeat(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+    if not authorize(state, ctx, "READ", GROUP, request.group_id):
+        error = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        return HEARTBEAT_RESPONSE(throttle_time_ms=0, error_code=error)
     error = group_coordinator(state).heartbeat(
         request.group_id,
         request.generation_id,
@@ -277,6 +307,9 @@ def handle_leave_group(state: BrokerState, ctx: RequestContext, request: Any) ->
         leaving = [(m.member_id, m.group_instance_id) for m in request.members]
     else:
         leaving = [(request.member_id, None)]
+    if not authorize(state, ctx, "READ", GROUP, request.group_id):
+        error = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        return LEAVE_GROUP_RESPONSE(throttle_time_ms=0, error_code=error, members=[])
     error, results = group_coordinator(state).leave(request.group_id, leaving, state.now_ms())
     if version < 3 and error is ErrorCode.NONE and results:
         error = results[0][2]
@@ -302,6 +335,21 @@ def handle_describe_groups(state: BrokerState, ctx: RequestContext, request: Any
     out = []
     for group_id in request.groups:
         group = coordinator.groups.get(group_id)
+        if not authorize(state, ctx, "DESCRIBE", GROUP, group_id):
+            out.append(
+                DESCRIBED_GROUP(
+                    error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED),
+                    group_id=group_id,
+                    group_state="",
+                    protocol_type="",
+                    protocol_data="",
+                    members=[],
+                    authorized_operations=NO_OPERATIONS,
+                )
+            )
+            continue
+        if ops is not None:  # KIP-430
+            ops = authorized_operations(state, ctx, GROUP, group_id)
         if group is None or group.state == DEAD or group.consumer is not None:
             # GroupMetadataManager.describeGroups: a consumer group is "not a classic group"
             if version >= 6:
@@ -367,7 +415,10 @@ def handle_list_groups(state: BrokerState, ctx: RequestContext, request: Any) ->
     states = {s.lower() for s in request.states_filter} if version >= 4 else set()
     types = {t.lower() for t in request.types_filter} if version >= 5 else set()
     out = []
+    everything = authorize(state, ctx, "DESCRIBE", CLUSTER, "kafka-cluster")
     for group in group_coordinator(state).list_groups():
+        if not everything and not authorize(state, ctx, "DESCRIBE", GROUP, group.group_id):
+            continue
         consumer = group.consumer
         # ModernGroup.asListedGroup: a consumer group lists as type "consumer"
         group_type = "classic" if consumer is None else "consumer"
@@ -392,7 +443,14 @@ def handle_delete_groups(state: BrokerState, ctx: RequestContext, request: Any) 
     coordinator = group_coordinator(state)
     now = state.now_ms()
     results = [
-        DELETED_GROUP(group_id=g, error_code=int(coordinator.delete_group(g, now)))
+        DELETED_GROUP(
+            group_id=g,
+            error_code=int(
+                coordinator.delete_group(g, now)
+                if authorize(state, ctx, "DELETE", GROUP, g)
+                else ErrorCode.GROUP_AUTHORIZATION_FAILED
+            ),
+        )
         for g in request.groups_names
     ]
     return DELETE_GROUPS_RESPONSE(throttle_time_ms=0, results=results)
@@ -401,7 +459,11 @@ def handle_delete_groups(state: BrokerState, ctx: RequestContext, request: Any) 
 # --- offsets ------------------------------------------------------------------------------------
 
 
-def _topic_error(state: BrokerState, name: str, index: int) -> ErrorCode:
+def _topic_error(
+    state: BrokerState, name: str, index: int, ctx: RequestContext | None = None
+) -> ErrorCode:
+    if ctx is not None and not authorize(state, ctx, "READ", TOPIC, name):
+        return ErrorCode.TOPIC_AUTHORIZATION_FAILED
     topic = state.topics.get(name)
     if topic is None or not 0 <= index < len(topic.partitions):
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -417,6 +479,7 @@ def _collect_offsets(
     commit_ts: Any,
     expire: Any,
     now: int,
+    ctx: RequestContext | None = None,
 ) -> tuple[dict[tuple[str, int], OffsetAndMetadata], dict[tuple[int, int], ErrorCode]]:
     """Valid offsets by partition, and errors by (topic index, partition position)."""
     max_metadata = coordinator.conf("offset.metadata.max.bytes")
@@ -427,7 +490,7 @@ def _collect_offsets(
             if name is None:
                 errors[ti, pi] = ErrorCode.UNKNOWN_TOPIC_ID
                 continue
-            error = _topic_error(state, name, p.partition_index)
+            error = _topic_error(state, name, p.partition_index, ctx)
             metadata = p.committed_metadata
             too_large = metadata is not None and len(metadata.encode("utf-8")) > max_metadata
             if error is ErrorCode.NONE and too_large:
@@ -472,9 +535,12 @@ def handle_offset_commit(state: BrokerState, ctx: RequestContext, request: Any) 
         return ts + retention if retention != -1 else -1
 
     good, errors = _collect_offsets(
-        state, coordinator, request.topics, names, version >= 6, commit_ts, expire, now
+        state, coordinator, request.topics, names, version >= 6, commit_ts, expire, now, ctx
     )
     try:
+        if not authorize(state, ctx, "READ", GROUP, request.group_id):
+            errors.clear()  # every partition: GROUP_AUTHORIZATION_FAILED
+            raise GroupError(ErrorCode.GROUP_AUTHORIZATION_FAILED)
         group = coordinator.validate_offset_commit(
             request.group_id,
             request.generation_id_or_member_epoch if version >= 1 else -1,
@@ -523,9 +589,23 @@ def handle_txn_offset_commit(state: BrokerState, ctx: RequestContext, request: A
         lambda p: now,
         lambda ts: -1,
         now,
+        ctx,
     )
     failed = ErrorCode.NONE
     try:
+        for allowed, denied in (
+            (
+                authorize(state, ctx, "WRITE", TRANSACTIONAL_ID, request.transactional_id),
+                ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+            ),
+            (
+                authorize(state, ctx, "READ", GROUP, request.group_id),
+                ErrorCode.GROUP_AUTHORIZATION_FAILED,
+            ),
+        ):
+            if not allowed:
+                errors.clear()
+                raise GroupError(denied)
         coordinator.validate_offset_commit(
             request.group_id,
             request.generation_id if version >= 3 else -1,
@@ -564,6 +644,7 @@ def _fetch_group(
     topics: list[Any] | None,
     by_id: bool,
     require_stable: bool,
+    ctx: RequestContext | None = None,
 ) -> list[tuple[str | None, Any, list[tuple[int, OffsetAndMetadata | None, ErrorCode]]]]:
     """(topic name, topic id, rows) for one group of an OffsetFetch."""
     wanted: list[tuple[str, list[int] | None]] | None = None
@@ -581,6 +662,10 @@ def _fetch_group(
                 wanted.append((t.name, list(t.partition_indexes)))
     out: list[tuple[str | None, Any, list[tuple[int, OffsetAndMetadata | None, ErrorCode]]]] = []
     for name, rows in coordinator.fetch_offsets(group_id, wanted, require_stable):
+        if ctx is not None and not authorize(state, ctx, "DESCRIBE", TOPIC, name):
+            if wanted is None:
+                continue  # all topics: the undescribable ones are left out
+            rows = [(i, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for i, _, _ in rows]
         topic = state.topics.get(name)
         if by_id and topic is None:
             continue  # a deleted topic has no id to answer with
@@ -600,7 +685,10 @@ def handle_offset_fetch(state: BrokerState, ctx: RequestContext, request: Any) -
         topics = request.topics
         if version < 2 and topics is None:
             topics = []
-        found = _fetch_group(state, coordinator, request.group_id, topics, False, stable)
+        if not authorize(state, ctx, "DESCRIBE", GROUP, request.group_id):
+            error = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+            return FETCH_RESPONSE(throttle_time_ms=0, topics=[], error_code=error)
+        found = _fetch_group(state, coordinator, request.group_id, topics, False, stable, ctx)
         out_topics = [
             FETCH_TOPIC(
                 name=name,
@@ -622,14 +710,16 @@ def handle_offset_fetch(state: BrokerState, ctx: RequestContext, request: Any) -
     for g in request.groups:
         error = ErrorCode.NONE
         holder = coordinator.groups.get(g.group_id)
-        if version >= 9 and holder is not None and holder.consumer is not None:
+        if not authorize(state, ctx, "DESCRIBE", GROUP, g.group_id):
+            error = ErrorCode.GROUP_AUTHORIZATION_FAILED
+        elif version >= 9 and holder is not None and holder.consumer is not None:
             error = coordinator.consumer.validate_offset_fetch(
                 holder.consumer, g.member_id, g.member_epoch
             )
         if error is not ErrorCode.NONE:
             groups.append(FETCH_GROUP(group_id=g.group_id, error_code=int(error), topics=[]))
             continue
-        found = _fetch_group(state, coordinator, g.group_id, g.topics, version >= 10, stable)
+        found = _fetch_group(state, coordinator, g.group_id, g.topics, version >= 10, stable, ctx)
         groups.append(
             FETCH_GROUP(
                 group_id=g.group_id,
@@ -664,10 +754,13 @@ def handle_offset_delete(state: BrokerState, ctx: RequestContext, request: Any) 
     for t in request.topics:
         for p in t.partitions:
             tp = (t.name, p.partition_index)
-            if _topic_error(state, *tp) is not ErrorCode.NONE:
+            if _topic_error(state, *tp, ctx) is not ErrorCode.NONE:
                 unknown.add(tp)
             else:
                 wanted.append(tp)
+    if not authorize(state, ctx, "DELETE", GROUP, request.group_id):
+        error = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        return DELETE_OFFSETS_RESPONSE(error_code=error, throttle_time_ms=0, topics=[])
     error, errors = coordinator.delete_offsets(request.group_id, wanted, state.now_ms())
     if error is not ErrorCode.NONE:
         return DELETE_OFFSETS_RESPONSE(error_code=int(error), throttle_time_ms=0, topics=[])
@@ -707,6 +800,13 @@ def handle_consumer_group_heartbeat(state: BrokerState, ctx: RequestContext, req
     """``KafkaApis.handleConsumerGroupHeartbeatRequest`` -> ``consumerGroupHeartbeat``."""
     version = ctx.api_version
     coordinator = group_coordinator(state)
+    if not authorize(state, ctx, "READ", GROUP, request.group_id):
+        return CG_HEARTBEAT_RESPONSE(
+            throttle_time_ms=0,
+            error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED),
+            member_epoch=0,
+            heartbeat_interval_ms=0,
+        )
     owned = (
         None
         if request.topic_partitions is None
@@ -771,6 +871,10 @@ def handle_consumer_group_describe(state: BrokerState, ctx: RequestContext, requ
     out = []
     for group_id in request.group_ids:
         group = consumer.group(group_id)
+        if not authorize(state, ctx, "DESCRIBE", GROUP, group_id):
+            group = None
+        elif request.include_authorized_operations:  # KIP-430
+            ops = authorized_operations(state, ctx, GROUP, group_id)
         if group is None:
             holder = coordinator.groups.get(group_id)
             out.append(
