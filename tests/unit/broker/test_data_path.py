@@ -58,7 +58,7 @@ def call(state: BrokerState, name: str, version: int, **fields: Any) -> Any:
     assert api_key is not None
     ctx = RequestContext(api_key, version, 7, "test")
     outcome = HANDLERS[api_key][0](state, ctx, decoded.message)
-    if outcome is None or isinstance(outcome, Deferred):
+    if outcome is None or outcome is CLOSE_CONNECTION or isinstance(outcome, Deferred):
         return outcome
     return decode_response(outcome, version)
 

@@ -44,13 +44,16 @@ def test_releases() -> None:
         ("0.8.0", "0.8.0"),
         ("2.8.2", "2.8"),
         ("1.0.0", "1.0"),
+        ("0.10", "0.10.2"),  # a 0.x line names its newest patch release
+        ("0.9", "0.9.0"),
+        ("0.8", "0.8.2"),
     ],
 )
 def test_parse_release(text: str, want: str) -> None:
     assert parse_release(text) == want
 
 
-@pytest.mark.parametrize("text", ["0.7.2", "4.4", "0.10", "3", "5.0", "3.9.1.2", "x.y", ""])
+@pytest.mark.parametrize("text", ["0.7.2", "4.4", "0.7", "3", "5.0", "3.9.1.2", "x.y", ""])
 def test_parse_release_unknown(text: str) -> None:
     with pytest.raises(ValueError, match=r"unknown Kafka release.*known: 0\.8\.0, "):
         parse_release(text)
