@@ -16,7 +16,7 @@
  *       property (acks=1, enable.idempotence=false, linger.ms=5, ...). Without "idempotent" or
  *       "transactional" enable.idempotence is false.
  *       -> {"acks": [{"index", "partition", "offset", "timestamp"} | {"index", "error"}], "error": null}
- *   consume <bootstrap> <topic> <expected-count> <timeout-ms> [read_committed]
+ *   consume <bootstrap> <topic> <expected-count> <timeout-ms> [read_committed] [name=value ...]
  *       assign() every partition (no group), seekToBeginning, poll until expected-count records or
  *       the deadline.
  *       -> {"records": [{"partition", "offset", "timestamp", "timestampType", "key", "value",
@@ -252,6 +252,9 @@ public class ClientsProgram {
         for (int a = 5; a < args.length; a++) {
             if (args[a].equals("read_committed")) {
                 props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+            } else if (args[a].contains("=")) {
+                int eq = args[a].indexOf('=');
+                props.put(args[a].substring(0, eq), args[a].substring(eq + 1));
             } else {
                 throw new IllegalArgumentException("unknown consume option " + args[a]);
             }
