@@ -17,7 +17,9 @@ record in the group's partition of ``__consumer_offsets`` (``abs(groupId.hashCod
 Kafka 3.9 writes them: OffsetCommitKey v1 + OffsetCommitValue v3 (v1 when the commit carried a
 retention time), GroupMetadataKey v2 + GroupMetadataValue v3, ``null`` values as tombstones.
 Transactional offsets are written in transactional batches (the transaction coordinator writes
-the markers) and applied by ``complete_txn``. ``load`` replays the topic at start.
+the markers) and applied by ``complete_txn``. ``load`` replays the topic at start. KIP-848
+consumer groups (key versions 3..8) are ``_consumer_group``'s: a ``Group`` holds one in
+``group.consumer`` and its committed offsets here, as Kafka's groups share one offset store.
 """
 
 from __future__ import annotations
