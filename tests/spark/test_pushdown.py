@@ -1,6 +1,6 @@
 """Filter pushdown: predicates on topic, partition, offset and timestamp read only what they need.
 
-A 50 MB log (two topics; `orders` has two partitions of one day each) is queried for one hour of
+A 66 MB log (two topics; `orders` has two partitions of one day each) is queried for one hour of
 one partition; the `metricsPath` notes (`kwire.spark.scan_metrics`) say how many `.log` bytes the
 executors read.
 """
