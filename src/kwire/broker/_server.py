@@ -17,8 +17,8 @@ connection's principal in its ``RequestContext``.
 
 A response with ``FileRecords`` goes out in pieces: the encoded bytes up to each reference, then
 the referenced segment slices with ``loop.sendfile`` (``os.sendfile`` on plain sockets: the record
-bytes never pass through Python; over TLS asyncio's fallback copies them through the SSL
-transport, since encryption happens in user space), then the rest. A long-polling Fetch (``Deferred``) waits on an
+bytes never pass through Python; over TLS, where encryption happens in user space, they are
+read in 64 KiB chunks and written through the SSL transport), then the rest. A long-polling Fetch (``Deferred``) waits on an
 ``asyncio.Event`` that any append to a watched partition sets.
 """
 
@@ -454,10 +454,26 @@ class KafkaServer:
                     piece.close()
 
 
+_TLS_CHUNK: Final = 1 << 16
+
+
 async def _sendfile(
     loop: asyncio.AbstractEventLoop, writer: asyncio.StreamWriter, fd: int, offset: int, count: int
 ) -> None:
     """``sendfile`` a slice of a segment (a plain copy only where the transport cannot)."""
+    if writer.get_extra_info("ssl_object") is not None:
+        # TLS encrypts in user space, so the bytes must pass through Python: read and write
+        # in chunks (asyncio's own sendfile fallback swaps the SSL transport's protocol and
+        # loses the connection).
+        while count > 0:
+            chunk = os.pread(fd, min(count, _TLS_CHUNK), offset)
+            if not chunk:
+                raise ConnectionError(f"segment ended {count} bytes early")
+            writer.write(chunk)
+            await writer.drain()
+            offset += len(chunk)
+            count -= len(chunk)
+        return
     with os.fdopen(os.dup(fd), "rb", buffering=0) as file:
         sent = await loop.sendfile(writer.transport, file, offset, count, fallback=True)
     if sent != count:
