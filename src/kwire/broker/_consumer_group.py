@@ -46,7 +46,6 @@ __all__ = [
     "ConsumerGroups",
     "ConsumerMember",
     "HeartbeatResult",
-    "group_version_features",
     "range_assign",
     "uniform_assign",
 ]
@@ -109,20 +108,6 @@ class ConsumerGroupError(Exception):
         self.error = error
         self.message = message
         super().__init__(f"{error.name}: {message}" if message else error.name)
-
-
-def group_version_features(release: str) -> tuple[dict[str, tuple[int, int]], dict[str, int]]:
-    """``group.version`` as ApiVersions v3+ advertises it: (supported ranges, finalized levels).
-
-    Kafka 4.0 made KIP-848 GA: ``GroupVersion.GV_1`` (bootstrap metadata version 4.0-IV0) is
-    supported and finalized on a new 4.x cluster, and the broker serves ConsumerGroupHeartbeat
-    only when the finalized level is >= 1 (``KafkaApis.isConsumerGroupProtocolEnabled``). Before
-    4.0 the feature is not advertised (3.7-3.9 ran the protocol as an early-access config).
-    """
-    parts = tuple(int(p) for p in release.split(".")[:2])
-    if parts >= (4, 0):
-        return {"group.version": (0, 1)}, {"group.version": 1}
-    return {}, {}
 
 
 # --- the model ----------------------------------------------------------------------------------

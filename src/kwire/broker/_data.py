@@ -60,6 +60,8 @@ CLUSTER_OPERATIONS: Final = _bits(5, 7, 8, 9, 10, 11, 12)
 
 API_VERSIONS_RESPONSE: Final = message_class("ApiVersionsResponse")
 API_VERSION: Final = struct_class(API_VERSIONS_RESPONSE, "api_keys")
+SUPPORTED_FEATURE: Final = struct_class(API_VERSIONS_RESPONSE, "supported_features")
+FINALIZED_FEATURE: Final = struct_class(API_VERSIONS_RESPONSE, "finalized_features")
 METADATA_RESPONSE: Final = message_class("MetadataResponse")
 METADATA_BROKER: Final = struct_class(METADATA_RESPONSE, "brokers")
 METADATA_TOPIC: Final = struct_class(METADATA_RESPONSE, "topics")
@@ -111,12 +113,30 @@ def topic_by_id_or_name(
 # --- ApiVersions ------------------------------------------------------------------------------
 
 
-def api_versions_response(state: BrokerState, error: ErrorCode = ErrorCode.NONE) -> Any:
+def api_versions_response(
+    state: BrokerState, error: ErrorCode = ErrorCode.NONE, version: int = 0
+) -> Any:
+    """The personality's API ranges and, from v3, its features (Kafka's ``ApiVersionsResponse``:
+    a feature whose lowest supported version is 0 is left out below v4, as v3 clients reject it)."""
+    personality = state.personality
     keys = [
         API_VERSION(api_key=key, min_version=lo, max_version=hi)
-        for key, (lo, hi) in sorted(state.personality.advertised.items())
+        for key, (lo, hi) in sorted(personality.advertised.items())
     ]
-    return API_VERSIONS_RESPONSE(error_code=int(error), api_keys=keys, throttle_time_ms=0)
+    response = API_VERSIONS_RESPONSE(error_code=int(error), api_keys=keys, throttle_time_ms=0)
+    if version >= 3 and error == ErrorCode.NONE:
+        response.supported_features = [
+            SUPPORTED_FEATURE(name=name, min_version=lo, max_version=hi)
+            for name, (lo, hi) in sorted(personality.supported_features.items())
+            if version >= 4 or lo > 0
+        ]
+        finalized = sorted(personality.finalized_features.items())
+        response.finalized_features = [
+            FINALIZED_FEATURE(name=name, max_version_level=level, min_version_level=level)
+            for name, level in finalized
+        ]
+        response.finalized_features_epoch = 0 if finalized else -1
+    return response
 
 
 @register(18, 0, 4)
@@ -126,7 +146,7 @@ def handle_api_versions(state: BrokerState, ctx: RequestContext, request: Any) -
         for value in (request.client_software_name, request.client_software_version):
             if not value or not _SOFTWARE.match(value):
                 return API_VERSIONS_RESPONSE(error_code=int(ErrorCode.INVALID_REQUEST))
-    return api_versions_response(state)
+    return api_versions_response(state, version=ctx.api_version)
 
 
 # --- Metadata ---------------------------------------------------------------------------------

@@ -23,11 +23,11 @@ from kwire.broker._consumer_group import (
     RECONCILING,
     STABLE,
     ConsumerGroup,
-    group_version_features,
     range_assign,
     uniform_assign,
 )
 from kwire.broker._group import GROUP_TOPIC, group_coordinator
+from kwire.broker._releases import group_version_features
 from kwire.protocol import (
     ZERO_UUID,
     ErrorCode,

@@ -384,3 +384,28 @@ def test_restart_keeps_topics_and_records(tmp_path: Path) -> None:
         ]
     finally:
         again.close()
+
+
+def test_api_versions_features_by_version(tmp_path: Path) -> None:
+    new = make_state(tmp_path / "new", "4.3")
+    old = make_state(tmp_path / "old", "3.9")
+    try:
+        v4 = call(new, "ApiVersions", 4, client_software_name="t", client_software_version="1")
+        assert {(f.name, f.min_version, f.max_version) for f in v4.supported_features} >= {
+            ("group.version", 0, 1)
+        }
+        assert {(f.name, f.max_version_level) for f in v4.finalized_features} >= {
+            ("group.version", 1)
+        }
+        # v3 leaves out features whose lowest version is 0 (old clients reject them)
+        v3 = call(new, "ApiVersions", 3, client_software_name="t", client_software_version="1")
+        assert "group.version" not in {f.name for f in v3.supported_features}
+        # a 3.9 KRaft broker finalizes metadata.version at its highest level
+        md = call(old, "ApiVersions", 3, client_software_name="t", client_software_version="1")
+        (level,) = [
+            f.max_version_level for f in md.finalized_features if f.name == "metadata.version"
+        ]
+        assert level == old.personality.supported_features["metadata.version"][1]
+    finally:
+        new.close()
+        old.close()
