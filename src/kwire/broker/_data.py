@@ -123,7 +123,7 @@ def api_versions_response(
         API_VERSION(api_key=key, min_version=lo, max_version=hi)
         for key, (lo, hi) in sorted(personality.advertised.items())
     ]
-    response = API_VERSIONS_RESPONSE(error_code=int(error), api_keys=keys, throttle_time_ms=0)
+    response: Any = API_VERSIONS_RESPONSE(error_code=int(error), api_keys=keys, throttle_time_ms=0)
     if version >= 3 and error == ErrorCode.NONE:
         response.supported_features = [
             SUPPORTED_FEATURE(name=name, min_version=lo, max_version=hi)
