@@ -65,10 +65,14 @@ class KafkaLogDataSource(DataSource):  # type: ignore[misc]
         return FORMAT
 
     def schema(self) -> str | StructType:
+        if _extension(self) is not None:  # Schema Registry decoding or an internal-topic view
+            return _extension(self).schema()  # type: ignore[no-any-return]
         options = parse_read_options(self.options)
         return schema_for(options)
 
     def reader(self, schema: StructType) -> KafkaLogReader:
+        if _extension(self) is not None:
+            return _extension(self).reader(schema)  # type: ignore[no-any-return]
         return KafkaLogReader(_path(self.options), parse_read_options(self.options), schema)
 
     def streamReader(self, schema: StructType) -> KafkaLogStreamReader:
@@ -83,6 +87,19 @@ class KafkaLogDataSource(DataSource):  # type: ignore[misc]
         return KafkaLogWriter(
             to_uri(_path(self.options)), parse_write_options(self.options), schema, overwrite
         )
+
+
+def _extension(source: KafkaLogDataSource) -> Any:
+    """valueFormat/keyFormat (kwire.spark._registry) or view (kwire.spark._internal_topics)."""
+    if "_kwire_extension" not in source.__dict__:
+        from kwire.spark._internal_topics import view_source
+        from kwire.spark._registry import typed_source
+
+        path, options = _path(source.options), source.options
+        source.__dict__["_kwire_extension"] = view_source(path, options) or typed_source(
+            path, options
+        )
+    return source.__dict__["_kwire_extension"]
 
 
 def schema_for(options: ReadOptions) -> str | StructType:

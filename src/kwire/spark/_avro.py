@@ -1,0 +1,740 @@
+# Avro datums (Confluent's payloads, without the wire-format prefix) straight into Arrow arrays.
+#
+# Approach. fastavro decodes one datum into one Python dict; building Arrow columns from those
+# dicts costs as much again. Here an Avro schema is compiled once into a specialised decoder: the
+# schema tree becomes straight-line Python source (a record is its fields in order, a
+# ``["null", T]`` union a branch test, an array or map a block loop) that appends to one set of
+# growable numpy buffers per Arrow column (values, validity, list offsets, string offsets and
+# data), and numba compiles that source (`numba.njit`, once per schema and process). One call walks
+# every datum of a batch; the buffers become Arrow arrays with ``from_buffers``: no Python object
+# per record. A datum that does not decode (truncated, a bad union branch or enum index, a length
+# past the end) rolls its columns back to where the datum started, becomes a null row, and is
+# reported by position; the caller decides (`_corrupt_record`, FAILFAST). Strings are checked for
+# UTF-8 once per column (Arrow's validation).
+#
+# What the compiled path covers: null-unions of one type, records, enums, arrays, maps, fixed, and
+# the primitives with the logical types date, timestamp-millis/-micros (and the local- ones) and
+# uuid. Anything else (general unions, decimals, recursive schemas), and the resolution of a datum
+# written with an older schema (Avro's schema resolution: fields added with defaults, removed,
+# promoted) goes through fastavro's ``schemaless_reader`` (writer and reader schema), one datum at
+# a time, into ``pa.array`` of the same Arrow type: the reference path, also what the benchmark
+# compares against (bench/bench_avro.py).
+from __future__ import annotations
+
+import io
+import json
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from kwire.errors import KwireError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = [
+    "AvroDecoder",
+    "UnsupportedAvro",
+    "avro_arrow_type",
+    "decode_avro_loop",
+    "parse_avro",
+]
+
+
+class UnsupportedAvro(KwireError):
+    """The schema has a shape the compiled decoder (or the Arrow mapping) does not cover."""
+
+
+def parse_avro(
+    schema: str | dict[str, Any] | list[Any], named: dict[str, Any] | None = None
+) -> Any:
+    """fastavro's parsed schema (named types of ``named``, from schema references, resolvable)."""
+    import fastavro
+
+    doc = json.loads(schema) if isinstance(schema, str) else schema
+    return fastavro.parse_schema(doc, named_schemas=named if named is not None else {})
+
+
+def _expand(parsed: Any) -> Any:
+    from fastavro.schema import expand_schema
+
+    try:
+        return expand_schema(parsed)
+    except RecursionError as exc:  # a recursive record
+        raise UnsupportedAvro("recursive Avro schemas are not supported") from exc
+
+
+def _type_name(s: Any) -> str:
+    if isinstance(s, str):
+        return s
+    if isinstance(s, list):
+        return "union"
+    return str(s["type"])
+
+
+def _nullable_branch(union: list[Any]) -> tuple[int, Any] | None:
+    """(index of "null", the other branch) for ``["null", T]`` / ``[T, "null"]``; else None."""
+    names = [_type_name(b) for b in union]
+    if len(union) == 2 and names.count("null") == 1:
+        i = names.index("null")
+        return i, union[1 - i]
+    return None
+
+
+def avro_arrow_type(schema: Any) -> pa.DataType:
+    """The Arrow type (Spark-compatible) of an expanded Avro schema; every field nullable."""
+    import pyarrow as pa
+
+    s = schema
+    if isinstance(s, list):
+        if len(s) == 1:
+            return avro_arrow_type(s[0])
+        nb = _nullable_branch(s)
+        if nb is None:
+            raise UnsupportedAvro(f"Avro union {[_type_name(b) for b in s]} has no Spark type")
+        return avro_arrow_type(nb[1])
+    if isinstance(s, str):
+        s = {"type": s}
+    t = s["type"]
+    if isinstance(t, (dict, list)):
+        return avro_arrow_type(t)
+    logical = s.get("logicalType")
+    if t == "record" or t == "error":
+        return pa.struct(
+            [pa.field(f["name"], avro_arrow_type(f["type"]), nullable=True) for f in s["fields"]]
+        )
+    if t == "enum":
+        return pa.string()
+    if t == "array":
+        return pa.list_(pa.field("element", avro_arrow_type(s["items"]), nullable=True))
+    if t == "map":
+        return pa.map_(pa.string(), pa.field("value", avro_arrow_type(s["values"]), nullable=True))
+    if logical == "decimal" and t in ("bytes", "fixed"):
+        return pa.decimal128(int(s["precision"]), int(s.get("scale", 0)))
+    if t == "fixed":
+        return pa.binary()
+    if t == "int":
+        return pa.date32() if logical == "date" else pa.int32()
+    if t == "long":
+        if logical in (
+            "timestamp-millis",
+            "timestamp-micros",
+            "local-timestamp-millis",
+            "local-timestamp-micros",
+        ):
+            return pa.timestamp("us", tz="UTC")
+        return pa.int64()
+    simple = {
+        "boolean": pa.bool_(),
+        "float": pa.float32(),
+        "double": pa.float64(),
+        "string": pa.string(),
+        "bytes": pa.binary(),
+    }
+    if t in simple:
+        return simple[t]
+    raise UnsupportedAvro(f"Avro type {t!r} has no Spark type")
+
+
+# ---- the reference path: fastavro, one datum at a time ------------------------------------------
+
+
+def _to_arrow_value(value: Any) -> Any:
+    """fastavro's Python values into what ``pa.array`` takes for our Arrow types."""
+    import uuid
+
+    if isinstance(value, dict):
+        return {k: _to_arrow_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_to_arrow_value(v) for v in value]
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    return value
+
+
+def decode_avro_loop(
+    payloads: Sequence[bytes | memoryview | None],
+    writer: Any,
+    reader: Any,
+    arrow_type: pa.DataType,
+) -> tuple[pa.Array, dict[int, str]]:
+    """Per-datum fastavro decode (with schema resolution) into one Arrow array.
+
+    Returns the array (null where a datum is None or fails) and {index: reason} for failures.
+    """
+    import pyarrow as pa
+    from fastavro import schemaless_reader
+
+    values: list[Any] = []
+    errors: dict[int, str] = {}
+    maps = _has_map(arrow_type)
+    for i, payload in enumerate(payloads):
+        if payload is None:
+            values.append(None)
+            continue
+        try:
+            value = schemaless_reader(io.BytesIO(payload), writer, reader)
+        except Exception as exc:  # fastavro raises EOFError, ValueError, SchemaResolutionError...
+            errors[i] = f"Avro: {type(exc).__name__}: {exc}"
+            values.append(None)
+        else:
+            values.append(_to_arrow_value(value) if maps or _needs_fix(value) else value)
+    try:
+        return pa.array(values, type=arrow_type), errors
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+        pass
+    fixed: list[Any] = []  # find the rows Arrow refuses, one by one
+    for i, value in enumerate(values):
+        try:
+            pa.array([value], type=arrow_type)
+        except (pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
+            errors[i] = f"Avro: value does not fit {arrow_type}: {exc}"
+            value = None
+        fixed.append(value)
+    return pa.array(fixed, type=arrow_type), errors
+
+
+def _has_map(t: Any) -> bool:
+    import pyarrow as pa
+
+    if pa.types.is_map(t):
+        return True
+    if pa.types.is_struct(t):
+        return any(_has_map(t.field(i).type) for i in range(t.num_fields))
+    if pa.types.is_list(t):
+        return _has_map(t.value_type)
+    return False
+
+
+def _needs_fix(value: Any) -> bool:
+    import uuid
+
+    if isinstance(value, dict):
+        return any(_needs_fix(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_needs_fix(v) for v in value)
+    return isinstance(value, uuid.UUID)
+
+
+# ---- the compiled path ---------------------------------------------------------------------------
+#
+# One kernel for every schema, compiled once per machine (numba, cached on disk like the records
+# layer's kernels): the schema becomes a small node table (``prog``: kind, null-union branch, enum
+# size, fixed size, children) that a recursive walk interprets datum by datum, appending to
+# per-column growable buffers held in numba typed lists. (Generating and compiling source per
+# schema was tried first: 6x faster than fastavro too, but a minute of numba compile per schema.)
+
+# Node kinds
+_I32, _I64, _BOOL, _F32, _F64, _VAR, _LIST, _STRUCT, _ENUM = range(9)
+_K_KIND, _K_NULL, _K_NSYM, _K_FIXED, _K_FIRST, _K_COUNT, _K_END = range(7)
+_MAX_DEPTH = 512
+
+
+@dataclass
+class _Node:
+    kind: int
+    col: int
+    arrow: Any  # the node's Arrow type
+    children: list[_Node] = field(default_factory=list)
+    null_index: int = -1  # >= 0: a ["null", T] union; the branch index of null
+    symbols: list[str] | None = None  # enum
+    fixed_size: int = -1  # fixed
+    logical: str | None = None
+    is_map: bool = False
+    utf8: bool = False
+
+
+class _Planner:
+    """The node table of a schema (nodes numbered in preorder; children listed in ``kids``)."""
+
+    def __init__(self) -> None:
+        self.nodes: list[_Node] = []
+
+    def node(self, s: Any) -> _Node:
+        null_index = -1
+        if isinstance(s, list):
+            if len(s) == 1:
+                s = s[0]
+            else:
+                nb = _nullable_branch(s)
+                if nb is None:
+                    raise UnsupportedAvro("general unions use the fastavro path")
+                null_index, s = nb
+        if isinstance(s, str):
+            s = {"type": s}
+        if isinstance(s["type"], (dict, list)):
+            inner = self.node(s["type"])
+            if null_index >= 0:
+                if inner.null_index >= 0:
+                    raise UnsupportedAvro("nested null unions")
+                inner.null_index = null_index
+            return inner
+        t = s["type"]
+        logical = s.get("logicalType")
+        if logical == "decimal":
+            raise UnsupportedAvro("decimals use the fastavro path")
+        n = _Node(-1, len(self.nodes), avro_arrow_type(s), null_index=null_index, logical=logical)
+        self.nodes.append(n)
+        if t in ("record", "error"):
+            n.kind = _STRUCT
+            n.children = [self.node(f["type"]) for f in s["fields"]]
+        elif t == "array":
+            n.kind = _LIST
+            n.children = [self.node(s["items"])]
+        elif t == "map":
+            n.kind = _LIST
+            n.is_map = True
+            n.children = [self.node("string"), self.node(s["values"])]
+        else:
+            kinds = {
+                "int": _I32,
+                "long": _I64,
+                "boolean": _BOOL,
+                "float": _F32,
+                "double": _F64,
+                "string": _VAR,
+                "bytes": _VAR,
+                "fixed": _VAR,
+                "enum": _ENUM,
+            }
+            if t not in kinds:
+                raise UnsupportedAvro(f"Avro type {t!r} uses the fastavro path")
+            n.kind = kinds[t]
+            n.utf8 = t == "string"
+            if t == "enum":
+                n.symbols = list(s["symbols"])
+            if t == "fixed":
+                n.fixed_size = int(s["size"])
+        return n
+
+    def tables(self) -> tuple[np.ndarray, np.ndarray]:
+        prog = np.zeros((len(self.nodes), 7), np.int64)
+        kids: list[int] = []
+
+        def end(n: _Node) -> int:  # preorder: a subtree is the range [col, end)
+            return end(n.children[-1]) if n.children else n.col + 1
+
+        for n in self.nodes:
+            prog[n.col] = (
+                n.kind,
+                n.null_index,
+                len(n.symbols) if n.symbols is not None else -1,
+                n.fixed_size,
+                len(kids),
+                len(n.children),
+                end(n),
+            )
+            kids.extend(c.col for c in n.children)
+        return prog, np.array(kids or [0], np.int64)
+
+
+def _rlong(buf: Any, pos: int, end: int) -> tuple[int, int]:
+    # Avro's zigzag varint (at most 10 bytes)
+    result = 0
+    shift = 0
+    while True:
+        if pos >= end or shift > 63:
+            raise ValueError()
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            break
+        shift += 7
+    return (result >> 1) ^ -(result & 1), pos
+
+
+def _grow(arr: Any, need: int) -> Any:
+    grown = np.empty(max(need, 2 * arr.shape[0]), arr.dtype)
+    grown[: arr.shape[0]] = arr
+    return grown
+
+
+def _set_mask(masks: Any, c: int, n: int, bit: int) -> None:
+    m = masks[c]
+    if n >= m.shape[0]:
+        m = _grow(m, n + 1)
+        masks[c] = m
+    m[n] = bit
+
+
+def _set_offset(offs: Any, c: int, n: int, value: int) -> None:
+    o = offs[c]
+    if n + 1 >= o.shape[0]:
+        o = _grow(o, n + 2)
+        offs[c] = o
+    o[n + 1] = value
+
+
+def _null(
+    prog: Any, kids: Any, c: int, counts: Any, dns: Any, vals: Any, masks: Any, offs: Any
+) -> None:
+    """Append a null to column ``c`` and to its descendants (struct children keep the length;
+    a list below gets an empty list, its items nothing). Iterative: nodes are in preorder."""
+    d = c
+    stop = prog[c, _K_END]
+    while d < stop:
+        kind = prog[d, _K_KIND]
+        n = counts[d]
+        _set_mask(masks, d, n, 0)
+        nxt = d + 1
+        if kind in (_I32, _I64, _BOOL, _ENUM):
+            v = vals[d]
+            if n >= v.shape[0]:
+                v = _grow(v, n + 1)
+                vals[d] = v
+            v[n] = 0
+        elif kind == _VAR:  # (floats need nothing: bytes past their data are read as zeros)
+            _set_offset(offs, d, n, dns[d])
+        elif kind == _LIST:
+            _set_offset(offs, d, n, counts[kids[prog[d, _K_FIRST]]])
+            nxt = prog[d, _K_END]
+        counts[d] = n + 1
+        d = nxt
+
+
+def _leaf(
+    prog: Any,
+    c: int,
+    buf: Any,
+    pos: int,
+    end: int,
+    counts: Any,
+    dns: Any,
+    vals: Any,
+    masks: Any,
+    offs: Any,
+    datas: Any,
+) -> int:
+    """Decode one value of leaf node ``c`` (its union branch already read); the next position."""
+    kind = prog[c, _K_KIND]
+    n = counts[c]
+    if kind in (_I32, _I64, _ENUM):
+        x, pos = _rlong(buf, pos, end)
+        if kind == _I32 and (x < -2147483648 or x > 2147483647):
+            raise ValueError()
+        if kind == _ENUM and (x < 0 or x >= prog[c, _K_NSYM]):
+            raise ValueError()
+        v = vals[c]
+        if n >= v.shape[0]:
+            v = _grow(v, n + 1)
+            vals[c] = v
+        v[n] = x
+    elif kind == _BOOL:
+        if pos >= end:
+            raise ValueError()
+        v = vals[c]
+        if n >= v.shape[0]:
+            v = _grow(v, n + 1)
+            vals[c] = v
+        v[n] = 1 if buf[pos] else 0
+        pos += 1
+    elif kind in (_F32, _F64):
+        size = 4 if kind == _F32 else 8
+        if pos + size > end:
+            raise ValueError()
+        d = datas[c]
+        if (n + 1) * size > d.shape[0]:
+            d = _grow(d, (n + 1) * size)
+            datas[c] = d
+        for k in range(size):
+            d[n * size + k] = buf[pos + k]
+        pos += size
+    else:  # _VAR
+        ln = prog[c, _K_FIXED]
+        if ln < 0:
+            ln, pos = _rlong(buf, pos, end)
+        if ln < 0 or pos + ln > end:
+            raise ValueError()
+        dn = dns[c]
+        d = datas[c]
+        if dn + ln > d.shape[0]:
+            d = _grow(d, dn + ln)
+            datas[c] = d
+        for k in range(ln):
+            d[dn + k] = buf[pos + k]
+        dns[c] = dn + ln
+        pos += ln
+        _set_offset(offs, c, n, dn + ln)
+    _set_mask(masks, c, n, 1)
+    counts[c] = n + 1
+    return pos
+
+
+def _block(buf: Any, pos: int, end: int) -> tuple[int, int]:
+    """An array/map block's item count (0 ends the value); the position after its header."""
+    cnt, pos = _rlong(buf, pos, end)
+    if cnt < 0:  # a block with its byte size
+        cnt = -cnt
+        _, pos = _rlong(buf, pos, end)
+    if cnt > end - pos + 65536:  # no datum this size holds that many items
+        raise ValueError()
+    return cnt, pos
+
+
+def _dec(
+    prog: Any,
+    kids: Any,
+    buf: Any,
+    pos: int,
+    end: int,
+    counts: Any,
+    dns: Any,
+    vals: Any,
+    masks: Any,
+    offs: Any,
+    datas: Any,
+    st_node: Any,
+    st_k: Any,
+    st_left: Any,
+) -> int:
+    """Decode one datum (node 0) at ``pos`` with an explicit stack of open records and lists
+    (numba cannot cache recursive functions); returns the position after it."""
+    depth = 0
+    c = 0  # the node to enter next
+    while True:
+        # enter node c: its union branch, then a leaf value or a new frame
+        entered = True
+        ni = prog[c, _K_NULL]
+        if ni >= 0:
+            b, pos = _rlong(buf, pos, end)
+            if b == ni:
+                _null(prog, kids, c, counts, dns, vals, masks, offs)
+                entered = False
+            elif b != 1 - ni:
+                raise ValueError()
+        if entered:
+            kind = prog[c, _K_KIND]
+            if kind in (_STRUCT, _LIST):
+                left = 1
+                if kind == _LIST:
+                    left, pos = _block(buf, pos, end)
+                if depth >= _MAX_DEPTH:
+                    raise ValueError()
+                st_node[depth] = c
+                st_k[depth] = 0
+                st_left[depth] = left
+                depth += 1
+            else:
+                pos = _leaf(prog, c, buf, pos, end, counts, dns, vals, masks, offs, datas)
+        # find the next node to enter, closing finished frames
+        while True:
+            if depth == 0:
+                return pos
+            f = depth - 1
+            p = st_node[f]
+            first = prog[p, _K_FIRST]
+            nkids = prog[p, _K_COUNT]
+            if prog[p, _K_KIND] == _LIST:
+                if st_left[f] > 0 and st_k[f] == nkids:  # one item done
+                    st_k[f] = 0
+                    st_left[f] -= 1
+                    if st_left[f] == 0:
+                        st_left[f], pos = _block(buf, pos, end)
+                if st_left[f] > 0:
+                    c = kids[first + st_k[f]]
+                    st_k[f] += 1
+                    break
+                n = counts[p]
+                _set_offset(offs, p, n, counts[kids[first]])
+            else:
+                if st_k[f] < nkids:
+                    c = kids[first + st_k[f]]
+                    st_k[f] += 1
+                    break
+                n = counts[p]
+            _set_mask(masks, p, n, 1)
+            counts[p] = n + 1
+            depth -= 1
+
+
+def avro_kernel(prog: Any, kids: Any, buf: Any, starts: Any, ends: Any) -> Any:
+    """Decode ``buf[starts[i]:ends[i]]`` for every i with the node table; a start < 0 is a null.
+
+    Returns (status per datum: 1 decoded, 0 failed (a null row), counts, dns, vals, masks, offs,
+    datas): per node, its item count, data length and buffers.
+    """
+    rows = starts.shape[0]
+    ncols = prog.shape[0]
+    status = np.zeros(rows, np.uint8)
+    counts = np.zeros(ncols, np.int64)
+    dns = np.zeros(ncols, np.int64)
+    saved_counts = np.zeros(ncols, np.int64)
+    saved_dns = np.zeros(ncols, np.int64)
+    vals = [np.empty(0, np.int64) for _ in range(0)]
+    masks = [np.empty(0, np.uint8) for _ in range(0)]
+    offs = [np.empty(0, np.int32) for _ in range(0)]
+    datas = [np.empty(0, np.uint8) for _ in range(0)]
+    st_node = np.zeros(_MAX_DEPTH, np.int64)
+    st_k = np.zeros(_MAX_DEPTH, np.int64)
+    st_left = np.zeros(_MAX_DEPTH, np.int64)
+    for c in range(ncols):
+        cap = max(rows, 8) if c == 0 else 64
+        vals.append(np.empty(cap, np.int64))
+        masks.append(np.empty(cap, np.uint8))
+        offs.append(np.zeros(cap + 1, np.int32))
+        datas.append(np.empty(64, np.uint8))
+    for i in range(rows):
+        pos = starts[i]
+        if pos < 0:
+            _null(prog, kids, 0, counts, dns, vals, masks, offs)
+            continue
+        for c in range(ncols):
+            saved_counts[c] = counts[c]
+            saved_dns[c] = dns[c]
+        ok = True
+        try:
+            _dec(
+                prog,
+                kids,
+                buf,
+                pos,
+                ends[i],
+                counts,
+                dns,
+                vals,
+                masks,
+                offs,
+                datas,
+                st_node,
+                st_k,
+                st_left,
+            )
+        except Exception:
+            ok = False
+        if ok:
+            status[i] = 1
+        else:
+            for c in range(ncols):
+                counts[c] = saved_counts[c]
+                dns[c] = saved_dns[c]
+            _null(prog, kids, 0, counts, dns, vals, masks, offs)
+    return status, counts, dns, vals, masks, offs, datas
+
+
+_JIT_LOCK = threading.Lock()
+_KERNEL: Callable[..., Any] | None = None
+
+
+def _kernel() -> Callable[..., Any]:
+    """``avro_kernel`` compiled by numba (cached on disk), or plain Python without numba."""
+    global _KERNEL
+    with _JIT_LOCK:
+        if _KERNEL is None:
+            g = globals()
+            try:
+                import numba
+            except ImportError:  # pragma: no cover - numba is part of the spark extra
+                _KERNEL = avro_kernel
+            else:
+                from kwire.records._columnar_kernels import numba_cache_dir
+
+                numba_cache_dir()  # sets NUMBA_CACHE_DIR when unset (a writable place)
+                for name in (
+                    "_rlong",
+                    "_grow",
+                    "_set_mask",
+                    "_set_offset",
+                    "_null",
+                    "_leaf",
+                    "_block",
+                    "_dec",
+                ):
+                    g[name] = numba.njit(g[name], cache=True, nogil=True)
+                _KERNEL = numba.njit(avro_kernel, cache=True, nogil=True)
+        return _KERNEL
+
+
+def _bitmap(valid: np.ndarray) -> Any:
+    import pyarrow as pa
+
+    return pa.py_buffer(np.packbits(valid.astype(bool), bitorder="little"))
+
+
+class AvroDecoder:
+    """Datums written with ``schema`` (an expanded Avro schema) into one Arrow array."""
+
+    def __init__(self, schema: Any) -> None:
+        planner = _Planner()
+        self.root = planner.node(schema)
+        self.nodes = planner.nodes
+        self.prog, self.kids = planner.tables()
+        self.arrow_type = self.root.arrow
+
+    def decode(
+        self, data: np.ndarray, starts: np.ndarray, ends: np.ndarray
+    ) -> tuple[pa.Array, np.ndarray]:
+        """Decode ``data[starts[i]:ends[i]]`` for every i (a start < 0: a null row).
+
+        Returns the Arrow array and a status per row (1 decoded, 0 failed and null). Raises
+        ``pa.ArrowInvalid`` if a string is not UTF-8 (the caller then uses the fastavro path).
+        """
+        status, counts, _dns, vals, masks, offs, datas = _kernel()(
+            self.prog, self.kids, data, starts.astype(np.int64), ends.astype(np.int64)
+        )
+        columns = {
+            n.col: (int(counts[n.col]), masks[n.col], vals[n.col], offs[n.col], datas[n.col])
+            for n in self.nodes
+        }
+        array = self._build(self.root, columns)
+        if _has_string(self.root):
+            array.validate(full=True)
+        return array, np.asarray(status)
+
+    def _build(self, n: _Node, columns: dict[int, tuple[Any, ...]]) -> pa.Array:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        count, valid, values, offsets, data = columns[n.col]
+        valid = valid[:count]
+        nulls = count - int(np.count_nonzero(valid))
+        bitmap = _bitmap(valid) if nulls else None
+        mask = pa.array(valid == 0) if nulls else None
+        if n.kind in (_I32, _I64, _BOOL, _ENUM):
+            v = values[:count]
+            if n.kind == _BOOL:
+                return pa.array(v.astype(bool), mask=None if not nulls else valid == 0)
+            dtype = pa.int64() if n.kind == _I64 else pa.int32()
+            raw = v if n.kind == _I64 else v.astype(np.int32)
+            arr = pa.Array.from_buffers(dtype, count, [bitmap, pa.py_buffer(raw)], nulls)
+            if n.symbols is not None:
+                return pc.take(pa.array(n.symbols, pa.string()), arr)
+            if n.logical == "date":
+                return arr.cast(pa.date32())
+            if n.logical in ("timestamp-millis", "local-timestamp-millis"):
+                arr = pc.multiply(arr, 1000)
+            if n.logical is not None and "timestamp" in n.logical:
+                return arr.cast(pa.timestamp("us", tz="UTC"))
+            return arr
+        if n.kind in (_F32, _F64):
+            size = 4 if n.kind == _F32 else 8
+            raw = np.zeros(count * size, np.uint8)
+            filled = min(len(data), count * size)
+            raw[:filled] = data[:filled]
+            dtype = pa.float32() if n.kind == _F32 else pa.float64()
+            return pa.Array.from_buffers(dtype, count, [bitmap, pa.py_buffer(raw)], nulls)
+        if n.kind == _VAR:
+            dtype = pa.string() if n.utf8 else pa.binary()
+            return pa.Array.from_buffers(
+                dtype,
+                count,
+                [bitmap, pa.py_buffer(offsets[: count + 1]), pa.py_buffer(data)],
+                nulls,
+            )
+        if n.kind == _LIST:
+            off = pa.array(offsets[: count + 1], pa.int32())
+            if n.is_map:
+                keys = self._build(n.children[0], columns)
+                items = self._build(n.children[1], columns)
+                return pa.MapArray.from_arrays(off, keys, items, type=n.arrow, mask=mask)
+            child = self._build(n.children[0], columns)
+            return pa.ListArray.from_arrays(off, child, type=n.arrow, mask=mask)
+        children = [self._build(child, columns) for child in n.children]
+        return pa.StructArray.from_arrays(children, fields=list(n.arrow), mask=mask)
+
+
+def _has_string(n: _Node) -> bool:
+    return n.utf8 or any(_has_string(c) for c in n.children)

@@ -1,0 +1,1061 @@
+# Schema Registry decoding for the kafka-log source: options valueFormat / keyFormat = avro,
+# protobuf or json turn the value (key) column into typed columns.
+#
+# Wire format (Confluent's): magic byte 0, a 4-byte big-endian schema id, for Protobuf the message
+# indexes (a zigzag varint count then the indexes; a single 0 byte stands for [0]), then the
+# payload. Header-based serializers leave the payload bare and put the id in a header
+# (``__value_schema_id`` / ``__key_schema_id``: magic 0 + id, or magic 1 + a 16-byte GUID); the
+# ``valueSchemaIdHeader`` option names another header.
+#
+# Schemas come from the ``_schemas`` topic of the same log directory (what Confluent's registry
+# writes: JSON keys ``{"keytype":"SCHEMA","subject":..,"version":..,"magic":1}`` and JSON values
+# ``{"subject","version","id","schema","schemaType","references","deleted"}``, null for a hard
+# delete; a backup decodes itself, no registry needed), or from ``schemaRegistryUrl`` through
+# confluent-kafka's SchemaRegistryClient (every version of the subject fetched on the driver, ids
+# the executors meet later fetched by id). The output type is resolved on the driver from the
+# subject's latest schema (TopicNameStrategy ``<topic>-value`` unless ``valueSubject``); records
+# written with an older schema are resolved against it (Avro: fastavro's schema resolution).
+#
+# Decoding runs on the Arrow batches the reader yields: schema ids are read for the whole column
+# with numpy (no Python object per record); Avro datums of the latest schema go through the
+# compiled Arrow decoder (kwire.spark._avro), others through fastavro; Protobuf (the protobuf
+# runtime) and JSON (json + jsonschema validation) decode per record. A value that does not decode
+# is a null with `_corrupt_record` saying why (PERMISSIVE), is dropped (DROPMALFORMED) or fails
+# the task (FAILFAST, CorruptRecordError); the count is logged per split and, with reportPath,
+# written there.
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from kwire.errors import CorruptRecordError, KwireError, OptionError
+from kwire.spark._options import ReadOptions, parse_read_options
+from kwire.spark._schema import CORRUPT_RECORD, RECORD_COLUMNS, arrow_schema
+from kwire.spark._source import KafkaLogReader
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql.types import StructType
+
+__all__ = [
+    "SchemaEntry",
+    "SchemaStore",
+    "TypedReader",
+    "TypedSource",
+    "parse_wire_prefix",
+    "store_from_records",
+    "typed_source",
+]
+
+log = logging.getLogger("kwire.spark")
+
+FORMATS = {"avro": "AVRO", "protobuf": "PROTOBUF", "json": "JSON"}
+SCHEMAS_TOPIC = "_schemas"
+_UNKNOWN_GUID = -2
+DEFAULT_HEADERS = {"value": ("__value_schema_id",), "key": ("__key_schema_id",)}
+
+
+def _opt(options: Mapping[str, str], name: str) -> str | None:
+    lowered = {str(k).lower(): v for k, v in options.items()}
+    value = lowered.get(name.lower())
+    return None if value is None else str(value)
+
+
+# ---- the schema store --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SchemaEntry:
+    """One registered schema (as the registry's ``_schemas`` topic or REST API gives it)."""
+
+    id: int
+    schema_type: str  # AVRO, PROTOBUF, JSON
+    schema: str
+    references: tuple[tuple[str, str, int], ...] = ()  # (name, subject, version)
+    subject: str | None = None
+    version: int | None = None
+    deleted: bool = False
+    guid: str | None = None
+
+
+@dataclass
+class SchemaStore:
+    """Schemas by id and subject versions; picklable, shipped to executors with the reader."""
+
+    by_id: dict[int, SchemaEntry] = field(default_factory=dict)
+    versions: dict[str, dict[int, SchemaEntry]] = field(default_factory=dict)
+    url: str | None = None
+
+    def add(self, entry: SchemaEntry) -> None:
+        self.by_id.setdefault(entry.id, entry)
+        if entry.subject is not None and entry.version is not None:
+            self.versions.setdefault(entry.subject, {})[entry.version] = entry
+
+    def latest(self, subject: str) -> SchemaEntry:
+        live = [e for v, e in sorted(self.versions.get(subject, {}).items()) if not e.deleted]
+        if not live:
+            raise OptionError(f"no schema registered under subject {subject!r}")
+        return live[-1]
+
+    def version(self, subject: str, version: int) -> SchemaEntry:
+        entry = self.versions.get(subject, {}).get(version)
+        if entry is None and self.url:
+            entry = _fetch_version(self.url, subject, version)
+            self.add(entry)
+        if entry is None:
+            raise KwireError(f"schema {subject} version {version} is not known")
+        return entry
+
+    def get(self, schema_id: int) -> SchemaEntry | None:
+        entry = self.by_id.get(schema_id)
+        if entry is None and self.url:
+            try:
+                entry = _fetch_id(self.url, schema_id)
+            except Exception:  # the registry does not know it: the record is corrupt
+                return None
+            self.by_id[schema_id] = entry
+        return entry
+
+    def by_guid(self, guid: str) -> SchemaEntry | None:
+        for entry in self.by_id.values():
+            if entry.guid == guid:
+                return entry
+        return None
+
+
+def _entry(doc: Mapping[str, Any]) -> SchemaEntry:
+    refs = tuple(
+        (str(r["name"]), str(r["subject"]), int(r["version"])) for r in doc.get("references") or ()
+    )
+    return SchemaEntry(
+        id=int(doc["id"]),
+        schema_type=str(doc.get("schemaType") or "AVRO").upper(),
+        schema=str(doc["schema"]),
+        references=refs,
+        subject=doc.get("subject"),
+        version=None if doc.get("version") is None else int(doc["version"]),
+        deleted=bool(doc.get("deleted", False)),
+        guid=doc.get("guid"),
+    )
+
+
+def store_from_records(records: list[tuple[bytes | None, bytes | None]]) -> SchemaStore:
+    """A store from the ``_schemas`` topic's (key, value) records, in offset order."""
+    latest: dict[tuple[str, int], SchemaEntry | None] = {}
+    for key, value in records:
+        if key is None:
+            continue
+        try:
+            k = json.loads(key)
+        except ValueError:
+            continue
+        if not isinstance(k, dict):
+            continue
+        keytype = k.get("keytype")
+        if keytype == "SCHEMA":
+            slot = (str(k.get("subject")), int(k.get("version", 0)))
+            if value is None:  # a hard delete
+                latest[slot] = None
+                continue
+            try:
+                latest[slot] = _entry(json.loads(value))
+            except (ValueError, KeyError, TypeError):
+                continue
+        elif keytype == "DELETE_SUBJECT" and value is not None:
+            try:
+                doc = json.loads(value)
+                subject, upto = str(doc["subject"]), int(doc["version"])
+            except (ValueError, KeyError, TypeError):
+                continue
+            for (s, v), e in list(latest.items()):
+                if s == subject and v <= upto and e is not None:
+                    latest[(s, v)] = replace(e, deleted=True)
+    store = SchemaStore()
+    for entry in latest.values():
+        if entry is not None:
+            store.add(entry)
+    return store
+
+
+def read_schemas_topic(path: str, topic: str = SCHEMAS_TOPIC) -> SchemaStore:
+    """Read the registry's topic from a log directory on the driver into a store."""
+    from kwire.spark._read import read_split
+
+    reader = KafkaLogReader(
+        path,
+        parse_read_options({"subscribe": topic, "mode": "DROPMALFORMED"}),
+        None,  # type: ignore[arg-type]
+    )
+    target = arrow_schema(["key", "value", "partition", "offset"])
+    rows: list[tuple[int, int, bytes | None, bytes | None]] = []
+    for part in reader.partitions():
+        splits: tuple[Any, ...] = getattr(part, "splits", (part,))
+        for split in splits:
+            for batch in read_split(split, reader.options, target):
+                d = batch.to_pydict()
+                rows.extend(zip(d["partition"], d["offset"], d["key"], d["value"], strict=True))
+    rows.sort(key=lambda r: (r[0], r[1]))
+    return store_from_records([(k, v) for _, _, k, v in rows])
+
+
+def _client(url: str) -> Any:
+    try:
+        from confluent_kafka.schema_registry import SchemaRegistryClient
+    except ImportError:
+        return None
+    return SchemaRegistryClient({"url": url})
+
+
+def _http_json(url: str) -> Any:
+    import urllib.request
+
+    with urllib.request.urlopen(url, timeout=30) as resp:
+        return json.loads(resp.read())
+
+
+def _from_registered(rs: Any, subject: str | None = None) -> SchemaEntry:
+    schema = rs.schema if hasattr(rs, "schema") else rs
+    refs = tuple((r.name, r.subject, int(r.version)) for r in (schema.references or ()))
+    return SchemaEntry(
+        id=int(rs.schema_id),
+        schema_type=str(schema.schema_type or "AVRO").upper(),
+        schema=str(schema.schema_str),
+        references=refs,
+        subject=getattr(rs, "subject", subject),
+        version=getattr(rs, "version", None),
+        guid=None if getattr(rs, "guid", None) is None else str(rs.guid),
+    )
+
+
+def _fetch_version(url: str, subject: str, version: int) -> SchemaEntry:
+    client = _client(url)
+    if client is not None:
+        return _from_registered(client.get_version(subject, version), subject)
+    return _entry(_http_json(f"{url.rstrip('/')}/subjects/{subject}/versions/{version}"))
+
+
+def _fetch_id(url: str, schema_id: int) -> SchemaEntry:
+    client = _client(url)
+    if client is not None:
+        schema = client.get_schema(schema_id)
+        refs = tuple((r.name, r.subject, int(r.version)) for r in (schema.references or ()))
+        return SchemaEntry(
+            schema_id, str(schema.schema_type or "AVRO").upper(), schema.schema_str, refs
+        )
+    doc = _http_json(f"{url.rstrip('/')}/schemas/ids/{schema_id}")
+    return _entry({**doc, "id": schema_id})
+
+
+def store_from_registry(url: str, subjects: list[str]) -> SchemaStore:
+    """Every version of ``subjects`` (and what they reference) from a registry, on the driver."""
+    store = SchemaStore(url=url)
+    client = _client(url)
+    todo = list(subjects)
+    seen: set[str] = set()
+    while todo:
+        subject = todo.pop()
+        if subject in seen:
+            continue
+        seen.add(subject)
+        if client is not None:
+            versions = client.get_versions(subject)
+        else:
+            versions = _http_json(f"{url.rstrip('/')}/subjects/{subject}/versions")
+        for v in versions:
+            entry = _fetch_version(url, subject, int(v))
+            store.add(entry)
+            todo.extend(ref_subject for _, ref_subject, _ in entry.references)
+    return store
+
+
+# ---- the wire format -----------------------------------------------------------------------------
+
+
+def parse_wire_prefix(data: bytes | memoryview, protobuf: bool) -> tuple[int, list[int], int]:
+    """(schema id, message indexes, payload start) of one Confluent-framed value."""
+    if len(data) < 5 or data[0] != 0:
+        raise ValueError("not in Confluent's wire format (magic byte 0 and a schema id)")
+    schema_id = int.from_bytes(data[1:5], "big")
+    if not protobuf:
+        return schema_id, [], 5
+    indexes, pos = _message_indexes(data, 5)
+    return schema_id, indexes, pos
+
+
+def _zigzag(data: bytes | memoryview, pos: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        if pos >= len(data) or shift > 63:
+            raise ValueError("truncated Protobuf message indexes")
+        b = data[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return (result >> 1) ^ -(result & 1), pos
+        shift += 7
+
+
+def _message_indexes(data: bytes | memoryview, pos: int) -> tuple[list[int], int]:
+    count, pos = _zigzag(data, pos)
+    if count == 0:
+        return [0], pos  # the shortcut for the first message
+    if count < 0 or count > 100_000:
+        raise ValueError("bad Protobuf message index count")
+    indexes = []
+    for _ in range(count):
+        i, pos = _zigzag(data, pos)
+        indexes.append(i)
+    return indexes, pos
+
+
+# ---- per-format decoders -------------------------------------------------------------------------
+
+
+class _Format:
+    """Decodes one side (key or value) of a batch; built lazily on each executor."""
+
+    schema_type = ""
+
+    def __init__(self, store: SchemaStore, reader: SchemaEntry) -> None:
+        self.store = store
+        self.reader = reader
+
+    def arrow_type(self) -> pa.DataType:
+        raise NotImplementedError
+
+    def decode(
+        self, column: pa.Array, header_ids: dict[int, int] | None
+    ) -> tuple[pa.Array, np.ndarray, dict[int, str]]:
+        """(decoded array, schema id per row (-1 none), {row: reason} for rows that failed)."""
+        raise NotImplementedError
+
+
+def _binary_parts(column: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(data bytes, start offsets, end offsets) of a binary array, without a copy."""
+    import pyarrow as pa
+
+    if column.type != pa.binary():
+        column = column.cast(pa.binary())
+    n = len(column)
+    bufs = column.buffers()
+    offsets = np.frombuffer(bufs[1], np.int32)[column.offset : column.offset + n + 1]
+    data = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+    return data, offsets[:-1].astype(np.int64), offsets[1:].astype(np.int64)
+
+
+def _prefixed_ids(
+    column: pa.Array, header_ids: dict[int, int] | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[int, str]]:
+    """Vectorised wire-format parse: (data, ids, payload starts, ends, errors); ids -1 for nulls."""
+    data, starts, ends = _binary_parts(column)
+    n = len(column)
+    valid = np.asarray(column.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    ids = np.full(n, -1, np.int64)
+    framed = valid & (ends - starts >= 5)
+    safe = np.where(framed, starts, 0)
+    if len(data):
+        framed &= data[np.minimum(safe, len(data) - 1)] == 0
+        d = data.astype(np.int64)
+        b = [d[np.minimum(safe + k, len(data) - 1)] for k in range(1, 5)]
+        ids = np.where(framed, (b[0] << 24) | (b[1] << 16) | (b[2] << 8) | b[3], -1)
+    payload = np.where(framed, starts + 5, starts)
+    if header_ids:
+        rows = np.fromiter(header_ids.keys(), np.int64, len(header_ids))
+        ids[rows] = np.fromiter(header_ids.values(), np.int64, len(header_ids))
+        payload[rows] = starts[rows]
+        framed[rows] = valid[rows]
+    errors = {
+        int(i): "not in Confluent's wire format (no magic byte 0 and schema id)"
+        for i in np.nonzero(valid & ~framed)[0]
+    }
+    for i in np.nonzero(ids == _UNKNOWN_GUID)[0]:
+        errors[int(i)] = "the schema GUID in its header is not known"
+    return data, ids, payload, ends, errors
+
+
+class _Avro(_Format):
+    schema_type = "AVRO"
+
+    def __init__(self, store: SchemaStore, reader: SchemaEntry) -> None:
+        super().__init__(store, reader)
+        from kwire.spark._avro import _expand
+
+        self._parsed: dict[int, Any] = {}
+        self.reader_parsed = self.parsed(reader)
+        self.expanded = _expand(self.reader_parsed)
+        self._fast: Any = False  # the compiled decoder of the reader schema (None: unsupported)
+
+    def parsed(self, entry: SchemaEntry) -> Any:
+        from kwire.spark._avro import parse_avro
+
+        if entry.id not in self._parsed:
+            named: dict[str, Any] = {}
+            for _, subject, version in entry.references:
+                parse_avro(self.store.version(subject, version).schema, named)
+            self._parsed[entry.id] = parse_avro(entry.schema, named)
+        return self._parsed[entry.id]
+
+    def arrow_type(self) -> pa.DataType:
+        from kwire.spark._avro import avro_arrow_type
+
+        return avro_arrow_type(self.expanded)
+
+    def fast(self) -> Any:
+        if self._fast is False:
+            from kwire.spark._avro import AvroDecoder, UnsupportedAvro
+
+            try:
+                self._fast = AvroDecoder(self.expanded)
+            except UnsupportedAvro:
+                self._fast = None
+        return self._fast
+
+    def decode(
+        self, column: pa.Array, header_ids: dict[int, int] | None
+    ) -> tuple[pa.Array, np.ndarray, dict[int, str]]:
+        import pyarrow as pa
+
+        from kwire.spark._avro import decode_avro_loop
+
+        data, ids, starts, ends, errors = _prefixed_ids(column, header_ids)
+        arrow_type = self.arrow_type()
+        pieces: list[tuple[np.ndarray, pa.Array]] = []
+        for schema_id in np.unique(ids[ids >= 0]):
+            rows = np.nonzero(ids == schema_id)[0]
+            entry = self.store.get(int(schema_id))
+            if entry is None or entry.schema_type != "AVRO":
+                why = "unknown schema id" if entry is None else f"a {entry.schema_type} schema"
+                errors.update({int(i): f"Avro: {why} {schema_id}" for i in rows})
+                continue
+            fast = self.fast() if _same_avro(entry, self.reader) else None
+            array = None
+            if fast is not None:
+                try:
+                    array, status = fast.decode(data, starts[rows], ends[rows])
+                except pa.ArrowInvalid:  # not UTF-8 somewhere: fastavro says which record
+                    array = None
+                else:
+                    for i in rows[status == 0]:
+                        errors[int(i)] = f"Avro: cannot decode with schema id {schema_id}"
+            if array is None:
+                payloads = [bytes(data[s:e]) for s, e in zip(starts[rows], ends[rows], strict=True)]
+                array, bad = decode_avro_loop(
+                    payloads, self.parsed(entry), self.reader_parsed, arrow_type
+                )
+                for j, why in bad.items():
+                    errors[int(rows[j])] = f"{why} (schema id {schema_id})"
+            pieces.append((rows, array))
+        return _assemble(len(column), pieces, arrow_type), ids, errors
+
+
+def _same_avro(a: SchemaEntry, b: SchemaEntry) -> bool:
+    return a.id == b.id or (a.schema == b.schema and a.references == b.references)
+
+
+def _assemble(
+    n: int, pieces: list[tuple[np.ndarray, pa.Array]], arrow_type: pa.DataType
+) -> pa.Array:
+    """One array of ``n`` rows from (row indexes, values) pieces; other rows null."""
+    import pyarrow as pa
+
+    if len(pieces) == 1 and len(pieces[0][0]) == n:
+        return pieces[0][1]
+    covered = np.concatenate([rows for rows, _ in pieces]) if pieces else np.zeros(0, np.int64)
+    rest = np.setdiff1d(np.arange(n), covered)
+    arrays = [a for _, a in pieces] + [pa.nulls(len(rest), arrow_type)]
+    order = np.concatenate([covered, rest]).astype(np.int64)
+    inverse = np.empty(n, np.int64)
+    inverse[order] = np.arange(n)
+    return pa.concat_arrays(arrays).take(pa.array(inverse))
+
+
+def _pyvalues_to_arrow(
+    values: list[Any], arrow_type: pa.DataType, errors: dict[int, str], what: str
+) -> pa.Array:
+    import pyarrow as pa
+
+    bad = (pa.ArrowException, TypeError, ValueError, OverflowError)
+    try:
+        return pa.array(values, type=arrow_type)
+    except bad:
+        pass
+    fixed = []
+    for i, v in enumerate(values):
+        try:
+            pa.array([v], type=arrow_type)
+        except bad as exc:
+            errors[i] = f"{what}: value does not fit {arrow_type}: {exc}"
+            v = None
+        fixed.append(v)
+    return pa.array(fixed, type=arrow_type)
+
+
+class _Protobuf(_Format):
+    schema_type = "PROTOBUF"
+
+    def __init__(self, store: SchemaStore, reader: SchemaEntry, message: str | None = None) -> None:
+        super().__init__(store, reader)
+        self._files: dict[int, Any] = {}
+        self._classes: dict[tuple[int, tuple[int, ...]], Any] = {}
+        index = 0  # Confluent's default: the file's first message
+        if message is not None:
+            names = [m.name for m in _proto_file(reader).message_type]
+            short = message.rsplit(".", 1)[-1]
+            if short not in names:
+                raise OptionError(f"Protobuf schema {reader.id} has no message {message!r}")
+            index = names.index(short)
+        self.descriptor = self.message(reader, (index,)).DESCRIPTOR
+
+    def file(self, entry: SchemaEntry) -> Any:
+        if entry.id not in self._files:
+            from google.protobuf import descriptor_pool
+
+            pool = descriptor_pool.DescriptorPool()
+            self._add(pool, entry, set())
+            self._files[entry.id] = pool.FindFileByName(_proto_file(entry).name)
+        return self._files[entry.id]
+
+    def _add(self, pool: Any, entry: SchemaEntry, done: set[str]) -> None:
+        fdp = _proto_file(entry)
+        for name, subject, version in entry.references:
+            if name not in done:
+                done.add(name)
+                self._add(pool, self.store.version(subject, version), done)
+        for dep in fdp.dependency:
+            if dep.startswith("google/protobuf/") and dep not in done:
+                done.add(dep)
+                _add_well_known(pool, dep)
+        pool.Add(fdp)
+
+    def message(self, entry: SchemaEntry, indexes: tuple[int, ...]) -> Any:
+        key = (entry.id, indexes)
+        if key not in self._classes:
+            from google.protobuf import message_factory
+
+            desc = self.file(entry).message_types_by_name[
+                _proto_file(entry).message_type[indexes[0]].name
+            ]
+            for i in indexes[1:]:
+                desc = desc.nested_types[i]
+            self._classes[key] = message_factory.GetMessageClass(desc)
+        return self._classes[key]
+
+    def arrow_type(self) -> pa.DataType:
+        return _proto_arrow_type(self.descriptor, ())
+
+    def decode(
+        self, column: pa.Array, header_ids: dict[int, int] | None
+    ) -> tuple[pa.Array, np.ndarray, dict[int, str]]:
+        n = len(column)
+        ids = np.full(n, -1, np.int64)
+        errors: dict[int, str] = {}
+        values: list[Any] = []
+        header_ids = header_ids or {}
+        for i, raw in enumerate(column.to_pylist()):
+            if raw is None:
+                values.append(None)
+                continue
+            try:
+                if i in header_ids:
+                    schema_id = header_ids[i]
+                    indexes, pos = _message_indexes(raw, 0)
+                else:
+                    schema_id, indexes, pos = parse_wire_prefix(raw, protobuf=True)
+                ids[i] = schema_id
+                entry = self.store.get(schema_id)
+                if entry is None or entry.schema_type != "PROTOBUF":
+                    raise ValueError(f"unknown Protobuf schema id {schema_id}")
+                msg = self.message(entry, tuple(indexes))()
+                msg.ParseFromString(raw[pos:])
+                values.append(_proto_value(msg))
+            except Exception as exc:  # DecodeError, ValueError, KeyError, IndexError
+                errors[i] = f"Protobuf: {type(exc).__name__}: {exc}"
+                values.append(None)
+        return _pyvalues_to_arrow(values, self.arrow_type(), errors, "Protobuf"), ids, errors
+
+
+def _proto_file(entry: SchemaEntry) -> Any:
+    from google.protobuf import descriptor_pb2
+
+    try:
+        raw = base64.b64decode(entry.schema, validate=True)
+        return descriptor_pb2.FileDescriptorProto.FromString(raw)
+    except Exception as exc:
+        raise KwireError(
+            f"Protobuf schema {entry.id}: only the serialized (base64 FileDescriptorProto) form "
+            "is supported, not .proto source"
+        ) from exc
+
+
+def _add_well_known(pool: Any, name: str) -> None:
+    import importlib
+
+    from google.protobuf import descriptor_pb2
+
+    module = name.removeprefix("google/protobuf/").removesuffix(".proto") + "_pb2"
+    mod = importlib.import_module(f"google.protobuf.{module}")
+    fdp = descriptor_pb2.FileDescriptorProto()
+    mod.DESCRIPTOR.CopyToProto(fdp)
+    pool.Add(fdp)
+
+
+def _is_repeated(f: Any) -> bool:
+    repeated = getattr(f, "is_repeated", None)  # protobuf >= 5 (``label`` is gone in 7)
+    return bool(repeated) if repeated is not None else f.label == f.LABEL_REPEATED
+
+
+def _proto_arrow_type(desc: Any, seen: tuple[str, ...]) -> pa.DataType:
+    import pyarrow as pa
+    from google.protobuf.descriptor import FieldDescriptor as F
+
+    if desc.full_name in seen:
+        raise KwireError(f"recursive Protobuf message {desc.full_name} has no Spark type")
+    seen = (*seen, desc.full_name)
+    scalars = {
+        F.TYPE_DOUBLE: pa.float64(),
+        F.TYPE_FLOAT: pa.float32(),
+        F.TYPE_INT64: pa.int64(),
+        F.TYPE_UINT64: pa.int64(),
+        F.TYPE_INT32: pa.int32(),
+        F.TYPE_FIXED64: pa.int64(),
+        F.TYPE_FIXED32: pa.int64(),
+        F.TYPE_BOOL: pa.bool_(),
+        F.TYPE_STRING: pa.string(),
+        F.TYPE_BYTES: pa.binary(),
+        F.TYPE_UINT32: pa.int64(),
+        F.TYPE_ENUM: pa.string(),
+        F.TYPE_SFIXED32: pa.int32(),
+        F.TYPE_SFIXED64: pa.int64(),
+        F.TYPE_SINT32: pa.int32(),
+        F.TYPE_SINT64: pa.int64(),
+    }
+
+    def one(f: Any) -> pa.DataType:
+        if f.type == F.TYPE_MESSAGE:
+            return _proto_arrow_type(f.message_type, seen)
+        return scalars[f.type]
+
+    fields = []
+    for f in desc.fields:
+        if f.type == F.TYPE_MESSAGE and f.message_type.GetOptions().map_entry:
+            kf, vf = f.message_type.fields_by_name["key"], f.message_type.fields_by_name["value"]
+            t: pa.DataType = pa.map_(one(kf), pa.field("value", one(vf), nullable=True))
+        elif _is_repeated(f):
+            t = pa.list_(pa.field("element", one(f), nullable=True))
+        else:
+            t = one(f)
+        fields.append(pa.field(f.name, t, nullable=True))
+    return pa.struct(fields)
+
+
+def _proto_value(msg: Any) -> dict[str, Any]:
+    from google.protobuf.descriptor import FieldDescriptor as F
+
+    out: dict[str, Any] = {}
+    for f in msg.DESCRIPTOR.fields:
+        value = getattr(msg, f.name)
+
+        def conv(v: Any, f: Any = f) -> Any:
+            if f.type == F.TYPE_MESSAGE:
+                return _proto_value(v)
+            if f.type == F.TYPE_ENUM:
+                ev = f.enum_type.values_by_number.get(v)
+                return ev.name if ev is not None else str(v)
+            return v
+
+        if f.type == F.TYPE_MESSAGE and f.message_type.GetOptions().map_entry:
+            vf = f.message_type.fields_by_name["value"]
+            out[f.name] = [(k, conv(v, vf)) for k, v in value.items()]
+        elif _is_repeated(f):
+            out[f.name] = [conv(v) for v in value]
+        elif f.has_presence and not msg.HasField(f.name):
+            out[f.name] = None
+        else:
+            out[f.name] = conv(value)
+    return out
+
+
+class _Json(_Format):
+    schema_type = "JSON"
+
+    def __init__(self, store: SchemaStore, reader: SchemaEntry) -> None:
+        super().__init__(store, reader)
+        self.doc = json.loads(reader.schema)
+        self._validators: dict[int, Any] = {}
+
+    def validator(self, entry: SchemaEntry) -> Any:
+        if entry.id not in self._validators:
+            from jsonschema.validators import validator_for
+
+            doc = json.loads(entry.schema)
+            self._validators[entry.id] = validator_for(doc)(doc)
+        return self._validators[entry.id]
+
+    def arrow_type(self) -> pa.DataType:
+        return _json_arrow_type(self.doc, self.doc, ())
+
+    def decode(
+        self, column: pa.Array, header_ids: dict[int, int] | None
+    ) -> tuple[pa.Array, np.ndarray, dict[int, str]]:
+        n = len(column)
+        ids = np.full(n, -1, np.int64)
+        errors: dict[int, str] = {}
+        values: list[Any] = []
+        header_ids = header_ids or {}
+        for i, raw in enumerate(column.to_pylist()):
+            if raw is None:
+                values.append(None)
+                continue
+            try:
+                if i in header_ids:
+                    schema_id, pos = header_ids[i], 0
+                else:
+                    schema_id, _, pos = parse_wire_prefix(raw, protobuf=False)
+                ids[i] = schema_id
+                entry = self.store.get(schema_id)
+                if entry is None or entry.schema_type != "JSON":
+                    raise ValueError(f"unknown JSON schema id {schema_id}")
+                doc = json.loads(raw[pos:])
+                problem = next(iter(self.validator(entry).iter_errors(doc)), None)
+                if problem is not None:
+                    raise ValueError(f"does not match schema {schema_id}: {problem.message}")
+                values.append(doc)
+            except Exception as exc:  # ValueError (JSON too), UnicodeDecodeError
+                errors[i] = f"JSON: {exc}"
+                values.append(None)
+        return _pyvalues_to_arrow(values, self.arrow_type(), errors, "JSON"), ids, errors
+
+
+def _json_arrow_type(s: Any, root: Any, seen: tuple[str, ...]) -> pa.DataType:
+    import pyarrow as pa
+
+    if not isinstance(s, dict):
+        return pa.string()
+    if "$ref" in s:
+        ref = str(s["$ref"])
+        if not ref.startswith("#/") or ref in seen:
+            return pa.string()
+        target = root
+        for part in ref[2:].split("/"):
+            target = target[part]
+        return _json_arrow_type(target, root, (*seen, ref))
+    for combo in ("oneOf", "anyOf"):
+        if combo in s:
+            branches = [
+                b for b in s[combo] if not (isinstance(b, dict) and b.get("type") == "null")
+            ]
+            return _json_arrow_type(branches[0], root, seen) if len(branches) == 1 else pa.string()
+    t = s.get("type")
+    if isinstance(t, list):
+        others = [x for x in t if x != "null"]
+        t = others[0] if len(others) == 1 else None
+    if t == "object" and "properties" in s:
+        return pa.struct(
+            [
+                pa.field(name, _json_arrow_type(sub, root, seen), nullable=True)
+                for name, sub in s["properties"].items()
+            ]
+        )
+    if t == "array":
+        return pa.list_(pa.field("element", _json_arrow_type(s.get("items", {}), root, seen)))
+    return {
+        "string": pa.string(),
+        "integer": pa.int64(),
+        "number": pa.float64(),
+        "boolean": pa.bool_(),
+    }.get(str(t), pa.string())
+
+
+_FORMAT_CLASSES: dict[str, type[_Format]] = {"avro": _Avro, "protobuf": _Protobuf, "json": _Json}
+
+
+# ---- the source and its reader -------------------------------------------------------------------
+
+
+@dataclass
+class _Side:
+    """Decoding of one column: "key" or "value"."""
+
+    column: str
+    fmt: str
+    subject: str
+    reader: SchemaEntry
+    headers: tuple[str, ...]
+    message: str | None = None  # Protobuf: the message to decode (option valueMessage)
+    _decoder: _Format | None = None
+
+    def decoder(self, store: SchemaStore) -> _Format:
+        if self._decoder is None:
+            if self.fmt == "protobuf":
+                self._decoder = _Protobuf(store, self.reader, self.message)
+            else:
+                self._decoder = _FORMAT_CLASSES[self.fmt](store, self.reader)
+        return self._decoder
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_decoder"] = None  # compiled decoders and protobuf classes are per process
+        return state
+
+
+def _header_ids(
+    batch: pa.RecordBatch, names: tuple[str, ...], store: SchemaStore
+) -> dict[int, int]:
+    """Row -> schema id for rows carrying one of the ``names`` headers (magic 0 id or 1 GUID)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if "headers" not in batch.schema.names:
+        return {}
+    headers = batch.column("headers")
+    if headers.null_count == len(headers):
+        return {}
+    flat = pc.list_flatten(headers)
+    parents = pc.list_parent_indices(headers).to_numpy()
+    hits = np.nonzero(
+        pc.is_in(flat.field("key"), pa.array(list(names))).to_numpy(zero_copy_only=False)
+    )[0]
+    found: dict[int, int] = {}
+    for j in hits:  # one per record that uses headers (small: a header value each)
+        value = flat.field("value")[int(j)].as_py()
+        if not value:
+            continue
+        if value[0] == 0 and len(value) >= 5:
+            found[int(parents[j])] = int.from_bytes(value[1:5], "big")
+        elif value[0] == 1 and len(value) >= 17:
+            entry = store.by_guid(str(uuid.UUID(bytes=bytes(value[1:17]))))
+            found[int(parents[j])] = entry.id if entry is not None else _UNKNOWN_GUID
+    return found
+
+
+class TypedReader(KafkaLogReader):
+    """The kafka-log reader with key and/or value decoded by their registered schemas."""
+
+    def __init__(
+        self,
+        path: str,
+        options: ReadOptions,
+        schema: StructType,
+        sides: list[_Side],
+        store: SchemaStore,
+    ) -> None:
+        super().__init__(path, options, schema)
+        self.sides = sides
+        self.store = store
+
+    def read(self, partition: Any) -> Iterator[pa.RecordBatch]:
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        from kwire.spark._plan import SegmentSplit, SplitGroup
+        from kwire.spark._read import read_split
+
+        if isinstance(partition, SegmentSplit):
+            splits: tuple[SegmentSplit, ...] = (partition,)
+        elif isinstance(partition, SplitGroup):
+            splits = partition.splits
+        else:
+            return
+        target = to_arrow_schema(self.schema, timezone="UTC")
+        wanted = [
+            s
+            for s in self.sides
+            if s.column in target.names or f"{s.column}SchemaId" in target.names
+        ]
+        raw_names = [c for c in RECORD_COLUMNS if c in target.names]
+        for side in wanted:
+            if side.column not in raw_names:
+                raw_names.append(side.column)
+        if any(s.headers for s in wanted) and "headers" not in raw_names:
+            raw_names.append("headers")
+        if CORRUPT_RECORD in target.names:
+            raw_names.append(CORRUPT_RECORD)
+        raw_target = arrow_schema(raw_names)
+        for split in splits:
+            failed = 0
+            reasons: list[str] = []
+            for batch in read_split(split, self.options, raw_target):
+                out, bad = self._transform(batch, target, wanted, reasons)
+                failed += bad
+                if out.num_rows:
+                    yield out
+            if failed:
+                log.warning(
+                    "kwire: %d records of %s did not decode: %s",
+                    failed,
+                    split.uri,
+                    "; ".join(reasons[:5]),
+                )
+                if self.options.report_path:
+                    _report_undecoded(self.options.report_path, split, failed, reasons)
+
+    def _transform(
+        self, batch: pa.RecordBatch, target: pa.Schema, sides: list[_Side], reasons: list[str]
+    ) -> tuple[pa.RecordBatch, int]:
+        import pyarrow as pa
+
+        decoded: dict[str, pa.Array] = {}
+        errors: dict[int, str] = {}
+        for side in sides:
+            header_ids = _header_ids(batch, side.headers, self.store) if side.headers else None
+            array, ids, errs = side.decoder(self.store).decode(
+                batch.column(side.column), header_ids
+            )
+            decoded[side.column] = array
+            decoded[f"{side.column}SchemaId"] = pa.array(
+                np.where(ids >= 0, ids, 0).astype(np.int32), mask=ids < 0
+            )
+            for i, why in errs.items():
+                errors.setdefault(i, f"{side.column}: {why}")
+        if errors and len(reasons) < 20:
+            reasons.extend(list(errors.values())[: 20 - len(reasons)])
+        mode = self.options.mode
+        if errors and mode == "FAILFAST":
+            row = min(errors)
+            raise CorruptRecordError(
+                errors[row], offset=row, context="Schema Registry decoding (mode FAILFAST)"
+            )
+        arrays = []
+        for f in target:
+            if f.name in decoded:
+                column = decoded[f.name]
+            elif f.name == CORRUPT_RECORD and errors:
+                old = batch.column(CORRUPT_RECORD).to_pylist()
+                column = pa.array(
+                    [old[i] if old[i] is not None else errors.get(i) for i in range(len(old))],
+                    pa.string(),
+                )
+            else:
+                column = batch.column(f.name)
+            arrays.append(column if column.type == f.type else column.cast(f.type))
+        out = pa.RecordBatch.from_arrays(arrays, schema=target)
+        if errors and mode == "DROPMALFORMED":
+            keep = np.ones(out.num_rows, bool)
+            keep[list(errors)] = False
+            out = out.filter(pa.array(keep))
+        return out, len(errors)
+
+
+def _report_undecoded(report_path: str, split: Any, failed: int, reasons: list[str]) -> None:
+    from kwire.spark._fs import resolve
+
+    fs, root = resolve(report_path)
+    fs.create_dir(root, recursive=True)
+    doc = {
+        "segment": split.uri,
+        "start": split.start,
+        "end": split.end,
+        "skipped_bytes": 0,
+        "undecoded_records": failed,
+        "problems": reasons[:20],
+    }
+    name = f"undecoded-{split.topic}-{split.partition}-{split.start}-{uuid.uuid4().hex[:8]}"
+    with fs.open_output_stream(f"{root}/{name}.json") as out:
+        out.write(json.dumps(doc).encode())
+
+
+@dataclass
+class TypedSource:
+    """What the data source needs for valueFormat/keyFormat: the schema and the reader."""
+
+    path: str
+    options: ReadOptions
+    sides: list[_Side]
+    store: SchemaStore
+
+    def arrow_schema(self) -> pa.Schema:
+        import pyarrow as pa
+
+        base = arrow_schema(
+            list(RECORD_COLUMNS) + ([CORRUPT_RECORD] if self.options.mode == "PERMISSIVE" else [])
+        )
+        by_column = {s.column: s for s in self.sides}
+        fields = []
+        for f in base:
+            if f.name == CORRUPT_RECORD:
+                for s in self.sides:
+                    fields.append(pa.field(f"{s.column}SchemaId", pa.int32()))
+            if f.name in by_column:
+                side = by_column[f.name]
+                fields.append(pa.field(f.name, side.decoder(self.store).arrow_type()))
+            else:
+                fields.append(f)
+        if CORRUPT_RECORD not in base.names:
+            fields.extend(pa.field(f"{s.column}SchemaId", pa.int32()) for s in self.sides)
+        return pa.schema(fields)
+
+    def schema(self) -> StructType:
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        return from_arrow_schema(self.arrow_schema())
+
+    def reader(self, schema: StructType) -> TypedReader:
+        return TypedReader(self.path, self.options, schema, self.sides, self.store)
+
+
+def _topics(path: str, options: ReadOptions) -> list[str]:
+    from kwire.log import partitions_from_paths
+    from kwire.spark._fs import list_files, resolve, to_uri
+
+    fs, root = resolve(to_uri(path))
+    files = list_files(fs, root)
+    return sorted(
+        {
+            p.topic
+            for p in partitions_from_paths(sorted(files), files)
+            if not p.topic.startswith("_") and options.wants(p.topic, p.partition)
+        }
+    )
+
+
+def typed_source(path: str, raw: Mapping[str, str]) -> TypedSource | None:
+    """The decoding asked for by ``valueFormat``/``keyFormat``, resolved on the driver."""
+    given = {side: _opt(raw, f"{side}Format") for side in ("key", "value")}
+    formats: dict[str, str] = {
+        side: f.lower() for side, f in given.items() if f is not None and f.lower() != "binary"
+    }
+    if not formats:
+        return None
+    for side, fmt in formats.items():
+        if fmt not in FORMATS:
+            raise OptionError(f"option {side}Format: expected avro, protobuf or json, got {fmt!r}")
+    options = parse_read_options(raw)
+    topics = _topics(path, options)
+    if options.topics is None and options.topic_pattern is None and options.assign is None:
+        # the registry's own topics and Kafka's internal ones are not records of the subject
+        options = replace(options, topics=frozenset(topics))
+    url = _opt(raw, "schemaRegistryUrl")
+    subjects = {}
+    for side in formats:
+        subject = _opt(raw, f"{side}Subject")
+        if subject is None:
+            if len(topics) != 1:
+                raise OptionError(
+                    f"{side}Format: {len(topics)} topics selected ({', '.join(topics[:5])}); "
+                    f"name one with subscribe or give {side}Subject"
+                )
+            subject = f"{topics[0]}-{side}"  # TopicNameStrategy
+        subjects[side] = subject
+    if url:
+        store = store_from_registry(url, list(subjects.values()))
+    else:
+        schemas_path = _opt(raw, "schemasPath") or path
+        store = read_schemas_topic(schemas_path, _opt(raw, "schemasTopic") or SCHEMAS_TOPIC)
+    sides = []
+    for side, fmt in formats.items():
+        reader = store.latest(subjects[side])
+        if reader.schema_type != FORMATS[fmt]:
+            raise OptionError(
+                f"{side}Format {fmt}: subject {subjects[side]} holds a {reader.schema_type} schema"
+            )
+        header = _opt(raw, f"{side}SchemaIdHeader")
+        headers = (header,) if header else DEFAULT_HEADERS[side]
+        message = _opt(raw, f"{side}Message")
+        sides.append(_Side(side, fmt, subjects[side], reader, headers, message))
+    return TypedSource(path, options, sides, store)
