@@ -12,7 +12,17 @@ A sans-IO core and an asyncio edge (see docs/broker.md):
 - ``personality(release)``: what a broker of any Kafka release from 0.8.0 to 4.3 advertises.
 """
 
-from kwire.broker import _acl, _admin, _cleaner, _data, _fetch, _group_apis, _sasl, _txn_apis  # noqa: F401  (handlers register themselves)
+from kwire.broker import (  # noqa: F401  (handlers register themselves)
+    _acl,
+    _admin,
+    _cleaner,
+    _data,
+    _fetch,
+    _group_apis,
+    _quotas,
+    _sasl,
+    _txn_apis,
+)
 from kwire.broker._apis import HANDLERS, Deferred, implemented_versions
 from kwire.broker._broker import Broker
 from kwire.broker._config import (

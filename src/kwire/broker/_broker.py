@@ -15,7 +15,7 @@ import os
 import threading
 from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from kwire.broker._apis import STARTUP, implemented_versions
 from kwire.broker._releases import Personality, personality
@@ -46,6 +46,8 @@ class Broker:
         node_id: int = 1,
         config: Mapping[str, str] | None = None,
         clock: Clock | None = None,
+        metrics_port: int | None = None,
+        report_removed_in: str | None = None,
     ) -> None:
         self.data_dir = os.fspath(data_dir)
         self.host = host
@@ -56,6 +58,11 @@ class Broker:
         self.node_id = node_id
         self.config = dict(config or {})
         self.clock = clock
+        #: ``GET /metrics`` on 127.0.0.1 (0: any free port; the bound one once started)
+        self.metrics_port = metrics_port
+        #: log (and count) clients using versions this release removed (``_upgrade``)
+        self.report_removed_in = report_removed_in
+        self._metrics_server: asyncio.Server | None = None
         self.state: BrokerState | None = None
         self._server: KafkaServer | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -116,11 +123,15 @@ class Broker:
         self.state = state
         self._server = server
         self._loop = asyncio.get_running_loop()
+        await self._start_metrics(server)
 
     async def stop_async(self) -> None:
         """Stop listening, close every connection, flush and checkpoint the logs."""
         server, state = self._server, self.state
         self._server = None
+        if self._metrics_server is not None:
+            self._metrics_server.close()
+            self._metrics_server = None
         if server is not None:
             await server.stop()
         if state is not None:
@@ -229,6 +240,45 @@ class Broker:
     def end_offsets(self, topic: str) -> list[int]:
         """The high watermark of each partition of ``topic``."""
         return self.call(lambda state: [p.high_watermark for p in state.topics[topic].partitions])
+
+    # --- metrics, quotas, upgrade readiness (_metrics, _quotas, _upgrade) ----------------------
+
+    async def _start_metrics(self, server: KafkaServer) -> None:
+        from kwire.broker._metrics import serve_metrics
+
+        if self.report_removed_in is not None:
+            server.metrics.report_removed_in(self.report_removed_in)
+        if self.metrics_port is not None:
+            self._metrics_server = await serve_metrics(server.state, self.metrics_port)
+            self.metrics_port = self._metrics_server.sockets[0].getsockname()[1]
+
+    def metrics_text(self) -> str:
+        """What ``GET /metrics`` answers (Prometheus text format)."""
+        from kwire.broker._metrics import render
+
+        return self.call(render)
+
+    def removed_version_report(self, release: str | None = None) -> list[dict[str, Any]]:
+        """Every client (software name and version, client id) that used a protocol version
+        ``release`` (default ``report_removed_in``, else 4.0) removed, with the API, version
+        and request count."""
+        from kwire.broker._metrics import broker_metrics
+
+        return self.call(
+            lambda state: [
+                u.to_dict() for u in broker_metrics(state).removed_version_report(release)
+            ]
+        )
+
+    def alter_client_quotas(
+        self, entity: Mapping[str, str | None], values: Mapping[str, float | None]
+    ) -> None:
+        """Set quota values (``None`` removes one) of an entity such as ``{"client-id": "app"}``
+        or ``{"user": None}`` (``<default>``), as ``kafka-configs --alter --entity-type clients``."""
+        from kwire.broker._quotas import alter_quotas
+
+        key = tuple(sorted(entity.items()))
+        self.call(lambda state: alter_quotas(state, key, values))
 
     def __repr__(self) -> str:
         where = self.bootstrap if self._server is not None else "stopped"

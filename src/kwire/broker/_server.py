@@ -31,6 +31,7 @@ import logging
 import os
 import ssl
 import struct
+import time
 from collections.abc import Hashable
 from typing import Any, Final
 
@@ -38,6 +39,7 @@ from kwire.broker._apis import CLOSE_CONNECTION, HANDLERS, Deferred
 from kwire.broker._context import RequestContext
 from kwire.broker._data import api_versions_response
 from kwire.broker._fetch import FileRecords
+from kwire.broker._metrics import broker_metrics
 from kwire.broker._sasl import (
     SASL_AUTHENTICATE,
     SASL_HANDSHAKE,
@@ -151,6 +153,7 @@ class KafkaServer:
         self._waiters = _Waiters()
         self._housekeeping: asyncio.Task[None] | None = None
         state.on_notify(self._waiters.wake)
+        self.metrics = broker_metrics(state)  # request counts, quotas (_metrics, _quotas)
 
     async def start(self) -> None:
         static = self.state.static_config
@@ -238,6 +241,7 @@ class KafkaServer:
         peer = writer.get_extra_info("peername")
         address = f"{peer[0]}:{peer[1]}" if peer else "?"
         conn = _Connection(address, listener)
+        closed = self.metrics.connected(conn)
         try:
             self._secure(conn, writer)
             await self._requests(reader, writer, conn)
@@ -248,6 +252,7 @@ class KafkaServer:
         except Exception:
             log.exception("connection %s failed", address)
         finally:
+            closed()
             self._connections.discard(task)
             writer.close()
             with contextlib.suppress(Exception):
@@ -318,7 +323,11 @@ class KafkaServer:
     async def _requests(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, conn: _Connection
     ) -> None:
+        mute_ms = 0
         while True:
+            if mute_ms:  # KIP-219: a throttled channel is muted after its response went out
+                await asyncio.sleep(mute_ms / 1000.0)
+                mute_ms = 0
             head = await reader.readexactly(4)
             (size,) = _SIZE.unpack(head)
             sasl = conn.sasl
@@ -337,6 +346,7 @@ class KafkaServer:
                 )
                 return
             body = await reader.readexactly(size)
+            started = time.perf_counter_ns()
             if sasl is not None and sasl.raw_tokens:  # after a SaslHandshake v0
                 if not await self._sasl_reply(writer, conn, sasl.raw_token(body), 0, 0):
                     return
@@ -407,8 +417,15 @@ class KafkaServer:
                 continue
             handler = HANDLERS[api_key][0]
             outcome = handler(self.state, ctx, request.message)
+            parked = 0
             if isinstance(outcome, Deferred):
+                parked = time.perf_counter_ns()
                 outcome = await self._wait(outcome)
+                parked = time.perf_counter_ns() - parked
+            # metrics and quotas: sets throttle_time_ms, returns how long to mute (_metrics)
+            mute_ms = self.metrics.request(
+                conn, ctx, request.message, outcome, size, started, parked
+            )
             if outcome is None:
                 continue
             if outcome is CLOSE_CONNECTION:

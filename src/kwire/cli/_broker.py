@@ -39,6 +39,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="KEY=VALUE",
         help="a Kafka broker setting (repeatable), e.g. num.partitions=3",
     )
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="serve Prometheus metrics on http://127.0.0.1:PORT/metrics (0: any free port)",
+    )
+    parser.add_argument(
+        "--report-removed-in",
+        default=None,
+        metavar="RELEASE",
+        help="log each client (software name and version) that uses a protocol version Kafka "
+        "RELEASE removed (4.0: KIP-896), and print them all at shutdown",
+    )
     parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     parser.set_defaults(func=run)
 
@@ -71,8 +85,14 @@ def run(args: argparse.Namespace) -> int:
             kafka_version=args.kafka_version or NEWEST,
             node_id=args.node_id,
             config=config,
+            metrics_port=args.metrics_port,
+            report_removed_in=args.report_removed_in,
         )
-    except (ValueError, ConfigError) as exc:
+        if args.report_removed_in is not None:
+            from kwire.broker._upgrade import removed_versions
+
+            removed_versions(args.report_removed_in)
+    except (ValueError, ConfigError, KeyError) as exc:
         print(f"kwire broker: {exc}", file=sys.stderr)
         return EXIT_USAGE
 
@@ -87,10 +107,31 @@ def run(args: argparse.Namespace) -> int:
             f"(Kafka {broker.personality.release}, data dir {args.data_dir})",
             flush=True,
         )
+        if broker.metrics_port is not None:
+            print(
+                f"kwire broker metrics on http://127.0.0.1:{broker.metrics_port}/metrics",
+                flush=True,
+            )
         try:
             await stop.wait()
         finally:
+            if args.report_removed_in is not None:
+                _print_removed(broker.removed_version_report(), args.report_removed_in)
             await broker.stop_async()
 
     asyncio.run(main())
     return EXIT_OK
+
+
+def _print_removed(uses: list[dict[str, object]], release: str) -> None:
+    """The clients that would break on ``release``, one line each."""
+    if not uses:
+        print(f"no client used a protocol version Kafka {release} removed", flush=True)
+        return
+    print(f"clients using protocol versions Kafka {release} removed:", flush=True)
+    for u in uses:
+        print(
+            f"  {u['client_software_name']}/{u['client_software_version']} "
+            f"client_id={u['client_id']}: {u['api']} v{u['version']} ({u['requests']} requests)",
+            flush=True,
+        )
