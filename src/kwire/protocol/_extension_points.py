@@ -6,6 +6,10 @@ KIP-482's, is an object registered here by the extension that defines it (``kwir
 
 - ``FIELD_ENCODINGS``: wire-type name -> ``FieldEncoding`` (read, write, the reference decoder's
   checked read, the encode check), for integer fields whose wire form is not Kafka's fixed width;
+  its ``emit`` hook (a ``FieldEmitter``) writes the generated code's reads and writes of such a
+  field into the emitter's code buffer (``CodeWriter``) and declares the module-level constants and
+  imports that code needs (``ModuleWriter``), so the code generator emits Kafka's types itself and
+  asks the hook for anything else;
 - ``FIELD_SPEC_FORMS``: the spec syntax that gives a field such encodings (read by the loader into
   ``FieldSpec.encodings``, with the extra field keys it allows);
 - ``TAG_HEADER_CODECS``: tag-header name -> ``TagHeaderCodec`` (the reference decoder's checked
@@ -17,7 +21,8 @@ never reaches this module's tables.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 if TYPE_CHECKING:
@@ -29,8 +34,11 @@ __all__ = [
     "KAFKA_TAG_HEADER",
     "TAG_HEADER_CODECS",
     "CheckedReader",
+    "CodeWriter",
+    "FieldEmitter",
     "FieldEncoding",
     "FieldSpecForm",
+    "ModuleWriter",
     "TagHeaderCodec",
     "extra_field_keys",
     "register_field_encoding",
@@ -53,10 +61,112 @@ class CheckedReader(Protocol):
     def fail(self, reason: str, pos: int, path: str) -> Exception: ...
 
 
+class CodeWriter(Protocol):
+    """The emitter's code buffer: ``code(line)`` appends one line at the current indentation,
+    ``with code.block():`` indents the lines written inside it by one level."""
+
+    def __call__(self, line: str = "") -> None: ...
+
+    def block(self) -> AbstractContextManager[None]: ...
+
+
+class ModuleWriter(Protocol):
+    """What the emitter offers for the generated module as a whole."""
+
+    def use(self, module: str, name: str) -> None:
+        """Import ``name`` from ``module`` in the generated module."""
+        ...
+
+    def table(self, name: str, expression: str) -> str:
+        """Define the module-level constant ``name = expression`` (once, however often asked;
+        constants are written in name order after Kafka's) and return ``name``."""
+        ...
+
+
+class FieldEmitter(Protocol):
+    """The generated code for a ``FieldEncoding``: fragments the emitter asks for, written into its
+    code buffer. The generated decode function reads bytes ``b`` at position ``p`` (advancing
+    ``p``); the encode function appends to a ``bytearray``. Fragments may use the names every
+    generated module imports from ``kwire.protocol._primitives`` (and ``_I32``, a ``>i``
+    ``struct.Struct``), plus what they declare through ``ModuleWriter``."""
+
+    @property
+    def run_key(self) -> object:
+        """Consecutive single-value fields whose encodings have the same non-``None`` key are read
+        and written together by ``decode_run`` / ``encode_run``; ``None``: one at a time."""
+        ...
+
+    def decode_declarations(self) -> tuple[str, ...]:
+        """Local annotations (``"x: Any"``) the decode function declares, once, before the code of
+        a single value of this encoding."""
+        ...
+
+    def decode(self, code: CodeWriter, mod: ModuleWriter, target: str, b: str) -> None:
+        """Read one value into ``target``."""
+        ...
+
+    def decode_array(
+        self,
+        code: CodeWriter,
+        mod: ModuleWriter,
+        target: str,
+        b: str,
+        *,
+        compact: bool,
+        nullable: bool,
+        declare: bool,
+    ) -> bool:
+        """Read a whole array, its count included, into ``target`` (annotating it first when
+        ``declare``) and return ``True``; or write nothing and return ``False``: the emitter then
+        reads the count into ``n`` (and a null array) itself and asks ``decode_elements``."""
+        ...
+
+    def decode_elements(self, code: CodeWriter, mod: ModuleWriter, target: str, b: str) -> None:
+        """Read ``n`` elements into the list ``target``."""
+        ...
+
+    def decode_run(
+        self,
+        code: CodeWriter,
+        mod: ModuleWriter,
+        targets: Sequence[str],
+        b: str,
+        one_by_one: Callable[[], None],
+    ) -> None:
+        """Read a run of values (see ``run_key``) into ``targets``; ``one_by_one()`` writes the
+        code that reads them one at a time (each through its own ``decode``)."""
+        ...
+
+    def encode(self, code: CodeWriter, mod: ModuleWriter, expr: str, out: str) -> None:
+        """Append the value of ``expr`` to the ``bytearray`` ``out``."""
+        ...
+
+    def encode_elements(self, code: CodeWriter, mod: ModuleWriter, out: str, compact: bool) -> None:
+        """Append the array in the local ``a`` (not null), its count included, to ``out``."""
+        ...
+
+    def encode_run(
+        self,
+        code: CodeWriter,
+        mod: ModuleWriter,
+        exprs: Sequence[str],
+        out: str,
+        one_by_one: Callable[[], None],
+    ) -> None:
+        """Append a run of values (see ``run_key``) to ``out``; ``one_by_one()`` writes the code
+        that appends them one at a time (each through its own ``encode``)."""
+        ...
+
+
 class FieldEncoding(Protocol):
     """An integer wire type Kafka does not have (one value, or each element of an array)."""
 
     name: str
+
+    @property
+    def emit(self) -> FieldEmitter:
+        """The generated code's reads and writes of this wire type (for the code generator)."""
+        ...
 
     def read(self, b: Any, p: int) -> tuple[int, int]: ...
     def read_array(self, b: Any, p: int, n: int) -> tuple[list[int], int]: ...

@@ -7,7 +7,9 @@ encode function. Runs of consecutive fixed-width fields become a single precompi
 ``struct.Struct`` unpack/pack. Only version checks that can fail are emitted (for fields absent from
 a version whose value is not the default and which are not ignorable). Variable-length items call
 the wire primitives of ``kwire.protocol._primitives`` (Kafka's type words); any failure there falls
-back to the reference decoder.
+back to the reference decoder. The emitter writes Kafka's types only: a field whose wire type an
+extension registered in ``_extension_points.FIELD_ENCODINGS`` gets the code that encoding's
+``FieldEmitter`` writes, with the module constants and imports it asks for.
 
 One module per kind of code written: ``_emit_class`` (the classes), ``_emit_decode`` (the decode
 functions), ``_emit_encode`` (the encode functions), sharing ``_emit_common`` (layouts, literals,
@@ -196,8 +198,8 @@ def _emit_module(specs: Iterable[MessageSpec], options: EmitOptions | None) -> s
     for type_name, const in sorted(mod.arrays.items()):
         head(f'{const} = ARRAYS["{type_name}"]')
         head(f"{const}_S = {const}.structs")
-    for wire, const in sorted(mod.varints.items()):
-        head(f'{const} = VARINTS["{wire}"]')
+    for name, expression in sorted(mod.tables.items()):  # what extensions' code asked for
+        head(f"{name} = {expression}")
     head()
     for spec in specs:
         head(

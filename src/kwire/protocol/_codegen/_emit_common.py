@@ -4,7 +4,10 @@ Approach: ``_Msg`` computes each (struct, version)'s *layout key* (the fields pr
 form at that version, the child structs' layouts), so that versions with the same key share one
 function; ``_literal``/``_annotation`` turn spec defaults and types into Python source; ``_Code``
 collects indented lines; ``_MOD`` is the module being emitted (its ``struct.Struct`` constants,
-fixed-array constants and extra imports), reset by ``emit_module`` for each module.
+fixed-array constants, and the constants and imports extensions ask for), reset by ``emit_module``
+for each module. A wire type that is not Kafka's is found only in the field-encoding registry of
+``_extension_points`` (``_value_encoding``, ``_element_encoding``, ``_encoding_run``), whose
+``FieldEmitter`` hooks write its code; nothing here knows a particular extension.
 """
 
 from __future__ import annotations
@@ -14,7 +17,12 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from kwire.protocol._extension_points import KAFKA_TAG_HEADER, TAG_HEADER_CODECS
+from kwire.protocol._extension_points import (
+    FIELD_ENCODINGS,
+    KAFKA_TAG_HEADER,
+    TAG_HEADER_CODECS,
+    FieldEmitter,
+)
 from kwire.protocol._spec import (
     FIXED_TYPES,
     STRUCT_DEFAULT,
@@ -23,18 +31,33 @@ from kwire.protocol._spec import (
     StructSpec,
     parse_default,
 )
-from kwire.protocol.ext.varint_fields import VARINT_TYPES
-
-#: The extension whose codecs generated code imports for varint integer fields.
-_VARINT_MODULE = "kwire.protocol.ext.varint_fields"
 
 # ------------------------------------------------------------------------------------------------
 # Layouts
 
 
 def _fixed(f: FieldSpec, v: int) -> bool:
-    """A fixed-width value at ``v`` (an encoded int field may be a varint at some versions)."""
+    """A fixed-width value at ``v`` (a field with ``encodings`` may use an extension's wire type
+    at some versions)."""
     return f.wire_type(v) in FIXED_TYPES
+
+
+def _value_encoding(f: FieldSpec, v: int) -> FieldEmitter | None:
+    """The registered emitter of a single-value field's wire type at ``v`` (``None`` for Kafka's
+    types: a field without ``encodings`` never reaches the registry)."""
+    if not f.encodings or f.type.is_array:
+        return None
+    encoding = FIELD_ENCODINGS.get(f.wire_element(v))
+    return None if encoding is None else encoding.emit
+
+
+def _element_encoding(f: FieldSpec, v: int) -> FieldEmitter | None:
+    """The registered emitter of an array field's element wire type at ``v`` (``None`` for
+    Kafka's types)."""
+    if not f.encodings or not f.type.is_array:
+        return None
+    encoding = FIELD_ENCODINGS.get(f.wire_element(v))
+    return None if encoding is None else encoding.emit
 
 
 class _Msg:
@@ -206,25 +229,24 @@ class _Module:
     arrays: dict[str, str] = field(default_factory=dict)  # element type -> FixedArray constant
     # names to import beyond the core's, by module (extensions' helpers)
     imports: dict[str, set[str]] = field(default_factory=dict)
-    # an extension's field encoding: wire type -> codec constant
-    varints: dict[str, str] = field(default_factory=dict)
+    # module-level constants extensions ask for: name -> expression
+    tables: dict[str, str] = field(default_factory=dict)
 
     def reset(self) -> None:
         """Forget everything: a new module is being emitted."""
         self.structs.clear()
         self.arrays.clear()
         self.imports.clear()
-        self.varints.clear()
+        self.tables.clear()
 
     def use(self, module: str, name: str) -> None:
         self.imports.setdefault(module, set()).add(name)
 
-    def varint_const(self, wire: str) -> str:
-        name = self.varints.get(wire)
-        if name is None:
-            name = f"_V_{wire}"
-            self.varints[wire] = name
-            self.use(_VARINT_MODULE, "VARINTS")
+    def table(self, name: str, expression: str) -> str:
+        """``ModuleWriter.table``: the constant ``name = expression``, defined once."""
+        known = self.tables.setdefault(name, expression)
+        if known != expression:
+            raise ValueError(f"module constant {name} asked for as {expression} and as {known}")
         return name
 
     def array_const(self, type_name: str) -> str:
@@ -288,17 +310,20 @@ def _fmt_versions(versions: list[int]) -> str:
     return ", ".join(map(str, versions))
 
 
-def _varint_run(present: list[FieldSpec], i: int, v: int) -> list[FieldSpec]:
-    """Consecutive single-value varint fields from ``present[i]``, all zigzag or all unsigned."""
+def _encoding_run(
+    present: list[FieldSpec], i: int, v: int
+) -> tuple[FieldEmitter | None, list[FieldSpec]]:
+    """Consecutive single-value fields from ``present[i]`` whose registered encodings share one
+    ``run_key`` (read and written together), with the first one's emitter; ``(None, [])`` when
+    ``present[i]`` has no such encoding."""
+    first = _value_encoding(present[i], v)
+    key = None if first is None else first.run_key
+    if key is None:
+        return None, []
     run: list[FieldSpec] = []
-    kind = None
     for f in present[i:]:
-        wire = f.wire_type(v)
-        if wire not in VARINT_TYPES:
+        emitter = _value_encoding(f, v)
+        if emitter is None or emitter.run_key != key:
             break
-        unsigned = wire.startswith("unsigned")
-        if kind is not None and unsigned != kind:
-            break
-        kind = unsigned
         run.append(f)
-    return run
+    return first, run

@@ -3,19 +3,24 @@
 Approach: fields are read in wire order; runs of fixed-width fields become one precompiled
 ``struct.Struct.unpack_from`` (absorbing the length prefix of a following non-compact field), small
 arrays of fixed-width elements and one-byte uvarints are read inline, and everything else calls the
-wire primitives (``read_compact_string``, ``read_nullable_bytes``, ...). The tag section is one loop
-over tag numbers. No bookkeeping: any failure raises, and ``KafkaMessage.decode`` then asks the
-reference decoder what is wrong.
+wire primitives (``read_compact_string``, ``read_nullable_bytes``, ...). A wire type that is not
+Kafka's is read by the code its registered ``FieldEmitter`` writes (one value, an array, its
+elements, or a run of consecutive values). The tag section is one loop over tag numbers. No
+bookkeeping: any failure raises, and ``KafkaMessage.decode`` then asks the reference decoder what is
+wrong.
 """
 
 from __future__ import annotations
 
+import functools
+
 from kwire.protocol._codegen._emit_common import (
     _ARRAY_CODES,
     _MOD,
-    _VARINT_MODULE,
     _absorbable,
     _Code,
+    _element_encoding,
+    _encoding_run,
     _fixed,
     _fmt_versions,
     _fresh_default,
@@ -24,7 +29,7 @@ from kwire.protocol._codegen._emit_common import (
     _other_tags,
     _tag_header_helper,
     _tags_helper,
-    _varint_run,
+    _value_encoding,
 )
 from kwire.protocol._extension_points import KAFKA_TAG_HEADER
 from kwire.protocol._spec import (
@@ -32,7 +37,6 @@ from kwire.protocol._spec import (
     FieldSpec,
     StructSpec,
 )
-from kwire.protocol.ext.varint_fields import VARINT_TYPES
 
 # ------------------------------------------------------------------------------------------------
 # Decoders
@@ -46,11 +50,15 @@ def _emit_decoder(code: _Code, mod: _Module, m: _Msg, s: StructSpec, v: int) -> 
     code(f"def _d_{name}(b: Any, p: int) -> tuple[{cls}, int]:")
     with code.block():
         code(f'"""Decode {cls} (versions {_fmt_versions(versions)})."""')
+        declared: list[str] = []
         if any(f.type.is_array and v in f.versions for f in s.fields):
-            code("x: Any")
-            code("ap: Any")
-        elif any(f.wire_type(v) in VARINT_TYPES for f in s.fields if v in f.versions):
-            code("x: Any")
+            declared += ["x: Any", "ap: Any"]
+        for f in s.fields:
+            emitter = _value_encoding(f, v) if v in f.versions else None
+            if emitter is not None:
+                declared += [d for d in emitter.decode_declarations() if d not in declared]
+        for line in declared:
+            code(line)
         present = [f for f in s.fields if v in f.versions and v not in f.tagged_versions]
         tagged = [f for f in s.fields if v in f.versions and v in f.tagged_versions]
         i = 0
@@ -87,9 +95,15 @@ def _emit_decoder(code: _Code, mod: _Module, m: _Msg, s: StructSpec, v: int) -> 
                     _decode_value(code, m, nxt, v, f"f_{nxt.attr}", "b", pre_read=True)
                     i += 1
                 continue
-            run = _varint_run(present, i, v)
-            if len(run) > 1:
-                _decode_varint_run(code, m, run, v)
+            emitter, run = _encoding_run(present, i, v)
+            if emitter is not None and len(run) > 1:
+                emitter.decode_run(
+                    code,
+                    _MOD,
+                    [f"f_{x.attr}" for x in run],
+                    "b",
+                    functools.partial(_decode_one_by_one, code, m, run, v),
+                )
                 i += len(run)
                 continue
             _decode_value(code, m, f, v, f"f_{f.attr}", "b")
@@ -228,35 +242,10 @@ def _decode_value(
                 with code.block():
                     code(f"{target}, p = {const}.{method}({b}, p - 4)")
             return
-        if wire in VARINT_TYPES and compact and not nullable:
-            # small counts of one-byte elements inline (one slice); the rest through the codec
-            codec = _MOD.varint_const(wire)
-            if declare:
-                code(f"{target}: list[Any]")
-            code(f"n = {b}[p]")
-            code("x = None")
-            code("if 0 < n < 0x80:")
-            with code.block():
-                code(f"x = {b}[p + 1 : p + n]")
-                code(
-                    "if len(x) != n - 1 or not "
-                    "(x.isascii() if type(x) is bytes else bytes(x).isascii()):"
-                )
-                with code.block():
-                    code("x = None")
-            code("if x is None:")
-            with code.block():
-                code(f"n, p = read_compact_array_length({b}, p)")
-                code(f"{target}, p = {codec}.read_array({b}, p, n)")
-            code("else:")
-            with code.block():
-                if wire.startswith("unsigned"):
-                    code(f"{target} = list(x)")
-                else:
-                    _MOD.use(_VARINT_MODULE, "UNZIGZAG_EVEN")
-                    code("y = bytes(x).translate(UNZIGZAG_EVEN)")
-                    code(f"{target} = list(y) if y.isascii() else [(z >> 1) ^ -(z & 1) for z in x]")
-                code("p += n")
+        emitter = _element_encoding(f, v)
+        if emitter is not None and emitter.decode_array(
+            code, _MOD, target, b, compact=compact, nullable=nullable, declare=declare
+        ):
             return
         reader = (
             "read_"
@@ -291,22 +280,11 @@ def _decode_value(
         else:
             code(f"{target}, p = {fn}({b}, p)")
         return
-    wire = f.wire_type(v)
-    if wire in VARINT_TYPES:
-        # one-byte values inline; longer ones (and range checks) through the codec
-        code(f"x = {b}[p]")
-        code("if x < 0x80:")
-        with code.block():
-            code(
-                f"{target} = x"
-                if wire.startswith("unsigned")
-                else f"{target} = (x >> 1) ^ -(x & 1)"
-            )
-            code("p += 1")
-        code("else:")
-        with code.block():
-            code(f"{target}, p = {_MOD.varint_const(wire)}.read({b}, p)")
+    emitter = _value_encoding(f, v)
+    if emitter is not None:
+        emitter.decode(code, _MOD, target, b)
         return
+    wire = f.wire_type(v)
     if wire in FIXED_TYPES:
         fmt, size = FIXED_TYPES[wire]
         code(f"({target},) = {_MOD.struct_const(fmt)}.unpack_from({b}, p)")
@@ -338,9 +316,9 @@ def _decode_elements(
     if el.name == "uuid":
         code(f"{target}, p = read_uuid_array({b}, p, n)")
         return
-    wire = f.wire_element(v)
-    if wire in VARINT_TYPES:
-        code(f"{target}, p = {_MOD.varint_const(wire)}.read_array({b}, p, n)")
+    emitter = _element_encoding(f, v)
+    if emitter is not None:
+        emitter.decode_elements(code, _MOD, target, b)
         return
     if el.is_struct:
         assert f.struct is not None
@@ -355,21 +333,7 @@ def _decode_elements(
         code("ap(x)")
 
 
-def _decode_varint_run(code: _Code, m: _Msg, run: list[FieldSpec], v: int) -> None:
-    """A run of varint fields: when every one is a single byte (the common case), one slice and one
-    translate; otherwise field by field."""
-    k = len(run)
-    targets = ", ".join(f"f_{f.attr}" for f in run)
-    if run[0].wire_type(v).startswith("unsigned"):
-        code(f"y = bytes(b[p : p + {k}])")
-    else:
-        _MOD.use(_VARINT_MODULE, "UNZIGZAG_EVEN")
-        code(f"y = bytes(b[p : p + {k}]).translate(UNZIGZAG_EVEN)")
-    code(f"if len(y) == {k} and y.isascii():")
-    with code.block():
-        code(f"({targets}) = y")
-        code(f"p += {k}")
-    code("else:")
-    with code.block():
-        for f in run:
-            _decode_value(code, m, f, v, f"f_{f.attr}", "b")
+def _decode_one_by_one(code: _Code, m: _Msg, run: list[FieldSpec], v: int) -> None:
+    """A run's fields read one at a time (the fallback a ``FieldEmitter.decode_run`` writes)."""
+    for f in run:
+        _decode_value(code, m, f, v, f"f_{f.attr}", "b")

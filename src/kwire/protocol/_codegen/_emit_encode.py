@@ -2,24 +2,28 @@
 
 Approach: the mirror of the decoders: runs of fixed-width fields packed by one ``struct.Struct``,
 small arrays and one-byte lengths written inline, the rest through the wire primitives
-(``write_compact_string``, ...), tagged fields collected and written in tag order. Only the version
+(``write_compact_string``, ...), a wire type that is not Kafka's by the code its registered
+``FieldEmitter`` writes, tagged fields collected and written in tag order. Only the version
 checks that can fail are emitted: a field absent from the target version whose value is not the
 default and which is not ignorable.
 """
 
 from __future__ import annotations
 
+import functools
+
 from kwire.protocol._codegen._emit_common import (
     _ARRAY_CODES,
     _MOD,
-    _VARINT_MODULE,
     _Code,
+    _element_encoding,
+    _encoding_run,
     _fixed,
     _literal,
     _Module,
     _Msg,
     _tags_helper,
-    _varint_run,
+    _value_encoding,
 )
 from kwire.protocol._spec import (
     FIXED_TYPES,
@@ -28,7 +32,6 @@ from kwire.protocol._spec import (
     StructSpec,
     parse_default,
 )
-from kwire.protocol.ext.varint_fields import VARINT_TYPES
 
 # ------------------------------------------------------------------------------------------------
 # Encoders
@@ -79,9 +82,15 @@ def _emit_encoder(code: _Code, mod: _Module, m: _Msg, s: StructSpec, v: int) -> 
                 code(f"out += {const}.pack({args})")
                 i += len(run)
                 continue
-            run = _varint_run(present, i, v)
-            if len(run) > 1:
-                _encode_varint_run(code, m, run, v)
+            emitter, run = _encoding_run(present, i, v)
+            if emitter is not None and len(run) > 1:
+                emitter.encode_run(
+                    code,
+                    _MOD,
+                    [f"o.{x.attr}" for x in run],
+                    "out",
+                    functools.partial(_encode_one_by_one, code, m, run, v),
+                )
                 i += len(run)
                 continue
             _encode_value(code, m, f, v, f"o.{f.attr}", "out")
@@ -154,22 +163,11 @@ def _encode_value(code: _Code, m: _Msg, f: FieldSpec, v: int, expr: str, out: st
         else:
             code(f"{fn}({expr}, {out})")
         return
-    wire = f.wire_type(v)
-    if wire in VARINT_TYPES:
-        # one-byte values inline; the codec checks the range of the others
-        code(f"iv = {expr}")
-        if wire.startswith("unsigned"):
-            code("if 0 <= iv < 0x80:")
-            with code.block():
-                code(f"{out}.append(iv)")
-        else:
-            code("if 0 <= iv < 0x40:")
-            with code.block():
-                code(f"{out}.append(iv << 1)")
-        code("else:")
-        with code.block():
-            code(f"{_MOD.varint_const(wire)}.write({out}, iv)")
+    emitter = _value_encoding(f, v)
+    if emitter is not None:
+        emitter.encode(code, _MOD, expr, out)
         return
+    wire = f.wire_type(v)
     if wire in FIXED_TYPES:
         fmt, _ = FIXED_TYPES[wire]
         arg = f"{expr}.bytes" if t.name == "uuid" else expr
@@ -185,20 +183,11 @@ def _encode_value(code: _Code, m: _Msg, f: FieldSpec, v: int, expr: str, out: st
 def _encode_elements(code: _Code, m: _Msg, f: FieldSpec, v: int, out: str, compact: bool) -> None:
     el = f.type.element
     assert el is not None
-    wire = f.wire_element(v)
-    if wire in VARINT_TYPES:
-        if compact:
-            code("n = len(a)")
-            code("if n < 0x7F:")
-            with code.block():
-                code(f"{out}.append(n + 1)")
-            code("else:")
-            with code.block():
-                code(f"write_uvarint({out}, n + 1)")
-        else:
-            code(f"{out} += _I32.pack(len(a))")
-        code(f"{_MOD.varint_const(wire)}.write_array({out}, a)")
+    emitter = _element_encoding(f, v)
+    if emitter is not None:
+        emitter.encode_elements(code, _MOD, out, compact)
         return
+    wire = f.wire_element(v)
     if wire in _ARRAY_CODES:
         const = _MOD.array_const(wire)
         # small arrays inline: count, then one prebuilt struct; big ones through the helper
@@ -226,24 +215,7 @@ def _encode_elements(code: _Code, m: _Msg, f: FieldSpec, v: int, out: str, compa
             code(f"{_writer(el.name, compact, False)}({out}, x)")
 
 
-def _encode_varint_run(code: _Code, m: _Msg, run: list[FieldSpec], v: int) -> None:
-    """A run of varint fields: all one-byte values in one ``bytes()`` (and a translate for zigzag);
-    otherwise field by field (the codecs then check the ranges)."""
-    values = ", ".join(f"o.{f.attr}" for f in run)
-    code("try:")
-    with code.block():
-        if run[0].wire_type(v).startswith("unsigned"):
-            code(f"iv = bytes(({values},))")
-        else:
-            _MOD.use(_VARINT_MODULE, "ZIGZAG_SMALL")
-            code(f"iv = bytes(({values},)).translate(ZIGZAG_SMALL)")
-    code("except (ValueError, TypeError):")
-    with code.block():
-        code('iv = b"\\xff"')
-    code("if iv.isascii():")
-    with code.block():
-        code("out += iv")
-    code("else:")
-    with code.block():
-        for f in run:
-            _encode_value(code, m, f, v, f"o.{f.attr}", "out")
+def _encode_one_by_one(code: _Code, m: _Msg, run: list[FieldSpec], v: int) -> None:
+    """A run's fields written one at a time (the fallback a ``FieldEmitter.encode_run`` writes)."""
+    for f in run:
+        _encode_value(code, m, f, v, f"o.{f.attr}", "out")

@@ -5,8 +5,11 @@ Approach: an integer field (or array of integers) may be written as a zigzag var
 LEB128 without zigzag) instead of Kafka's fixed width, at the versions a spec says. The extension
 plugs into the core through ``kwire.protocol._extension_points``: each wire type is one
 ``VarintCodec`` registered as a field encoding (the generated code's reads and writes, the
-reference decoder's checked read, the encode check), and ``VarintForms`` reads the two spec forms
-the proposal leaves open into ``FieldSpec.encodings``:
+reference decoder's checked read, the encode check), whose ``emit`` hook, a ``VarintEmitter``,
+writes what the code generator asks for (one-byte values and small arrays of one-byte elements
+inline, runs of consecutive varint fields in one slice and one ``bytes.translate`` through the
+zigzag tables, the rest through the codec, bound to a module constant ``_V_<wire>``); and
+``VarintForms`` reads the two spec forms the proposal leaves open into ``FieldSpec.encodings``:
 
 - Form A, ``"type"`` as an object mapping version ranges to types
   (``{"0-9": "int32", "10+": "unsigned_varint32"}``) or a varint type name used in every version
@@ -25,12 +28,14 @@ form behaves exactly as Kafka's.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from kwire._wire import write_uvarint
 from kwire.protocol._extension_points import (
     CheckedReader,
+    CodeWriter,
+    ModuleWriter,
     register_field_encoding,
     register_field_spec_form,
 )
@@ -46,6 +51,7 @@ __all__ = [
     "WIRE_INT_TYPES",
     "ZIGZAG_SMALL",
     "VarintCodec",
+    "VarintEmitter",
     "VarintForms",
     "check_default",
     "encoded_size",
@@ -240,13 +246,15 @@ class VarintCodec:
     ``check_encodable`` then names the field.
     """
 
-    __slots__ = ("hi", "lo", "max_bytes", "name", "unsigned")
+    __slots__ = ("emit", "hi", "lo", "max_bytes", "name", "unsigned")
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.unsigned = is_unsigned(name)
         self.lo, self.hi = wire_range(name)
         self.max_bytes = MAX_VARINT_BYTES[VARINT_TYPES[name]]
+        #: The generated code for this wire type (the code generator's hook).
+        self.emit = VarintEmitter(name)
 
     def _raw(self, b: Any, p: int) -> tuple[int, int]:
         result = 0
@@ -368,6 +376,175 @@ class VarintCodec:
                     out.append(v << 1)
                 else:
                     write(out, v)
+
+
+#: This module, as generated code imports it.
+_MODULE: Final = __name__
+
+
+class VarintEmitter:
+    """The generated code for one varint wire type: the ``FieldEmitter`` of its ``VarintCodec``.
+
+    One-byte values are read and written inline (the zigzag step written out), and so are compact
+    arrays of one-byte elements and runs of consecutive varint fields whose values are all one byte
+    (one slice, and ``UNZIGZAG_EVEN`` / ``ZIGZAG_SMALL`` for zigzag); anything else goes through the
+    codec, bound to the module constant ``_V_<wire>`` (``VARINTS["<wire>"]``), which also checks
+    ranges and overlong encodings.
+    """
+
+    __slots__ = ("name", "unsigned")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.unsigned = is_unsigned(name)
+
+    @property
+    def run_key(self) -> object:
+        # consecutive fields form a run when all are zigzag or all unsigned (widths may differ)
+        return (_MODULE, self.unsigned)
+
+    def _codec(self, mod: ModuleWriter) -> str:
+        mod.use(_MODULE, "VARINTS")
+        return mod.table(f"_V_{self.name}", f'VARINTS["{self.name}"]')
+
+    def decode_declarations(self) -> tuple[str, ...]:
+        return ("x: Any",)
+
+    def decode(self, code: CodeWriter, mod: ModuleWriter, target: str, b: str) -> None:
+        # one-byte values inline; longer ones (and range checks) through the codec
+        code(f"x = {b}[p]")
+        code("if x < 0x80:")
+        with code.block():
+            code(f"{target} = x" if self.unsigned else f"{target} = (x >> 1) ^ -(x & 1)")
+            code("p += 1")
+        code("else:")
+        with code.block():
+            code(f"{target}, p = {self._codec(mod)}.read({b}, p)")
+
+    def decode_array(
+        self,
+        code: CodeWriter,
+        mod: ModuleWriter,
+        target: str,
+        b: str,
+        *,
+        compact: bool,
+        nullable: bool,
+        declare: bool,
+    ) -> bool:
+        if not compact or nullable:
+            return False
+        # small counts of one-byte elements inline (one slice); the rest through the codec
+        codec = self._codec(mod)
+        if declare:
+            code(f"{target}: list[Any]")
+        code(f"n = {b}[p]")
+        code("x = None")
+        code("if 0 < n < 0x80:")
+        with code.block():
+            code(f"x = {b}[p + 1 : p + n]")
+            code(
+                "if len(x) != n - 1 or not "
+                "(x.isascii() if type(x) is bytes else bytes(x).isascii()):"
+            )
+            with code.block():
+                code("x = None")
+        code("if x is None:")
+        with code.block():
+            code(f"n, p = read_compact_array_length({b}, p)")
+            code(f"{target}, p = {codec}.read_array({b}, p, n)")
+        code("else:")
+        with code.block():
+            if self.unsigned:
+                code(f"{target} = list(x)")
+            else:
+                mod.use(_MODULE, "UNZIGZAG_EVEN")
+                code("y = bytes(x).translate(UNZIGZAG_EVEN)")
+                code(f"{target} = list(y) if y.isascii() else [(z >> 1) ^ -(z & 1) for z in x]")
+            code("p += n")
+        return True
+
+    def decode_elements(self, code: CodeWriter, mod: ModuleWriter, target: str, b: str) -> None:
+        code(f"{target}, p = {self._codec(mod)}.read_array({b}, p, n)")
+
+    def decode_run(
+        self,
+        code: CodeWriter,
+        mod: ModuleWriter,
+        targets: Sequence[str],
+        b: str,
+        one_by_one: Callable[[], None],
+    ) -> None:
+        # when every value is a single byte (the common case), one slice and one translate
+        k = len(targets)
+        if self.unsigned:
+            code(f"y = bytes({b}[p : p + {k}])")
+        else:
+            mod.use(_MODULE, "UNZIGZAG_EVEN")
+            code(f"y = bytes({b}[p : p + {k}]).translate(UNZIGZAG_EVEN)")
+        code(f"if len(y) == {k} and y.isascii():")
+        with code.block():
+            code(f"({', '.join(targets)}) = y")
+            code(f"p += {k}")
+        code("else:")
+        with code.block():
+            one_by_one()
+
+    def encode(self, code: CodeWriter, mod: ModuleWriter, expr: str, out: str) -> None:
+        # one-byte values inline; the codec checks the range of the others
+        code(f"iv = {expr}")
+        if self.unsigned:
+            code("if 0 <= iv < 0x80:")
+            with code.block():
+                code(f"{out}.append(iv)")
+        else:
+            code("if 0 <= iv < 0x40:")
+            with code.block():
+                code(f"{out}.append(iv << 1)")
+        code("else:")
+        with code.block():
+            code(f"{self._codec(mod)}.write({out}, iv)")
+
+    def encode_elements(self, code: CodeWriter, mod: ModuleWriter, out: str, compact: bool) -> None:
+        if compact:
+            code("n = len(a)")
+            code("if n < 0x7F:")
+            with code.block():
+                code(f"{out}.append(n + 1)")
+            code("else:")
+            with code.block():
+                code(f"write_uvarint({out}, n + 1)")
+        else:
+            code(f"{out} += _I32.pack(len(a))")
+        code(f"{self._codec(mod)}.write_array({out}, a)")
+
+    def encode_run(
+        self,
+        code: CodeWriter,
+        mod: ModuleWriter,
+        exprs: Sequence[str],
+        out: str,
+        one_by_one: Callable[[], None],
+    ) -> None:
+        # all one-byte values in one bytes() (and a translate for zigzag); otherwise value by value
+        # (the codecs then check the ranges)
+        values = ", ".join(exprs)
+        code("try:")
+        with code.block():
+            if self.unsigned:
+                code(f"iv = bytes(({values},))")
+            else:
+                mod.use(_MODULE, "ZIGZAG_SMALL")
+                code(f"iv = bytes(({values},)).translate(ZIGZAG_SMALL)")
+        code("except (ValueError, TypeError):")
+        with code.block():
+            code('iv = b"\\xff"')
+        code("if iv.isascii():")
+        with code.block():
+            code(f"{out} += iv")
+        code("else:")
+        with code.block():
+            one_by_one()
 
 
 class VarintForms:
