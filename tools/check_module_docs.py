@@ -6,6 +6,8 @@ under ``src/kwire`` (the generated ones aside) must start with a docstring of a 
 approach). Module docstrings, ``docs/*.md`` and ``README.md`` must not link to files outside the
 repository (relative links that climb out of it, ``file:`` URLs, absolute paths) nor cite issue
 or task numbers (``issue 6``, ``#123``, ``seed 003``). Prints one line per problem; exits 1 if any.
+``source_problems()`` and ``docs_problems()`` return the two halves for tests
+(``tests/unit/test_module_docs.py``).
 
     python tools/check_module_docs.py
 """
@@ -74,13 +76,25 @@ def doc_problems(path: Path) -> list[str]:
     return problems
 
 
-def main() -> int:
+def source_problems() -> list[str]:
+    """Problems of every module under ``src/kwire``, the generated ones aside."""
     problems: list[str] = []
     for path in sorted((ROOT / "src" / "kwire").rglob("*.py")):
         if not _generated(path):
             problems += module_problems(path)
+    return problems
+
+
+def docs_problems() -> list[str]:
+    """Problems of ``README.md`` and ``docs/*.md``."""
+    problems: list[str] = []
     for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
         problems += doc_problems(path)
+    return problems
+
+
+def main() -> int:
+    problems = source_problems() + docs_problems()
     for p in problems:
         print(p)
     return 1 if problems else 0
