@@ -452,7 +452,7 @@ def describe(quotas: ClientQuotas, components: Iterable[Any], strict: bool) -> l
             continue
         if any(k not in names or names[k] != v for k, v in exact.items()):
             continue
-        if any(k not in names for k in specified):
+        if any(names.get(k) is None for k in specified):  # a specified name, not <default>
             continue
         out.append(
             DESCRIBE_ENTRY(
