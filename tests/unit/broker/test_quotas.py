@@ -404,12 +404,12 @@ def test_quotas_survive_a_restart_as_client_quota_records(tmp_path: Path) -> Non
     state.close()
     names = []
     metadata_dir = tmp_path / "data" / "__cluster_metadata-0"
-
     for segment in sorted(metadata_dir.glob("*.log")):
         for batch in read_batches(segment.read_bytes()):
             if batch.is_control:
                 continue
             for record in batch:
+                assert record.value is not None
                 message, _ = decode_record(record.value)
                 if type(message).__name__ == "ClientQuotaRecord":
                     names.append((message.key, message.remove))
