@@ -1,22 +1,24 @@
-# Options of the "kafka-log" data source, parsed once on the driver into plain, picklable values.
-#
-# Names and JSON shapes follow Spark's Kafka source, so a job written against a broker reads a log
-# directory by changing only the format and the path:
-#   startingOffsets / endingOffsets        "earliest" | "latest" | {"topic": {"0": 23, "1": -2}}
-#                                          (-2 = earliest, -1 = latest, as Spark spells them)
-#   startingTimestamp / endingTimestamp    one timestamp (ms) for every partition
-#   startingOffsetsByTimestamp / endingOffsetsByTimestamp   {"topic": {"0": 1700000000000}}
-#   subscribe / subscribePattern / assign  which topics and partitions to read
-#   failOnDataLoss                         fail (default) or warn when offsets were deleted
-#   includeHeaders                         the headers column (kwire's default: true)
-#   maxOffsetsPerTrigger                   streaming: offsets per micro-batch, prorated
-# plus kwire's own: isolationLevel, includeControl, mode, maxSplitBytes, verifyCrc, reportPath,
-# columns (decode only these), metricsPath (bytes read per scan), timestampSkewMs (how far a
-# partition's timestamps may go back, for pushed timestamp upper bounds), streamEnd
-# (highWatermark or logEnd: where a micro-batch may read up to).
-# Precedence is Spark's: a timestamp option beats the ByTimestamp JSON, which beats the offsets.
-# Streaming queries (`parse_read_options(..., streaming=True)`) default startingOffsets to latest
-# and refuse the ending options, as Spark's Kafka source.
+"""Options of the "kafka-log" data source, parsed once on the driver into plain, picklable values.
+
+Names and JSON shapes follow Spark's Kafka source, so a job written against a broker reads a log
+directory by changing only the format and the path:
+  startingOffsets / endingOffsets        "earliest" | "latest" | {"topic": {"0": 23, "1": -2}}
+                                         (-2 = earliest, -1 = latest, as Spark spells them)
+  startingTimestamp / endingTimestamp    one timestamp (ms) for every partition
+  startingOffsetsByTimestamp / endingOffsetsByTimestamp   {"topic": {"0": 1700000000000}}
+  subscribe / subscribePattern / assign  which topics and partitions to read
+  failOnDataLoss                         fail (default) or warn when offsets were deleted
+  includeHeaders                         the headers column (kwire's default: true)
+  maxOffsetsPerTrigger                   streaming: offsets per micro-batch, prorated
+plus kwire's own: isolationLevel, includeControl, mode, maxSplitBytes, verifyCrc, reportPath,
+columns (decode only these), metricsPath (bytes read per scan), timestampSkewMs (how far a
+partition's timestamps may go back, for pushed timestamp upper bounds), streamEnd
+(highWatermark or logEnd: where a micro-batch may read up to).
+Precedence is Spark's: a timestamp option beats the ByTimestamp JSON, which beats the offsets.
+Streaming queries (`parse_read_options(..., streaming=True)`) default startingOffsets to latest
+and refuse the ending options, as Spark's Kafka source.
+"""
+
 from __future__ import annotations
 
 import json

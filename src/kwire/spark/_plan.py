@@ -1,33 +1,35 @@
-# Driver-side planning of a kafka-log scan: file listings and index files in, small splits out.
-#
-# The driver lists the log directory through pyarrow's filesystems and reads only index files
-# (.index, .timeindex, and .txnindex for read_committed): never a .log byte. From them it decides,
-# per topic-partition, which segments a query touches and where inside them to start and stop:
-#   * startingOffsets O: the segment holding O, from the offset index's entry at or below O (the
-#     reader drops the few records before O); segments before it are skipped.
-#   * endingOffsets E (exclusive): segments whose base offset is >= E are skipped; inside the last
-#     one the scan stops at the index entry after the first entry >= E (offsets only grow, so
-#     nothing before E lies beyond it); the reader drops records >= E.
-#   * timestamps T (Kafka's offsetsForTimes, as LogSegment.findOffsetByTimestamp): the first
-#     segment whose largest timestamp (the time index's last entry) is >= T holds the first record
-#     at or after T; the time index, then the offset index give the position to start from, and
-#     the reader skips records until the first one with timestamp >= T. A segment that holds a
-#     timestamp bound is read as one split, because that "first record" rule needs the segment's
-#     records in order. An ending timestamp works the same way and stops there.
-# Pushed filters (`Pushdown`, from Spark's pushFilters) narrow the same plan: topic and partition
-# sets, an offset range, and a timestamp range. A timestamp lower bound T skips every segment
-# whose largest timestamp (its time index's last entry; not the active segment's, whose index
-# lags) is below T, and inside the first kept one starts after the last time index entry below T:
-# an entry (t, o) says no record up to offset o has a timestamp above t. An upper bound cannot
-# stop a scan by itself (CreateTime goes back and forth); with the timestampSkewMs option (no
-# record is more than S ms older than an earlier one, which Kafka's
-# log.message.timestamp.before/after.max.ms guarantee with S = their sum) the first entry with
-# t - S >= the bound ends the scan after its offset.
-# Each segment is cut at offset-index positions (batch boundaries) into splits of about
-# maxSplitBytes. A split is a small picklable `SegmentSplit`: a path, a byte range, the bounds, and
-# for read_committed the aborted transactions that overlap it (a transaction is indexed in the
-# segment of its ABORT marker, possibly later than its data, so every later segment's .txnindex is
-# read too).
+"""Driver-side planning of a kafka-log scan: file listings and index files in, small splits out.
+
+The driver lists the log directory through pyarrow's filesystems and reads only index files
+(.index, .timeindex, and .txnindex for read_committed): never a .log byte. From them it decides,
+per topic-partition, which segments a query touches and where inside them to start and stop:
+  * startingOffsets O: the segment holding O, from the offset index's entry at or below O (the
+    reader drops the few records before O); segments before it are skipped.
+  * endingOffsets E (exclusive): segments whose base offset is >= E are skipped; inside the last
+    one the scan stops at the index entry after the first entry >= E (offsets only grow, so
+    nothing before E lies beyond it); the reader drops records >= E.
+  * timestamps T (Kafka's offsetsForTimes, as LogSegment.findOffsetByTimestamp): the first
+    segment whose largest timestamp (the time index's last entry) is >= T holds the first record
+    at or after T; the time index, then the offset index give the position to start from, and
+    the reader skips records until the first one with timestamp >= T. A segment that holds a
+    timestamp bound is read as one split, because that "first record" rule needs the segment's
+    records in order. An ending timestamp works the same way and stops there.
+Pushed filters (`Pushdown`, from Spark's pushFilters) narrow the same plan: topic and partition
+sets, an offset range, and a timestamp range. A timestamp lower bound T skips every segment
+whose largest timestamp (its time index's last entry; not the active segment's, whose index
+lags) is below T, and inside the first kept one starts after the last time index entry below T:
+an entry (t, o) says no record up to offset o has a timestamp above t. An upper bound cannot
+stop a scan by itself (CreateTime goes back and forth); with the timestampSkewMs option (no
+record is more than S ms older than an earlier one, which Kafka's
+log.message.timestamp.before/after.max.ms guarantee with S = their sum) the first entry with
+t - S >= the bound ends the scan after its offset.
+Each segment is cut at offset-index positions (batch boundaries) into splits of about
+maxSplitBytes. A split is a small picklable `SegmentSplit`: a path, a byte range, the bounds, and
+for read_committed the aborted transactions that overlap it (a transaction is indexed in the
+segment of its ABORT marker, possibly later than its data, so every later segment's .txnindex is
+read too).
+"""
+
 from __future__ import annotations
 
 import logging

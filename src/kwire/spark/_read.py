@@ -1,29 +1,31 @@
-# Executor-side reading of one SegmentSplit into Arrow record batches.
-#
-# Approach: the split's byte range is read through pyarrow's filesystem in windows of about
-# WINDOW_BYTES, cut at batch boundaries by a 12-byte frame walk (offset, size: the same for every
-# magic), so a Python worker's memory depends on the window, not on the size or number of
-# segments. Each window goes whole to the records layer's columnar decoder
-# (`kwire.records.decode_columnar`), which returns Arrow arrays without a Python object per record
-# and the segment constants (topic, partition, segment) filled in. What a query keeps is then a
-# few vectorised masks over those columns:
-#   * offsets in [start_offset, end_offset) (the planner's bounds are index positions, a little
-#     wide); control records unless includeControl;
-#   * timestamp bounds: from the first record with timestamp >= startingTimestamp on, up to (not
-#     including) the first record with timestamp >= endingTimestamp, as Kafka's offsetsForTimes;
-#   * read_committed: Kafka's consumer logic (kwire.log.ReadCommittedFilter) runs over the batch headers of the
-#     window (a cheap header walk, kwire.records.read_batches) and names the aborted batches by
-#     base offset; their rows are masked out. Control batches never reach the output.
-# Problems follow Spark's file-source modes: PERMISSIVE keeps what can be read and says why in
-# `_corrupt_record` (a batch failing its CRC is decoded without the check and its rows are kept; a
-# batch or region that cannot be decoded becomes one row with only topic, partition, segment,
-# batchOffset when known, and `_corrupt_record`); DROPMALFORMED drops them; FAILFAST raises.
-# Skipped bytes are counted per split, logged as a warning on the executor and, when the
-# `reportPath` option is set, written there as one small JSON file per split (the pipeline sums
-# them for its closing table). With `metricsPath`, every split leaves the bytes it read there
-# (`scan_metrics` sums them, with the planner's note). A streaming split over a live log
-# (`live`) stops once it has read its end offset: bytes after it, a batch still being written
-# included, are not yet written as far as the query is concerned, never corruption.
+"""Executor-side reading of one SegmentSplit into Arrow record batches.
+
+Approach: the split's byte range is read through pyarrow's filesystem in windows of about
+WINDOW_BYTES, cut at batch boundaries by a 12-byte frame walk (offset, size: the same for every
+magic), so a Python worker's memory depends on the window, not on the size or number of
+segments. Each window goes whole to the records layer's columnar decoder
+(`kwire.records.decode_columnar`), which returns Arrow arrays without a Python object per record
+and the segment constants (topic, partition, segment) filled in. What a query keeps is then a
+few vectorised masks over those columns:
+  * offsets in [start_offset, end_offset) (the planner's bounds are index positions, a little
+    wide); control records unless includeControl;
+  * timestamp bounds: from the first record with timestamp >= startingTimestamp on, up to (not
+    including) the first record with timestamp >= endingTimestamp, as Kafka's offsetsForTimes;
+  * read_committed: Kafka's consumer logic (kwire.log.ReadCommittedFilter) runs over the batch headers of the
+    window (a cheap header walk, kwire.records.read_batches) and names the aborted batches by
+    base offset; their rows are masked out. Control batches never reach the output.
+Problems follow Spark's file-source modes: PERMISSIVE keeps what can be read and says why in
+`_corrupt_record` (a batch failing its CRC is decoded without the check and its rows are kept; a
+batch or region that cannot be decoded becomes one row with only topic, partition, segment,
+batchOffset when known, and `_corrupt_record`); DROPMALFORMED drops them; FAILFAST raises.
+Skipped bytes are counted per split, logged as a warning on the executor and, when the
+`reportPath` option is set, written there as one small JSON file per split (the pipeline sums
+them for its closing table). With `metricsPath`, every split leaves the bytes it read there
+(`scan_metrics` sums them, with the planner's note). A streaming split over a live log
+(`live`) stops once it has read its end offset: bytes after it, a batch still being written
+included, are not yet written as far as the query is concerned, never corruption.
+"""
+
 from __future__ import annotations
 
 import json

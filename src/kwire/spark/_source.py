@@ -1,17 +1,19 @@
-# The "kafka-log" Spark data source (PySpark's Python Data Source API, Spark 4.0+).
-#
-# `KafkaLogDataSource` is what `spark.read.format("kafka-log")` and `df.write.format("kafka-log")`
-# instantiate. Reading: `schema()` is the records layer's Arrow schema as Spark DDL (plus
-# `_corrupt_record` in PERMISSIVE mode); `reader()` keeps only the parsed options and the
-# requested schema (it is pickled to every executor); `partitions()` runs on the driver and plans
-# splits from a listing and the index files (spark/_plan.py); `read()` runs on executors and yields
-# Arrow record batches (spark/_read.py). PySpark passes Python sources the full schema even when a
-# query uses fewer columns (no column pruning): a user schema or the `columns` option is how a
-# query decodes fewer. `pushFilters` (Spark 4.1+, on when spark.sql.python.filterPushdown.enabled)
-# turns predicates on topic, partition, offset and timestamp into a `Pushdown` the planner uses to
-# skip segments and positions; every filter is still handed back to Spark, which evaluates it
-# over the rows read, so pushdown only ever reads less. `streamReader()` is the streaming source
-# (spark/_stream.py). Writing: see spark/_sink.py.
+"""The "kafka-log" Spark data source (PySpark's Python Data Source API, Spark 4.0+).
+
+`KafkaLogDataSource` is what `spark.read.format("kafka-log")` and `df.write.format("kafka-log")`
+instantiate. Reading: `schema()` is the records layer's Arrow schema as Spark DDL (plus
+`_corrupt_record` in PERMISSIVE mode); `reader()` keeps only the parsed options and the
+requested schema (it is pickled to every executor); `partitions()` runs on the driver and plans
+splits from a listing and the index files (spark/_plan.py); `read()` runs on executors and yields
+Arrow record batches (spark/_read.py). PySpark passes Python sources the full schema even when a
+query uses fewer columns (no column pruning): a user schema or the `columns` option is how a
+query decodes fewer. `pushFilters` (Spark 4.1+, on when spark.sql.python.filterPushdown.enabled)
+turns predicates on topic, partition, offset and timestamp into a `Pushdown` the planner uses to
+skip segments and positions; every filter is still handed back to Spark, which evaluates it
+over the rows read, so pushdown only ever reads less. `streamReader()` is the streaming source
+(spark/_stream.py). Writing: see spark/_sink.py.
+"""
+
 from __future__ import annotations
 
 import logging

@@ -1,29 +1,31 @@
-# The streaming side of "kafka-log": `spark.readStream.format("kafka-log")` over a live data dir.
-#
-# PySpark's `DataSourceStreamReader` (Spark 4.0+; `latestOffset(start, limit)` with read limits
-# and `SupportsTriggerAvailableNow` from Spark 4.2). An offset is Spark's Kafka source JSON,
-# `{"topic": {"0": next_offset}}`; a micro-batch reads [start, end) of every topic-partition with
-# the batch planner (spark/_plan.py: index files only) and the batch reader (spark/_read.py).
-#
-# Where a micro-batch may end, per partition (`snapshot`): the high watermark from the
-# `replication-offset-checkpoint` beside the partition folders (Kafka writes it every
-# replica.high.watermark.checkpoint.interval.ms, 5 s; so does `kwire broker`). A data dir with that
-# file but without a line for a partition (a new partition before its first checkpoint) gives the
-# partition nothing yet. Without the file (an offline copy, a writer that keeps none), or with
-# `streamEnd=logEnd`, the end is the log end: the last segment is read from its last offset-index
-# entry on and only whole batches whose CRC verifies count, so a batch still being written is not
-# there yet. The log start is the first segment's base offset, or the `log-start-offset-checkpoint`
-# entry when higher. Readers get `live` splits: bytes past their end offset, a torn tail included,
-# are never reported as corruption.
-#
-# Spark's Kafka source rules: startingOffsets (earliest, latest: the default, a JSON naming every
-# subscribed partition), startingTimestamp / startingOffsetsByTimestamp (the first offset with a
-# timestamp at or after it, Kafka's offsetsForTimes; none: the end); partitions and topics that
-# appear later (subscribe, subscribePattern) are read from offset 0; maxOffsetsPerTrigger splits the
-# limit over partitions in proportion to what each has (KafkaMicroBatchStream.rateLimit);
-# failOnDataLoss (default true) fails a batch whose start was deleted by retention, naming the
-# partition and offsets; false skips to the log start with a warning. Trigger.AvailableNow
-# records the ends when the query starts (`prepareForTriggerAvailableNow`) and never goes past them.
+"""The streaming side of "kafka-log": `spark.readStream.format("kafka-log")` over a live data dir.
+
+PySpark's `DataSourceStreamReader` (Spark 4.0+; `latestOffset(start, limit)` with read limits
+and `SupportsTriggerAvailableNow` from Spark 4.2). An offset is Spark's Kafka source JSON,
+`{"topic": {"0": next_offset}}`; a micro-batch reads [start, end) of every topic-partition with
+the batch planner (spark/_plan.py: index files only) and the batch reader (spark/_read.py).
+
+Where a micro-batch may end, per partition (`snapshot`): the high watermark from the
+`replication-offset-checkpoint` beside the partition folders (Kafka writes it every
+replica.high.watermark.checkpoint.interval.ms, 5 s; so does `kwire broker`). A data dir with that
+file but without a line for a partition (a new partition before its first checkpoint) gives the
+partition nothing yet. Without the file (an offline copy, a writer that keeps none), or with
+`streamEnd=logEnd`, the end is the log end: the last segment is read from its last offset-index
+entry on and only whole batches whose CRC verifies count, so a batch still being written is not
+there yet. The log start is the first segment's base offset, or the `log-start-offset-checkpoint`
+entry when higher. Readers get `live` splits: bytes past their end offset, a torn tail included,
+are never reported as corruption.
+
+Spark's Kafka source rules: startingOffsets (earliest, latest: the default, a JSON naming every
+subscribed partition), startingTimestamp / startingOffsetsByTimestamp (the first offset with a
+timestamp at or after it, Kafka's offsetsForTimes; none: the end); partitions and topics that
+appear later (subscribe, subscribePattern) are read from offset 0; maxOffsetsPerTrigger splits the
+limit over partitions in proportion to what each has (KafkaMicroBatchStream.rateLimit);
+failOnDataLoss (default true) fails a batch whose start was deleted by retention, naming the
+partition and offsets; false skips to the log start with a warning. Trigger.AvailableNow
+records the ends when the query starts (`prepareForTriggerAvailableNow`) and never goes past them.
+"""
+
 from __future__ import annotations
 
 import dataclasses
