@@ -50,6 +50,12 @@ def register(subparsers: Any) -> None:
         "spark: the kafka-log DataFrame into Spark's Parquet writer",
     )
     export.add_argument(
+        "--incremental",
+        action="store_true",
+        help="delta/iceberg: add only records not exported yet, exactly once (the table's commits "
+        "record the offsets reached)",
+    )
+    export.add_argument(
         "--read-committed",
         action="store_true",
         help="leave out aborted transactions (isolationLevel=read_committed)",
@@ -157,6 +163,9 @@ def _export(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if args.read_committed:
         options["isolationLevel"] = "read_committed"
+    if args.incremental and args.format == "parquet":
+        print("kwire pipeline: --incremental needs --format delta or iceberg", file=sys.stderr)
+        return EXIT_USAGE
     from kwire.spark import OptionError, get_session
     from kwire.spark._options import parse_read_options
     from kwire.spark._pipeline import export
@@ -176,6 +185,7 @@ def _export(args: argparse.Namespace) -> int:
             options=options,
             progress=update,
             engine=args.engine,
+            incremental=args.incremental,
         )
     _report(args, result)
     return EXIT_OK if not result.skipped_bytes else EXIT_PROBLEMS

@@ -1,24 +1,25 @@
-# Avro datums (Confluent's payloads, without the wire-format prefix) straight into Arrow arrays.
-#
-# Approach. fastavro decodes one datum into one Python dict; building Arrow columns from those
-# dicts costs as much again. Here an Avro schema is compiled once into a specialised decoder: the
-# schema tree becomes straight-line Python source (a record is its fields in order, a
-# ``["null", T]`` union a branch test, an array or map a block loop) that appends to one set of
-# growable numpy buffers per Arrow column (values, validity, list offsets, string offsets and
-# data), and numba compiles that source (`numba.njit`, once per schema and process). One call walks
-# every datum of a batch; the buffers become Arrow arrays with ``from_buffers``: no Python object
-# per record. A datum that does not decode (truncated, a bad union branch or enum index, a length
-# past the end) rolls its columns back to where the datum started, becomes a null row, and is
-# reported by position; the caller decides (`_corrupt_record`, FAILFAST). Strings are checked for
-# UTF-8 once per column (Arrow's validation).
-#
-# What the compiled path covers: null-unions of one type, records, enums, arrays, maps, fixed, and
-# the primitives with the logical types date, timestamp-millis/-micros (and the local- ones) and
-# uuid. Anything else (general unions, decimals, recursive schemas), and the resolution of a datum
-# written with an older schema (Avro's schema resolution: fields added with defaults, removed,
-# promoted) goes through fastavro's ``schemaless_reader`` (writer and reader schema), one datum at
-# a time, into ``pa.array`` of the same Arrow type: the reference path, also what the benchmark
-# compares against (bench/bench_avro.py).
+"""Avro datums (Confluent's payloads, without the wire-format prefix) straight into Arrow arrays.
+
+Approach. fastavro decodes one datum into one Python dict; building Arrow columns from those
+dicts costs as much again. Here the schema becomes a small node table (preorder: kind, null-union
+branch, enum size, fixed size, children) and one numba kernel, the same for every schema and
+compiled once per machine (cached on disk), interprets it datum by datum with an explicit stack,
+appending to growable numpy buffers per Arrow column (values, validity, list offsets, string
+offsets and data). The buffers become Arrow arrays with ``from_buffers``: no Python object per
+record. A datum that does not decode (truncated, a bad union branch or enum index, a length past
+the end) rolls its columns back to where the datum started, becomes a null row, and is reported by
+position; the caller decides (`_corrupt_record`, FAILFAST). Strings are checked for UTF-8 once per
+column (Arrow's validation).
+
+What the compiled path covers: null-unions of one type, records, enums, arrays, maps, fixed, and
+the primitives with the logical types date, timestamp-millis/-micros (and the local- ones) and
+uuid. Anything else (general unions, decimals, recursive schemas), and the resolution of a datum
+written with an older schema (Avro's schema resolution: fields added with defaults, removed,
+promoted) goes through fastavro's ``schemaless_reader`` (writer and reader schema), one datum at
+a time, into ``pa.array`` of the same Arrow type: the reference path, also what the benchmark
+compares against (bench/bench_avro.py).
+"""
+
 from __future__ import annotations
 
 import io

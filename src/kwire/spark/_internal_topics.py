@@ -1,24 +1,26 @@
-# Views of a log directory as tables (option ``view``): Kafka's internal topics decoded, and the
-# latest value per key.
-#
-#   view=consumer_offsets  every offset commit in ``__consumer_offsets``: group, topic, partition,
-#                          committedOffset, leaderEpoch, metadata, commitTimestamp, expireTimestamp
-#                          (a deletion, a tombstone, has null offset fields), plus where the commit
-#                          sits (logPartition, logOffset, logTimestamp): consumer-lag history from a
-#                          backup, no broker needed. Keys are decoded with kwire's generated
-#                          classes (``OffsetCommitKey``; the key's first int16 is the record type:
-#                          0/1 offsets, 2 group metadata, which this view leaves out) and values
-#                          with ``OffsetCommitValue`` at their version. Read read_committed, so
-#                          offsets of aborted TxnOffsetCommits are not listed.
-#   view=transactions      every ``__transaction_state`` record (TransactionLogKey/Value):
-#                          transactionalId, producerId, producerEpoch, timeoutMs, state (Kafka's
-#                          TransactionState names), partitions, startTimestamp, lastUpdateTimestamp.
-#   view=latest            the last record per key in each topic-partition, tombstones dropped: the
-#                          offline equivalent of a compacted topic. One Spark task per
-#                          topic-partition reads it twice: keys and offsets first (the winning
-#                          offset per key, pyarrow's hash aggregation), then the full records,
-#                          keeping those offsets; memory holds keys and offsets, not values.
-# Internal topics are small and their records are structs, so they decode record by record.
+"""Views of a log directory as tables (option ``view``): Kafka's internal topics decoded, and the
+latest value per key.
+
+  view=consumer_offsets  every offset commit in ``__consumer_offsets``: group, topic, partition,
+                         committedOffset, leaderEpoch, metadata, commitTimestamp, expireTimestamp
+                         (a deletion, a tombstone, has null offset fields), plus where the commit
+                         sits (logPartition, logOffset, logTimestamp): consumer-lag history from a
+                         backup, no broker needed. Keys are decoded with kwire's generated
+                         classes (``OffsetCommitKey``; the key's first int16 is the record type:
+                         0/1 offsets, 2 group metadata, which this view leaves out) and values
+                         with ``OffsetCommitValue`` at their version. Read read_committed, so
+                         offsets of aborted TxnOffsetCommits are not listed.
+  view=transactions      every ``__transaction_state`` record (TransactionLogKey/Value):
+                         transactionalId, producerId, producerEpoch, timeoutMs, state (Kafka's
+                         TransactionState names), partitions, startTimestamp, lastUpdateTimestamp.
+  view=latest            the last record per key in each topic-partition, tombstones dropped: the
+                         offline equivalent of a compacted topic. One Spark task per
+                         topic-partition reads it twice: keys and offsets first (the winning
+                         offset per key, pyarrow's hash aggregation), then the full records,
+                         keeping those offsets; memory holds keys and offsets, not values.
+Internal topics are small and their records are structs, so they decode record by record.
+"""
+
 from __future__ import annotations
 
 import dataclasses

@@ -9,6 +9,18 @@ both cases the data files are not rewritten. Timestamps are written as INT64 mic
 (`spark.sql.parquet.outputTimestampType`), and Iceberg gets int instead of tinyint/smallint
 (it has no 8/16-bit integers).
 
+An existing Iceberg table is replaced in one commit (a transaction that deletes its rows and adds
+the new files, written to a folder of their own), never dropped and recreated.
+
+export --incremental (Delta, Iceberg): exactly once. The table's own commit records the offset
+reached in every topic-partition (`kwire.offsets` in the Delta commit's metadata, beside an app
+transaction `kwire-export`; in the Iceberg snapshot summary). A run reads it, reads only later
+records (startingOffsets), each task writes Parquet files partitioned by topic and hour(timestamp)
+(Delta: `topic=/hour=` folders; Iceberg: identity(topic), hour(timestamp)), and the driver commits
+the files with the new offsets in one commit (delta-rs `create_write_transaction`, pyiceberg
+`add_files` with snapshot properties). A run killed before its commit leaves files no version
+references; the next run exports the same records again, so nothing is written twice.
+
 convert: one Spark task per segment. The task reads the segment (pyarrow filesystem), converts
 every batch with kwire.records.convert (offsets, holes, producer state, control batches and
 transactions kept as far as the target magic can carry them; losses counted), and writes it
@@ -39,7 +51,15 @@ from kwire.spark._source import FORMAT
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["FORMATS", "JobResult", "convert_log", "count_output", "export", "track_progress"]
+__all__ = [
+    "FORMATS",
+    "JobResult",
+    "convert_log",
+    "count_output",
+    "export",
+    "export_incremental",
+    "track_progress",
+]
 
 FORMATS = ("parquet", "delta", "iceberg")
 ENGINES = ("spark", "arrow")
@@ -142,8 +162,12 @@ def export(
     options: dict[str, str] | None = None,
     progress: ProgressCallback | None = None,
     engine: str = "arrow",
+    incremental: bool = False,
 ) -> JobResult:
     """Export the records of a log directory to Parquet, Delta or Iceberg at ``output``.
+
+    ``incremental=True``: ``export_incremental`` (Delta or Iceberg; only records not exported
+    yet, exactly once).
 
     ``engine="arrow"`` (default): the kafka-log source's splits, planned on the driver as for a
     DataFrame, each read by a Spark task that writes its Arrow batches to one Parquet file with
@@ -154,12 +178,18 @@ def export(
         raise KwireError(f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if engine not in ENGINES:
         raise KwireError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
+    if incremental:
+        return export_incremental(
+            spark, input_path, output, fmt, options=options, progress=progress
+        )
     result = JobResult(f"export to {fmt}" + (" (arrow)" if engine == "arrow" else ""))
     result.input_bytes = _log_bytes(to_uri(input_path))
     reports = tempfile.mkdtemp(prefix="kwire-skipped-")
     read_options = {"reportPath": reports, **(options or {})}
     out_uri = to_uri(output)
-    data_uri = f"{out_uri.rstrip('/')}/data" if fmt == "iceberg" else out_uri
+    # Iceberg: a new data folder per run, so the table's current files stay until the atomic swap
+    run = f"run-{int(time.time() * 1000)}-{os.getpid()}"
+    data_uri = f"{out_uri.rstrip('/')}/data/{run}" if fmt == "iceberg" else out_uri
     try:
         started = time.perf_counter()
         if engine == "arrow":
@@ -278,6 +308,9 @@ ICEBERG_TABLE = "kwire.records"
 
 
 def _to_iceberg(uri: str, data_uri: str) -> str:
+    """Register the Parquet files of ``data_uri`` as table kwire.records; an existing table is
+    replaced in one atomic commit (a transaction deleting its rows and adding the new files), never
+    dropped and recreated, so readers see the old table or the new one."""
     try:
         import pyarrow.parquet as pq
         from pyiceberg.exceptions import NamespaceAlreadyExistsError, NoSuchTableError
@@ -288,15 +321,30 @@ def _to_iceberg(uri: str, data_uri: str) -> str:
     catalog = _iceberg_catalog(uri)
     with suppress(NamespaceAlreadyExistsError):
         catalog.create_namespace("kwire")
-    with suppress(NoSuchTableError):
-        catalog.drop_table(ICEBERG_TABLE)
     fs, root = resolve(data_uri)
     files = sorted(p for p in list_files(fs, root) if p.endswith(".parquet"))
     if not files:
         raise KwireError("nothing to register in Iceberg: the export wrote no Parquet file")
     schema = pq.read_schema(files[0])
-    table = catalog.create_table(ICEBERG_TABLE, schema=schema)
-    table.add_files(file_paths=files)
+    try:
+        table = catalog.load_table(ICEBERG_TABLE)
+    except NoSuchTableError:
+        catalog.create_table(ICEBERG_TABLE, schema=schema).add_files(file_paths=files)
+    else:
+        from pyiceberg.expressions import AlwaysTrue
+
+        with table.transaction() as tx:
+            tx.delete(AlwaysTrue())
+            tx.add_files(file_paths=files)
+    # the files of earlier exports are no longer referenced by the table's current snapshot
+    data_root = os.path.dirname(root.rstrip("/"))
+    for name in os.listdir(data_root):
+        old = os.path.join(data_root, name)
+        if old.rstrip("/") != root.rstrip("/"):
+            if os.path.isdir(old):
+                shutil.rmtree(old, ignore_errors=True)
+            elif name.endswith(".parquet"):
+                os.unlink(old)
     return f"Iceberg table {ICEBERG_TABLE} in the SQLite catalog {os.path.join(uri, 'catalog.db')}"
 
 
@@ -458,3 +506,292 @@ def convert_log(
     result.output_bytes = _log_bytes(out)
     result.notes.extend(f"{count} {what}" for what, count in sorted(losses.items()))
     return result
+
+
+# ---- incremental, exactly-once export ----------------------------------------------------------
+
+OFFSETS_PROPERTY = "kwire.offsets"  # {"topic": {"partition": next offset}} in the table's commit
+DELTA_APP_ID = "kwire-export"
+
+
+def _committed_offsets(out_uri: str, fmt: str) -> dict[str, dict[str, int]]:
+    """The end offsets the table's last kwire commit recorded ({} for a new table)."""
+    import json
+
+    if fmt == "delta":
+        from deltalake import DeltaTable
+
+        try:
+            table = DeltaTable(out_uri)
+        except Exception:  # no Delta log yet (TableNotFoundError)
+            return {}
+        for commit in table.history():  # newest first
+            if OFFSETS_PROPERTY in commit:
+                return dict(json.loads(commit[OFFSETS_PROPERTY]))
+        return {}
+    from pyiceberg.exceptions import NoSuchTableError
+
+    try:
+        table = _iceberg_catalog(_local(out_uri)).load_table(ICEBERG_TABLE)
+    except NoSuchTableError:
+        return {}
+    snapshot = table.current_snapshot()
+    if snapshot is None or snapshot.summary is None:
+        return {}
+    raw = snapshot.summary.additional_properties.get(OFFSETS_PROPERTY)
+    return {} if raw is None else dict(json.loads(raw))
+
+
+def _local(uri: str) -> str:
+    if "://" in uri and not uri.startswith("file://"):
+        raise KwireError("the Iceberg export uses a local SQLite catalog: give a local --output")
+    return uri.removeprefix("file://")
+
+
+def _starting_offsets(
+    input_path: str, options: dict[str, str], committed: dict[str, dict[str, int]]
+) -> dict[str, dict[str, int]]:
+    """startingOffsets for every selected topic-partition: the committed end, else earliest."""
+    from kwire.log import partitions_from_paths
+    from kwire.spark._options import parse_read_options
+
+    parsed = parse_read_options(options)
+    fs, root = resolve(to_uri(input_path))
+    files = list_files(fs, root)
+    starting: dict[str, dict[str, int]] = {}
+    for pdir in partitions_from_paths(sorted(files), files):
+        if pdir.topic.startswith("__") or not parsed.wants(pdir.topic, pdir.partition):
+            continue
+        start = committed.get(pdir.topic, {}).get(str(pdir.partition), -2)
+        starting.setdefault(pdir.topic, {})[str(pdir.partition)] = start
+    return starting
+
+
+def _write_partitioned(
+    reader: Any, part: Any, out_uri: str, run: str, index: int, fmt: str
+) -> dict[str, Any]:
+    """Executor side: one Spark partition's rows into Parquet files, one per (topic, hour).
+
+    Delta files leave out their partition columns (``topic``, ``hour`` come from the path);
+    Iceberg files keep every column (identity(topic) and hour(timestamp) are hidden partitions,
+    found from the files' statistics). Returns the files and the highest offset per partition.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    writers: dict[tuple[str, str], Any] = {}
+    files: list[dict[str, Any]] = []
+    highest: dict[str, int] = {}
+    rows = 0
+    try:
+        for batch in reader.read(part):
+            if fmt == "iceberg":
+                batch = batch.cast(_widened(batch.schema))
+            offsets = batch.column("offset")
+            if offsets.null_count < len(offsets):
+                tp = f"{batch.column('topic')[0].as_py()}\t{batch.column('partition')[0].as_py()}"
+                top = pc.max(offsets).as_py()
+                highest[tp] = max(highest.get(tp, -1), top)
+            ts = batch.column("timestamp")
+            hours = pc.strftime(pc.fill_null(ts, pa.scalar(0, ts.type)), format="%Y-%m-%d-%H")
+            topics = batch.column("topic")
+            pairs = pa.Table.from_arrays([topics, hours], ["t", "h"]).group_by(["t", "h"])
+            for key in pairs.aggregate([]).to_pylist():
+                mask = pc.and_(pc.equal(topics, key["t"]), pc.equal(hours, key["h"]))
+                piece = batch.filter(mask)
+                if fmt == "delta":
+                    piece = piece.drop_columns(["topic"])
+                slot = (key["t"], key["h"])
+                if slot not in writers:
+                    rel = f"topic={key['t']}/hour={key['h']}/part-{run}-{index:05d}.parquet"
+                    fs, path = resolve(f"{out_uri}/{rel}")
+                    fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
+                    writers[slot] = pq.ParquetWriter(
+                        path, piece.schema, filesystem=fs, compression="snappy"
+                    )
+                    files.append({"path": rel, "topic": key["t"], "hour": key["h"], "rows": 0})
+                writers[slot].write_batch(piece)
+                next(f for f in files if (f["topic"], f["hour"]) == slot)["rows"] += piece.num_rows
+                rows += piece.num_rows
+    finally:
+        for writer in writers.values():
+            writer.close()
+    return {"files": files, "highest": highest, "rows": rows}
+
+
+def export_incremental(
+    spark: SparkSession,
+    input_path: str,
+    output: str,
+    fmt: str = "delta",
+    *,
+    options: dict[str, str] | None = None,
+    progress: ProgressCallback | None = None,
+    _fail_before_commit: bool = False,
+) -> JobResult:
+    """Add the records not exported yet to a Delta or Iceberg table, exactly once.
+
+    The table's own commit records, per topic-partition, the offset after the last record it holds
+    (Delta: the commit's metadata, with an app transaction ``kwire-export``; Iceberg: the snapshot
+    summary). A run reads that, exports only later records into new files partitioned by topic and
+    hour(timestamp), and commits the files and the new offsets in one commit. A run that dies
+    before its commit leaves files no table version references, and the next run exports the same
+    records again: nothing is written twice.
+    """
+    import json
+    import uuid
+
+    from pyspark.sql.types import StructType
+
+    from kwire.spark._options import parse_read_options
+    from kwire.spark._schema import spark_ddl
+    from kwire.spark._source import KafkaLogReader
+
+    if fmt not in ("delta", "iceberg"):
+        raise KwireError("--incremental needs a table format: delta or iceberg")
+    if options and any(
+        k.lower().startswith(("startingoffsets", "startingtimestamp")) for k in options
+    ):
+        raise KwireError("--incremental chooses the starting offsets itself")
+    out_uri = to_uri(output).rstrip("/")
+    result = JobResult(f"incremental export to {fmt}")
+    result.input_bytes = _log_bytes(to_uri(input_path))
+    committed = _committed_offsets(out_uri, fmt)
+    starting = _starting_offsets(input_path, dict(options or {}), committed)
+    reports = tempfile.mkdtemp(prefix="kwire-skipped-")
+    read_options = {
+        **(options or {}),
+        "reportPath": reports,
+        "startingOffsets": json.dumps(starting),
+        "mode": "DROPMALFORMED",  # a table of records: unreadable bytes are counted, not rows
+    }
+    if not starting:
+        read_options["subscribe"] = "__kwire_nothing__"
+    parsed = parse_read_options(read_options)
+    schema = StructType.fromDDL(spark_ddl(corrupt_record=False))
+    assert isinstance(schema, StructType)
+    reader = KafkaLogReader(input_path, parsed, schema)
+    run = uuid.uuid4().hex[:12]
+    started = time.perf_counter()
+    try:
+        parts = reader.partitions() if starting else []
+        outputs: list[dict[str, Any]] = []
+        if parts:
+            jobs = list(enumerate(parts))
+            with track_progress(spark, progress):
+                outputs = (
+                    spark.sparkContext.parallelize(jobs, len(jobs))
+                    .map(lambda j: _write_partitioned(reader, j[1], out_uri, run, j[0], fmt))
+                    .collect()
+                )
+        offsets = {t: dict(p) for t, p in committed.items()}
+        for out in outputs:
+            for tp, top in out["highest"].items():
+                topic, partition = tp.split("\t")
+                slot = offsets.setdefault(topic, {})
+                slot[partition] = max(slot.get(partition, 0), top + 1)
+        files = [f for out in outputs for f in out["files"] if f["rows"]]
+        rows = sum(f["rows"] for f in files)
+        if _fail_before_commit:
+            raise KwireError("export stopped before its commit (test hook)")
+        if rows:
+            state = json.dumps(offsets, sort_keys=True)
+            if fmt == "delta":
+                _commit_delta(out_uri, files, state, reader)
+            else:
+                _commit_iceberg(out_uri, files, state)
+        result.records = rows
+        result.notes.append(
+            f"{rows:,} new records; offsets now {json.dumps(offsets, sort_keys=True)}"
+            if rows
+            else "nothing new to export"
+        )
+        result.seconds = time.perf_counter() - started
+        result.output_bytes = _dir_bytes(out_uri)
+        _collect_reports(result, reports)
+    finally:
+        shutil.rmtree(reports, ignore_errors=True)
+    return result
+
+
+def _delta_schema() -> Any:
+    import pyarrow as pa
+
+    from kwire.spark._schema import RECORD_COLUMNS, arrow_schema
+
+    base = arrow_schema([c for c in RECORD_COLUMNS if c != "topic"])
+    return pa.schema([*base, pa.field("topic", pa.string()), pa.field("hour", pa.string())])
+
+
+def _commit_delta(out_uri: str, files: list[dict[str, Any]], state: str, reader: Any) -> None:
+    import time as _time
+
+    from deltalake import CommitProperties, DeltaTable, Transaction
+    from deltalake.transaction import AddAction, create_table_with_add_actions
+
+    fs, root = resolve(out_uri)
+    now = int(_time.time() * 1000)
+    actions: list[Any] = []
+    for f in files:
+        info = fs.get_file_info(f"{root}/{f['path']}")
+        actions.append(
+            AddAction(
+                f["path"],
+                int(info.size),
+                {"topic": f["topic"], "hour": f["hour"]},
+                now,
+                True,
+                json_stats(f["rows"]),
+            )
+        )
+    try:
+        table = DeltaTable(out_uri)
+    except Exception:
+        table = None
+    version = 0 if table is None else (table.transaction_version(DELTA_APP_ID) or 0)
+    props = CommitProperties(
+        custom_metadata={OFFSETS_PROPERTY: state},
+        app_transactions=[Transaction(DELTA_APP_ID, version + 1, now)],
+    )
+    schema = _delta_schema()
+    if table is None:
+        from deltalake import Schema
+
+        create_table_with_add_actions(
+            out_uri,
+            Schema.from_arrow(schema),
+            actions,
+            mode="error",
+            partition_by=["topic", "hour"],
+            commit_properties=props,
+        )
+    else:
+        table.create_write_transaction(
+            actions, "append", schema, partition_by=["topic", "hour"], commit_properties=props
+        )
+
+
+def json_stats(rows: int) -> str:
+    return f'{{"numRecords": {rows}}}'
+
+
+def _commit_iceberg(out_uri: str, files: list[dict[str, Any]], state: str) -> None:
+    import pyarrow.parquet as pq
+    from pyiceberg.exceptions import NamespaceAlreadyExistsError, NoSuchTableError
+    from pyiceberg.transforms import HourTransform, IdentityTransform
+
+    local = _local(out_uri)
+    catalog = _iceberg_catalog(local)
+    with suppress(NamespaceAlreadyExistsError):
+        catalog.create_namespace("kwire")
+    paths = [f"{local}/{f['path']}" for f in files]
+    try:
+        table = catalog.load_table(ICEBERG_TABLE)
+    except NoSuchTableError:
+        table = catalog.create_table(ICEBERG_TABLE, schema=pq.read_schema(paths[0]))
+        with table.update_spec() as spec:
+            spec.add_field("topic", IdentityTransform(), "topic")
+            spec.add_field("timestamp", HourTransform(), "timestamp_hour")
+        table = catalog.load_table(ICEBERG_TABLE)
+    table.add_files(file_paths=paths, snapshot_properties={OFFSETS_PROPERTY: state})

@@ -1,28 +1,30 @@
-# Schema Registry decoding for the kafka-log source: options valueFormat / keyFormat = avro,
-# protobuf or json turn the value (key) column into typed columns.
-#
-# Wire format (Confluent's): magic byte 0, a 4-byte big-endian schema id, for Protobuf the message
-# indexes (a zigzag varint count then the indexes; a single 0 byte stands for [0]), then the
-# payload. Header-based serializers leave the payload bare and put the id in a header
-# (``__value_schema_id`` / ``__key_schema_id``: magic 0 + id, or magic 1 + a 16-byte GUID); the
-# ``valueSchemaIdHeader`` option names another header.
-#
-# Schemas come from the ``_schemas`` topic of the same log directory (what Confluent's registry
-# writes: JSON keys ``{"keytype":"SCHEMA","subject":..,"version":..,"magic":1}`` and JSON values
-# ``{"subject","version","id","schema","schemaType","references","deleted"}``, null for a hard
-# delete; a backup decodes itself, no registry needed), or from ``schemaRegistryUrl`` through
-# confluent-kafka's SchemaRegistryClient (every version of the subject fetched on the driver, ids
-# the executors meet later fetched by id). The output type is resolved on the driver from the
-# subject's latest schema (TopicNameStrategy ``<topic>-value`` unless ``valueSubject``); records
-# written with an older schema are resolved against it (Avro: fastavro's schema resolution).
-#
-# Decoding runs on the Arrow batches the reader yields: schema ids are read for the whole column
-# with numpy (no Python object per record); Avro datums of the latest schema go through the
-# compiled Arrow decoder (kwire.spark._avro), others through fastavro; Protobuf (the protobuf
-# runtime) and JSON (json + jsonschema validation) decode per record. A value that does not decode
-# is a null with `_corrupt_record` saying why (PERMISSIVE), is dropped (DROPMALFORMED) or fails
-# the task (FAILFAST, CorruptRecordError); the count is logged per split and, with reportPath,
-# written there.
+"""Schema Registry decoding for the kafka-log source: options valueFormat / keyFormat = avro,
+protobuf or json turn the value (key) column into typed columns.
+
+Wire format (Confluent's): magic byte 0, a 4-byte big-endian schema id, for Protobuf the message
+indexes (a zigzag varint count then the indexes; a single 0 byte stands for [0]), then the
+payload. Header-based serializers leave the payload bare and put the id in a header
+(``__value_schema_id`` / ``__key_schema_id``: magic 0 + id, or magic 1 + a 16-byte GUID); the
+``valueSchemaIdHeader`` option names another header.
+
+Schemas come from the ``_schemas`` topic of the same log directory (what Confluent's registry
+writes: JSON keys ``{"keytype":"SCHEMA","subject":..,"version":..,"magic":1}`` and JSON values
+``{"subject","version","id","schema","schemaType","references","deleted"}``, null for a hard
+delete; a backup decodes itself, no registry needed), or from ``schemaRegistryUrl`` through
+confluent-kafka's SchemaRegistryClient (every version of the subject fetched on the driver, ids
+the executors meet later fetched by id). The output type is resolved on the driver from the
+subject's latest schema (TopicNameStrategy ``<topic>-value`` unless ``valueSubject``); records
+written with an older schema are resolved against it (Avro: fastavro's schema resolution).
+
+Decoding runs on the Arrow batches the reader yields: schema ids are read for the whole column
+with numpy (no Python object per record); Avro datums of the latest schema go through the
+compiled Arrow decoder (kwire.spark._avro), others through fastavro; Protobuf (the protobuf
+runtime) and JSON (json + jsonschema validation) decode per record. A value that does not decode
+is a null with `_corrupt_record` saying why (PERMISSIVE), is dropped (DROPMALFORMED) or fails
+the task (FAILFAST, CorruptRecordError); the count is logged per split and, with reportPath,
+written there.
+"""
+
 from __future__ import annotations
 
 import base64
