@@ -85,6 +85,8 @@ def _record_count(records: Any) -> int:
     pos, count, end = 0, 0, len(view)
     while pos + 61 <= end:
         _, length, _, magic = _BATCH_HEAD.unpack_from(view, pos)
+        if length < 49:  # not a batch (a corrupt request: the handler refused it)
+            break
         if magic == 2:
             count += _COUNT.unpack_from(view, pos + 57)[0]
         pos += 12 + length

@@ -401,3 +401,16 @@ def test_cli_reports_removed_versions_at_shutdown(tmp_path: Path) -> None:
     assert "clients using protocol versions Kafka 4.0 removed:" in text
     report = text.split("removed:", 1)[1].strip().splitlines()
     assert report == ["old-etl/1.2 client_id=nightly-job: ListOffsets v0 (1 requests)"]
+
+
+def test_record_count_stops_at_corrupt_batches() -> None:
+    """A corrupt Produce (answered with CORRUPT_MESSAGE) still goes through the hook."""
+    from kwire.broker._metrics import _record_count
+
+    batch = build_batch([(None, NOW, None, b"a")] * 4)
+    assert _record_count(batch + batch) == 8
+    assert _record_count(build_batch([(None, NOW, None, b"a")], magic=1)) == 0
+    negative = bytearray(batch)
+    negative[8:12] = (-5).to_bytes(4, "big", signed=True)
+    assert _record_count(bytes(negative)) == 0
+    assert _record_count(batch[:30]) == 0
