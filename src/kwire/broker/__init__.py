@@ -6,6 +6,8 @@ A sans-IO core and an asyncio edge (see docs/broker.md):
   logs); request handlers (one table, ``HANDLERS``) turn a decoded request and the state into a
   response, with no sockets, and take the time from an injected clock;
 - ``KafkaServer`` is the asyncio listener (frames, ordering, long-polling fetches, ``sendfile``);
+- ``Cluster`` runs several brokers (node ids 1..N) over one shared state in one loop: leaders
+  spread over the nodes, moved by hand or when a node stops, faults injected by API;
 - ``Broker`` starts and stops it from Python (``start``/``stop`` in a thread,
   ``start_async``/``stop_async`` in a loop); ``kwire broker`` runs it from the shell, and the
   pytest plugin (``kwire.broker.pytest_plugin``) gives tests a ``kwire_broker`` fixture;
@@ -20,11 +22,13 @@ from kwire.broker import (  # noqa: F401  (handlers register themselves)
     _fetch,
     _group_apis,
     _quotas,
+    _routing,
     _sasl,
     _txn_apis,
 )
 from kwire.broker._apis import HANDLERS, Deferred, implemented_versions
 from kwire.broker._broker import Broker
+from kwire.broker._cluster import Cluster
 from kwire.broker._config import (
     BROKER_CONFIGS,
     TOPIC_CONFIGS,
@@ -53,6 +57,7 @@ __all__ = [
     "BrokerError",
     "BrokerState",
     "Clock",
+    "Cluster",
     "ConfigError",
     "ConfigSource",
     "ConfigType",

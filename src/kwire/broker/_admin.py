@@ -3,9 +3,10 @@
 Each follows what a Kafka 3.9 KRaft broker answers: the broker's own ``KafkaApis`` and
 ``ConfigAdminManager.preprocess`` checks first, then what the active controller
 (``ControllerApis``, ``ReplicationControlManager``, ``ConfigurationControlManager``) decides,
-with Kafka's error codes and messages. This node is the whole cluster: the only broker, the
-controller, and the only replica of every partition, so a replication factor above 1 or a
-manual assignment naming another node is refused as a one-broker KRaft cluster refuses it.
+with Kafka's error codes and messages. Every partition has one replica, its leader (in an
+in-process cluster, ``_cluster``, the nodes share the storage and the controller), so a
+replication factor above 1 or a manual assignment naming another node is refused as a one-broker
+KRaft cluster refuses it.
 
 Dynamic broker configs (``kafka-configs --entity-type brokers --alter``) are not kept by kwire:
 altering a broker resource is refused with ``INVALID_REQUEST`` (Kafka's own message for the
@@ -43,6 +44,7 @@ from kwire.broker._config import (
 )
 from kwire.broker._context import RequestContext
 from kwire.broker._data import NO_OPERATIONS
+from kwire.broker._routing import leader_error, live_nodes
 from kwire.broker._state import BrokerError, BrokerState, Topic, validate_topic_name
 from kwire.log import OffsetOutOfRangeError
 from kwire.protocol import ErrorCode, message_class, struct_class
@@ -229,13 +231,13 @@ def _check_manual_assignment(
         )
 
 
-def _placement_error(replication_factor: int) -> _ApiError:
-    """What ``StripedReplicaPlacer`` says when one registered broker cannot hold N replicas."""
+def _placement_error(replication_factor: int, brokers: int = 1) -> _ApiError:
+    """What ``StripedReplicaPlacer`` says when the registered brokers cannot hold N replicas."""
     return _ApiError(
         ErrorCode.INVALID_REPLICATION_FACTOR,
         f"Unable to replicate the partition {replication_factor} time(s): The target "
-        f"replication factor of {replication_factor} cannot be reached because only 1 "
-        "broker(s) are registered.",
+        f"replication factor of {replication_factor} cannot be reached because only "
+        f"{brokers} broker(s) are registered.",
     )
 
 
@@ -293,7 +295,8 @@ def _plan_topic(state: BrokerState, topic: Any, configs: Mapping[str, str]) -> t
         else topic.replication_factor
     )
     if factor > 1:
-        raise _placement_error(factor)
+        # One replica per partition, in an in-process cluster too (its storage is shared).
+        raise _placement_error(factor, len(state.live_brokers))
     return partitions, factor
 
 
@@ -1045,21 +1048,24 @@ def handle_describe_cluster(state: BrokerState, ctx: RequestContext, request: An
             controller_id=-1,
             brokers=[],
         )
-    broker = DESCRIBE_CLUSTER_BROKER(
-        broker_id=state.node_id,
-        host=ctx.listener_host,
-        port=ctx.listener_port,
-        rack=state.static_config.get("broker.rack"),
-        is_fenced=False,
-    )
+    brokers = [
+        DESCRIBE_CLUSTER_BROKER(
+            broker_id=node,
+            host=host,
+            port=port,
+            rack=state.static_config.get("broker.rack"),
+            is_fenced=False,
+        )
+        for node, host, port in live_nodes(state, ctx)
+    ]
     return DESCRIBE_CLUSTER_RESPONSE(
         throttle_time_ms=0,
         error_code=0,
         error_message=None,
         endpoint_type=ENDPOINT_BROKER,
         cluster_id=state.cluster_id,
-        controller_id=state.node_id,
-        brokers=[broker],
+        controller_id=min(state.live_brokers, default=state.node_id),
+        brokers=brokers,
         cluster_authorized_operations=(
             authorized_operations(state, ctx, CLUSTER, "kafka-cluster")
             if request.include_cluster_authorized_operations
@@ -1119,12 +1125,14 @@ HIGH_WATERMARK: Final = -1  # DeleteRecordsRequest.HIGH_WATERMARK
 
 
 def _delete_records(
-    state: BrokerState, topic: str, index: int, offset: int
+    state: BrokerState, ctx: RequestContext, topic: str, index: int, offset: int
 ) -> tuple[int, ErrorCode]:
     """(low watermark, error) for one partition (``ReplicaManager.deleteRecordsOnLocalLog``)."""
     partition = state.partition(topic, index)
     if partition is None:
         return -1, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    if leader_error(state, ctx, partition) is not ErrorCode.NONE:
+        return -1, ErrorCode.NOT_LEADER_OR_FOLLOWER
     if partition.topic.internal:
         return -1, ErrorCode.INVALID_TOPIC_EXCEPTION
     policy = resolve_topic_configs(partition.topic.configs, state.static_config)["cleanup.policy"]
@@ -1150,7 +1158,7 @@ def handle_delete_records(state: BrokerState, ctx: RequestContext, request: Any)
         parts = []
         for req in wanted.partitions:
             low, error = (
-                _delete_records(state, wanted.name, req.partition_index, req.offset)
+                _delete_records(state, ctx, wanted.name, req.partition_index, req.offset)
                 if authorize(state, ctx, "DELETE", TOPIC, wanted.name)
                 else (-1, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
             )

@@ -19,11 +19,13 @@ from kwire.broker._state import BrokerState
 
 __all__ = [
     "CLOSE_CONNECTION",
+    "GUARDS",
     "HANDLERS",
     "STARTUP",
     "Deferred",
     "Handler",
     "Outcome",
+    "dispatch",
     "implemented_versions",
     "on_startup",
     "register",
@@ -66,6 +68,21 @@ def register(api_key: int, lowest: int, highest: int) -> Callable[[Handler], Han
         return handler
 
     return add
+
+
+#: Checks run before the handler: one that returns an outcome answers the request instead (an
+#: in-process cluster's NOT_COORDINATOR for a request sent to a node that does not lead the
+#: coordinator's partition, ``_routing``); ``None`` lets the handler run.
+GUARDS: list[Callable[[BrokerState, RequestContext, Any], Outcome | None]] = []
+
+
+def dispatch(state: BrokerState, ctx: RequestContext, request: Any) -> Outcome:
+    """Answer one decoded request: the guards, then the API's handler."""
+    for guard in GUARDS:
+        outcome = guard(state, ctx, request)
+        if outcome is not None:
+            return outcome
+    return HANDLERS[ctx.api_key][0](state, ctx, request)
 
 
 #: Run with the state when a broker starts: coordinators load what their internal topics hold

@@ -2,9 +2,10 @@
 OffsetForLeaderEpoch (Fetch has its own module).
 
 Each follows the matching ``KafkaApis.handle*`` method of Kafka 3.9 and ``ReplicaManager`` for
-what happens per partition; this node is the only replica, so it is the leader of every
-partition, its ISR is itself, and an append is replicated (the high watermark moves) as soon as
-the log has it, whatever ``acks`` asks for.
+what happens per partition; each partition has one replica, its leader, so its ISR is the leader
+and an append is replicated (the high watermark moves) as soon as the log has it, whatever
+``acks`` asks for. In an in-process cluster a partition request to a node that does not lead the
+partition gets NOT_LEADER_OR_FOLLOWER (``_routing``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from kwire.broker._acl import (
 )
 from kwire.broker._apis import CLOSE_CONNECTION, register
 from kwire.broker._context import RequestContext
+from kwire.broker._routing import leader_error, live_nodes, node_endpoints
 from kwire.broker._state import BrokerError, BrokerState, Partition, Topic, validate_topic_name
 from kwire.errors import KwireError
 from kwire.log import ProducerStateError
@@ -72,6 +74,10 @@ PRODUCE_PARTITION: Final = struct_class(PRODUCE_RESPONSE, "responses", "partitio
 PRODUCE_RECORD_ERROR: Final = struct_class(
     PRODUCE_RESPONSE, "responses", "partition_responses", "record_errors"
 )
+PRODUCE_CURRENT_LEADER: Final = struct_class(
+    PRODUCE_RESPONSE, "responses", "partition_responses", "current_leader"
+)
+PRODUCE_NODE_ENDPOINT: Final = struct_class(PRODUCE_RESPONSE, "node_endpoints")
 LIST_OFFSETS_RESPONSE: Final = message_class("ListOffsetsResponse")
 LIST_OFFSETS_TOPIC: Final = struct_class(LIST_OFFSETS_RESPONSE, "topics")
 LIST_OFFSETS_PARTITION: Final = struct_class(LIST_OFFSETS_RESPONSE, "topics", "partitions")
@@ -153,19 +159,24 @@ def handle_api_versions(state: BrokerState, ctx: RequestContext, request: Any) -
 
 
 def _metadata_topic(state: BrokerState, topic: Topic, version: int, with_ops: bool) -> Any:
-    node = state.node_id
-    partitions = [
-        METADATA_PARTITION(
-            error_code=0,
-            partition_index=p.index,
-            leader_id=node,
-            leader_epoch=p.leader_epoch,
-            replica_nodes=[node],
-            isr_nodes=[node],
-            offline_replicas=[],
+    partitions = []
+    for p in topic.partitions:
+        # One replica, its leader (in an in-process cluster it moves with the leadership: the
+        # storage is shared); a leader that is not live is LEADER_NOT_AVAILABLE, as Kafka's
+        # MetadataCache answers for a partition whose leader is offline.
+        live = p.leader_id in state.live_brokers
+        leader = p.leader_id if live else -1
+        partitions.append(
+            METADATA_PARTITION(
+                error_code=0 if live else int(ErrorCode.LEADER_NOT_AVAILABLE),
+                partition_index=p.index,
+                leader_id=leader,
+                leader_epoch=p.leader_epoch,
+                replica_nodes=[p.leader_id],
+                isr_nodes=[leader] if live else [],
+                offline_replicas=[] if live else [p.leader_id],
+            )
         )
-        for p in topic.partitions
-    ]
     return METADATA_TOPIC(
         error_code=0,
         name=topic.name,
@@ -241,14 +252,15 @@ def handle_metadata(state: BrokerState, ctx: RequestContext, request: Any) -> An
     for out in topics_out if with_ops else ():
         if out.error_code == 0:  # KIP-430
             out.topic_authorized_operations = authorized_operations(state, ctx, TOPIC, out.name)
-    broker = METADATA_BROKER(
-        node_id=state.node_id, host=ctx.listener_host, port=ctx.listener_port, rack=None
-    )
+    brokers = [
+        METADATA_BROKER(node_id=node, host=host, port=port, rack=None)
+        for node, host, port in live_nodes(state, ctx)
+    ]
     return METADATA_RESPONSE(
         throttle_time_ms=0,
-        brokers=[broker],
+        brokers=brokers,
         cluster_id=state.cluster_id,
-        controller_id=state.node_id,
+        controller_id=min(state.live_brokers, default=state.node_id),
         topics=topics_out,
         cluster_authorized_operations=(
             authorized_operations(state, ctx, CLUSTER, "kafka-cluster")
@@ -335,6 +347,7 @@ def handle_produce(state: BrokerState, ctx: RequestContext, request: Any) -> Any
     ):
         blanket = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     responses = []
+    moved: set[int] = set()  # the leaders NOT_LEADER_OR_FOLLOWER answers point to (KIP-951)
     for topic_data in request.topic_data:
         topic = topic_by_id_or_name(state, topic_data.name, topic_data.topic_id, by_id)
         name = topic.name if topic is not None else topic_data.name
@@ -357,6 +370,9 @@ def handle_produce(state: BrokerState, ctx: RequestContext, request: Any) -> Any
             if partition is None:
                 parts.append(_produce_error(pdata.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 continue
+            if leader_error(state, ctx, partition) is not ErrorCode.NONE:
+                parts.append(_not_leader(pdata.index, partition, version, moved))
+                continue
             parts.append(append_to_partition(state, partition, pdata.records, version, now))
         responses.append(
             PRODUCE_TOPIC(
@@ -368,7 +384,21 @@ def handle_produce(state: BrokerState, ctx: RequestContext, request: Any) -> Any
         # producer learns of it (KafkaApis.handleProduceRequest).
         failed = any(p.error_code for t in responses for p in t.partition_responses)
         return CLOSE_CONNECTION if failed else None
-    return PRODUCE_RESPONSE(responses=responses, throttle_time_ms=0)
+    response: Any = PRODUCE_RESPONSE(responses=responses, throttle_time_ms=0)
+    if moved and version >= 10:
+        response.node_endpoints = node_endpoints(state, ctx, moved, PRODUCE_NODE_ENDPOINT)
+    return response
+
+
+def _not_leader(index: int, partition: Partition, version: int, moved: set[int]) -> Any:
+    """NOT_LEADER_OR_FOLLOWER; from v10 with the current leader (KIP-951)."""
+    out = _produce_error(index, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+    if version >= 10:
+        out.current_leader = PRODUCE_CURRENT_LEADER(
+            leader_id=partition.leader_id, leader_epoch=partition.leader_epoch
+        )
+        moved.add(partition.leader_id)
+    return out
 
 
 # --- ListOffsets ------------------------------------------------------------------------------
@@ -418,6 +448,8 @@ def handle_list_offsets(state: BrokerState, ctx: RequestContext, request: Any) -
                 parts.append(out)
                 continue
             error = check_leader_epoch(partition, req.current_leader_epoch if version >= 4 else -1)
+            if error is ErrorCode.NONE:
+                error = leader_error(state, ctx, partition)
             if error is not ErrorCode.NONE:
                 out.error_code = int(error)
                 out.timestamp, out.offset, out.leader_epoch = -1, -1, -1
@@ -514,6 +546,8 @@ def handle_offset_for_leader_epoch(state: BrokerState, ctx: RequestContext, requ
                 error = check_leader_epoch(
                     partition, req.current_leader_epoch if version >= 2 else -1
                 )
+                if error is ErrorCode.NONE:
+                    error = leader_error(state, ctx, partition)
                 if error is not ErrorCode.NONE:
                     out.error_code = int(error)
                 else:

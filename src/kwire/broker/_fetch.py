@@ -34,6 +34,7 @@ from kwire.broker._acl import TOPIC, authorize
 from kwire.broker._apis import Deferred, register
 from kwire.broker._context import RequestContext
 from kwire.broker._data import check_leader_epoch
+from kwire.broker._routing import leader_error, node_endpoints, serving_node
 from kwire.broker._state import BrokerState, Partition
 from kwire.errors import KwireError, UnsupportedCodecError
 from kwire.log import FileSlice, OffsetOutOfRangeError
@@ -46,6 +47,8 @@ FETCH_RESPONSE: Final = message_class("FetchResponse")
 FETCH_TOPIC: Final = struct_class(FETCH_RESPONSE, "responses")
 FETCH_PARTITION: Final = struct_class(FETCH_RESPONSE, "responses", "partitions")
 ABORTED_TXN: Final = struct_class(FETCH_RESPONSE, "responses", "partitions", "aborted_transactions")
+CURRENT_LEADER: Final = struct_class(FETCH_RESPONSE, "responses", "partitions", "current_leader")
+NODE_ENDPOINT: Final = struct_class(FETCH_RESPONSE, "node_endpoints")
 
 INITIAL_EPOCH: Final = 0
 FINAL_EPOCH: Final = -1
@@ -132,12 +135,16 @@ class FetchSessionCache:
         self.sessions.pop(session_id, None)
 
 
-def _sessions(state: BrokerState) -> FetchSessionCache:
-    cache = getattr(state, "fetch_sessions", None)
-    if cache is None:
-        cache = FetchSessionCache()
-        state.fetch_sessions = cache  # type: ignore[attr-defined]
-    return cache
+def _sessions(state: BrokerState, node: int) -> FetchSessionCache:
+    """The fetch session cache of a node (each node of an in-process cluster has its own)."""
+    if node == state.node_id:
+        cache = getattr(state, "fetch_sessions", None)
+        if cache is None:
+            cache = FetchSessionCache()
+            state.fetch_sessions = cache  # type: ignore[attr-defined]
+        return cache
+    caches: dict[int, FetchSessionCache] = state.services.setdefault("fetch_sessions", {})
+    return caches.setdefault(node, FetchSessionCache())
 
 
 # --- the handler ------------------------------------------------------------------------------
@@ -178,7 +185,7 @@ def handle_fetch(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
     by_id = version >= 13
     session_id = request.session_id if version >= 7 else 0
     epoch = request.session_epoch if version >= 7 else FINAL_EPOCH
-    cache = _sessions(state)
+    cache = _sessions(state, serving_node(state, ctx))
     requested = _requested(state, request, by_id)
     session: FetchSession | None = None
     incremental = False
@@ -252,6 +259,7 @@ class _FetchPlan:
         self.isolation = request.isolation_level if self.version >= 4 else 0
         self.max_bytes = request.max_bytes if self.version >= 3 else 2**31 - 1
         self.min_bytes = request.min_bytes
+        self.moved: set[int] = set()  # leaders named in current_leader fields (KIP-951)
 
     def read(self, *, final: bool) -> Any:
         total = 0
@@ -294,6 +302,17 @@ class _FetchPlan:
             )
             return out, 0
         error = check_leader_epoch(partition, cp.current_leader_epoch if self.version >= 9 else -1)
+        if error is ErrorCode.NONE:
+            error = leader_error(self.state, self.ctx, partition)
+        if error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH):
+            if self.version >= 12:  # KIP-951: where the partition is led now
+                out.current_leader = CURRENT_LEADER(
+                    leader_id=partition.leader_id, leader_epoch=partition.leader_epoch
+                )
+                self.moved.add(partition.leader_id)
+            if error is ErrorCode.NOT_LEADER_OR_FOLLOWER:
+                out.error_code = int(error)
+                return out, 0
         live = partition.log
         out.high_watermark = live.high_watermark
         out.last_stable_offset = partition.last_stable_offset()
@@ -369,12 +388,18 @@ class _FetchPlan:
                 by_topic[key] = entry
                 topics.append(entry)
             entry.partitions.append(out)
-        return FETCH_RESPONSE(
+        response: Any = FETCH_RESPONSE(
             throttle_time_ms=0,
             error_code=0,
             session_id=self.session.session_id if self.session is not None else 0,
             responses=topics,
         )
+        if self.moved and self.version >= 16:
+            response.node_endpoints = node_endpoints(
+                self.state, self.ctx, self.moved, NODE_ENDPOINT
+            )
+        self.moved = set()
+        return response
 
     @staticmethod
     def _changed(cp: CachedPartition, out: Any) -> bool:

@@ -35,6 +35,7 @@ from kwire.broker._group import (
     Waiter,
     group_coordinator,
 )
+from kwire.broker._routing import coordinator_node, endpoint, serving_node
 from kwire.broker._state import BrokerState
 from kwire.protocol import ZERO_UUID, ErrorCode, message_class, struct_class
 
@@ -151,6 +152,18 @@ def handle_find_coordinator(state: BrokerState, ctx: RequestContext, request: An
     keys = list(request.coordinator_keys) if version >= 4 else [request.key]
 
     def one(key: str) -> tuple[ErrorCode, str | None]:
+        error, message = check(key)
+        if error is ErrorCode.NONE:
+            # The node leading the key's internal partition (in an in-process cluster, _routing)
+            found = endpoint(state, ctx, coordinator_node(state, key_type, key))
+            if found is None:
+                return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
+            where[key] = found
+        return error, message
+
+    where: dict[str, tuple[str, int]] = {}
+
+    def check(key: str) -> tuple[ErrorCode, str | None]:
         if key_type == GROUP_KEY and not authorize(state, ctx, "DESCRIBE", GROUP, key):
             return ErrorCode.GROUP_AUTHORIZATION_FAILED, None
         if key_type == TRANSACTION_KEY and not authorize(
@@ -174,9 +187,9 @@ def handle_find_coordinator(state: BrokerState, ctx: RequestContext, request: An
             coordinators.append(
                 COORDINATOR(
                     key=key,
-                    node_id=state.node_id if ok else -1,
-                    host=ctx.listener_host if ok else "",
-                    port=ctx.listener_port if ok else -1,
+                    node_id=coordinator_node(state, key_type, key) if ok else -1,
+                    host=where[key][0] if ok else "",
+                    port=where[key][1] if ok else -1,
                     error_code=int(error),
                     error_message=message,
                 )
@@ -188,9 +201,9 @@ def handle_find_coordinator(state: BrokerState, ctx: RequestContext, request: An
         throttle_time_ms=0,
         error_code=int(error),
         error_message=message if not ok else ("NONE" if version >= 1 else None),
-        node_id=state.node_id if ok else -1,
-        host=ctx.listener_host if ok else "",
-        port=ctx.listener_port if ok else -1,
+        node_id=coordinator_node(state, key_type, keys[0]) if ok else -1,
+        host=where[keys[0]][0] if ok else "",
+        port=where[keys[0]][1] if ok else -1,
     )
 
 
@@ -416,9 +429,12 @@ def handle_list_groups(state: BrokerState, ctx: RequestContext, request: Any) ->
     types = {t.lower() for t in request.types_filter} if version >= 5 else set()
     out = []
     everything = authorize(state, ctx, "DESCRIBE", CLUSTER, "kafka-cluster")
+    node = serving_node(state, ctx)
     for group in group_coordinator(state).list_groups():
         if not everything and not authorize(state, ctx, "DESCRIBE", GROUP, group.group_id):
             continue
+        if coordinator_node(state, GROUP_KEY, group.group_id) != node:
+            continue  # listed by the node coordinating it (an in-process cluster's other node)
         consumer = group.consumer
         # ModernGroup.asListedGroup: a consumer group lists as type "consumer"
         group_type = "classic" if consumer is None else "consumer"

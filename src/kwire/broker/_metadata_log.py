@@ -42,7 +42,7 @@ import contextlib
 import json
 import os
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -77,6 +77,7 @@ __all__ = [
     "dump_json",
     "encode_record",
     "metadata_version_for",
+    "partition_change_record",
     "partition_records",
     "producer_ids_record",
     "read_snapshot",
@@ -384,38 +385,59 @@ class NodeInfo:
 
 
 def topic_records(
-    node: NodeInfo, name: str, topic_id: uuid.UUID, partitions: int, configs: Mapping[str, str]
+    node: NodeInfo,
+    name: str,
+    topic_id: uuid.UUID,
+    partitions: int,
+    configs: Mapping[str, str],
+    leaders: Sequence[int] = (),
 ) -> list[Record]:
     """``ReplicationControlManager.createTopic``: the topic, its configs, its partitions."""
     out: list[Record] = [(new_record("TopicRecord", name=name, topic_id=topic_id), 0)]
     out += config_records(CONFIG_TOPIC, name, {}, configs)
-    out += partition_records(node, topic_id, 0, partitions)
+    out += partition_records(node, topic_id, 0, partitions, leaders)
     return out
 
 
-def partition_records(node: NodeInfo, topic_id: uuid.UUID, start: int, end: int) -> list[Record]:
-    """PartitionRecords for partitions ``start .. end-1``, this node the only replica."""
+def partition_records(
+    node: NodeInfo, topic_id: uuid.UUID, start: int, end: int, leaders: Sequence[int] = ()
+) -> list[Record]:
+    """PartitionRecords for partitions ``start .. end-1``: one replica each, its leader
+    (``leaders[index]`` in an in-process cluster; else this node)."""
     version = _partition_record_version(node.metadata_version)
-    return [
-        (
-            new_record(
-                "PartitionRecord",
-                partition_id=index,
-                topic_id=topic_id,
-                replicas=[node.node_id],
-                isr=[node.node_id],
-                removing_replicas=[],
-                adding_replicas=[],
-                leader=node.node_id,
-                leader_recovery_state=0,
-                leader_epoch=0,
-                partition_epoch=0,
-                directories=[node.directory_id] if version >= 1 else [],
-            ),
-            version,
+    out: list[Record] = []
+    for index in range(start, end):
+        leader = leaders[index] if index < len(leaders) else node.node_id
+        record = new_record(
+            "PartitionRecord",
+            partition_id=index,
+            topic_id=topic_id,
+            replicas=[leader],
+            isr=[leader],
+            removing_replicas=[],
+            adding_replicas=[],
+            leader=leader,
+            leader_recovery_state=0,
+            leader_epoch=0,
+            partition_epoch=0,
+            directories=[node.directory_id] if version >= 1 else [],
         )
-        for index in range(start, end)
-    ]
+        out.append((record, version))
+    return out
+
+
+def partition_change_record(topic_id: uuid.UUID, partition: int, leader: int) -> Record:
+    """A PartitionChangeRecord moving a partition's leader (and its one replica) to ``leader``;
+    replaying it bumps the leader epoch (``PartitionChangeBuilder``)."""
+    record = new_record(
+        "PartitionChangeRecord",
+        partition_id=partition,
+        topic_id=topic_id,
+        leader=leader,
+        isr=[leader],
+        replicas=[leader],
+    )
+    return record, 0
 
 
 def remove_topic_records(topic_id: uuid.UUID) -> list[Record]:
@@ -771,6 +793,7 @@ class TopicState:
     topic_id: uuid.UUID
     partitions: int
     configs: Mapping[str, str]
+    leaders: Sequence[int] = ()  # each partition's leader at creation (in-process clusters)
 
 
 def changes(image: MetadataImage, node: NodeInfo, topics: Mapping[str, TopicState]) -> list[Record]:
@@ -784,9 +807,11 @@ def changes(image: MetadataImage, node: NodeInfo, topics: Mapping[str, TopicStat
     for name, now in sorted(topics.items()):
         found = image.topics_by_id.get(now.topic_id)
         if found is None or found.name != name:
-            out += topic_records(node, name, now.topic_id, now.partitions, now.configs)
+            out += topic_records(node, name, now.topic_id, now.partitions, now.configs, now.leaders)
             continue
         out += config_records(CONFIG_TOPIC, name, image.topic_configs(name), now.configs)
         if now.partitions > len(found.partitions):
-            out += partition_records(node, now.topic_id, len(found.partitions), now.partitions)
+            out += partition_records(
+                node, now.topic_id, len(found.partitions), now.partitions, now.leaders
+            )
     return out

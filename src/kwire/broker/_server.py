@@ -35,11 +35,12 @@ import time
 from collections.abc import Hashable
 from typing import Any, Final
 
-from kwire.broker._apis import CLOSE_CONNECTION, HANDLERS, Deferred
+from kwire.broker._apis import CLOSE_CONNECTION, HANDLERS, Deferred, dispatch
 from kwire.broker._context import RequestContext
 from kwire.broker._data import api_versions_response
 from kwire.broker._fetch import FileRecords
 from kwire.broker._metrics import broker_metrics
+from kwire.broker._routing import DISCONNECT, Faults, error_response
 from kwire.broker._sasl import (
     SASL_AUTHENTICATE,
     SASL_HANDSHAKE,
@@ -67,7 +68,7 @@ from kwire.protocol import (
     response_header_version,
 )
 
-__all__ = ["KafkaServer", "encode_response_pieces"]
+__all__ = ["KafkaServer", "encode_response_pieces", "housekeep"]
 
 log = logging.getLogger("kwire.broker")
 
@@ -137,14 +138,39 @@ class _Waiters:
 
 
 class KafkaServer:
-    """Serves one ``BrokerState`` on its listeners (``listeners``; else PLAINTEXT on host:port)."""
+    """Serves one ``BrokerState`` on its listeners (``listeners``; else PLAINTEXT on host:port).
 
-    def __init__(self, state: BrokerState, host: str, port: int) -> None:
+    In an in-process cluster (``_cluster``) each node is a ``KafkaServer`` over the shared state:
+    ``node_id`` names it in its requests' contexts, ``listeners`` are its own (ports of its
+    own), only one node runs the state's housekeeping, and ``faults`` may delay or fail chosen
+    requests.
+    """
+
+    def __init__(
+        self,
+        state: BrokerState,
+        host: str,
+        port: int,
+        *,
+        node_id: int | None = None,
+        listeners: list[Listener] | None = None,
+        housekeeping: bool = True,
+        faults: Faults | None = None,
+    ) -> None:
         self.state = state
         self.host = host
         self.port = port
+        self.node_id = state.node_id if node_id is None else node_id
+        self.faults = faults
+        self._run_housekeeping = housekeeping
+        self.running = False  # listening (between start and stop)
+        self.bound: dict[str, int] = {}  # listener name -> bound port
         self.max_request_bytes = state.broker_int("socket.request.max.bytes")
-        self.listeners = parse_listeners(state.static_config, host, port)
+        self.listeners = (
+            list(listeners)
+            if listeners is not None
+            else parse_listeners(state.static_config, host, port)
+        )
         #: listener name -> the (host, port) it advertises (bound port once started)
         self.endpoints: dict[str, tuple[str, int]] = {}
         self._servers: list[asyncio.Server] = []
@@ -157,6 +183,7 @@ class KafkaServer:
 
     async def start(self) -> None:
         static = self.state.static_config
+        self._servers = []  # a node of a cluster starts again on the same object
         try:
             for listener in self.listeners:
                 context = server_ssl_context(static, listener.name) if listener.uses_tls else None
@@ -181,10 +208,19 @@ class KafkaServer:
             raise
         self._server = self._servers[0]
         self.port = self._server.sockets[0].getsockname()[1]
-        self.state.port = self.port
-        self._housekeeping = asyncio.create_task(self._housekeep())
+        self.bound = {
+            listener.name: server.sockets[0].getsockname()[1]
+            for listener, server in zip(self.listeners, self._servers, strict=True)
+        }
+        if self.node_id == self.state.node_id:
+            self.state.port = self.port
+        self.state.broker_started(self.node_id, self.endpoints)
+        if self._run_housekeeping:
+            self._housekeeping = asyncio.create_task(self._housekeep())
+        self.running = True
 
     async def stop(self) -> None:
+        self.running = False
         for server in self._servers:
             server.close()
         await asyncio.sleep(0)  # connections accepted just before the close register first
@@ -202,33 +238,7 @@ class KafkaServer:
                 await server.wait_closed()
 
     async def _housekeep(self) -> None:
-        """Kafka's scheduled tasks: coordinator timers (every 100 ms), rolls by segment.ms and
-        flushes (every second), retention (``log.retention.check.interval.ms``), checkpoints."""
-        tick = 0.1
-        retention_every = self.state.broker_int("log.retention.check.interval.ms") / 1000.0
-        checkpoint_every = 5.0  # replica.high.watermark.checkpoint.interval.ms
-        elapsed = since_logs = since_checkpoint = since_retention = 0.0
-        while True:
-            await asyncio.sleep(tick)
-            elapsed += tick
-            try:
-                self.state.run_tickers()
-                if elapsed - since_logs < 1.0:
-                    continue
-                since_logs = elapsed
-                now = self.state.now_ms()
-                for partition in self.state.iter_partitions():
-                    partition.log.maybe_roll(now)
-                    partition.log.maybe_flush(now)
-                if elapsed - since_retention >= retention_every:
-                    since_retention = elapsed
-                    for partition in self.state.iter_partitions():
-                        partition.log.enforce_retention(now)
-                if elapsed - since_checkpoint >= checkpoint_every:
-                    since_checkpoint = elapsed
-                    self.state.write_checkpoints()
-            except Exception:
-                log.exception("housekeeping failed")
+        await housekeep(self.state)
 
     # --- one connection -----------------------------------------------------------------------
 
@@ -394,6 +404,7 @@ class KafkaServer:
                 listener_name=conn.listener.name,
                 security_protocol=conn.listener.protocol,
                 principal=conn.principal,
+                node_id=self.node_id,
             )
             if api_key == API_VERSIONS and api_version >= 3:
                 conn.software = (
@@ -415,8 +426,19 @@ class KafkaServer:
                 if not await self._sasl_reply(writer, conn, step, api_version, correlation_id):
                     return
                 continue
-            handler = HANDLERS[api_key][0]
-            outcome = handler(self.state, ctx, request.message)
+            fault = self.faults.take(api_key, self.node_id) if self.faults else None
+            if fault is not None:
+                if fault.delay_ms:
+                    await asyncio.sleep(fault.delay_ms / 1000.0)
+                if fault.error == DISCONNECT:
+                    log.info("closing %s: injected disconnect (API key %d)", conn.address, api_key)
+                    return
+                if fault.error is not None:
+                    error = ErrorCode(int(fault.error))
+                    response = error_response(api_key, api_version, request.message, error)
+                    await self._send(writer, response, api_version, correlation_id)
+                    continue
+            outcome = dispatch(self.state, ctx, request.message)
             parked = 0
             if isinstance(outcome, Deferred):
                 parked = time.perf_counter_ns()
@@ -469,6 +491,36 @@ class KafkaServer:
             for piece in pieces:
                 if isinstance(piece, FileRecords):
                     piece.close()
+
+
+async def housekeep(state: BrokerState) -> None:
+    """Kafka's scheduled tasks: coordinator timers (every 100 ms), rolls by segment.ms and
+    flushes (every second), retention (``log.retention.check.interval.ms``), checkpoints."""
+    tick = 0.1
+    retention_every = state.broker_int("log.retention.check.interval.ms") / 1000.0
+    checkpoint_every = 5.0  # replica.high.watermark.checkpoint.interval.ms
+    elapsed = since_logs = since_checkpoint = since_retention = 0.0
+    while True:
+        await asyncio.sleep(tick)
+        elapsed += tick
+        try:
+            state.run_tickers()
+            if elapsed - since_logs < 1.0:
+                continue
+            since_logs = elapsed
+            now = state.now_ms()
+            for partition in state.iter_partitions():
+                partition.log.maybe_roll(now)
+                partition.log.maybe_flush(now)
+            if elapsed - since_retention >= retention_every:
+                since_retention = elapsed
+                for partition in state.iter_partitions():
+                    partition.log.enforce_retention(now)
+            if elapsed - since_checkpoint >= checkpoint_every:
+                since_checkpoint = elapsed
+                state.write_checkpoints()
+        except Exception:
+            log.exception("housekeeping failed")
 
 
 _TLS_CHUNK: Final = 1 << 16

@@ -22,7 +22,7 @@ import os
 import re
 import time
 import uuid
-from collections.abc import Callable, Hashable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
@@ -114,12 +114,13 @@ def validate_topic_name(name: str) -> None:
 
 @dataclass(eq=False)
 class Partition:
-    """One partition this broker leads: its log and leader epoch."""
+    """One partition: its log, its leader's node id and leader epoch (bumped on every move)."""
 
     topic: Topic
     index: int
     log: LiveLog
     leader_epoch: int = 0
+    leader_id: int = 1
 
     @property
     def high_watermark(self) -> int:
@@ -158,10 +159,17 @@ class BrokerState:
         static_config: Mapping[str, str] | None = None,
         clock: Clock | None = None,
         cluster_id: str | None = None,
+        nodes: Sequence[int] | None = None,
     ) -> None:
         self.path = os.fspath(data_dir)
         self.personality = personality
         self.node_id = node_id
+        #: Every node of the cluster (an in-process cluster has several; see ``_cluster``) ...
+        self.nodes: list[int] = sorted(set(nodes or [node_id]))
+        #: ... and the live ones: node id -> listener name -> advertised (host, port); a node
+        #: whose listeners are not up yet has no endpoints (handlers use the request's own).
+        self.live_brokers: dict[int, dict[str, tuple[str, int]]] = {n: {} for n in self.nodes}
+        self._placed = 0  # round-robin cursor of leader placement
         self.host = host
         self.port = port
         self.clock: Clock = clock or SystemClock()
@@ -290,14 +298,65 @@ class BrokerState:
         log.info("created topic %s with %d partitions", name, count)
         return topic
 
-    def _add_partitions(self, topic: Topic, count: int) -> None:
+    def _add_partitions(
+        self, topic: Topic, count: int, leaders: Mapping[int, tuple[int, int]] | None = None
+    ) -> None:
+        """Open the logs of partitions up to ``count``; ``leaders`` (index -> (leader, epoch),
+        from the metadata log) keeps a leader that is live, else leaders go round-robin."""
         config = log_config(topic.configs, self.static_config)
         now = self.now_ms()
         for index in range(len(topic.partitions), count):
             live = self.data_dir.open_log(
                 topic.name, index, config, now_ms=now, topic_id=topic.topic_id.bytes
             )
-            topic.partitions.append(Partition(topic, index, live))
+            leader, epoch = (leaders or {}).get(index, (-1, 0))
+            if leader not in self.live_brokers:
+                leader = self.place_leader()
+            topic.partitions.append(Partition(topic, index, live, epoch, leader))
+
+    # --- leadership (several nodes in one process: ``_cluster``) ------------------------------
+
+    def place_leader(self, exclude: int | None = None) -> int:
+        """The next live node, round-robin (-1 when no node is live)."""
+        live = [n for n in sorted(self.live_brokers) if n != exclude]
+        if not live:
+            return -1
+        node = live[self._placed % len(live)]
+        self._placed += 1
+        return node
+
+    def move_leader(self, partition: Partition, to_node: int) -> None:
+        """Make ``to_node`` the partition's leader: a new leader epoch, started at the log end
+        in the leader epoch cache, and a PartitionChangeRecord; parked fetches wake."""
+        partition.leader_id = to_node
+        partition.leader_epoch += 1
+        partition.log.assign_leader_epoch(partition.leader_epoch)
+        record = mlog.partition_change_record(partition.topic.topic_id, partition.index, to_node)
+        self._metadata.append([record], self.now_ms())
+        log.info(
+            "%s-%d: leader %d, epoch %d",
+            partition.topic.name,
+            partition.index,
+            to_node,
+            partition.leader_epoch,
+        )
+        self.notify(partition)
+
+    def broker_started(self, node_id: int, endpoints: Mapping[str, tuple[str, int]]) -> None:
+        """A node's listeners are up; partitions without a leader get one."""
+        self.live_brokers[node_id] = dict(endpoints)
+        for partition in self.iter_partitions():
+            if partition.leader_id not in self.live_brokers:
+                self.move_leader(partition, self.place_leader())
+
+    def broker_stopped(self, node_id: int) -> None:
+        """A node is gone: the partitions it led move to the live nodes (round-robin)."""
+        self.live_brokers.pop(node_id, None)
+        for partition in self.iter_partitions():
+            if partition.leader_id == node_id:
+                target = self.place_leader()
+                if target != -1:
+                    self.move_leader(partition, target)
 
     def create_partitions(self, name: str, count: int) -> None:
         topic = self.topics[name]
@@ -363,7 +422,12 @@ class BrokerState:
         metadata = self._metadata
         now = self.now_ms()
         topics = {
-            t.name: mlog.TopicState(t.topic_id, len(t.partitions), dict(t.configs))
+            t.name: mlog.TopicState(
+                t.topic_id,
+                len(t.partitions),
+                dict(t.configs),
+                tuple(p.leader_id for p in t.partitions),
+            )
             for t in self.topics.values()
         }
         metadata.append(mlog.changes(metadata.image, metadata.node, topics), now)
@@ -398,7 +462,8 @@ class BrokerState:
                 topic = Topic(name, found.topic_id, image.topic_configs(name))
                 self.topics[name] = topic
                 self.topics_by_id[topic.topic_id] = topic
-                self._add_partitions(topic, len(found.partitions))
+                leaders = {i: (p.leader, p.leader_epoch) for i, p in found.partitions.items()}
+                self._add_partitions(topic, len(found.partitions), leaders)
         # Ids below the image's next block were handed out before; never again.
         self.next_producer_id = max(self.next_producer_id, image.next_producer_id)
         self._first_producer_id = self.next_producer_id

@@ -1239,6 +1239,13 @@ class LiveLog:
         off = best.indexer.offset_of_max_timestamp
         return (off, target, self._epoch_for_offset(off))
 
+    def assign_leader_epoch(self, epoch: int) -> None:
+        """A new leader epoch starts at the log end offset (``UnifiedLog
+        .maybeAssignEpochStartOffset``, called when a replica becomes leader); checkpointed."""
+        self._check_open()
+        if self._epochs.assign(epoch, self.log_end_offset):
+            self._write_epochs()
+
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """``LeaderEpochFileCache.endOffsetFor``: (epoch, end offset); (-1, -1) when unknown."""
         return self._epochs.end_offset_for(epoch, self.log_end_offset)
