@@ -223,6 +223,14 @@ class Cluster(Broker):
 
     # --- threaded (or in the cluster's loop) ---------------------------------------------------
 
+    def start(self, timeout: float = 30.0) -> Cluster:
+        """Run the cluster in a background thread; returns once every node listens."""
+        super().start(timeout)
+        return self
+
+    def __enter__(self) -> Cluster:
+        return self.start()
+
     def _run(self, make: Callable[[], Awaitable[T]], timeout: float = 30.0) -> T:
         """Run a coroutine on the cluster's loop from another thread."""
         loop = self._loop

@@ -10,6 +10,10 @@ Each test gets its own broker on a free loopback port over its own ``tmp_path`` 
 stopped when the test ends. Mark a test ``@pytest.mark.kwire_broker(kafka_version="2.0",
 config={"num.partitions": "3"})`` to choose the release personality and broker settings.
 ``kwire_broker_factory(**kwargs)`` starts more brokers (or restarts one on the same directory).
+
+``kwire_cluster`` is an in-process cluster of three brokers (``kwire.broker.Cluster``: node ids
+1..3, each on its own free port, one shared data directory); ``@pytest.mark.kwire_cluster(nodes=5,
+kafka_version=..., config=...)`` chooses its settings.
 """
 
 from __future__ import annotations
@@ -21,13 +25,18 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from kwire.broker import Broker
+    from kwire.broker import Broker, Cluster
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "kwire_broker(kafka_version=..., config=...): settings of the kwire_broker fixture",
+    )
+    config.addinivalue_line(
+        "markers",
+        "kwire_cluster(nodes=3, kafka_version=..., config=...): settings of the kwire_cluster "
+        "fixture",
     )
 
 
@@ -64,3 +73,21 @@ def kwire_broker(
     marker = request.node.get_closest_marker("kwire_broker")
     kwargs: dict[str, Any] = dict(marker.kwargs) if marker is not None else {}
     return kwire_broker_factory(**kwargs)
+
+
+@pytest.fixture
+def kwire_cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cluster]:
+    """A running in-process cluster (three nodes unless marked): ``.bootstrap`` (every node),
+    ``.create_topic()``, ``.move_leader()``, ``.stop_broker()``/``.start_broker()``, ``.inject()``."""
+    from kwire.broker import Cluster
+
+    marker = request.node.get_closest_marker("kwire_cluster")
+    kwargs: dict[str, Any] = dict(marker.kwargs) if marker is not None else {}
+    kwargs.setdefault("host", "127.0.0.1")
+    kwargs.setdefault("port", 0)
+    cluster = Cluster(tmp_path / "kwire-cluster", **kwargs)
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
