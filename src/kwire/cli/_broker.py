@@ -33,6 +33,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("--node-id", type=int, default=1, help="node.id")
     parser.add_argument(
+        "--nodes",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run an in-process cluster of N brokers (node ids 1..N) sharing the data directory; "
+        "node n listens on PORT + n - 1 (PORT 0: free ports)",
+    )
+    parser.add_argument(
         "--config",
         action="append",
         default=[],
@@ -68,7 +76,7 @@ def _parse_config(items: list[str]) -> dict[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kwire.broker import Broker, ConfigError
+    from kwire.broker import Broker, Cluster, ConfigError
     from kwire.protocol.releases import NEWEST
 
     logging.basicConfig(
@@ -78,16 +86,31 @@ def run(args: argparse.Namespace) -> int:
     )
     try:
         config = _parse_config(args.config)
-        broker = Broker(
-            args.data_dir,
-            host=args.host,
-            port=args.port,
-            kafka_version=args.kafka_version or NEWEST,
-            node_id=args.node_id,
-            config=config,
-            metrics_port=args.metrics_port,
-            report_removed_in=args.report_removed_in,
-        )
+        if args.nodes < 1:
+            raise ValueError(f"--nodes takes a positive number, not {args.nodes}")
+        broker: Broker
+        if args.nodes > 1:
+            broker = Cluster(
+                args.data_dir,
+                nodes=args.nodes,
+                host=args.host,
+                port=args.port,
+                kafka_version=args.kafka_version or NEWEST,
+                config=config,
+                metrics_port=args.metrics_port,
+                report_removed_in=args.report_removed_in,
+            )
+        else:
+            broker = Broker(
+                args.data_dir,
+                host=args.host,
+                port=args.port,
+                kafka_version=args.kafka_version or NEWEST,
+                node_id=args.node_id,
+                config=config,
+                metrics_port=args.metrics_port,
+                report_removed_in=args.report_removed_in,
+            )
         if args.report_removed_in is not None:
             from kwire.broker._upgrade import removed_versions
 
@@ -102,11 +125,21 @@ def run(args: argparse.Namespace) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         await broker.start_async()
-        print(
-            f"kwire broker listening on {broker.bootstrap} "
-            f"(Kafka {broker.personality.release}, data dir {args.data_dir})",
-            flush=True,
-        )
+        if isinstance(broker, Cluster):
+            for node in broker.node_ids:
+                print(
+                    f"kwire broker listening on {broker.node_bootstrap(node)} (node {node} of "
+                    f"{len(broker.node_ids)}, Kafka {broker.personality.release}, data dir "
+                    f"{args.data_dir})",
+                    flush=True,
+                )
+            print(f"kwire cluster bootstrap servers {broker.bootstrap}", flush=True)
+        else:
+            print(
+                f"kwire broker listening on {broker.bootstrap} "
+                f"(Kafka {broker.personality.release}, data dir {args.data_dir})",
+                flush=True,
+            )
         if broker.metrics_port is not None:
             print(
                 f"kwire broker metrics on http://127.0.0.1:{broker.metrics_port}/metrics",
