@@ -10,6 +10,7 @@ stored once and read once, in order, with contiguous offsets.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import shutil
@@ -174,4 +175,87 @@ def test_java_producer_and_librdkafka_consumer_through_moves_and_stopped_brokers
             with contextlib.suppress(ProcessLookupError):
                 os.kill(proc.pid, signal.SIGKILL)
             proc.wait(timeout=15)
+        cluster.stop()
+
+
+def commit(consumer: Any, msg: Any) -> None:
+    """A synchronous commit, retried (bounded) while the coordinator is being found again:
+    librdkafka hands NOT_COORDINATOR and a dropped connection to the caller."""
+    import confluent_kafka as ck
+
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            consumer.commit(message=msg, asynchronous=False)
+            return
+        except ck.KafkaException:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def test_librdkafka_group_follows_its_coordinator_when_it_moves(tmp_path: Path) -> None:
+    """A subscribed confluent-kafka consumer commits through the group coordinator (the leader
+    of its ``__consumer_offsets`` partition); the coordinator moves and its node stops: the
+    group finds the new one (NOT_COORDINATOR) and its commits are all there."""
+    import confluent_kafka as ck
+    from interop_helpers import ck_produce, expected_record
+
+    from kwire.broker._group import partition_for
+
+    cluster = Cluster(tmp_path / "data", nodes=3, host="127.0.0.1", port=0)
+    cluster.start()
+    consumer: Any = None
+    try:
+        cluster.create_topic("events", partitions=3)
+        records = [dataclasses.replace(expected_record(i), partition=i % 3) for i in range(300)]
+        ck_produce(cluster.bootstrap, "events", records)
+        group = "kwire-failover-group"
+        consumer = ck.Consumer(
+            ck_conf(
+                cluster.bootstrap,
+                **{
+                    "group.id": group,
+                    "enable.auto.commit": False,
+                    "auto.offset.reset": "earliest",
+                    "topic.metadata.refresh.interval.ms": 1000,
+                    "session.timeout.ms": 10000,
+                },
+            )
+        )
+        consumer.subscribe(["events"])
+
+        def coordinator() -> tuple[int, int]:
+            """(the group's __consumer_offsets partition, its leader)"""
+            index = partition_for(group, cluster.topics()["__consumer_offsets"])
+            return index, cluster.leaders("__consumer_offsets")[index]
+
+        read = 0
+        moved = stopped = False
+        deadline = time.monotonic() + 90
+        while read < 300 and time.monotonic() < deadline:
+            msg = consumer.poll(0.2)
+            if msg is None or msg.error() is not None:
+                continue
+            read += 1
+            commit(consumer, msg)
+            if read == 100 and not moved:
+                index, leader = coordinator()
+                cluster.move_leader("__consumer_offsets", index, leader % 3 + 1)
+                moved = True
+            if read == 200 and not stopped:
+                cluster.stop_broker(coordinator()[1])
+                stopped = True
+        assert read == 300
+        committed = consumer.committed(
+            [ck.TopicPartition("events", p) for p in range(3)], timeout=20
+        )
+        assert sorted((tp.partition, tp.offset) for tp in committed) == [
+            (0, 100),
+            (1, 100),
+            (2, 100),
+        ]
+    finally:
+        if consumer is not None:
+            consumer.close()
         cluster.stop()
