@@ -12,11 +12,15 @@ that a test can check what any client produced, whichever client reads it back:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -390,3 +394,127 @@ def segment_logs(data_dir: str | os.PathLike[str]) -> Iterator[str]:
     for p in list_log_dir(data_dir):
         for s in p.segments:
             yield s.log
+
+
+# --- kwire broker processes ---------------------------------------------------------------
+
+START_TIMEOUT = 30.0  # seconds for a broker to listen
+STOP_TIMEOUT = 15.0
+LISTENING = re.compile(r"kwire broker listening on (\S+):(\d+)")
+PID_FILE_ENV = "KWIRE_TEST_BROKER_PIDS"
+
+
+class CliBroker:
+    """One ``kwire broker`` process; its output goes to files next to its data dir."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        port: int = 0,
+        kafka_version: str | None = None,
+        config: dict[str, str] | None = None,
+        node_id: int = 1,
+    ) -> None:
+        self.data_dir = data_dir
+        self.requested_port = port
+        argv = [
+            sys.executable,
+            "-m",
+            "kwire",
+            "broker",
+            "--data-dir",
+            str(data_dir),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--node-id",
+            str(node_id),
+        ]
+        if kafka_version is not None:
+            argv += ["--kafka-version", kafka_version]
+        for k, v in {"num.partitions": "1", **(config or {})}.items():
+            argv += ["--config", f"{k}={v}"]
+        self.argv = argv
+        n = 0
+        while (data_dir.parent / f"{data_dir.name}.out.{n}").exists():
+            n += 1
+        self.out_path = data_dir.parent / f"{data_dir.name}.out.{n}"
+        self.err_path = data_dir.parent / f"{data_dir.name}.err.{n}"
+        with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
+            self.proc = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+        self.pid = self.proc.pid
+        pid_file = os.environ.get(PID_FILE_ENV)
+        if pid_file:  # run_isolated's parent kills these by pid if the child hangs
+            with open(pid_file, "a") as f:
+                f.write(f"{self.pid}\n")
+        self.host, self.port = self._wait_listening()
+        self.bootstrap = f"{self.host}:{self.port}"
+
+    def output(self) -> str:
+        out = self.out_path.read_text(errors="replace")
+        err = self.err_path.read_text(errors="replace")
+        return f"stdout:\n{out[-3000:]}\nstderr:\n{err[-3000:]}"
+
+    def _wait_listening(self) -> tuple[str, int]:
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            found = LISTENING.search(self.out_path.read_text(errors="replace"))
+            if found:
+                return found.group(1), int(found.group(2))
+            if self.proc.poll() is not None:
+                raise AssertionError(
+                    f"kwire broker exited with {self.proc.returncode} before listening\n"
+                    f"{' '.join(self.argv)}\n{self.output()}"
+                )
+            time.sleep(0.05)
+        self.kill()
+        raise AssertionError(f"kwire broker not listening after {START_TIMEOUT} s\n{self.output()}")
+
+    def kill(self, sig: int = signal.SIGKILL) -> int | None:
+        """Sends ``sig`` to this process (by its pid) and waits for it; returns its exit status."""
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, sig)
+            try:
+                self.proc.wait(timeout=STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                os.kill(self.pid, signal.SIGKILL)
+                self.proc.wait(timeout=STOP_TIMEOUT)
+        return self.proc.returncode
+
+
+def run_isolated(target: Callable[..., None], *args: Any, timeout: float, workdir: Path) -> None:
+    """Run ``target(*args)`` in a spawned process and fail, never hang, if it outlives ``timeout``.
+
+    A client library's call that blocks in C past its own timeout (seen with librdkafka around a
+    broker restart) cannot be interrupted from Python in the same process; in a child it can. The
+    ``kwire broker`` processes the child starts (``CliBroker``) are killed by their pids too.
+    """
+    import multiprocessing
+
+    pid_file = workdir / "isolated-broker-pids"
+    previous = os.environ.get(PID_FILE_ENV)
+    os.environ[PID_FILE_ENV] = str(pid_file)
+    try:
+        child = multiprocessing.get_context("spawn").Process(target=target, args=args)
+        child.start()
+        child.join(timeout)
+        hung = child.is_alive()
+        if hung:
+            child.kill()
+            child.join(STOP_TIMEOUT)
+    finally:
+        if previous is None:
+            os.environ.pop(PID_FILE_ENV, None)
+        else:
+            os.environ[PID_FILE_ENV] = previous
+        if pid_file.exists():
+            for line in pid_file.read_text().split():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(line), signal.SIGKILL)
+    if hung:
+        pytest.fail(f"{target.__name__} did not finish within {timeout:.0f} s (killed)")
+    assert child.exitcode == 0, (
+        f"{target.__name__} failed (exit code {child.exitcode}); see its output"
+    )

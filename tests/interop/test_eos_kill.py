@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from interop_helpers import Rec, ck_conf, ck_consume, ck_produce, free_port
+from interop_helpers import CliBroker, Rec, ck_conf, ck_consume, ck_produce, free_port, run_isolated
 
 pytestmark = pytest.mark.interop
 
@@ -46,10 +46,34 @@ class Restarted(Exception):
     """The broker was killed and started again under the loop."""
 
 
-def test_consume_transform_produce_survives_sigkill(broker_cli: Any, tmp_path: Path) -> None:
+def test_consume_transform_produce_survives_sigkill(tmp_path: Path) -> None:
+    # In a child process: a librdkafka call blocked past its own timeout fails the test instead
+    # of hanging the suite (run_isolated kills the child and its brokers by pid).
+    run_isolated(_scenario, str(tmp_path), timeout=DEADLINE_S + 120, workdir=tmp_path)
+
+
+def _scenario(tmp: str) -> None:
     import confluent_kafka as ck
     from confluent_kafka import KafkaException, TopicPartition
 
+    tmp_path = Path(tmp)
+    started: list[CliBroker] = []
+
+    def broker_cli(**kwargs: Any) -> CliBroker:
+        b = CliBroker(kwargs.pop("data_dir"), **kwargs)
+        started.append(b)
+        return b
+
+    try:
+        _loop(ck, KafkaException, TopicPartition, tmp_path, broker_cli)
+    finally:
+        for b in started:
+            b.kill()
+
+
+def _loop(
+    ck: Any, KafkaException: Any, TopicPartition: Any, tmp_path: Path, broker_cli: Any
+) -> None:
     data_dir = tmp_path / "data"
     port = free_port()
     broker = broker_cli(data_dir=data_dir, port=port, config={"num.partitions": str(PARTITIONS)})
