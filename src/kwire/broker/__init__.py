@@ -37,6 +37,7 @@ from kwire.broker._config import (
     ConfigType,
 )
 from kwire.broker._context import RequestContext
+from kwire.broker._metadata_log import dump_json as metadata_record_json
 from kwire.broker._releases import Personality, personality
 from kwire.broker._server import KafkaServer
 from kwire.broker._state import (
@@ -70,5 +71,6 @@ __all__ = [
     "SystemClock",
     "Topic",
     "implemented_versions",
+    "metadata_record_json",
     "personality",
 ]

@@ -397,10 +397,23 @@ def _transaction_log_parse(record: Record) -> tuple[str | None, str | None]:
     return key_text, payload
 
 
+def _cluster_metadata_parse(record: Record) -> tuple[str | None, str | None]:
+    """Kafka 3.9's ``ClusterMetadataLogMessageParser`` (``--cluster-metadata-decoder``): no key,
+    the payload ``{"type":"TOPIC_RECORD","version":0,"data":{...}}``, or ``Error at <offset>,
+    skipping. <why>`` for a value that is not a metadata record."""
+    from kwire.broker import metadata_record_json
+
+    try:
+        return None, metadata_record_json(b"" if record.value is None else bytes(record.value))
+    except (KwireError, ValueError) as exc:
+        return None, f"Error at {record.offset}, skipping. {exc}"
+
+
 #: The topic-specific decoder options kwire implements, in the order Kafka picks among them.
 _RECORD_PARSERS: Final[dict[str, RecordParser]] = {
     "offsets_decoder": _offsets_parse,
     "transaction_log_decoder": _transaction_log_parse,
+    "cluster_metadata_decoder": _cluster_metadata_parse,
 }
 
 _SPECIAL_DECODER_HELP: Final = {
@@ -408,6 +421,8 @@ _SPECIAL_DECODER_HELP: Final = {
     "consumer group records) as JSON, as Kafka's OffsetsMessageParser",
     "transaction_log_decoder": "decode __transaction_state records (transaction metadata), as "
     "Kafka's TransactionLogMessageParser",
+    "cluster_metadata_decoder": "decode __cluster_metadata records (KRaft metadata) as JSON, as "
+    "Kafka's ClusterMetadataLogMessageParser",
 }
 
 

@@ -314,3 +314,27 @@ def test_scala_hash_set_order_matches_kafkas_hash_code() -> None:
         "t-12,t-10,dt-out-1,t-8,t-6,t-4,dt-out-3,t-2,t-0"
     )
     assert ",".join(f"{t}-{p}" for t, p in _scala_hash_set_order(many)) == expected
+
+
+def test_cluster_metadata_decoder_on_the_broker_metadata_log(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from kwire.broker import Broker
+
+    with Broker(tmp_path / "data", port=0) as broker:
+        broker.create_topic("orders", 3, {"retention.ms": "1000"})
+    segment = next((tmp_path / "data" / "__cluster_metadata-0").glob("*.log"))
+    assert (
+        main(["dump", "--files", str(segment), "--print-data-log", "--cluster-metadata-decoder"])
+        == 0
+    )
+    out = capsys.readouterr().out
+    payloads = [json.loads(m) for m in re.findall(r"payload: (\{.*\})$", out, re.M)]
+    types = [p["type"] for p in payloads]
+    assert "FEATURE_LEVEL_RECORD" in types and "REGISTER_BROKER_RECORD" in types
+    (topic,) = [p for p in payloads if p["type"] == "TOPIC_RECORD"]
+    assert topic["data"]["name"] == "orders"
+    assert sum(p["type"] == "PARTITION_RECORD" for p in payloads) == 3
+    (config,) = [p for p in payloads if p["type"] == "CONFIG_RECORD"]
+    assert (config["data"]["name"], config["data"]["value"]) == ("retention.ms", "1000")
+    assert " key: " not in out  # metadata records have no key
