@@ -26,6 +26,7 @@ __all__ = [
     "UINT16",
     "UINT32",
     "as_view",
+    "java_string_hash",
     "read_uvarint",
     "read_uvarlong",
     "read_varint",
@@ -164,3 +165,16 @@ def uvarint_size(value: int) -> int:
 def varint_size(value: int) -> int:
     """Bytes a zigzag varint of ``value`` takes."""
     return uvarint_size((value << 1) ^ (value >> 63) if value < 0 else value << 1)
+
+
+def java_string_hash(text: str) -> int:
+    """Java's ``String.hashCode``: ``31 * h + c`` over UTF-16 code units, as a signed int32.
+
+    Kafka keys its coordinators' partitions on it (``__consumer_offsets``,
+    ``__transaction_state``) and Scala's collections order ``TopicPartition``s by it.
+    """
+    data = text.encode("utf-16-be", "surrogatepass")
+    h = 0
+    for i in range(0, len(data), 2):
+        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h

@@ -201,7 +201,7 @@ def test_librdkafka_group_follows_its_coordinator_when_it_moves(tmp_path: Path) 
     import confluent_kafka as ck
     from interop_helpers import ck_produce, expected_record
 
-    from kwire.broker._group import partition_for
+    from kwire.broker._state import partition_for
 
     cluster = Cluster(tmp_path / "data", nodes=3, host="127.0.0.1", port=0)
     cluster.start()

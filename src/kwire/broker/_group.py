@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kwire.broker._consumer_group import ConsumerGroup, ConsumerGroupError, ConsumerGroups
-from kwire.broker._state import BrokerState, Partition
+from kwire.broker._state import BrokerState, Partition, partition_for
 from kwire.protocol import ErrorCode, message_class, struct_class
 from kwire.records import AppendOrigin, BatchBuilder, read_batches
 from kwire.records._control import parse_control_key
@@ -52,8 +52,6 @@ __all__ = [
     "OffsetAndMetadata",
     "Waiter",
     "group_coordinator",
-    "java_string_hash",
-    "partition_for",
 ]
 
 log = logging.getLogger("kwire.broker.group")
@@ -92,20 +90,6 @@ class GroupError(Exception):
     def __init__(self, error: ErrorCode) -> None:
         self.error = error
         super().__init__(error.name)
-
-
-def java_string_hash(text: str) -> int:
-    """Java's ``String.hashCode`` (over UTF-16 code units, 32-bit wrap-around)."""
-    h = 0
-    data = text.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
-def partition_for(key: str, partitions: int) -> int:
-    """``Utils.abs(key.hashCode()) % partitions`` (``Utils.abs`` masks the sign bit)."""
-    return (java_string_hash(key) & 0x7FFFFFFF) % partitions
 
 
 # --- the model ----------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from typing import Any, Final
 
 from kwire.broker._apis import GUARDS
 from kwire.broker._context import RequestContext
-from kwire.broker._state import BrokerState, Partition
+from kwire.broker._state import BrokerState, Partition, partition_for
 from kwire.protocol import ErrorCode, KafkaMessage, message_class
 from kwire.protocol._runtime import KafkaStruct, fields_at
 
@@ -106,19 +106,17 @@ def coordinator_partition(
     """The ``__consumer_offsets`` / ``__transaction_state`` partition of a group or
     transactional id; ``None`` when the topic does not exist (and ``create`` is false)."""
     if key_type == GROUP_KEY:
-        from kwire.broker._group import GROUP_TOPIC, group_coordinator, partition_for
+        from kwire.broker._group import GROUP_TOPIC, group_coordinator
 
         if create:
             return group_coordinator(state).offsets_partition(key)
         topic = state.topics.get(GROUP_TOPIC)
     else:
         from kwire.broker._txn import TRANSACTION_TOPIC, coordinator_for
-        from kwire.broker._txn import partition_for as txn_partition_for
 
         if create:
             return coordinator_for(state)._log_partition(key)
         topic = state.topics.get(TRANSACTION_TOPIC)
-        partition_for = txn_partition_for
     if topic is None or not topic.partitions:
         return None
     return topic.partitions[partition_for(key, len(topic.partitions))]

@@ -26,6 +26,7 @@ from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
+from kwire._wire import java_string_hash
 from kwire.broker import _metadata_log as mlog
 from kwire.broker._config import (
     ConfigError,
@@ -45,6 +46,7 @@ __all__ = [
     "Partition",
     "SystemClock",
     "Topic",
+    "partition_for",
     "validate_topic_name",
 ]
 
@@ -88,6 +90,15 @@ class BrokerError(Exception):
         self.error = error
         self.message = message
         super().__init__(f"{error.name}: {message}" if message else error.name)
+
+
+def partition_for(key: str, partitions: int) -> int:
+    """The partition of an internal topic holding ``key`` (a group or transactional id):
+    ``Utils.abs(key.hashCode()) % partitions``, where Kafka's ``Utils.abs`` maps
+    ``Integer.MIN_VALUE`` to 0 (``GroupMetadataManager.partitionFor``,
+    ``TransactionStateManager.partitionFor``)."""
+    h = java_string_hash(key)
+    return (0 if h == -(1 << 31) else abs(h)) % partitions
 
 
 def validate_topic_name(name: str) -> None:

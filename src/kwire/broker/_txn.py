@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterable, Mapping
 from enum import IntEnum
 from typing import Any, Final, NamedTuple
 
-from kwire.broker._state import BrokerError, BrokerState, Partition
+from kwire.broker._state import BrokerError, BrokerState, Partition, partition_for
 from kwire.errors import KwireError
 from kwire.log import LogError, ProducerStateError
 from kwire.protocol import ErrorCode
@@ -54,8 +54,6 @@ __all__ = [
     "TransactionMetadata",
     "TransactionState",
     "coordinator_for",
-    "java_string_hash",
-    "partition_for",
 ]
 
 log = logging.getLogger("kwire.broker")
@@ -118,21 +116,6 @@ _COMPLETE: Final = (TransactionState.COMPLETE_COMMIT, TransactionState.COMPLETE_
 _PREPARE: Final = (TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT)
 
 TopicPartition = tuple[str, int]
-
-
-def java_string_hash(s: str) -> int:
-    """Java's ``String.hashCode`` (over UTF-16 code units, 32-bit overflow)."""
-    h = 0
-    data = s.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
-def partition_for(key: str, partitions: int) -> int:
-    """``Utils.abs(key.hashCode) % partitions``: a transactional id's (or group's) partition."""
-    h = java_string_hash(key)
-    return (0 if h == -(2**31) else abs(h)) % partitions
 
 
 def is_epoch_exhausted(epoch: int) -> bool:

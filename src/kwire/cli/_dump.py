@@ -38,7 +38,7 @@ from typing import Any, Final, TextIO
 
 __all__ = ["register"]
 
-from kwire._wire import INT32_MAX
+from kwire._wire import INT32_MAX, java_string_hash
 from kwire.errors import KwireError
 from kwire.log import (
     DEFAULT_MAX_MESSAGE_SIZE,
@@ -328,15 +328,6 @@ def _offsets_parse(record: Record) -> tuple[str | None, str | None]:
         return f"Error at offset {record.offset}, skipping. {exc}", None
 
 
-def _java_string_hash(text: str) -> int:
-    """Java's ``String.hashCode`` (over UTF-16 code units), as an unsigned 32-bit int."""
-    data = text.encode("utf-16-be", "surrogatepass")
-    h = 0
-    for i in range(0, len(data), 2):
-        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
-    return h
-
-
 def _scala_hash_set_order(partitions: list[tuple[str, int]]) -> list[tuple[str, int]]:
     """The iteration order of a Scala 2.13 ``mutable.HashSet[TopicPartition]`` holding
     ``partitions`` (how Kafka's ``formatRecordKeyAndValue`` lists them): buckets of the table in
@@ -348,7 +339,7 @@ def _scala_hash_set_order(partitions: list[tuple[str, int]]) -> list[tuple[str, 
         capacity *= 2
 
     def position(tp: tuple[str, int]) -> tuple[int, int]:
-        h = (31 * (31 + tp[1]) + _java_string_hash(tp[0])) & 0xFFFFFFFF
+        h = (31 * (31 + tp[1]) + java_string_hash(tp[0])) & 0xFFFFFFFF
         h ^= h >> 16
         signed = h - (1 << 32) if h & 0x80000000 else h
         return h & (capacity - 1), signed

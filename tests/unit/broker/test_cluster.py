@@ -280,7 +280,7 @@ def test_coordinator_requests_go_to_the_leader_of_the_coordinator_partition(
 ) -> None:
     found = find_coordinator(state, 1, "g1")
     offsets = state.topics["__consumer_offsets"]
-    from kwire.broker._group import partition_for
+    from kwire.broker._state import partition_for
 
     leader = offsets.partitions[partition_for("g1", len(offsets.partitions))].leader_id
     assert (found.error_code, found.node_id, found.port) == (0, leader, PORTS[leader])

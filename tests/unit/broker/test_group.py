@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kwire._wire import java_string_hash
 from kwire.broker import BrokerState, Deferred, ManualClock, RequestContext, personality
 from kwire.broker._apis import HANDLERS, implemented_versions
 from kwire.broker._group import (
@@ -24,9 +25,8 @@ from kwire.broker._group import (
     STABLE,
     GroupCoordinator,
     group_coordinator,
-    java_string_hash,
-    partition_for,
 )
+from kwire.broker._state import partition_for
 from kwire.protocol import (
     ZERO_UUID,
     ErrorCode,
@@ -199,12 +199,15 @@ def test_find_coordinator_every_version(state: BrokerState, version: int) -> Non
 
 
 def test_partition_for_is_javas_hash() -> None:
-    # "".hashCode() == 0, "a" == 97, "hello" == 99162322, Kafka's Utils.abs masks the sign bit
+    # "".hashCode() == 0, "hello" == 99162322; Kafka's Utils.abs is Math.abs with
+    # Integer.MIN_VALUE mapped to 0 (not a sign-bit mask: "my-group" hashes negative)
     assert java_string_hash("") == 0
     assert java_string_hash("hello") == 99162322
     assert java_string_hash("polygenelubricants") == -(2**31)
     assert partition_for("polygenelubricants", 50) == 0
     assert partition_for("hello", 50) == 99162322 % 50
+    assert java_string_hash("my-group") == -1906497762
+    assert partition_for("my-group", 50) == 1906497762 % 50 == 12
     assert java_string_hash("é𝄞") == ((0xE9 * 31 + 0xD834) * 31 + 0xDD1E)
 
 

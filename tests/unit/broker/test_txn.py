@@ -14,16 +14,16 @@ from typing import Any
 
 import pytest
 
+from kwire._wire import java_string_hash
 from kwire.broker import BrokerState, ManualClock, RequestContext, personality
 from kwire.broker._apis import HANDLERS, implemented_versions
 from kwire.broker._fetch import FileRecords
 from kwire.broker._server import encode_response_pieces
+from kwire.broker._state import partition_for
 from kwire.broker._txn import (
     TRANSACTION_TOPIC,
     TransactionState,
     coordinator_for,
-    java_string_hash,
-    partition_for,
 )
 from kwire.log import ReadCommittedFilter
 from kwire.protocol import (

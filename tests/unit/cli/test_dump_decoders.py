@@ -304,10 +304,11 @@ def test_transaction_log_decoder_exact_lines(
 def test_scala_hash_set_order_matches_kafkas_hash_code() -> None:
     """Checked against Scala 2.13.18's mutable.HashSet of Kafka 3.9.1's TopicPartition (the order
     its ``mkString`` prints)."""
-    from kwire.cli._dump import _java_string_hash, _scala_hash_set_order
+    from kwire._wire import java_string_hash
+    from kwire.cli._dump import _scala_hash_set_order
 
-    assert _java_string_hash("orders") == -1008770331 & 0xFFFFFFFF  # "orders".hashCode()
-    assert _java_string_hash("ab") == 97 * 31 + 98
+    assert java_string_hash("orders") == -1008770331  # "orders".hashCode()
+    assert java_string_hash("ab") == 97 * 31 + 98
     many = [("t", p) for p in range(20)] + [("dt-out", p) for p in range(5)]
     expected = (
         "t-19,t-17,t-15,t-13,t-11,t-9,dt-out-2,t-7,dt-out-0,t-5,t-3,dt-out-4,t-1,t-18,t-16,t-14,"
