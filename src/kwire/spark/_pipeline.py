@@ -293,9 +293,45 @@ def _to_delta(uri: str) -> None:
     convert_to_deltalake(uri, mode="error")
 
 
+ICEBERG_CATALOG_ENV = "KWIRE_ICEBERG_CATALOG"  # the local SQLite file of an object-store table
+
+
+def s3_properties() -> dict[str, str]:
+    """pyiceberg's ``s3.*`` FileIO properties from the AWS SDK environment variables, which
+    pyarrow and delta-rs read themselves (pyiceberg ignores ``AWS_ENDPOINT_URL``)."""
+    env = {
+        "s3.endpoint": ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"),
+        "s3.region": ("AWS_REGION", "AWS_DEFAULT_REGION"),
+        "s3.access-key-id": ("AWS_ACCESS_KEY_ID",),
+        "s3.secret-access-key": ("AWS_SECRET_ACCESS_KEY",),
+        "s3.session-token": ("AWS_SESSION_TOKEN",),
+    }
+    props = {}
+    for prop, names in env.items():
+        value = next((os.environ[n] for n in names if os.environ.get(n)), None)
+        if value:
+            props[prop] = value
+    return props
+
+
 def _iceberg_catalog(warehouse: str) -> Any:
+    """The SQLite catalog of an export: ``<warehouse>/catalog.db`` for a local output; for an
+    object-store output (``s3://...``) the local file named by ``$KWIRE_ICEBERG_CATALOG``."""
     from pyiceberg.catalog.sql import SqlCatalog
 
+    if "://" in warehouse and not warehouse.startswith("file://"):
+        db = os.environ.get(ICEBERG_CATALOG_ENV)
+        if not db:
+            raise KwireError(
+                f"an Iceberg export to {warehouse} keeps its SQLite catalog in a local file: "
+                f"set {ICEBERG_CATALOG_ENV} to its path"
+            )
+        db = os.path.abspath(os.path.expanduser(db))
+        os.makedirs(os.path.dirname(db), exist_ok=True)
+        return SqlCatalog(
+            "kwire", uri=f"sqlite:///{db}", warehouse=warehouse.rstrip("/"), **s3_properties()
+        )
+    warehouse = warehouse.removeprefix("file://")
     os.makedirs(warehouse, exist_ok=True)
     return SqlCatalog(
         "kwire",
@@ -317,7 +353,10 @@ def _to_iceberg(uri: str, data_uri: str) -> str:
     except ImportError as exc:  # pragma: no cover - the lake extra
         raise KwireError("Iceberg export needs pyiceberg: pip install 'kwire[lake]'") from exc
     if "://" in uri:
-        raise KwireError("the Iceberg export uses a local SQLite catalog: give a local --output")
+        raise KwireError(
+            "a full Iceberg export needs a local --output (with --incremental, the table may be "
+            f"on object storage, its SQLite catalog in ${ICEBERG_CATALOG_ENV})"
+        )
     catalog = _iceberg_catalog(uri)
     with suppress(NamespaceAlreadyExistsError):
         catalog.create_namespace("kwire")
@@ -532,7 +571,7 @@ def _committed_offsets(out_uri: str, fmt: str) -> dict[str, dict[str, int]]:
     from pyiceberg.exceptions import NoSuchTableError
 
     try:
-        table = _iceberg_catalog(_local(out_uri)).load_table(ICEBERG_TABLE)
+        table = _iceberg_catalog(out_uri).load_table(ICEBERG_TABLE)
     except NoSuchTableError:
         return {}
     snapshot = table.current_snapshot()
@@ -540,12 +579,6 @@ def _committed_offsets(out_uri: str, fmt: str) -> dict[str, dict[str, int]]:
         return {}
     raw = snapshot.summary.additional_properties.get(OFFSETS_PROPERTY)
     return {} if raw is None else dict(json.loads(raw))
-
-
-def _local(uri: str) -> str:
-    if "://" in uri and not uri.startswith("file://"):
-        raise KwireError("the Iceberg export uses a local SQLite catalog: give a local --output")
-    return uri.removeprefix("file://")
 
 
 def _starting_offsets(
@@ -781,11 +814,11 @@ def _commit_iceberg(out_uri: str, files: list[dict[str, Any]], state: str) -> No
     from pyiceberg.exceptions import NamespaceAlreadyExistsError, NoSuchTableError
     from pyiceberg.transforms import HourTransform, IdentityTransform
 
-    local = _local(out_uri)
-    catalog = _iceberg_catalog(local)
+    catalog = _iceberg_catalog(out_uri)
     with suppress(NamespaceAlreadyExistsError):
         catalog.create_namespace("kwire")
-    paths = [f"{local}/{f['path']}" for f in files]
+    base = out_uri.removeprefix("file://")
+    paths = [f"{base}/{f['path']}" for f in files]
     try:
         table = catalog.load_table(ICEBERG_TABLE)
     except NoSuchTableError:
