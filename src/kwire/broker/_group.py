@@ -117,6 +117,7 @@ class JoinResult:
     leader: str = ""
     member_id: str = ""
     members: list[tuple[str, str | None, bytes]] = field(default_factory=list)
+    skip_assignment: bool = False  # KIP-814: a rejoining static leader keeps the assignment
 
 
 @dataclass
@@ -294,8 +295,13 @@ class GroupCoordinator:
         client_host: str,
         require_known_member_id: bool,
         now_ms: int,
+        *,
+        supports_skip_assignment: bool = False,
     ) -> Waiter:
-        """``GroupMetadataManager.classicGroupJoin``: a waiter, already done or done later."""
+        """``GroupMetadataManager.classicGroupJoin``: a waiter, already done or done later.
+
+        ``supports_skip_assignment`` (JoinGroup v9+, KIP-814) lets a static leader that rejoins a
+        Stable group keep the group's assignment instead of causing a rebalance."""
         waiter = Waiter()
         if not group_id:
             waiter.resolve(JoinResult(ErrorCode.INVALID_GROUP_ID, member_id=member_id))
@@ -343,6 +349,7 @@ class GroupCoordinator:
                 client_host,
                 require_known_member_id,
                 now_ms,
+                supports_skip_assignment,
             )
         else:
             self._join_known(
@@ -374,6 +381,7 @@ class GroupCoordinator:
         client_host: str,
         require_known_member_id: bool,
         now_ms: int,
+        supports_skip_assignment: bool = False,
     ) -> None:
         new_id = (instance_id or client_id) + "-" + str(uuid.uuid4())
         if len(group.members) >= self.conf("group.max.size"):
@@ -385,6 +393,7 @@ class GroupCoordinator:
                 self._replace_static_member(
                     group, waiter, old_id, new_id, protocols, session_timeout_ms,
                     rebalance_timeout_ms, client_id, client_host, now_ms,
+                    supports_skip_assignment,
                 )  # fmt: skip
                 return
         elif require_known_member_id:
@@ -410,6 +419,7 @@ class GroupCoordinator:
         client_id: str,
         client_host: str,
         now_ms: int,
+        supports_skip_assignment: bool = False,
     ) -> None:
         """``updateStaticMemberThenRebalanceOrCompleteJoin``: a known instance rejoins with a
         new member id; the old one is fenced."""
@@ -429,12 +439,21 @@ class GroupCoordinator:
         if group.leader_id == old_id:
             group.leader_id = new_id
         member.heartbeat_deadline = now_ms + session_timeout_ms
-        if group.state == STABLE and member.matches(protocols) and group.leader_id != new_id:
-            # Same protocols, not the leader: keep the assignment, no rebalance (KIP-345).
-            self._store_group(group, now_ms)
-            waiter.resolve(self._join_result(group, member, ErrorCode.NONE))
-            return
+        is_leader = group.leader_id == new_id
         member.protocols = protocols
+        if (
+            group.state == STABLE
+            and group.select_protocol() == group.protocol_name
+            and (not is_leader or supports_skip_assignment)
+        ):
+            # The next generation would select the same protocol: keep the assignment, no
+            # rebalance (KIP-345; the subscription bytes may differ, a restarted consumer owns
+            # nothing yet); a leader is told to skip the assignment (KIP-814, JoinGroup v9+).
+            self._store_group(group, now_ms)
+            result = self._join_result(group, member, ErrorCode.NONE)
+            result.skip_assignment = is_leader
+            waiter.resolve(result)
+            return
         member.join_waiter = waiter
         if group.state in (STABLE, COMPLETING_REBALANCE, EMPTY):
             self._prepare_rebalance(group, now_ms)

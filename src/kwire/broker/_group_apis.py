@@ -239,6 +239,7 @@ def handle_join_group(state: BrokerState, ctx: RequestContext, request: Any) -> 
         _client_host(ctx),
         version >= 4,
         state.now_ms(),
+        supports_skip_assignment=version >= 9,
     )
 
     def answer(result: JoinResult | None) -> Any:
@@ -252,7 +253,7 @@ def handle_join_group(state: BrokerState, ctx: RequestContext, request: Any) -> 
             protocol_type=result.protocol_type if ok else None,
             protocol_name=result.protocol_name if ok else (None if version >= 7 else ""),
             leader=result.leader if ok else "",
-            skip_assignment=False,
+            skip_assignment=ok and result.skip_assignment,
             member_id=result.member_id,
             members=[
                 JOIN_MEMBER(member_id=m, group_instance_id=i, metadata=meta)

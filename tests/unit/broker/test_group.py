@@ -354,13 +354,13 @@ def test_static_member_rejoins_without_rebalance_and_fences_the_old_id(state: Br
     settle(sync(state, a2.member_id, 2, {a2.member_id: b"A", b.member_id: b"B"}, instance="i-1"), 5)
     group = coordinator(state).groups[GROUP]
     assert group.state == STABLE
-    # the leader restarts: a new member id, and (it is the leader) a rebalance
-    restarted_wait = join(state, "", instance="i-1")
-    assert isinstance(restarted_wait, Deferred)
-    settle(join(state, b.member_id), 9)
-    restarted = settle(restarted_wait, 9)
+    # the leader restarts with JoinGroup v9: a new member id, no rebalance, and the leader is
+    # told to skip the assignment (KIP-814); the group keeps generation 2
+    restarted = settle(join(state, "", instance="i-1"), 9)
     assert restarted.error_code == 0 and restarted.member_id != a2.member_id
-    assert restarted.generation_id == 3 and restarted.leader == restarted.member_id
+    assert restarted.generation_id == 2 and restarted.leader == restarted.member_id
+    assert restarted.skip_assignment and len(restarted.members) == 2
+    assert group.state == STABLE
     old = call(
         state,
         "Heartbeat",
@@ -371,6 +371,12 @@ def test_static_member_rejoins_without_rebalance_and_fences_the_old_id(state: Br
         group_instance_id="i-1",
     )
     assert old.error_code == ErrorCode.FENCED_INSTANCE_ID
+    # before v9 a rejoining static leader cannot skip the assignment: a rebalance
+    older_wait = join(state, "", version=8, instance="i-1")
+    assert isinstance(older_wait, Deferred)
+    settle(join(state, b.member_id), 9)
+    older = settle(older_wait, 8)
+    assert older.generation_id == 3 and older.leader == older.member_id
     left = call(
         state,
         "LeaveGroup",
