@@ -278,6 +278,9 @@ BROKER_CONFIGS: Final[Mapping[str, ConfigDef]] = {
         ConfigDef("log.roll.jitter.ms", _T.LONG, None),
         ConfigDef("log.roll.ms", _T.LONG, None),
         ConfigDef("log.roll.hours", _T.INT, "168"),
+        ConfigDef(
+            "replica.high.watermark.checkpoint.interval.ms", _T.LONG, "5000", check=_long_range(1)
+        ),
         ConfigDef("unclean.leader.election.enable", _T.BOOLEAN, "false"),
         ConfigDef("offsets.topic.num.partitions", _T.INT, "50", check=_int_range(1)),
         ConfigDef("transaction.state.log.num.partitions", _T.INT, "50", check=_int_range(1)),

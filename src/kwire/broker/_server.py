@@ -495,16 +495,21 @@ class KafkaServer:
 
 async def housekeep(state: BrokerState) -> None:
     """Kafka's scheduled tasks: coordinator timers (every 100 ms), rolls by segment.ms and
-    flushes (every second), retention (``log.retention.check.interval.ms``), checkpoints."""
+    flushes (every second), retention (``log.retention.check.interval.ms``), high-watermark
+    checkpoints (``replica.high.watermark.checkpoint.interval.ms``)."""
     tick = 0.1
     retention_every = state.broker_int("log.retention.check.interval.ms") / 1000.0
-    checkpoint_every = 5.0  # replica.high.watermark.checkpoint.interval.ms
+    # the high watermarks the kafka-log streaming source reads as its end (Kafka: 5000 ms)
+    checkpoint_every = state.broker_int("replica.high.watermark.checkpoint.interval.ms") / 1000.0
     elapsed = since_logs = since_checkpoint = since_retention = 0.0
     while True:
         await asyncio.sleep(tick)
         elapsed += tick
         try:
             state.run_tickers()
+            if elapsed - since_checkpoint >= checkpoint_every - 1e-9:
+                since_checkpoint = elapsed
+                state.write_checkpoints()
             if elapsed - since_logs < 1.0:
                 continue
             since_logs = elapsed
@@ -516,9 +521,6 @@ async def housekeep(state: BrokerState) -> None:
                 since_retention = elapsed
                 for partition in state.iter_partitions():
                     partition.log.enforce_retention(now)
-            if elapsed - since_checkpoint >= checkpoint_every:
-                since_checkpoint = elapsed
-                state.write_checkpoints()
         except Exception:
             log.exception("housekeeping failed")
 
