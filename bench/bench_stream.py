@@ -8,10 +8,13 @@ CreateTime (set by librdkafka at ``produce()``). The first ``--warmup`` seconds 
 Each mode runs on its own topic, one after the other:
 
 * ``highWatermark`` (the default ``streamEnd``): micro-batches end at the high watermark of the
-  ``replication-offset-checkpoint``, which the broker writes every 5 s, as Kafka does;
+  ``replication-offset-checkpoint``, which the broker writes every
+  ``--checkpoint-interval-ms`` (its ``replica.high.watermark.checkpoint.interval.ms``; 5000 by
+  default, as Kafka);
 * ``logEnd``: micro-batches end at the last whole batch of the log.
 
     .venv/bin/python bench/bench_stream.py [--mb-per-s 10] [--seconds 30] [--modes highWatermark,logEnd]
+        [--checkpoint-interval-ms 5000]
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ from typing import Any
 BROKER = """
 import sys, time
 from kwire.broker import Broker
-b = Broker(sys.argv[1], port=int(sys.argv[2])).start()
+config = {"replica.high.watermark.checkpoint.interval.ms": sys.argv[3]}
+b = Broker(sys.argv[1], port=int(sys.argv[2]), config=config).start()
 print("ready", flush=True)
 while True:
     time.sleep(3600)
@@ -144,6 +148,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--warmup", type=float, default=5.0)
     parser.add_argument("--modes", default="highWatermark,logEnd")
+    parser.add_argument(
+        "--checkpoint-interval-ms",
+        type=int,
+        default=5000,
+        help="the broker's replica.high.watermark.checkpoint.interval.ms",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
@@ -154,7 +164,7 @@ def main() -> None:
     data = Path(tempfile.mkdtemp(prefix="stream-bench-"))
     port = _free_port()
     broker = subprocess.Popen(
-        [sys.executable, "-c", BROKER, str(data), str(port)],
+        [sys.executable, "-c", BROKER, str(data), str(port), str(args.checkpoint_interval_ms)],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -176,12 +186,16 @@ def main() -> None:
         "pyspark": pyspark.__version__,
         "target_mb_per_s": args.mb_per_s,
         "seconds": args.seconds,
+        "checkpoint_interval_ms": args.checkpoint_interval_ms,
         "results": results,
     }
     if args.json:
         print(json.dumps(report, indent=2))
         return
-    print(f"{report['machine']}, Python {report['python']}, PySpark {report['pyspark']}")
+    print(
+        f"{report['machine']}, Python {report['python']}, PySpark {report['pyspark']}, "
+        f"replica.high.watermark.checkpoint.interval.ms={args.checkpoint_interval_ms}"
+    )
     print(
         f"{'mode':<14} {'MB/s':>6} {'records':>9} {'batches':>7} {'s/batch':>7} "
         f"{'p50 ms':>7} {'p95 ms':>7} {'p99 ms':>7} {'max ms':>7}"
