@@ -38,6 +38,7 @@ import shutil
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -96,9 +97,14 @@ def track_progress(
     if callback is None:
         yield
         return
-    tracker = spark.sparkContext.statusTracker()
+    sc = spark.sparkContext
+    tracker = sc.statusTracker()
     stop = threading.Event()
     seen: dict[int, tuple[int, int]] = {}
+    # The block's jobs run in a job group, so the totals are known at the end even when a stage
+    # started and finished between two polls (small inputs).
+    group = f"kwire-progress-{uuid.uuid4().hex}"
+    sc.setJobGroup(group, "kwire pipeline")
 
     def poll() -> None:
         while not stop.is_set():
@@ -119,6 +125,13 @@ def track_progress(
     finally:
         stop.set()
         thread.join()
+        sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+    for job_id in tracker.getJobIdsForGroup(group):
+        job = tracker.getJobInfo(job_id)
+        for stage_id in job.stageIds if job is not None else ():
+            info = tracker.getStageInfo(stage_id)
+            if info is not None:
+                seen[stage_id] = (info.numTasks, info.numTasks)
     total = sum(t for _, t in seen.values())
     if total:  # the job succeeded: every task is done
         callback(total, total)
