@@ -320,6 +320,10 @@ class BrokerState:
             live = self.data_dir.open_log(
                 topic.name, index, config, now_ms=now, topic_id=topic.topic_id.bytes
             )
+            # The only replica is the whole ISR: as a leader becoming leader (Kafka's
+            # maybeIncrementLeaderHW), the high watermark moves from the checkpoint to the log end.
+            # Records appended before a crash but never acknowledged become visible, as in Kafka.
+            live.high_watermark = live.log_end_offset
             leader, epoch = (leaders or {}).get(index, (-1, 0))
             if leader not in self.live_brokers:
                 leader = self.place_leader()

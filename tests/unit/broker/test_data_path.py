@@ -409,3 +409,25 @@ def test_api_versions_features_by_version(tmp_path: Path) -> None:
     finally:
         new.close()
         old.close()
+
+
+def test_restart_moves_the_high_watermark_to_the_log_end(tmp_path: Path) -> None:
+    # A crash can leave replication-offset-checkpoint behind the log (it is written every few
+    # seconds); the only replica is the whole ISR, so on start the high watermark is the log end,
+    # or read_committed consumers would stop at the stale value.
+    s = make_state(tmp_path / "d")
+    s.create_topic("t", 1)
+    for i in range(3):
+        produce(s, "t", batch([b"v%d" % i]))
+    s.close()
+    checkpoint = tmp_path / "d" / "replication-offset-checkpoint"
+    text = checkpoint.read_text()
+    assert "t 0 3" in text
+    checkpoint.write_text(text.replace("t 0 3", "t 0 1"))
+    again = make_state(tmp_path / "d")
+    try:
+        assert again.topics["t"].partitions[0].high_watermark == 3
+        data = fetch(again, "t", 0).responses[0].partitions[0]
+        assert data.high_watermark == 3 and len(list(read_batches(data.records))) == 3
+    finally:
+        again.close()
