@@ -34,7 +34,7 @@ from typing import Any, Final
 from kwire.broker._consumer_group import ConsumerGroup, ConsumerGroupError, ConsumerGroups
 from kwire.broker._state import BrokerState, Partition, partition_for
 from kwire.protocol import ErrorCode, message_class, struct_class
-from kwire.records import AppendOrigin, BatchBuilder, read_batches
+from kwire.records import BatchBuilder
 from kwire.records._control import parse_control_key
 
 __all__ = [
@@ -1032,15 +1032,8 @@ class GroupCoordinator:
         builder = BatchBuilder(2, 0, **options)
         for key, value in records:
             builder.append(None, now_ms, key, value)
-        partition.log.append_as_leader(
-            builder.build(),
-            now_ms=now_ms,
-            leader_epoch=partition.leader_epoch,
-            origin=AppendOrigin.COORDINATOR,
-        )
-        partition.log.high_watermark = partition.log.log_end_offset
         assert self.state is not None
-        self.state.appended(partition)
+        self.state.append_as_coordinator(partition, builder.build(), now_ms)
 
     def _store_group(self, group: Group, now_ms: int) -> None:
         """``GroupCoordinatorRecordHelpers.newGroupMetadataRecord`` (value v3)."""
@@ -1077,35 +1070,28 @@ class GroupCoordinator:
             self._load_partition(partition, now)
 
     def _load_partition(self, partition: Partition, now_ms: int) -> None:
-        live = partition.log
-        offset = live.log_start_offset
         pending: dict[int, list[tuple[str, tuple[str, int], OffsetAndMetadata | None]]] = {}
-        while offset < live.log_end_offset:
-            data = live.read(offset, 1 << 20).read_bytes()
-            if not data:
-                break
-            for batch in read_batches(data):
-                offset = batch.last_offset + 1
-                if batch.is_control:
-                    for record in batch:
-                        _, control_type = parse_control_key(record.key)
-                        staged = pending.pop(batch.producer_id, [])
-                        if control_type == 1:  # COMMIT
-                            for group_id, tp, om in staged:
-                                group = self._loaded_group(group_id, now_ms)
-                                if om is not None:
-                                    group.offsets[tp] = om
-                    continue
+        for batch in partition.log.iter_batches():
+            if batch.is_control:
                 for record in batch:
-                    if record.key is None:
-                        continue
-                    self._replay(
-                        bytes(record.key),
-                        None if record.value is None else bytes(record.value),
-                        batch.producer_id if batch.is_transactional else None,
-                        pending,
-                        now_ms,
-                    )
+                    _, control_type = parse_control_key(record.key)
+                    staged = pending.pop(batch.producer_id, [])
+                    if control_type == 1:  # COMMIT
+                        for group_id, tp, om in staged:
+                            group = self._loaded_group(group_id, now_ms)
+                            if om is not None:
+                                group.offsets[tp] = om
+                continue
+            for record in batch:
+                if record.key is None:
+                    continue
+                self._replay(
+                    bytes(record.key),
+                    None if record.value is None else bytes(record.value),
+                    batch.producer_id if batch.is_transactional else None,
+                    pending,
+                    now_ms,
+                )
         for pid, staged in pending.items():
             for group_id, tp, om in staged:
                 if om is not None:

@@ -714,22 +714,13 @@ class MetadataLog:
         return self
 
     def _read_log(self) -> Iterator[Record]:
-        live = self.log
-        offset = live.log_start_offset
-        end = live.log_end_offset
-        while offset < end:
-            data = live.read(offset, 1 << 20, max_offset=end)
-            if data.size == 0:
-                break
-            last = offset
-            for batch in read_batches(data.read_bytes()):
-                last = batch.last_offset
-                if batch.is_control:
-                    continue
-                for record in batch:
-                    if record.offset >= offset and record.value is not None:
-                        yield decode_record(record.value)
-            offset = last + 1
+        start = self.log.log_start_offset
+        for batch in self.log.iter_batches():
+            if batch.is_control:
+                continue
+            for record in batch:
+                if record.offset >= start and record.value is not None:
+                    yield decode_record(record.value)
 
     def _leader_change(self, now_ms: int) -> None:
         voter = _struct("LeaderChangeMessage", "voters")

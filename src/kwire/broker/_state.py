@@ -37,6 +37,7 @@ from kwire.broker._config import (
 from kwire.broker._releases import Personality
 from kwire.log import DataDir, LiveLog
 from kwire.protocol import ErrorCode
+from kwire.records import AppendOrigin
 
 __all__ = [
     "BrokerError",
@@ -236,6 +237,19 @@ class BrokerState:
     def appended(self, partition: Partition) -> None:
         """A partition grew: wake the fetches waiting on it."""
         self.notify(partition)
+
+    def append_as_coordinator(self, partition: Partition, records: bytes, now_ms: int) -> None:
+        """Append a coordinator's records (or transaction markers) to an internal or data
+        partition, then replicate: this process holds every partition's only replica, so the
+        high watermark moves to the log end at once, and parked fetches wake."""
+        partition.log.append_as_leader(
+            records,
+            now_ms=now_ms,
+            leader_epoch=partition.leader_epoch,
+            origin=AppendOrigin.COORDINATOR,
+        )
+        partition.log.high_watermark = partition.log.log_end_offset
+        self.appended(partition)
 
     def add_ticker(self, ticker: Callable[[int], None]) -> None:
         """Run ``ticker(now_ms)`` periodically (every 100 ms: session timeouts, expiries)."""

@@ -44,7 +44,7 @@ from kwire.broker._state import BrokerError, BrokerState, Partition, partition_f
 from kwire.errors import KwireError
 from kwire.log import LogError, ProducerStateError
 from kwire.protocol import ErrorCode
-from kwire.records import AppendError, AppendOrigin, build_batch, build_end_txn_marker, read_batches
+from kwire.records import AppendError, build_batch, build_end_txn_marker
 
 __all__ = [
     "GROUP_TOPIC",
@@ -699,25 +699,16 @@ def _decode_value(value_cls: Any, txn_id: str, value: bytes) -> TransactionMetad
 
 def _read_records(partition: Partition) -> Iterable[tuple[bytes | None, bytes | None]]:
     """Every data record (key, value) of a partition, in offset order."""
-    live = partition.log
-    offset = live.log_start_offset
-    end = live.log_end_offset
-    while offset < end:
-        data = live.read(offset, 1 << 20, max_offset=end)
-        if data.size == 0:
-            break
-        last = offset
-        for batch in read_batches(data.read_bytes()):
-            last = batch.last_offset
-            if batch.is_control:
+    start = partition.log.log_start_offset
+    for batch in partition.log.iter_batches():
+        if batch.is_control:
+            continue
+        for record in batch:
+            if record.offset < start:
                 continue
-            for record in batch:
-                if record.offset < offset:
-                    continue
-                key = None if record.key is None else bytes(record.key)
-                value = None if record.value is None else bytes(record.value)
-                yield key, value
-        offset = last + 1
+            key = None if record.key is None else bytes(record.key)
+            value = None if record.value is None else bytes(record.value)
+            yield key, value
 
 
 def _has_open_txn(partition: Partition, producer_id: int) -> bool:
@@ -726,15 +717,7 @@ def _has_open_txn(partition: Partition, producer_id: int) -> bool:
 
 
 def _append(state: BrokerState, partition: Partition, records: bytes, now_ms: int) -> None:
-    """Append as the coordinator, then replicate (this node is every partition's only replica)."""
-    partition.log.append_as_leader(
-        records,
-        now_ms=now_ms,
-        leader_epoch=partition.leader_epoch,
-        origin=AppendOrigin.COORDINATOR,
-    )
-    partition.log.high_watermark = partition.log.log_end_offset
-    state.appended(partition)
+    state.append_as_coordinator(partition, records, now_ms)
 
 
 def _increment_epoch(

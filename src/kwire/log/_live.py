@@ -1104,6 +1104,23 @@ class LiveLog:
 
     # -- read ------------------------------------------------------------------------------------
 
+    def iter_batches(
+        self, start_offset: int | None = None, chunk_bytes: int = 1 << 20
+    ) -> Iterator[Batch]:
+        """Every batch from ``start_offset`` (default: the log start) to the log end, in order,
+        read ``chunk_bytes`` at a time (how a coordinator replays its partition on load). A batch
+        keeps its chunk alive; the first one may begin before ``start_offset``."""
+        offset = self.log_start_offset if start_offset is None else start_offset
+        end = self.log_end_offset
+        while offset < end:
+            data = self.read(offset, chunk_bytes, max_offset=end)
+            if data.size == 0:
+                return
+            chunk = data.read_bytes()
+            for batch in read_batches(chunk):
+                yield batch
+                offset = batch.last_offset + 1
+
     def read(
         self,
         offset: int,

@@ -99,6 +99,11 @@ def test_append_read_across_rolls(tmp_path: Path) -> None:
     with pytest.raises(OffsetOutOfRangeError) as exc:
         log.read(121, 100)
     assert exc.value.error_code == 1
+    # iter_batches walks every segment in order, in small chunks or large
+    for chunk in (1, 250, 1 << 20):
+        walked = [b.base_offset for b in log.iter_batches(chunk_bytes=chunk)]
+        assert walked == list(range(0, 120, 3))
+    assert [b.base_offset for b in log.iter_batches(61)][:2] == [60, 63]
     log.close()
 
 
