@@ -326,6 +326,18 @@ def test_avro_values_from_confluent_serializer(
     with pytest.raises(Exception, match=r"CorruptRecordError|Avro"):
         failing.collect()
     del CorruptRecordError
+    # an export with valueFormat writes the decoded values (the default arrow engine hands typed
+    # reads to the spark engine instead of writing the raw bytes)
+    import pyarrow.parquet as pq
+
+    from kwire.spark._pipeline import export
+
+    out = tmp_path / "typed-export"
+    result = export(spark, str(data), str(out), "parquet", options={"valueFormat": "avro"})
+    assert result.records == 301  # the truncated datum is reported as skipped, not exported
+    assert any("Avro" in problem for problem in result.problems)
+    table = pq.read_table(str(out))
+    assert str(table.schema.field("value").type).startswith("struct<id: int64")
 
 
 def _proto_class() -> Any:

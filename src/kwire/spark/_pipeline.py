@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from kwire.errors import KwireError
 from kwire.spark._fs import list_files, resolve, to_uri
@@ -87,6 +87,11 @@ class JobResult:
     @property
     def mb_per_second(self) -> float:
         return self.input_bytes / 1e6 / self.seconds if self.seconds else 0.0
+
+
+#: Read options that change what a row holds (decoded values, views of internal topics): the
+#: arrow export engine, which writes the raw columns, hands them to the spark engine.
+TYPED_READ_OPTIONS: Final = frozenset({"valueFormat", "keyFormat", "view"})
 
 
 @contextmanager
@@ -195,7 +200,14 @@ def export(
         return export_incremental(
             spark, input_path, output, fmt, options=options, progress=progress
         )
+    typed = sorted(k for k in (options or {}) if k in TYPED_READ_OPTIONS)
+    if engine == "arrow" and typed:
+        # The arrow engine writes the source's raw columns; typed values and views are built by
+        # the kafka-log DataFrame source, so such an export runs on the spark engine.
+        engine = "spark"
     result = JobResult(f"export to {fmt}" + (" (arrow)" if engine == "arrow" else ""))
+    if typed:
+        result.notes.append(f"{', '.join(typed)}: exported with the spark engine")
     result.input_bytes = _log_bytes(to_uri(input_path))
     reports = tempfile.mkdtemp(prefix="kwire-skipped-")
     read_options = {"reportPath": reports, **(options or {})}
