@@ -20,7 +20,7 @@ import os
 import re
 import uuid
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from kwire.broker._acl import (
@@ -870,6 +870,19 @@ def _legacy_alter(state: BrokerState, resource: Any, validate_only: bool) -> Non
 @register(33, 0, 2)
 def handle_alter_configs(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
     """AlterConfigs: a resource's whole override set replaced (``legacyAlterConfigs``)."""
+    responses = _alter_each(state, ctx, request, _legacy_alter, ALTER_CONFIGS_RESULT)
+    return ALTER_CONFIGS_RESPONSE(throttle_time_ms=0, responses=responses)
+
+
+def _alter_each(
+    state: BrokerState,
+    ctx: RequestContext,
+    request: Any,
+    alter: Callable[[BrokerState, Any, bool], None],
+    result_cls: Any,
+) -> list[Any]:
+    """Both AlterConfigs APIs: a resource named twice is INVALID_REQUEST, each other one is
+    authorized then altered (or only checked with ``validate_only``), one result each."""
     duplicates = _duplicate_resources(request.resources)
     responses = []
     for i, resource in enumerate(request.resources):
@@ -881,11 +894,11 @@ def handle_alter_configs(state: BrokerState, ctx: RequestContext, request: Any) 
                 denied = config_resource_error(state, ctx, resource, "ALTER_CONFIGS")
                 if denied is not None:
                     raise _ApiError(denied)
-                _legacy_alter(state, resource, bool(request.validate_only))
+                alter(state, resource, bool(request.validate_only))
             except _ApiError as exc:
                 error = exc
-        responses.append(_alter_result(ALTER_CONFIGS_RESULT, resource, error))
-    return ALTER_CONFIGS_RESPONSE(throttle_time_ms=0, responses=responses)
+        responses.append(_alter_result(result_cls, resource, error))
+    return responses
 
 
 def _incremental_topic(
@@ -999,21 +1012,9 @@ def _incremental_alter(state: BrokerState, resource: Any, validate_only: bool) -
 @register(44, 0, 1)
 def handle_incremental_alter_configs(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
     """IncrementalAlterConfigs: SET, DELETE, APPEND and SUBTRACT (KIP-339)."""
-    duplicates = _duplicate_resources(request.resources)
-    responses = []
-    for i, resource in enumerate(request.resources):
-        error: _ApiError | None = None
-        if i in duplicates:
-            error = _ApiError(ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")
-        else:
-            try:
-                denied = config_resource_error(state, ctx, resource, "ALTER_CONFIGS")
-                if denied is not None:
-                    raise _ApiError(denied)
-                _incremental_alter(state, resource, bool(request.validate_only))
-            except _ApiError as exc:
-                error = exc
-        responses.append(_alter_result(INCREMENTAL_ALTER_CONFIGS_RESULT, resource, error))
+    responses = _alter_each(
+        state, ctx, request, _incremental_alter, INCREMENTAL_ALTER_CONFIGS_RESULT
+    )
     return INCREMENTAL_ALTER_CONFIGS_RESPONSE(throttle_time_ms=0, responses=responses)
 
 

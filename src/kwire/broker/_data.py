@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Iterable
 from typing import Any, Final
 
 from kwire.broker._acl import (
@@ -557,12 +556,3 @@ def handle_offset_for_leader_epoch(state: BrokerState, ctx: RequestContext, requ
             parts.append(out)
         topics.append(EPOCH_TOPIC(topic=wanted.topic, partitions=parts))
     return EPOCH_RESPONSE(throttle_time_ms=0, topics=topics)
-
-
-def partitions_of(state: BrokerState, names: Iterable[str]) -> list[Partition]:
-    out: list[Partition] = []
-    for name in names:
-        topic = state.topics.get(name)
-        if topic is not None:
-            out.extend(topic.partitions)
-    return out
