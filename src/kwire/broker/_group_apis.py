@@ -709,16 +709,7 @@ def handle_offset_fetch(state: BrokerState, ctx: RequestContext, request: Any) -
         out_topics = [
             FETCH_TOPIC(
                 name=name,
-                partitions=[
-                    FETCH_PARTITION(
-                        partition_index=index,
-                        committed_offset=om.offset if om else -1,
-                        committed_leader_epoch=om.leader_epoch if om else -1,
-                        metadata=om.metadata if om else "",
-                        error_code=int(error),
-                    )
-                    for index, om, error in rows
-                ],
+                partitions=_committed_partitions(FETCH_PARTITION, rows),
             )
             for name, _, rows in found
         ]
@@ -745,16 +736,7 @@ def handle_offset_fetch(state: BrokerState, ctx: RequestContext, request: Any) -
                     FETCH_GROUP_TOPIC(
                         name=name if version < 10 else "",
                         topic_id=topic_id if version >= 10 else ZERO_UUID,
-                        partitions=[
-                            FETCH_GROUP_PARTITION(
-                                partition_index=index,
-                                committed_offset=om.offset if om else -1,
-                                committed_leader_epoch=om.leader_epoch if om else -1,
-                                metadata=om.metadata if om else "",
-                                error_code=int(error),
-                            )
-                            for index, om, error in rows
-                        ],
+                        partitions=_committed_partitions(FETCH_GROUP_PARTITION, rows),
                     )
                     for name, topic_id, rows in found
                 ],
@@ -942,3 +924,18 @@ def handle_consumer_group_describe(state: BrokerState, ctx: RequestContext, requ
             )
         )
     return CG_DESCRIBE_RESPONSE(throttle_time_ms=0, groups=out)
+
+
+def _committed_partitions(cls: Any, rows: Any) -> list[Any]:
+    """OffsetFetch's partition entries (the single-group shape before v8, per group from v8):
+    the committed offset, leader epoch and metadata, or -1 and "" where nothing is committed."""
+    return [
+        cls(
+            partition_index=index,
+            committed_offset=om.offset if om else -1,
+            committed_leader_epoch=om.leader_epoch if om else -1,
+            metadata=om.metadata if om else "",
+            error_code=int(error),
+        )
+        for index, om, error in rows
+    ]
