@@ -476,3 +476,356 @@ def test_json_schema_values_from_confluent_serializer(
     assert good == expected
     bad_rows = [r for r in rows if r["key"] == b"bad"]
     assert bad_rows[0]["value"] is None and "JSON" in bad_rows[0]["_corrupt_record"]
+
+
+# ---- schemas as Confluent's registry stores them: .proto source text, JSON Schema references ----
+
+
+def _write_log(root: Path, topics: dict[str, list[tuple[bytes | None, bytes | None]]]) -> Path:
+    """A log directory (kwire.log.LogWriter, one partition per topic) holding ``topics``."""
+    from kwire.log import LogWriter
+    from kwire.records import build_batch
+
+    for topic, records in topics.items():
+        with LogWriter(str(root), topic, 0, fsync=False) as w:
+            for offset, (key, value) in enumerate(records):
+                w.append(
+                    build_batch(
+                        [(None, 1_700_000_000_000 + offset, key, value)], base_offset=offset
+                    )
+                )
+    return root
+
+
+def _framed(schema_id: int, payload: bytes, indexes: bytes = b"") -> bytes:
+    """Confluent's wire format: magic 0, the schema id, (Protobuf) message indexes, payload."""
+    return b"\x00" + schema_id.to_bytes(4, "big") + indexes + payload
+
+
+CUSTOMER_PROTO = """syntax = "proto3";
+package crm;
+
+message Customer {
+  string name = 1;
+  Address address = 2;
+
+  message Address {
+    string city = 1;
+    repeated string lines = 2;
+  }
+}
+"""
+
+ORDER_PROTO = """syntax = "proto3";
+package shop;
+
+import "google/protobuf/timestamp.proto";
+import "customer.proto";
+
+message Order {
+  int64 id = 1;
+  crm.Customer customer = 2;
+  google.protobuf.Timestamp created = 3;
+  repeated Line lines = 4;
+  map<string, int64> attributes = 5;
+  Status status = 6;
+  optional string note = 9;
+
+  oneof payment {
+    string card = 7;
+    int32 cash_cents = 8;
+  }
+
+  message Line {
+    string sku = 1;
+    int32 count = 2;
+  }
+
+  enum Status {
+    NEW = 0;
+    PAID = 1;
+    SHIPPED = 2;
+  }
+}
+"""
+
+
+def _proto_text_classes(files: dict[str, str], root: str) -> Any:
+    """The message classes of ``root`` compiled from .proto ``files`` by protoc (as protoc-generated
+    code would be), in a pool of their own."""
+    import importlib.resources
+    import tempfile
+
+    import grpc_tools
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+    from grpc_tools import protoc
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, text in files.items():
+            Path(tmp, name).write_text(text)
+        out = Path(tmp, "out.pb")
+        include = importlib.resources.files(grpc_tools) / "_proto"
+        args = ["protoc", f"-I{tmp}", f"-I{include}", "--include_imports"]
+        assert protoc.main([*args, f"--descriptor_set_out={out}", root]) == 0
+        fds = descriptor_pb2.FileDescriptorSet.FromString(out.read_bytes())
+    pool = descriptor_pool.DescriptorPool()
+    for fdp in fds.file:
+        pool.Add(fdp)
+    return message_factory.GetMessages(list(fds.file), pool=pool)
+
+
+def _proto_text_registry() -> Registry:
+    """``customer-value`` and ``orders-value`` (importing customer.proto) stored as .proto text."""
+    reg = Registry()
+    reg.register("customer-value", {"schemaType": "PROTOBUF", "schema": CUSTOMER_PROTO})
+    reg.register(
+        "orders-value",
+        {
+            "schemaType": "PROTOBUF",
+            "schema": ORDER_PROTO,
+            "references": [{"name": "customer.proto", "subject": "customer-value", "version": 1}],
+        },
+    )
+    return reg
+
+
+def test_protobuf_values_with_proto_source_schemas(spark: Any, tmp_path: Path) -> None:
+    reg = _proto_text_registry()
+    stored = json.loads(reg.log[-1][1] or b"")
+    assert stored["schemaType"] == "PROTOBUF" and stored["schema"].startswith('syntax = "proto3";')
+    order_id = stored["id"]
+    classes = _proto_text_classes(
+        {"customer.proto": CUSTOMER_PROTO, "order.proto": ORDER_PROTO}, "order.proto"
+    )
+    Order = classes["shop.Order"]
+    expected = {}
+    records: list[tuple[bytes | None, bytes | None]] = []
+    for i in range(60):
+        order = Order(id=i, status=i % 3)
+        order.customer.name = f"c{i % 7}"
+        if i % 4:
+            order.customer.address.city = f"city{i}"
+            order.customer.address.lines.extend(f"l{j}" for j in range(i % 3))
+        order.created.seconds, order.created.nanos = 1_700_000_000 + i, i * 1000
+        for j in range(i % 3):
+            order.lines.add(sku=f"s{j}", count=i + j)
+        for j in range(i % 2 + 1):
+            order.attributes[f"a{j}"] = i * j
+        if i % 2:
+            order.card = f"card-{i}"
+        else:
+            order.cash_cents = i * 100
+        if i % 5 == 0:
+            order.note = f"n{i}"
+        # Confluent's framing: message indexes [0] written as the single byte 0
+        records.append((str(i).encode(), _framed(order_id, order.SerializeToString(), b"\x00")))
+        expected[i] = {
+            "id": i,
+            "customer": {
+                "name": f"c{i % 7}",
+                "address": {"city": f"city{i}", "lines": [f"l{j}" for j in range(i % 3)]}
+                if i % 4
+                else None,
+            },
+            "created": {"seconds": 1_700_000_000 + i, "nanos": i * 1000},
+            "lines": [{"sku": f"s{j}", "count": i + j} for j in range(i % 3)],
+            "attributes": {f"a{j}": i * j for j in range(i % 2 + 1)},
+            "status": ["NEW", "PAID", "SHIPPED"][i % 3],
+            "note": f"n{i}" if i % 5 == 0 else None,
+            "card": f"card-{i}" if i % 2 else None,
+            "cash_cents": None if i % 2 else i * 100,
+        }
+    records.append((b"bad", _framed(order_id, b"\xff\xff", b"\x00")))
+    data = _write_log(tmp_path / "log", {"orders": records, "_schemas": list(reg.log)})
+    df = spark.read.format("kafka-log").option("valueFormat", "protobuf").load(str(data))
+    value_type = dict(df.dtypes)["value"]
+    assert "customer:struct<name:string,address:struct<city:string,lines:array<string>>>" in (
+        value_type
+    )
+    assert "attributes:map<string,bigint>" in value_type and "status:string" in value_type
+    rows = df.collect()
+    got = {}
+    for row in rows:
+        if row["key"] == b"bad":
+            assert row["value"] is None and "Protobuf" in row["_corrupt_record"]
+            continue
+        assert row["_corrupt_record"] is None, row["_corrupt_record"]
+        assert row["valueSchemaId"] == order_id
+        value = row["value"].asDict(recursive=True)
+        value["attributes"] = dict(value["attributes"])
+        got[value["id"]] = value
+    assert got == expected
+    # nested messages by their message indexes: [0, 1] is Order.Line (the map's entry type
+    # Order.AttributesEntry, which protoc declares first, is [0, 0]), as Confluent numbers them
+    from kwire.spark._registry import _Protobuf, store_from_records
+
+    store = store_from_records(list(reg.log))
+    line = _Protobuf(store, store.latest("orders-value")).message(store.get(order_id), (0, 1))
+    assert line.DESCRIPTOR.full_name == "shop.Order.Line"
+    # the customer subject alone decodes with its own file (compiled without the orders schema)
+    customer = _Protobuf(store, store.latest("customer-value"))
+    assert customer.descriptor.full_name == "crm.Customer"
+
+
+def test_protobuf_source_schema_errors_name_the_schema(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from kwire.errors import KwireError
+    from kwire.spark._registry import typed_source
+
+    reg = Registry()
+    broken = 'syntax = "proto3";\npackage shop;\n\nmessage Order {\n  int64 id = 1\n}\n'
+    reg.register("orders-value", {"schemaType": "PROTOBUF", "schema": broken})
+    data = _write_log(tmp_path / "log", {"orders": [], "_schemas": list(reg.log)})
+    with pytest.raises(KwireError) as err:
+        typed_source(str(data), {"valueFormat": "protobuf"}).arrow_schema()
+    message = str(err.value)
+    assert "Protobuf schema 1 (subject orders-value version 1)" in message
+    assert "schema_1.proto:6:1" in message and "Expected" in message  # protoc's own words
+    assert str(tmp_path) not in message
+    # an import that is neither a reference nor built in
+    reg = Registry()
+    missing = (
+        'syntax = "proto3";\nimport "customer.proto";\nmessage Order { crm.Customer c = 1; }\n'
+    )
+    reg.register("orders-value", {"schemaType": "PROTOBUF", "schema": missing})
+    data = _write_log(tmp_path / "log2", {"orders": [], "_schemas": list(reg.log)})
+    with pytest.raises(KwireError, match=r"Protobuf schema 1 .*customer\.proto"):
+        typed_source(str(data), {"valueFormat": "protobuf"}).arrow_schema()
+    # without grpcio-tools: says what to install
+    from kwire.spark import _registry
+
+    monkeypatch.setitem(sys.modules, "grpc_tools", None)
+    monkeypatch.setattr(_registry, "_COMPILED", {})  # nothing compiled earlier in this process
+    data = _write_log(
+        tmp_path / "log3", {"orders": [], "_schemas": list(_proto_text_registry().log)}
+    )
+    with pytest.raises(KwireError, match=r"pip install grpcio-tools"):
+        typed_source(str(data), {"valueFormat": "protobuf"}).arrow_schema()
+
+
+CUSTOMER_JSON = {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "title": "Customer",
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"},
+        "vip": {"type": "boolean"},
+        "address": {"$ref": "#/definitions/Address"},
+    },
+    "required": ["name"],
+    "definitions": {
+        "Address": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "zip": {"type": "integer"}},
+            "required": ["city"],
+        }
+    },
+}
+ORDER_JSON = {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "title": "Order",
+    "type": "object",
+    "properties": {
+        "id": {"type": "integer"},
+        "customer": {"$ref": "customer.json"},
+        "ship_to": {"$ref": "customer.json#/definitions/Address"},
+        "previous": {"type": "array", "items": {"$ref": "customer.json#/definitions/Address"}},
+    },
+    "required": ["id", "customer"],
+}
+
+
+def test_json_schema_references_to_other_subjects(spark: Any, tmp_path: Path) -> None:
+    reg = Registry()
+    customer_id = reg.register(
+        "customer-value", {"schemaType": "JSON", "schema": json.dumps(CUSTOMER_JSON)}
+    )["id"]
+    order_id = reg.register(
+        "orders-value",
+        {
+            "schemaType": "JSON",
+            "schema": json.dumps(ORDER_JSON),
+            "references": [{"name": "customer.json", "subject": "customer-value", "version": 1}],
+        },
+    )["id"]
+    assert customer_id != order_id
+    expected = {}
+    records: list[tuple[bytes | None, bytes | None]] = []
+    for i in range(40):
+        doc = {
+            "id": i,
+            "customer": {
+                "name": f"c{i}",
+                "vip": i % 3 == 0,
+                "address": {"city": f"city{i}", "zip": 75000 + i},
+            },
+            "ship_to": {"city": f"to{i}", "zip": None if i % 2 else i},
+            "previous": [{"city": f"p{j}", "zip": j} for j in range(i % 3)],
+        }
+        if i % 2:
+            del doc["ship_to"]["zip"]
+        # Confluent's JSONSerializer: magic 0, the schema id, the JSON text
+        records.append((str(i).encode(), _framed(order_id, json.dumps(doc).encode())))
+        expected[i] = {**doc, "ship_to": {"city": f"to{i}", "zip": None if i % 2 else i}}
+    # valid against the orders schema's own keywords, not against the referenced customer schema
+    bad = {"id": 99, "customer": {"name": "x", "address": {"city": 5}}}
+    records.append((b"bad-ref", _framed(order_id, json.dumps(bad).encode())))
+    bad_fragment = {"id": 98, "customer": {"name": "y"}, "ship_to": {"zip": 1}}
+    records.append((b"bad-fragment", _framed(order_id, json.dumps(bad_fragment).encode())))
+    data = _write_log(tmp_path / "log", {"orders": records, "_schemas": list(reg.log)})
+
+    def read(mode: str) -> Any:
+        reader = spark.read.format("kafka-log").option("valueFormat", "json")
+        return reader.option("mode", mode).load(str(data))
+
+    df = read("PERMISSIVE")
+    value_type = dict(df.dtypes)["value"]
+    address = "struct<city:string,zip:bigint>"
+    assert value_type == (
+        f"struct<id:bigint,customer:struct<name:string,vip:boolean,address:{address}>,"
+        f"ship_to:{address},previous:array<{address}>>"
+    )
+    rows = df.collect()
+    good = {r["value"]["id"]: r["value"].asDict(recursive=True) for r in rows if r["value"]}
+    assert good == expected
+    corrupt = {r["key"]: r["_corrupt_record"] for r in rows if r["value"] is None}
+    assert set(corrupt) == {b"bad-ref", b"bad-fragment"}
+    assert "5 is not of type 'string'" in corrupt[b"bad-ref"]
+    assert "'city' is a required property" in corrupt[b"bad-fragment"]
+    assert read("DROPMALFORMED").count() == 40
+    with pytest.raises(Exception, match=r"CorruptRecordError|JSON"):
+        read("FAILFAST").collect()
+
+
+def test_json_schema_reference_types_follow_ids_and_guard_cycles() -> None:
+    from kwire.spark._registry import SchemaEntry, SchemaStore, _Json
+
+    base = "https://example.com/schemas/"
+    node = {
+        "$id": f"{base}node.json",
+        "type": "object",
+        "properties": {"label": {"type": "string"}, "next": {"$ref": "node.json"}},
+    }
+    root = {
+        "$id": f"{base}graph.json",
+        "type": "object",
+        "properties": {
+            "head": {"$ref": "node.json"},  # resolved against $id: base + node.json
+            "tail": {"$ref": f"{base}node.json#/properties/label"},
+            "elsewhere": {"$ref": "https://other.example/unknown.json"},
+        },
+    }
+    store = SchemaStore()
+    store.add(SchemaEntry(1, "JSON", json.dumps(node), subject="node", version=1))
+    refs = (("node.json", "node", 1),)
+    store.add(SchemaEntry(2, "JSON", json.dumps(root), refs, subject="graph", version=1))
+    decoder = _Json(store, store.latest("graph"))
+    assert str(decoder.arrow_type()) == (
+        "struct<head: struct<label: string, next: string>, tail: string, elsewhere: string>"
+    )
+    validator = decoder.validator(store.get(2))
+    assert not list(validator.iter_errors({"head": {"label": "a", "next": {"label": "b"}}}))
+    assert list(validator.iter_errors({"head": {"label": "a", "next": {"label": 3}}}))

@@ -30,6 +30,8 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import os
+import re
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -504,37 +506,37 @@ class _Protobuf(_Format):
 
     def __init__(self, store: SchemaStore, reader: SchemaEntry, message: str | None = None) -> None:
         super().__init__(store, reader)
+        self._fdps: dict[int, tuple[Any, ...]] = {}
         self._files: dict[int, Any] = {}
         self._classes: dict[tuple[int, tuple[int, ...]], Any] = {}
         index = 0  # Confluent's default: the file's first message
         if message is not None:
-            names = [m.name for m in _proto_file(reader).message_type]
+            names = [m.name for m in self.root(reader).message_type]
             short = message.rsplit(".", 1)[-1]
             if short not in names:
                 raise OptionError(f"Protobuf schema {reader.id} has no message {message!r}")
             index = names.index(short)
         self.descriptor = self.message(reader, (index,)).DESCRIPTOR
 
+    def files(self, entry: SchemaEntry) -> tuple[Any, ...]:
+        """The entry's FileDescriptorProtos, dependencies first (see _proto_files)."""
+        if entry.id not in self._fdps:
+            self._fdps[entry.id] = _proto_files(self.store, entry)
+        return self._fdps[entry.id]
+
+    def root(self, entry: SchemaEntry) -> Any:
+        """The entry's own FileDescriptorProto."""
+        return self.files(entry)[-1]
+
     def file(self, entry: SchemaEntry) -> Any:
         if entry.id not in self._files:
             from google.protobuf import descriptor_pool
 
             pool = descriptor_pool.DescriptorPool()
-            self._add(pool, entry, set())
-            self._files[entry.id] = pool.FindFileByName(_proto_file(entry).name)
+            for fdp in self.files(entry):  # dependencies first, each file once
+                pool.Add(fdp)
+            self._files[entry.id] = pool.FindFileByName(self.root(entry).name)
         return self._files[entry.id]
-
-    def _add(self, pool: Any, entry: SchemaEntry, done: set[str]) -> None:
-        fdp = _proto_file(entry)
-        for name, subject, version in entry.references:
-            if name not in done:
-                done.add(name)
-                self._add(pool, self.store.version(subject, version), done)
-        for dep in fdp.dependency:
-            if dep.startswith("google/protobuf/") and dep not in done:
-                done.add(dep)
-                _add_well_known(pool, dep)
-        pool.Add(fdp)
 
     def message(self, entry: SchemaEntry, indexes: tuple[int, ...]) -> Any:
         key = (entry.id, indexes)
@@ -542,7 +544,7 @@ class _Protobuf(_Format):
             from google.protobuf import message_factory
 
             desc = self.file(entry).message_types_by_name[
-                _proto_file(entry).message_type[indexes[0]].name
+                self.root(entry).message_type[indexes[0]].name
             ]
             for i in indexes[1:]:
                 desc = desc.nested_types[i]
@@ -583,29 +585,206 @@ class _Protobuf(_Format):
         return _pyvalues_to_arrow(values, self.arrow_type(), errors, "Protobuf"), ids, errors
 
 
-def _proto_file(entry: SchemaEntry) -> Any:
+def _describe(entry: SchemaEntry) -> str:
+    where = f" (subject {entry.subject} version {entry.version})" if entry.subject else ""
+    return f"Protobuf schema {entry.id}{where}"
+
+
+def _serialized_proto(entry: SchemaEntry) -> Any:
+    """The entry's FileDescriptorProto if it is stored serialized (base64), else None."""
     from google.protobuf import descriptor_pb2
 
     try:
         raw = base64.b64decode(entry.schema, validate=True)
         return descriptor_pb2.FileDescriptorProto.FromString(raw)
-    except Exception as exc:
-        raise KwireError(
-            f"Protobuf schema {entry.id}: only the serialized (base64 FileDescriptorProto) form "
-            "is supported, not .proto source"
-        ) from exc
+    except Exception:  # binascii.Error, DecodeError: .proto source text
+        return None
 
 
-def _add_well_known(pool: Any, name: str) -> None:
+# Compiled files by everything protoc saw (per process: protoc runs once per schema, not per task)
+_COMPILED: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+
+
+def _proto_files(
+    store: SchemaStore, entry: SchemaEntry, name: str | None = None, stack: tuple[int, ...] = ()
+) -> tuple[Any, ...]:
+    """The entry's file (named ``name`` when it is imported under that name) after every file it
+    imports, each once, in dependency order: what a descriptor pool takes one by one.
+
+    The schema is a base64 FileDescriptorProto, or .proto source text (the registry's canonical
+    form) compiled with protoc from grpcio-tools; references are other subjects' schemas, in either
+    form, imported under their reference names; google/protobuf/*.proto come with the runtime."""
+    if entry.id in stack:
+        raise KwireError(f"{_describe(entry)}: its references form a cycle")
+    fdp = _serialized_proto(entry)
+    if fdp is None:
+        return _compile_proto(store, entry, name or f"schema_{entry.id}.proto", (*stack, entry.id))
+    if name is not None and fdp.name != name:
+        fdp = type(fdp).FromString(fdp.SerializeToString())
+        fdp.name = name
+    out: dict[str, Any] = {}
+    for ref_name, subject, version in entry.references:
+        ref = store.version(subject, version)
+        for f in _proto_files(store, ref, ref_name, (*stack, entry.id)):
+            out.setdefault(f.name, f)
+    for dep in fdp.dependency:
+        if dep not in out:
+            for f in _builtin_files(dep):
+                out.setdefault(f.name, f)
+    out[fdp.name] = fdp
+    return tuple(out.values())
+
+
+# Files Confluent's registry knows without references, besides google/protobuf/*.proto
+_BUILTIN_PROTOS = {
+    "confluent/meta.proto": "confluent_kafka.schema_registry.confluent.meta_pb2",
+    "confluent/type/decimal.proto": "confluent_kafka.schema_registry.confluent.type.decimal_pb2",
+}
+
+
+def _builtin_files(name: str) -> list[Any]:
+    """A file the registry imports without a reference (google/protobuf/*, google/type/*,
+    confluent/*) and what it imports, dependencies first, as the installed Python packages
+    (protobuf, googleapis-common-protos, confluent-kafka) ship them; [] if not available."""
     import importlib
 
     from google.protobuf import descriptor_pb2
 
-    module = name.removeprefix("google/protobuf/").removesuffix(".proto") + "_pb2"
-    mod = importlib.import_module(f"google.protobuf.{module}")
-    fdp = descriptor_pb2.FileDescriptorProto()
-    mod.DESCRIPTOR.CopyToProto(fdp)
-    pool.Add(fdp)
+    stem = name.removesuffix(".proto").replace("/", ".")
+    if name.startswith(("google/protobuf/", "google/type/")):
+        module = f"{stem}_pb2"
+    elif name in _BUILTIN_PROTOS:
+        module = _BUILTIN_PROTOS[name]
+    else:
+        return []
+    try:
+        root = importlib.import_module(module).DESCRIPTOR
+    except ImportError:
+        return []
+    files: dict[str, Any] = {}
+
+    def walk(fd: Any) -> None:
+        for dep in fd.dependencies:
+            walk(dep)
+        if fd.name not in files:
+            fdp = descriptor_pb2.FileDescriptorProto()
+            fd.CopyToProto(fdp)
+            files[fd.name] = fdp
+
+    walk(root)
+    return list(files.values())
+
+
+_IMPORT = re.compile(r'^\s*import\s+(?:public\s+|weak\s+)?"([^"]+)"\s*;', re.MULTILINE)
+
+
+def _compile_proto(
+    store: SchemaStore, entry: SchemaEntry, root: str, stack: tuple[int, ...]
+) -> tuple[Any, ...]:
+    """Compile .proto source (the entry's, at ``root``, and its references') with protoc."""
+    sources: dict[str, str] = {}  # path under the include dir -> .proto text
+    serialized: dict[str, Any] = {}  # files of references stored serialized, by name
+
+    def collect(e: SchemaEntry, path: str, stack: tuple[int, ...]) -> None:
+        sources[path] = e.schema
+        for ref_name, subject, version in e.references:
+            if ref_name in sources or ref_name in serialized:
+                continue
+            ref = store.version(subject, version)
+            if _serialized_proto(ref) is None:
+                if ref.id in stack:
+                    raise KwireError(f"{_describe(ref)}: its references form a cycle")
+                collect(ref, ref_name, (*stack, ref.id))
+            else:
+                for f in _proto_files(store, ref, ref_name, stack):
+                    serialized.setdefault(f.name, f)
+
+    collect(entry, root, stack)
+    for text in list(sources.values()):  # confluent/*, google/type/*: from the Python packages
+        for name in _IMPORT.findall(text):
+            # google/protobuf/*.proto are in protoc's include dir
+            if name not in sources and not name.startswith("google/protobuf/"):
+                for f in _builtin_files(name):
+                    serialized.setdefault(f.name, f)
+    key = (
+        root,
+        tuple(sorted(sources.items())),
+        tuple(f.SerializeToString() for f in serialized.values()),
+    )
+    if key not in _COMPILED:
+        files = _run_protoc(entry, root, sources, list(serialized.values()))
+        if len(_COMPILED) >= 256:
+            _COMPILED.clear()
+        _COMPILED[key] = files
+    return _COMPILED[key]
+
+
+def _run_protoc(
+    entry: SchemaEntry, root: str, sources: dict[str, str], serialized: list[Any]
+) -> tuple[Any, ...]:
+    import importlib.resources
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path, PurePosixPath
+
+    from google.protobuf import descriptor_pb2
+
+    try:
+        import grpc_tools
+    except ImportError as exc:
+        raise KwireError(
+            f"{_describe(entry)} is .proto source text; compiling it needs protoc from "
+            "grpcio-tools: pip install grpcio-tools (or kwire[spark])"
+        ) from exc
+    with tempfile.TemporaryDirectory(prefix="kwire-proto-") as tmp:
+        src, out = Path(tmp, "src"), Path(tmp, "out.pb")
+        for path, text in sources.items():
+            parts = PurePosixPath(path).parts
+            if not parts or PurePosixPath(path).is_absolute() or ".." in parts:
+                raise KwireError(f"{_describe(entry)}: bad reference name {path!r}")
+            target = src.joinpath(*parts)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+        with importlib.resources.as_file(
+            importlib.resources.files(grpc_tools) / "_proto"
+        ) as include:
+            args = [
+                sys.executable or "python3",
+                "-m",
+                "grpc_tools.protoc",
+                f"--proto_path={src}",
+                f"--proto_path={include}",
+                "--include_imports",
+                f"--descriptor_set_out={out}",
+            ]
+            if serialized:
+                given = Path(tmp, "in.pb")
+                given.write_bytes(
+                    descriptor_pb2.FileDescriptorSet(file=serialized).SerializeToString()
+                )
+                args.append(f"--descriptor_set_in={given}")
+            try:
+                proc = subprocess.run(
+                    [*args, root], capture_output=True, timeout=300, cwd=tmp, check=False
+                )
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                raise KwireError(f"{_describe(entry)}: protoc did not run: {exc}") from exc
+        if proc.returncode != 0 or not out.exists():
+            message = (
+                proc.stderr.decode("utf-8", "replace").strip()
+                or proc.stdout.decode("utf-8", "replace").strip()
+            )
+            message = message.replace(f"{src}{os.sep}", "")  # paths as the schema names them
+            raise KwireError(
+                f"{_describe(entry)}: protoc cannot compile its .proto source: "
+                f"{message or f'exit status {proc.returncode}'}"
+            )
+        files = list(descriptor_pb2.FileDescriptorSet.FromString(out.read_bytes()).file)
+    own = [f for f in files if f.name == root]
+    if not own:
+        raise KwireError(f"{_describe(entry)}: protoc's output has no file {root}")
+    return (*[f for f in files if f.name != root], own[0])
 
 
 def _is_repeated(f: Any) -> bool:
@@ -690,18 +869,28 @@ class _Json(_Format):
     def __init__(self, store: SchemaStore, reader: SchemaEntry) -> None:
         super().__init__(store, reader)
         self.doc = json.loads(reader.schema)
+        self.docs = _json_documents(store, reader, self.doc)
         self._validators: dict[int, Any] = {}
 
     def validator(self, entry: SchemaEntry) -> Any:
         if entry.id not in self._validators:
             from jsonschema.validators import validator_for
+            from referencing import Registry, Resource
+            from referencing.jsonschema import specification_with
 
             doc = json.loads(entry.schema)
-            self._validators[entry.id] = validator_for(doc)(doc)
+            cls = validator_for(doc)
+            # referenced documents without "$schema" are read as the referring one's dialect
+            spec = specification_with(cls.META_SCHEMA["$schema"])
+            registry: Any = Registry()
+            for uri, ref_doc in _json_documents(self.store, entry, doc).items():
+                resource = Resource.from_contents(ref_doc, default_specification=spec)
+                registry = registry.with_resource(uri, resource)
+            self._validators[entry.id] = cls(doc, registry=registry)
         return self._validators[entry.id]
 
     def arrow_type(self) -> pa.DataType:
-        return _json_arrow_type(self.doc, self.doc, ())
+        return _json_arrow_type(self.doc, self.doc, _json_base("", self.doc), self.docs, ())
 
     def decode(
         self, column: pa.Array, header_ids: dict[int, int] | None
@@ -735,38 +924,113 @@ class _Json(_Format):
         return _pyvalues_to_arrow(values, self.arrow_type(), errors, "JSON"), ids, errors
 
 
-def _json_arrow_type(s: Any, root: Any, seen: tuple[str, ...]) -> pa.DataType:
+def _json_base(base: str, doc: Any) -> str:
+    """The base URI inside ``doc`` (its ``$id`` resolved against ``base``)."""
+    from urllib.parse import urljoin
+
+    own = doc.get("$id") if isinstance(doc, dict) else None
+    if isinstance(own, str):
+        return urljoin(base, own) if base else own
+    return base
+
+
+def _json_documents(store: SchemaStore, entry: SchemaEntry, doc: Any) -> dict[str, Any]:
+    """The documents ``entry`` references (recursively), by every URI a ``$ref`` may name them
+    with: the reference name, the name resolved against the referring document's ``$id``, and
+    the document's own ``$id``."""
+    from urllib.parse import urljoin
+
+    docs: dict[str, Any] = {}
+    todo = [(entry, _json_base("", doc))]
+    seen = {entry.id}
+    while todo:
+        current, base = todo.pop()
+        for name, subject, version in current.references:
+            ref = store.version(subject, version)
+            try:
+                ref_doc = json.loads(ref.schema)
+            except ValueError as exc:
+                raise KwireError(
+                    f"JSON schema {ref.id} (subject {subject} version {version}, referenced as "
+                    f"{name!r}) is not JSON: {exc}"
+                ) from exc
+            uris = [name, urljoin(base, name) if base else name]
+            own = _json_base("", ref_doc)
+            if own:
+                uris.append(own)
+            for uri in uris:
+                docs.setdefault(uri, ref_doc)
+            if ref.id not in seen:
+                seen.add(ref.id)
+                todo.append((ref, own or (urljoin(base, name) if base else name)))
+    return docs
+
+
+def _json_pointer(doc: Any, fragment: str) -> Any:
+    """The part of ``doc`` a ``$ref`` fragment (a JSON pointer; "" the whole) points at."""
+    from urllib.parse import unquote
+
+    target = doc
+    if not fragment:
+        return target
+    if not fragment.startswith("/"):
+        raise KeyError(fragment)  # an anchor: not followed
+    for part in unquote(fragment)[1:].split("/"):
+        part = part.replace("~1", "/").replace("~0", "~")
+        target = target[int(part)] if isinstance(target, list) else target[part]
+    return target
+
+
+def _json_arrow_type(
+    s: Any, doc: Any, base: str, docs: Mapping[str, Any], seen: tuple[str, ...]
+) -> pa.DataType:
+    """The Arrow type of schema ``s`` (part of document ``doc`` whose base URI is ``base``);
+    ``$ref`` is followed within the document and into ``docs`` (referenced subjects)."""
+    from urllib.parse import urljoin
+
     import pyarrow as pa
 
     if not isinstance(s, dict):
         return pa.string()
     if "$ref" in s:
         ref = str(s["$ref"])
-        if not ref.startswith("#/") or ref in seen:
+        uri, _, fragment = ref.partition("#")
+        if uri:
+            absolute = urljoin(base, uri) if base else uri
+            target_doc = docs.get(absolute, docs.get(uri))
+            if target_doc is None:
+                return pa.string()  # not a referenced subject: left as JSON text
+            target_base = _json_base(absolute, target_doc)
+        else:
+            target_doc, target_base = doc, base
+        key = f"{target_base}#{fragment}"
+        if key in seen:
+            return pa.string()  # recursive: no Arrow type
+        try:
+            target = _json_pointer(target_doc, fragment)
+        except (KeyError, IndexError, ValueError, TypeError):
             return pa.string()
-        target = root
-        for part in ref[2:].split("/"):
-            target = target[part]
-        return _json_arrow_type(target, root, (*seen, ref))
+        return _json_arrow_type(target, target_doc, target_base, docs, (*seen, key))
+
+    def sub(x: Any) -> pa.DataType:
+        return _json_arrow_type(x, doc, base, docs, seen)
+
     for combo in ("oneOf", "anyOf"):
         if combo in s:
             branches = [
                 b for b in s[combo] if not (isinstance(b, dict) and b.get("type") == "null")
             ]
-            return _json_arrow_type(branches[0], root, seen) if len(branches) == 1 else pa.string()
+            return sub(branches[0]) if len(branches) == 1 else pa.string()
     t = s.get("type")
     if isinstance(t, list):
         others = [x for x in t if x != "null"]
         t = others[0] if len(others) == 1 else None
     if t == "object" and "properties" in s:
         return pa.struct(
-            [
-                pa.field(name, _json_arrow_type(sub, root, seen), nullable=True)
-                for name, sub in s["properties"].items()
-            ]
+            [pa.field(name, sub(schema), nullable=True) for name, schema in s["properties"].items()]
         )
     if t == "array":
-        return pa.list_(pa.field("element", _json_arrow_type(s.get("items", {}), root, seen)))
+        return pa.list_(pa.field("element", sub(s.get("items", {}))))
     return {
         "string": pa.string(),
         "integer": pa.int64(),
