@@ -829,3 +829,71 @@ def test_json_schema_reference_types_follow_ids_and_guard_cycles() -> None:
     validator = decoder.validator(store.get(2))
     assert not list(validator.iter_errors({"head": {"label": "a", "next": {"label": "b"}}}))
     assert list(validator.iter_errors({"head": {"label": "a", "next": {"label": 3}}}))
+
+
+def test_protobuf_source_imports_builtins_and_serialized_references() -> None:
+    """Imports the registry resolves without references (google/protobuf, google/type, confluent),
+    and references mixing the two stored forms (text importing base64 and base64 importing text)."""
+    import base64
+
+    from google.protobuf import descriptor_pb2
+
+    from kwire.spark._registry import SchemaEntry, SchemaStore, _Protobuf
+
+    store = SchemaStore()
+    builtins = """syntax = "proto3";
+package p;
+
+import "confluent/meta.proto";
+import "confluent/type/decimal.proto";
+import "google/type/date.proto";
+import "google/protobuf/wrappers.proto";
+
+message M {
+  confluent.type.Decimal price = 1 [(confluent.field_meta) = { params: [{ key: "precision", value: "8" }] }];
+  google.type.Date day = 2;
+  google.protobuf.StringValue note = 3;
+}
+"""
+    store.add(SchemaEntry(1, "PROTOBUF", builtins, subject="m-value", version=1))
+    assert str(_Protobuf(store, store.get(1)).arrow_type()) == (
+        "struct<price: struct<value: binary, precision: int64, scale: int32>, "
+        "day: struct<year: int32, month: int32, day: int32>, note: struct<value: string>>"
+    )
+    # base64 x.proto (importing a well-known file) imported by a .proto text schema
+    F = descriptor_pb2.FieldDescriptorProto
+    x = descriptor_pb2.FileDescriptorProto(
+        name="x.proto", package="x", syntax="proto3", dependency=["google/protobuf/timestamp.proto"]
+    )
+    x.message_type.add(name="X").field.add(
+        name="t", number=1, type=F.TYPE_MESSAGE, type_name=".google.protobuf.Timestamp"
+    )
+    serialized = base64.b64encode(x.SerializeToString()).decode()
+    store.add(SchemaEntry(2, "PROTOBUF", serialized, subject="x-value", version=1))
+    text = 'syntax = "proto3";\nimport "x.proto";\nmessage Y { x.X x = 1; string s = 2; }\n'
+    refs = (("x.proto", "x-value", 1),)
+    store.add(SchemaEntry(3, "PROTOBUF", text, refs, subject="y-value", version=1))
+    y = _Protobuf(store, store.get(3))
+    assert str(y.arrow_type()) == (
+        "struct<x: struct<t: struct<seconds: int64, nanos: int32>>, s: string>"
+    )
+    assert [f.name for f in y.files(store.get(3))] == [
+        "google/protobuf/timestamp.proto",
+        "x.proto",
+        "schema_3.proto",
+    ]
+    # base64 w.proto importing the text schema y-value under the name y.proto
+    w = descriptor_pb2.FileDescriptorProto(
+        name="w.proto", package="w", syntax="proto3", dependency=["y.proto"]
+    )
+    w.message_type.add(name="W").field.add(name="y", number=1, type=F.TYPE_MESSAGE, type_name=".Y")
+    serialized = base64.b64encode(w.SerializeToString()).decode()
+    refs = (("y.proto", "y-value", 1),)
+    store.add(SchemaEntry(4, "PROTOBUF", serialized, refs, subject="w-value", version=1))
+    decoder = _Protobuf(store, store.get(4))
+    assert str(decoder.arrow_type()).startswith("struct<y: struct<x: struct<t: struct<seconds")
+    msg = decoder.message(store.get(4), (0,))()
+    msg.y.x.t.seconds = 7
+    msg.y.s = "hi"
+    again = decoder.message(store.get(4), (0,)).FromString(msg.SerializeToString())
+    assert again.y.x.t.seconds == 7 and again.y.s == "hi"

@@ -15,6 +15,9 @@ confluent-kafka's SchemaRegistryClient (every version of the subject fetched on 
 the executors meet later fetched by id). The output type is resolved on the driver from the
 subject's latest schema (TopicNameStrategy ``<topic>-value`` unless ``valueSubject``); records
 written with an older schema are resolved against it (Avro: fastavro's schema resolution).
+Protobuf schemas are base64 FileDescriptorProtos or .proto source text (compiled with protoc from
+grpcio-tools, references written at their names); JSON Schema ``$ref`` follows references to
+other subjects (a ``referencing.Registry`` for validation, the other document for the type).
 
 Decoding runs on the Arrow batches the reader yields: schema ids are read for the whole column
 with numpy (no Python object per record); Avro datums of the latest schema go through the
