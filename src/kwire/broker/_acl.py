@@ -11,20 +11,24 @@ A resource that no ACL matches at all is allowed only with ``allow.everyone.if.n
 
 Handlers call ``authorize(state, ctx, "WRITE", TOPIC, name)``. Without ``authorizer.class.name``
 every call answers True at once and the ACL APIs answer SECURITY_DISABLED, as Kafka does with no
-authorizer. ACLs are kept in ``acls.json`` in the data directory (``AclStore``); a KRaft broker
-keeps them as ``AccessControlEntryRecord``s in its metadata log.
+authorizer. ACLs are kept as a KRaft broker keeps them (``AclControlManager``):
+``AccessControlEntryRecord``s (each with a random id) and ``RemoveAccessControlEntryRecord``s in
+``__cluster_metadata``, replayed into the metadata image at start (``AclStore`` is a view of it; a
+change is fsynced before it is answered). An ``acls.json`` of an older kwire is imported once when
+the metadata log opens.
 """
 
 from __future__ import annotations
 
-import json
-import os
-from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+import uuid
+from collections.abc import Callable, Collection, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any, Final
 
+from kwire.broker import _metadata_log as mlog
 from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
+from kwire.broker._metadata_log import StandardAcl
 from kwire.broker._state import BrokerState
 from kwire.protocol import ErrorCode, message_class, struct_class
 
@@ -115,7 +119,6 @@ SUPPORTED: Final = {
     TRANSACTIONAL_ID: ("DESCRIBE", "WRITE"),
 }
 CLUSTER_NAME: Final = "kafka-cluster"
-ACLS_FILE: Final = "acls.json"
 
 CREATE_ACLS_RESPONSE: Final = message_class("CreateAclsResponse")
 CREATE_ACLS_RESULT: Final = struct_class(CREATE_ACLS_RESPONSE, "results")
@@ -127,24 +130,9 @@ DELETE_ACLS_RESULT: Final = struct_class(DELETE_ACLS_RESPONSE, "filter_results")
 DELETE_ACLS_MATCH: Final = struct_class(DELETE_ACLS_RESPONSE, "filter_results", "matching_acls")
 
 
-@dataclass(frozen=True, slots=True)
-class AclBinding:
-    """One ACL (Kafka's ``AclBinding``: a resource pattern and an access control entry)."""
-
-    resource_type: int
-    resource_name: str
-    pattern_type: int
-    principal: str
-    host: str
-    operation: int
-    permission_type: int
-
-    def matches_resource(self, resource_type: int, name: str) -> bool:
-        if self.resource_type != resource_type:
-            return False
-        if self.pattern_type == LITERAL:
-            return self.resource_name in (name, "*")
-        return self.pattern_type == PREFIXED and name.startswith(self.resource_name)
+#: One ACL (Kafka's ``AclBinding``: a resource pattern and an access control entry), as the
+#: metadata image holds it (``StandardAcl``).
+AclBinding = StandardAcl
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,26 +174,47 @@ class AclFilter:
 
 
 class AclStore:
-    """The ACLs, kept in ``acls.json`` (written atomically after every change)."""
+    """The ACLs, as the metadata image holds them (by id, in creation order).
 
-    def __init__(self, directory: str) -> None:
-        self.path = os.path.join(directory, ACLS_FILE)
-        self.acls: dict[AclBinding, None] = {}  # insertion-ordered set
-        try:
-            with open(self.path, encoding="utf-8") as f:
-                doc = json.load(f)
-        except FileNotFoundError:
-            return
-        for entry in doc.get("acls", []):
-            self.acls[AclBinding(**entry)] = None
+    A change is ``AccessControlEntryRecord``s (or ``RemoveAccessControlEntryRecord``s) handed to
+    ``append``, which writes them to ``__cluster_metadata`` (fsynced) and replays them into the
+    image before returning; the store keeps nothing of its own. ``AclStore.in_memory()`` is a
+    store over an image of its own, without a log.
+    """
 
-    def save(self) -> None:
-        tmp = self.path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump({"version": 1, "acls": [asdict(a) for a in self.acls]}, f, indent=1)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+    def __init__(
+        self, image: mlog.MetadataImage, append: Callable[[list[mlog.Record]], None]
+    ) -> None:
+        self._image = image
+        self._append = append
+
+    @classmethod
+    def in_memory(cls, acls: Iterable[AclBinding] = ()) -> AclStore:
+        image = mlog.MetadataImage()
+        store = cls(image, image.replay_all)
+        store.add(acls)
+        return store
+
+    @property
+    def acls(self) -> Collection[AclBinding]:
+        """The ACLs (a live view)."""
+        return self._image.acls.values()
+
+    def with_ids(self) -> Iterator[tuple[uuid.UUID, AclBinding]]:
+        return iter(list(self._image.acls.items()))
+
+    def add(self, acls: Iterable[AclBinding]) -> None:
+        """Create ACLs in one batch (``AclControlManager.createAcls``: one that exists already
+        is not written again)."""
+        records = mlog.create_acl_records(self._image, acls)
+        if records:
+            self._append(records)
+
+    def remove(self, acl_ids: Iterable[uuid.UUID]) -> None:
+        """Delete the ACLs of ``acl_ids`` in one batch."""
+        records = mlog.delete_acl_records(i for i in acl_ids if i in self._image.acls)
+        if records:
+            self._append(records)
 
 
 class Authorizer:
@@ -281,7 +290,7 @@ def authorizer(state: BrokerState) -> Authorizer | None:
         s.strip() for s in (state.static_config.get("super.users") or "").split(";") if s.strip()
     ]
     allow = (state.static_config.get("allow.everyone.if.no.acl.found") or "false").lower() == "true"
-    made = Authorizer(AclStore(state.path), supers, allow)
+    made = Authorizer(AclStore(state.metadata_image, state.append_metadata), supers, allow)
     state.services["authorizer"] = made
     return made
 
@@ -354,7 +363,7 @@ def handle_create_acls(state: BrokerState, ctx: RequestContext, request: Any) ->
     auth = authorizer(state)
     results = []
     allowed = auth is not None and authorize(state, ctx, "ALTER", CLUSTER, CLUSTER_NAME)
-    changed = False
+    created: list[AclBinding] = []
     for creation in request.creations:
         if auth is None:
             results.append(
@@ -385,11 +394,10 @@ def handle_create_acls(state: BrokerState, ctx: RequestContext, request: Any) ->
                 CREATE_ACLS_RESULT(error_code=int(ErrorCode.INVALID_REQUEST), error_message=problem)
             )
             continue
-        auth.store.acls[acl] = None
-        changed = True
+        created.append(acl)
         results.append(CREATE_ACLS_RESULT(error_code=0, error_message=None))
-    if changed and auth is not None:
-        auth.store.save()
+    if auth is not None:
+        auth.store.add(created)  # one batch, in the metadata log before the answer
     return CREATE_ACLS_RESPONSE(throttle_time_ms=0, results=results)
 
 
@@ -458,7 +466,7 @@ def handle_delete_acls(state: BrokerState, ctx: RequestContext, request: Any) ->
     auth = authorizer(state)
     allowed = auth is not None and authorize(state, ctx, "ALTER", CLUSTER, CLUSTER_NAME)
     results = []
-    changed = False
+    deleted: list[uuid.UUID] = []
     for item in request.filters:
         out = DELETE_ACLS_RESULT(error_code=0, error_message=None, matching_acls=[])
         if auth is None:
@@ -471,9 +479,12 @@ def handle_delete_acls(state: BrokerState, ctx: RequestContext, request: Any) ->
             if problem is not None:
                 out.error_code, out.error_message = int(ErrorCode.INVALID_REQUEST), problem
             else:
-                for acl in [a for a in auth.store.acls if wanted.matches(a)]:
-                    del auth.store.acls[acl]
-                    changed = True
+                # AclControlManager.deleteAclsForFilter: every filter matches against the ACLs
+                # as they were before the request.
+                for acl_id, acl in auth.store.with_ids():
+                    if not wanted.matches(acl):
+                        continue
+                    deleted.append(acl_id)
                     out.matching_acls.append(
                         DELETE_ACLS_MATCH(
                             error_code=0,
@@ -488,8 +499,8 @@ def handle_delete_acls(state: BrokerState, ctx: RequestContext, request: Any) ->
                         )
                     )
         results.append(out)
-    if changed and auth is not None:
-        auth.store.save()
+    if auth is not None:
+        auth.store.remove(deleted)  # one batch, in the metadata log before the answer
     return DELETE_ACLS_RESPONSE(throttle_time_ms=0, filter_results=results)
 
 

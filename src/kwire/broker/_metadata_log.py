@@ -8,11 +8,13 @@ version 1, the record's apiKey and version (unsigned varints), then the record's
 ``metadata/src/main/resources/common/metadata`` specs). ``MetadataImage`` is what replaying the
 records gives (Kafka's ``MetadataImage``, reduced to what this node needs): topics by name and id
 with their partitions and config overrides, other config resources (broker overrides), the next
-producer id block, the finalized features, the registered brokers. ``topic_records``,
-``partition_records``, ``remove_topic_records``, ``config_records`` and
-``producer_ids_record`` turn a state change into records as Kafka's controller writes them
-(``ReplicationControlManager``, ``ConfigurationControlManager``, ``ProducerIdControlManager``), at
-the record versions of the node's ``metadata.version`` (``MetadataVersion.partitionRecordVersion``,
+producer id block, the finalized features, the registered brokers, the SCRAM credentials by
+(user, mechanism) and the ACLs by id. ``topic_records``, ``partition_records``,
+``remove_topic_records``, ``config_records``, ``producer_ids_record``, ``scram_records`` and
+``create_acl_records`` / ``delete_acl_records`` turn a state change into records as Kafka's
+controller writes them (``ReplicationControlManager``, ``ConfigurationControlManager``,
+``ProducerIdControlManager``, ``ScramControlManager``, ``AclControlManager``), at the record
+versions of the node's ``metadata.version`` (``MetadataVersion.partitionRecordVersion``,
 ``registerBrokerRecordVersion``).
 
 The files (``MetadataLog``): ``<data dir>/__cluster_metadata-0/`` is a ``kwire.log.LiveLog``
@@ -29,6 +31,13 @@ goes up by one, ``quorum-state`` is rewritten, a ``LeaderChange`` control batch 
 and the node registers again (``RegisterBrokerRecord`` with a new incarnation and the record's
 offset as broker epoch, then ``UnfenceBrokerRecord``).
 
+SCRAM credentials (``UserScramCredentialRecord``: salt, StoredKey, ServerKey, iterations; never a
+password) and ACLs (``AccessControlEntryRecord`` with a random id per ACL, as
+``AclControlManager.newAclId``) live only in the log and its image. ``scram-credentials.json`` and
+``acls.json``, where an older kwire kept them, are imported once on open (their records appended,
+then the file renamed ``<name>.migrated``; an entry the image already holds is not written again,
+so an import cut short by a crash is finished on the next open).
+
 Producer ids come in blocks of 1000 (``ProducerIdControlManager``): the image's
 ``next_producer_id`` is the first id no block has handed out, so ids never repeat after a restart
 or a kill. kwire writes no periodic ``<offset>-<epoch>.checkpoint`` snapshots (the log is kept
@@ -40,9 +49,10 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import logging
 import os
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -69,11 +79,16 @@ __all__ = [
     "MetadataLog",
     "NodeInfo",
     "PartitionImage",
+    "ScramCredential",
+    "StandardAcl",
     "TopicImage",
     "TopicState",
+    "acl_json_records",
     "changes",
     "config_records",
+    "create_acl_records",
     "decode_record",
+    "delete_acl_records",
     "dump_json",
     "encode_record",
     "metadata_version_for",
@@ -83,9 +98,13 @@ __all__ = [
     "read_snapshot",
     "record_type_name",
     "remove_topic_records",
+    "scram_json_records",
+    "scram_records",
     "stored_cluster_id",
     "topic_records",
 ]
+
+_logger = logging.getLogger("kwire.broker")
 
 METADATA_TOPIC: Final = "__cluster_metadata"
 METADATA_PARTITION_DIR: Final = f"{METADATA_TOPIC}-0"
@@ -99,6 +118,15 @@ PRODUCER_ID_BLOCK_SIZE: Final = 1000
 CONFIG_TOPIC: Final = 2
 CONFIG_BROKER: Final = 4
 METADATA_VERSION_FEATURE: Final = "metadata.version"
+#: ``ScramMechanism``'s ids (UserScramCredentialRecord.Mechanism, the SCRAM APIs' mechanism).
+SCRAM_MECHANISMS: Final = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
+_SCRAM_IDS: Final = {name: key for key, name in SCRAM_MECHANISMS.items()}
+#: ``PatternType`` codes of a stored ACL.
+LITERAL: Final = 3
+PREFIXED: Final = 4
+#: Where an older kwire kept SCRAM credentials and ACLs (imported once on open, then renamed).
+LEGACY_SCRAM_FILE: Final = "scram-credentials.json"
+LEGACY_ACLS_FILE: Final = "acls.json"
 
 #: Kafka 3.9's metadata records by apiKey (``MetadataRecordType``).
 RECORD_NAMES: Final = {
@@ -275,6 +303,38 @@ class BrokerImage:
     fenced: bool
 
 
+@dataclass(frozen=True, slots=True)
+class ScramCredential:
+    """What the broker keeps of a SCRAM password (``ScramCredential``, a
+    ``UserScramCredentialRecord``'s fields): never the password."""
+
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+
+
+@dataclass(frozen=True, slots=True)
+class StandardAcl:
+    """One ACL (Kafka's ``StandardAcl``, an ``AccessControlEntryRecord`` without its id): a
+    resource pattern (type, name, LITERAL or PREFIXED) and an access control entry."""
+
+    resource_type: int
+    resource_name: str
+    pattern_type: int
+    principal: str
+    host: str
+    operation: int
+    permission_type: int
+
+    def matches_resource(self, resource_type: int, name: str) -> bool:
+        if self.resource_type != resource_type:
+            return False
+        if self.pattern_type == LITERAL:
+            return self.resource_name in (name, "*")
+        return self.pattern_type == PREFIXED and name.startswith(self.resource_name)
+
+
 @dataclass
 class MetadataImage:
     """What replaying metadata records gives; see the module doc."""
@@ -288,6 +348,10 @@ class MetadataImage:
     next_producer_id: int = 0
     features: dict[str, int] = field(default_factory=dict)
     brokers: dict[int, BrokerImage] = field(default_factory=dict)
+    #: SCRAM credentials by (user, mechanism id: 1 SCRAM-SHA-256, 2 SCRAM-SHA-512).
+    scram_credentials: dict[tuple[str, int], ScramCredential] = field(default_factory=dict)
+    #: ACLs by id, in the order they were created (``AclControlManager.idToAcl``).
+    acls: dict[uuid.UUID, StandardAcl] = field(default_factory=dict)
 
     def topic_configs(self, name: str) -> dict[str, str]:
         return dict(self.configs.get((CONFIG_TOPIC, name), {}))
@@ -337,6 +401,27 @@ class MetadataImage:
                 broker.fenced = kind == "FenceBrokerRecord"
         elif kind == "UnregisterBrokerRecord":
             self.brokers.pop(message.broker_id, None)
+        elif kind == "UserScramCredentialRecord":
+            self.scram_credentials[(message.name, message.mechanism)] = ScramCredential(
+                bytes(message.salt),
+                bytes(message.stored_key),
+                bytes(message.server_key),
+                message.iterations,
+            )
+        elif kind == "RemoveUserScramCredentialRecord":
+            self.scram_credentials.pop((message.name, message.mechanism), None)
+        elif kind == "AccessControlEntryRecord":
+            self.acls[uuid.UUID(bytes=message.id.bytes)] = StandardAcl(
+                message.resource_type,
+                message.resource_name,
+                message.pattern_type,
+                message.principal,
+                message.host,
+                message.operation,
+                message.permission_type,
+            )
+        elif kind == "RemoveAccessControlEntryRecord":
+            self.acls.pop(uuid.UUID(bytes=message.id.bytes), None)
 
     def _replay_partition(self, kind: str, message: Any) -> None:
         topic = self.topics_by_id.get(uuid.UUID(bytes=message.topic_id.bytes))
@@ -480,6 +565,101 @@ def producer_ids_record(broker_id: int, broker_epoch: int, next_producer_id: int
         ),
         0,
     )
+
+
+ScramChange = tuple[str, int, ScramCredential | None]  # (user, mechanism id, None: delete)
+
+
+def scram_records(changes: Iterable[ScramChange]) -> list[Record]:
+    """``ScramControlManager.alterCredentials``: an upsertion is a UserScramCredentialRecord, a
+    deletion (``None``) a RemoveUserScramCredentialRecord."""
+    out: list[Record] = []
+    for user, mechanism, credential in changes:
+        if credential is None:
+            record = new_record("RemoveUserScramCredentialRecord", name=user, mechanism=mechanism)
+        else:
+            record = new_record(
+                "UserScramCredentialRecord",
+                name=user,
+                mechanism=mechanism,
+                salt=credential.salt,
+                stored_key=credential.stored_key,
+                server_key=credential.server_key,
+                iterations=credential.iterations,
+            )
+        out.append((record, 0))
+    return out
+
+
+def acl_record(acl_id: uuid.UUID, acl: StandardAcl) -> Record:
+    """``StandardAclWithId.toRecord``."""
+    return (
+        new_record(
+            "AccessControlEntryRecord",
+            id=acl_id,
+            resource_type=acl.resource_type,
+            resource_name=acl.resource_name,
+            pattern_type=acl.pattern_type,
+            principal=acl.principal,
+            host=acl.host,
+            operation=acl.operation,
+            permission_type=acl.permission_type,
+        ),
+        0,
+    )
+
+
+def create_acl_records(image: MetadataImage, acls: Iterable[StandardAcl]) -> list[Record]:
+    """``AclControlManager.createAcls``: an AccessControlEntryRecord with a new random id for
+    each ACL the image (or an earlier one of ``acls``) does not hold yet; a duplicate writes
+    nothing (and still succeeds)."""
+    existing = set(image.acls.values())
+    taken = set(image.acls)
+    out: list[Record] = []
+    for acl in acls:
+        if acl in existing:
+            continue
+        existing.add(acl)
+        acl_id = uuid.uuid4()
+        while acl_id in taken or acl_id.int == 0:  # newAclId: never a used id, never ZERO
+            acl_id = uuid.uuid4()
+        taken.add(acl_id)
+        out.append(acl_record(acl_id, acl))
+    return out
+
+
+def delete_acl_records(acl_ids: Iterable[uuid.UUID]) -> list[Record]:
+    """``AclControlManager.deleteAcls``: a RemoveAccessControlEntryRecord per id (each once)."""
+    return [
+        (new_record("RemoveAccessControlEntryRecord", id=acl_id), 0)
+        for acl_id in dict.fromkeys(acl_ids)
+    ]
+
+
+def scram_json_records(doc: Any, image: MetadataImage) -> list[Record]:
+    """The records of an older kwire's ``scram-credentials.json`` (``{"credentials": [{"user",
+    "mechanism", "salt", "stored_key", "server_key", "iterations"}]}``, keys in base64) that the
+    image does not hold yet."""
+    changes: list[ScramChange] = []
+    for entry in doc.get("credentials", []) if isinstance(doc, dict) else []:
+        key = (str(entry["user"]), _SCRAM_IDS[entry["mechanism"]])
+        credential = ScramCredential(
+            base64.b64decode(entry["salt"]),
+            base64.b64decode(entry["stored_key"]),
+            base64.b64decode(entry["server_key"]),
+            int(entry["iterations"]),
+        )
+        if image.scram_credentials.get(key) != credential:
+            changes.append((*key, credential))
+    return scram_records(changes)
+
+
+def acl_json_records(doc: Any, image: MetadataImage) -> list[Record]:
+    """The records of an older kwire's ``acls.json`` (``{"acls": [{"resource_type",
+    "resource_name", "pattern_type", "principal", "host", "operation", "permission_type"}]}``)
+    that the image does not hold yet."""
+    entries = doc.get("acls", []) if isinstance(doc, dict) else []
+    return create_acl_records(image, [StandardAcl(**entry) for entry in entries])
 
 
 def bootstrap_records(metadata_version: int) -> list[Record]:
@@ -708,10 +888,27 @@ class MetadataLog:
                 self.append(activation_records(level), now_ms)
             self.broker_epoch = self.log.log_end_offset
             self.append(register_broker_records(self.node, self.broker_epoch), now_ms)
+            self._import_legacy(LEGACY_SCRAM_FILE, scram_json_records, now_ms)
+            self._import_legacy(LEGACY_ACLS_FILE, acl_json_records, now_ms)
         except BaseException:
             live.close()
             raise
         return self
+
+    def _import_legacy(
+        self, name: str, convert: Callable[[Any, MetadataImage], list[Record]], now_ms: int
+    ) -> None:
+        """Import ``<root>/<name>`` of an older kwire: its records (those the image lacks) are
+        appended and fsynced, then the file is renamed ``<name>.migrated``."""
+        path = os.path.join(self.root, name)
+        try:
+            with open(path, encoding="utf-8") as f:
+                doc = json.load(f)
+        except FileNotFoundError:
+            return
+        self.append(convert(doc, self.image), now_ms)
+        os.replace(path, path + ".migrated")
+        _logger.info("migrated %s into the metadata log", name)
 
     def _read_log(self) -> Iterator[Record]:
         start = self.log.log_start_offset

@@ -20,8 +20,10 @@ The mechanisms: ``PlainServer`` (``PlainSaslServer``, users from a JAAS-style
 ``user_<name>="<password>"`` config), ``ScramServer`` (``ScramSaslServer``/``ScramFormatter``,
 RFC 5802/7677, SHA-256 and SHA-512), ``OAuthBearerServer`` (``OAuthBearerSaslServer`` with the
 ``OAuthBearerUnsecuredValidator``: an unsigned JWS, ``alg`` "none"). SCRAM credentials are kept
-in ``scram-credentials.json`` in the data directory (``ScramStore``); a KRaft broker keeps them as
-``UserScramCredentialRecord``s in its metadata log.
+as a KRaft broker keeps them (``ScramControlManager``): ``UserScramCredentialRecord``s and
+``RemoveUserScramCredentialRecord``s in ``__cluster_metadata``, replayed into the metadata image
+at start (``ScramStore`` is a view of it; a change is fsynced before it is answered). A
+``scram-credentials.json`` of an older kwire is imported once when the metadata log opens.
 """
 
 from __future__ import annotations
@@ -31,16 +33,17 @@ import binascii
 import hashlib
 import hmac
 import json
-import os
 import re
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
+from kwire.broker import _metadata_log as mlog
 from kwire.broker._acl import CLUSTER, authorize
 from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
+from kwire.broker._metadata_log import ScramCredential
 from kwire.broker._security import listener_config
 from kwire.broker._state import BrokerState
 from kwire.protocol import ErrorCode, message_class, struct_class
@@ -64,10 +67,10 @@ SASL_AUTHENTICATE: Final = 36
 API_VERSIONS: Final = 18
 SCRAM_MECHANISMS: Final = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 #: ScramMechanism's wire ids (DescribeUserScramCredentials, AlterUserScramCredentials).
-MECHANISM_IDS: Final = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
+MECHANISM_IDS: Final = mlog.SCRAM_MECHANISMS
+_MECHANISM_WIRE: Final = {name: key for key, name in MECHANISM_IDS.items()}
 MIN_ITERATIONS: Final = 4096
 MAX_ITERATIONS: Final = 16384
-CREDENTIALS_FILE: Final = "scram-credentials.json"
 DEFAULT_MECHANISMS: Final = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"
 MAX_RECEIVE_SIZE: Final = 524288  # sasl.server.max.receive.size
 
@@ -160,16 +163,6 @@ class PlainServer:
 
 
 # --- SCRAM ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class ScramCredential:
-    """What the broker keeps of a SCRAM password (``ScramCredential``): never the password."""
-
-    salt: bytes
-    stored_key: bytes
-    server_key: bytes
-    iterations: int
 
 
 def _hmac(algorithm: str, key: bytes, data: bytes) -> bytes:
@@ -449,67 +442,58 @@ class _InvalidToken(Exception):
 
 
 class ScramStore:
-    """SCRAM credentials by (user, mechanism), kept in ``scram-credentials.json``.
+    """SCRAM credentials by (user, mechanism name), as the metadata image holds them.
 
-    The file stands in for the ``UserScramCredentialRecord``s of a KRaft metadata log: it is
-    written atomically after every change, and holds salts and keys, never passwords.
+    A change is a ``UserScramCredentialRecord`` (or ``RemoveUserScramCredentialRecord``) handed
+    to ``append``, which writes it to ``__cluster_metadata`` (fsynced) and replays it into the
+    image before returning; the store keeps nothing of its own. ``ScramStore.in_memory()`` is a
+    store over an image of its own, without a log.
     """
 
-    def __init__(self, directory: str) -> None:
-        self.path = os.path.join(directory, CREDENTIALS_FILE)
-        self.credentials: dict[tuple[str, str], ScramCredential] = {}
-        self._load()
+    def __init__(
+        self, image: mlog.MetadataImage, append: Callable[[list[mlog.Record]], None]
+    ) -> None:
+        self._image = image
+        self._append = append
+
+    @classmethod
+    def in_memory(cls) -> ScramStore:
+        image = mlog.MetadataImage()
+        return cls(image, image.replay_all)
+
+    @property
+    def credentials(self) -> dict[tuple[str, str], ScramCredential]:
+        """A snapshot: (user, mechanism name) -> credential."""
+        return {
+            (user, MECHANISM_IDS[mechanism]): credential
+            for (user, mechanism), credential in self._image.scram_credentials.items()
+            if mechanism in MECHANISM_IDS
+        }
 
     def get(self, user: str, mechanism: str) -> ScramCredential | None:
-        return self.credentials.get((user, mechanism))
+        wire = _MECHANISM_WIRE.get(mechanism)
+        return None if wire is None else self._image.scram_credentials.get((user, wire))
 
     def put(self, user: str, mechanism: str, credential: ScramCredential) -> None:
-        self.credentials[(user, mechanism)] = credential
+        self.alter([(user, mechanism, credential)])
 
     def delete(self, user: str, mechanism: str) -> bool:
-        return self.credentials.pop((user, mechanism), None) is not None
+        if self.get(user, mechanism) is None:
+            return False
+        self.alter([(user, mechanism, None)])
+        return True
 
-    def _load(self) -> None:
-        try:
-            with open(self.path, encoding="utf-8") as f:
-                doc = json.load(f)
-        except FileNotFoundError:
-            return
-        for entry in doc.get("credentials", []):
-            self.credentials[(entry["user"], entry["mechanism"])] = ScramCredential(
-                base64.b64decode(entry["salt"]),
-                base64.b64decode(entry["stored_key"]),
-                base64.b64decode(entry["server_key"]),
-                int(entry["iterations"]),
-            )
-
-    def save(self) -> None:
-        doc = {
-            "version": 1,
-            "credentials": [
-                {
-                    "user": user,
-                    "mechanism": mechanism,
-                    "salt": base64.b64encode(c.salt).decode("ascii"),
-                    "stored_key": base64.b64encode(c.stored_key).decode("ascii"),
-                    "server_key": base64.b64encode(c.server_key).decode("ascii"),
-                    "iterations": c.iterations,
-                }
-                for (user, mechanism), c in sorted(self.credentials.items())
-            ],
-        }
-        tmp = self.path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=1)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+    def alter(self, changes: Iterable[tuple[str, str, ScramCredential | None]]) -> None:
+        """Upsert (a credential) or delete (``None``) credentials, all in one batch."""
+        records = mlog.scram_records((u, _MECHANISM_WIRE[m], c) for u, m, c in changes)
+        if records:
+            self._append(records)
 
 
 def scram_store(state: BrokerState) -> ScramStore:
     store = state.services.get("scram")
     if store is None:
-        store = state.services["scram"] = ScramStore(state.path)
+        store = state.services["scram"] = ScramStore(state.metadata_image, state.append_metadata)
     assert isinstance(store, ScramStore)
     return store
 
@@ -522,9 +506,7 @@ def set_scram_password(
     iterations: int = 4096,
 ) -> None:
     """Add or replace a SCRAM credential (``kafka-configs --alter --add-config``'s effect)."""
-    store = scram_store(state)
-    store.put(user, mechanism, scram_credential(mechanism, password, iterations))
-    store.save()
+    scram_store(state).put(user, mechanism, scram_credential(mechanism, password, iterations))
 
 
 # --- configuration ----------------------------------------------------------------------------
@@ -868,27 +850,18 @@ def handle_alter_user_scram_credentials(
             fail(name, ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too few iterations")
         elif upsertion is not None and upsertion.iterations > MAX_ITERATIONS:
             fail(name, ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too many iterations")
-    changed = False
+    accepted: list[tuple[str, str, ScramCredential | None]] = []
     for name, mechanism, upsertion in changes:
         if name in errors:
             continue
         mech = MECHANISM_IDS[mechanism]
-        if upsertion is None:
-            store.delete(name, mech)
-        else:
-            store.put(
-                name,
-                mech,
-                credential_from_salted(
-                    mech,
-                    bytes(upsertion.salt),
-                    bytes(upsertion.salted_password),
-                    upsertion.iterations,
-                ),
+        credential = None
+        if upsertion is not None:
+            credential = credential_from_salted(
+                mech, bytes(upsertion.salt), bytes(upsertion.salted_password), upsertion.iterations
             )
-        changed = True
-    if changed:
-        store.save()
+        accepted.append((name, mech, credential))
+    store.alter(accepted)  # one batch, in the metadata log before the answer
     results = []
     for name in dict.fromkeys(n for n, _, _ in changes):
         error, message = errors.get(name, (ErrorCode.NONE, None))

@@ -8,7 +8,9 @@ takes the time from an injected ``Clock`` (tests advance a ``ManualClock``). Par
 Topic names, ids, partition counts, config overrides and the next producer id block are kept as
 a KRaft node keeps them, as metadata records in ``__cluster_metadata-0`` (``_metadata_log``):
 every change is appended and fsynced before it is answered, and replayed at start. The internal
-``__cluster_metadata`` topic is not a ``Topic`` (Kafka hides it). A ``kwire-metadata.json`` left
+``__cluster_metadata`` topic is not a ``Topic`` (Kafka hides it). SCRAM credentials and ACLs are
+there too: their stores (``_sasl``, ``_acl``) read ``metadata_image`` and write through
+``append_metadata``. A ``kwire-metadata.json`` left
 by an older kwire is read once, written into the metadata log, and renamed
 ``kwire-metadata.json.migrated``. The partition folders, their ``partition.metadata`` and the
 checkpoint files are exactly Kafka's.
@@ -408,6 +410,18 @@ class BrokerState:
         for partition in topic.partitions:
             partition.log.update_config(config)
         self._write_metadata()
+
+    # --- the metadata log (SCRAM credentials, ACLs) -------------------------------------------
+
+    @property
+    def metadata_image(self) -> mlog.MetadataImage:
+        """What replaying ``__cluster_metadata`` gave, kept current by every append."""
+        return self._metadata.image
+
+    def append_metadata(self, records: list[mlog.Record]) -> None:
+        """Append ``records`` to ``__cluster_metadata`` as one batch and fsync it (then they are
+        in ``metadata_image``): a change is durable before it is answered."""
+        self._metadata.append(records, self.now_ms())
 
     # --- producer ids -------------------------------------------------------------------------
 

@@ -27,6 +27,7 @@ from kwire.broker._sasl import (
     ScramStore,
     salted_password,
     scram_credential,
+    scram_store,
 )
 from kwire.protocol import ErrorCode, message_class
 
@@ -105,13 +106,36 @@ def test_scram_rejects_malformed_first_messages(message: bytes) -> None:
 
 
 def test_scram_store_survives_a_restart(tmp_path: Path) -> None:
-    store = ScramStore(str(tmp_path))
-    credential = scram_credential("SCRAM-SHA-512", "not-in-the-file!", 8192)
-    store.put("alice", "SCRAM-SHA-512", credential)
-    store.save()
-    again = ScramStore(str(tmp_path))
-    assert again.get("alice", "SCRAM-SHA-512") == credential
-    assert "not-in-the-file!" not in (tmp_path / "scram-credentials.json").read_text()
+    from kwire.broker import implemented_versions, personality
+    from kwire.broker._state import BrokerState
+
+    def open_state() -> BrokerState:
+        return BrokerState(tmp_path, personality=personality("4.3", implemented_versions()))
+
+    state = open_state()
+    credential = scram_credential("SCRAM-SHA-512", "not-in-the-log!", 8192)
+    scram_store(state).put("alice", "SCRAM-SHA-512", credential)
+    state.close()
+    state = open_state()
+    assert scram_store(state).get("alice", "SCRAM-SHA-512") == credential
+    assert scram_store(state).get("alice", "SCRAM-SHA-256") is None
+    state.close()
+    assert not (tmp_path / "scram-credentials.json").exists()
+    log = (tmp_path / "__cluster_metadata-0" / "00000000000000000000.log").read_bytes()
+    assert b"not-in-the-log!" not in log
+    assert credential.stored_key in log
+
+
+def test_scram_store_in_memory() -> None:
+    store = ScramStore.in_memory()
+    credential = scram_credential("SCRAM-SHA-256", "pw", 4096)
+    store.put("alice", "SCRAM-SHA-256", credential)
+    assert store.credentials == {("alice", "SCRAM-SHA-256"): credential}
+    assert store.get("alice", "SCRAM-SHA-512") is None
+    assert store.get("alice", "PLAIN") is None
+    assert not store.delete("alice", "SCRAM-SHA-512")
+    assert store.delete("alice", "SCRAM-SHA-256")
+    assert store.credentials == {}
 
 
 # --- PLAIN -------------------------------------------------------------------------------------
@@ -409,8 +433,10 @@ def test_scram_credentials_apis(tmp_path: Path) -> None:
     assert [
         (r.user, [(c.mechanism, c.iterations) for c in r.credential_infos]) for r in found.results
     ] == [("alice", [(2, 4096)])]
-    # What AlterUserScramCredentials stored authenticates the password it was salted from.
-    again = ScramStore(str(tmp_path))
-    server = ScramServer("SCRAM-SHA-512", again.get)
+    # What AlterUserScramCredentials stored authenticates the password it was salted from, after
+    # a restart too.
+    state.close()
+    state = BrokerState(tmp_path, personality=personality("4.3", implemented_versions()))
+    server = ScramServer("SCRAM-SHA-512", scram_store(state).get)
     assert scram_client("SCRAM-SHA-512", "alice", "pw", server).startswith(b"v=")
     state.close()
