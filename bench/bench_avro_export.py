@@ -14,13 +14,11 @@ started, numba kernels loaded), all with ``subscribe=orders``:
   --option valueFormat=avro`` runs) with ``--engine spark``: the DataFrame
   ``spark.read.format("kafka-log").option("valueFormat", "avro").load(dir)`` into Spark's Parquet
   writer; and the same without ``valueFormat`` (value stays binary);
-* the same with the default arrow engine, with and without ``valueFormat``. Each job records the
-  Parquet type of ``value`` it wrote: the arrow engine builds the plain ``KafkaLogReader`` and so
-  writes ``value`` as binary even with ``valueFormat=avro`` (no decoding happens);
-* what the arrow engine would do if it honoured ``valueFormat``: the typed source's reader
-  (``kwire.spark._registry.typed_source``) planned on the driver, each Spark task writing its
-  decoded Arrow batches to Parquet with pyarrow (``_write_parquet_part``).
+* the same with the default arrow engine, with and without ``valueFormat``: each Spark task runs
+  the reader the DataFrame source would use (with ``valueFormat``, the typed source's reader, which
+  decodes in the Python task) and writes its Arrow batches to one Parquet file with pyarrow.
 
+Each job records the Parquet type of ``value`` it wrote (a struct when decoded, else binary).
 Wall seconds include the pipeline's read-back count of the output (as in bench_pipeline.py).
 MB/s = segment bytes of ``orders`` on disk (10^6 bytes) / wall seconds.
 
@@ -128,29 +126,6 @@ def _parquet_value_type(out: Path) -> str:
     return str(pq.read_schema(next(out.rglob("*.parquet"))).field("value").type)
 
 
-def export_typed_arrow(spark: Any, log_dir: Path, out: Path, options: dict[str, str]) -> int:
-    """What the arrow engine would do if it honoured valueFormat: the typed source's reader
-    (kwire.spark._registry.TypedSource, as spark.read resolves it) planned on the driver, each
-    Spark task writing its split's decoded Arrow batches to one Parquet file with pyarrow."""
-    import pyarrow.parquet as pq
-
-    from kwire.spark._pipeline import _write_parquet_part
-    from kwire.spark._registry import typed_source
-
-    source = typed_source(str(log_dir), options)
-    assert source is not None
-    reader = source.reader(source.schema())
-    parts = reader.partitions()
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
-    uri = out.as_uri()
-    jobs = list(enumerate(parts))
-    spark.sparkContext.parallelize(jobs, len(jobs)).map(
-        lambda job: _write_parquet_part(reader, job[1], f"{uri}/part-{job[0]:05d}.parquet", False)
-    ).collect()
-    return sum(pq.read_metadata(f).num_rows for f in out.glob("*.parquet"))  # read-back count
-
-
 def run_jobs(
     spark: Any, log_dir: Path, out: Path, info: dict[str, int], repeat: int
 ) -> dict[str, Any]:
@@ -172,10 +147,6 @@ def run_jobs(
         ("kwire pipeline export --engine spark, value binary", pipeline("spark", plain)),
         ("kwire pipeline export (arrow engine), valueFormat=avro", pipeline("arrow", avro)),
         ("kwire pipeline export (arrow engine), value binary", pipeline("arrow", plain)),
-        (
-            "typed reader -> pyarrow Parquet per task, valueFormat=avro",
-            lambda: export_typed_arrow(spark, log_dir, out, avro),
-        ),
     ]
     results: dict[str, Any] = {}
     for name, job in jobs:
@@ -233,9 +204,6 @@ def main() -> None:
                     options=options,
                     engine=engine,
                 )
-        export_typed_arrow(
-            spark, work / "small", work / "out-warm", {"subscribe": TOPIC, "valueFormat": "avro"}
-        )
         report["jobs"] = run_jobs(spark, work / "log", work / "out", data, args.repeat)
         report["loadavg_at_end"] = os.getloadavg()
         spark.stop()

@@ -333,7 +333,8 @@ class _Planner:
 
 
 def _rlong(buf: Any, pos: int, end: int) -> tuple[int, int]:
-    # Avro's zigzag varint (at most 10 bytes)
+    # Avro's zigzag varint (at most 10 bytes); the shift right is a logical one, so longs of any
+    # magnitude come back (an arithmetic shift breaks those past +-2^62)
     result = 0
     shift = 0
     while True:
@@ -345,33 +346,30 @@ def _rlong(buf: Any, pos: int, end: int) -> tuple[int, int]:
         if b < 0x80:
             break
         shift += 7
-    return (result >> 1) ^ -(result & 1), pos
+    return ((result >> 1) & 0x7FFFFFFFFFFFFFFF) ^ -(result & 1), pos
 
 
-def _grow(arr: Any, need: int) -> Any:
-    grown = np.empty(max(need, 2 * arr.shape[0]), arr.dtype)
-    grown[: arr.shape[0]] = arr
-    return grown
-
-
-def _set_mask(masks: Any, c: int, n: int, bit: int) -> None:
-    m = masks[c]
-    if n >= m.shape[0]:
-        m = _grow(m, n + 1)
-        masks[c] = m
-    m[n] = bit
-
-
-def _set_offset(offs: Any, c: int, n: int, value: int) -> None:
-    o = offs[c]
-    if n + 1 >= o.shape[0]:
-        o = _grow(o, n + 2)
-        offs[c] = o
-    o[n + 1] = value
+def _full(over: Any, c: int, data: int) -> None:
+    """Column ``c`` is out of room for items (``data`` 0) or data bytes (1): note it for the
+    caller, which grows it and resumes."""
+    over[0] = c + 1
+    over[1] = data
+    raise ValueError()
 
 
 def _null(
-    prog: Any, kids: Any, c: int, counts: Any, dns: Any, vals: Any, masks: Any, offs: Any
+    prog: Any,
+    kids: Any,
+    c: int,
+    counts: Any,
+    dns: Any,
+    vals: Any,
+    masks: Any,
+    offs: Any,
+    vbase: Any,
+    vcap: Any,
+    obase: Any,
+    over: Any,
 ) -> None:
     """Append a null to column ``c`` and to its descendants (struct children keep the length;
     a list below gets an empty list, its items nothing). Iterative: nodes are in preorder."""
@@ -380,18 +378,15 @@ def _null(
     while d < stop:
         kind = prog[d, _K_KIND]
         n = counts[d]
-        _set_mask(masks, d, n, 0)
+        if n >= vcap[d]:
+            _full(over, d, 0)
+        masks[vbase[d] + n] = 0
+        vals[vbase[d] + n] = 0
         nxt = d + 1
-        if kind in (_I32, _I64, _BOOL, _ENUM):
-            v = vals[d]
-            if n >= v.shape[0]:
-                v = _grow(v, n + 1)
-                vals[d] = v
-            v[n] = 0
-        elif kind == _VAR:  # (floats need nothing: bytes past their data are read as zeros)
-            _set_offset(offs, d, n, dns[d])
+        if kind == _VAR:
+            offs[obase[d] + n + 1] = dns[d]
         elif kind == _LIST:
-            _set_offset(offs, d, n, counts[kids[prog[d, _K_FIRST]]])
+            offs[obase[d] + n + 1] = counts[kids[prog[d, _K_FIRST]]]
             nxt = prog[d, _K_END]
         counts[d] = n + 1
         d = nxt
@@ -409,41 +404,41 @@ def _leaf(
     masks: Any,
     offs: Any,
     datas: Any,
+    vbase: Any,
+    vcap: Any,
+    obase: Any,
+    dbase: Any,
+    dcap: Any,
+    over: Any,
 ) -> int:
-    """Decode one value of leaf node ``c`` (its union branch already read); the next position."""
+    """Decode one value of leaf node ``c`` (its union branch already read); the next position.
+    Numbers (floats as their bit patterns) go to ``vals``; strings, bytes and fixed to
+    ``datas`` with an end offset in ``offs``."""
     kind = prog[c, _K_KIND]
     n = counts[c]
+    if n >= vcap[c]:
+        _full(over, c, 0)
     if kind in (_I32, _I64, _ENUM):
         x, pos = _rlong(buf, pos, end)
         if kind == _I32 and (x < -2147483648 or x > 2147483647):
             raise ValueError()
         if kind == _ENUM and (x < 0 or x >= prog[c, _K_NSYM]):
             raise ValueError()
-        v = vals[c]
-        if n >= v.shape[0]:
-            v = _grow(v, n + 1)
-            vals[c] = v
-        v[n] = x
+        vals[vbase[c] + n] = x
+    elif kind in (_F64, _F32):
+        size = 8 if kind == _F64 else 4
+        if pos + size > end:
+            raise ValueError()
+        bits = 0
+        for k in range(size):
+            bits |= int(buf[pos + k]) << (8 * k)
+        vals[vbase[c] + n] = bits
+        pos += size
     elif kind == _BOOL:
         if pos >= end:
             raise ValueError()
-        v = vals[c]
-        if n >= v.shape[0]:
-            v = _grow(v, n + 1)
-            vals[c] = v
-        v[n] = 1 if buf[pos] else 0
+        vals[vbase[c] + n] = 1 if buf[pos] else 0
         pos += 1
-    elif kind in (_F32, _F64):
-        size = 4 if kind == _F32 else 8
-        if pos + size > end:
-            raise ValueError()
-        d = datas[c]
-        if (n + 1) * size > d.shape[0]:
-            d = _grow(d, (n + 1) * size)
-            datas[c] = d
-        for k in range(size):
-            d[n * size + k] = buf[pos + k]
-        pos += size
     else:  # _VAR
         ln = prog[c, _K_FIXED]
         if ln < 0:
@@ -451,16 +446,14 @@ def _leaf(
         if ln < 0 or pos + ln > end:
             raise ValueError()
         dn = dns[c]
-        d = datas[c]
-        if dn + ln > d.shape[0]:
-            d = _grow(d, dn + ln)
-            datas[c] = d
-        for k in range(ln):
-            d[dn + k] = buf[pos + k]
+        if dn + ln > dcap[c]:
+            _full(over, c, 1)
+        start = dbase[c] + dn
+        datas[start : start + ln] = buf[pos : pos + ln]
         dns[c] = dn + ln
         pos += ln
-        _set_offset(offs, c, n, dn + ln)
-    _set_mask(masks, c, n, 1)
+        offs[obase[c] + n + 1] = dn + ln
+    masks[vbase[c] + n] = 1
     counts[c] = n + 1
     return pos
 
@@ -488,6 +481,12 @@ def _dec(
     masks: Any,
     offs: Any,
     datas: Any,
+    vbase: Any,
+    vcap: Any,
+    obase: Any,
+    dbase: Any,
+    dcap: Any,
+    over: Any,
     st_node: Any,
     st_k: Any,
     st_left: Any,
@@ -503,7 +502,7 @@ def _dec(
         if ni >= 0:
             b, pos = _rlong(buf, pos, end)
             if b == ni:
-                _null(prog, kids, c, counts, dns, vals, masks, offs)
+                _null(prog, kids, c, counts, dns, vals, masks, offs, vbase, vcap, obase, over)
                 entered = False
             elif b != 1 - ni:
                 raise ValueError()
@@ -520,7 +519,10 @@ def _dec(
                 st_left[depth] = left
                 depth += 1
             else:
-                pos = _leaf(prog, c, buf, pos, end, counts, dns, vals, masks, offs, datas)
+                pos = _leaf(
+                    prog, c, buf, pos, end, counts, dns, vals, masks, offs, datas,
+                    vbase, vcap, obase, dbase, dcap, over,
+                )  # fmt: skip
         # find the next node to enter, closing finished frames
         while True:
             if depth == 0:
@@ -540,48 +542,68 @@ def _dec(
                     st_k[f] += 1
                     break
                 n = counts[p]
-                _set_offset(offs, p, n, counts[kids[first]])
+                if n >= vcap[p]:
+                    _full(over, p, 0)
+                offs[obase[p] + n + 1] = counts[kids[first]]
             else:
                 if st_k[f] < nkids:
                     c = kids[first + st_k[f]]
                     st_k[f] += 1
                     break
                 n = counts[p]
-            _set_mask(masks, p, n, 1)
+                if n >= vcap[p]:
+                    _full(over, p, 0)
+            masks[vbase[p] + n] = 1
             counts[p] = n + 1
             depth -= 1
 
 
-def avro_kernel(prog: Any, kids: Any, buf: Any, starts: Any, ends: Any) -> Any:
-    """Decode ``buf[starts[i]:ends[i]]`` for every i with the node table; a start < 0 is a null.
+def avro_kernel(
+    prog: Any,
+    kids: Any,
+    buf: Any,
+    starts: Any,
+    ends: Any,
+    row: int,
+    status: Any,
+    counts: Any,
+    dns: Any,
+    vals: Any,
+    masks: Any,
+    offs: Any,
+    datas: Any,
+    vbase: Any,
+    vcap: Any,
+    obase: Any,
+    dbase: Any,
+    dcap: Any,
+    over: Any,
+) -> int:
+    """Decode ``buf[starts[i]:ends[i]]`` for i from ``row`` on (a start < 0 is a null row).
 
-    Returns (status per datum: 1 decoded, 0 failed (a null row), counts, dns, vals, masks, offs,
-    datas): per node, its item count, data length and buffers.
+    Every column ``c`` (a node) has a fixed region of the flat buffers: ``vals``/``masks`` from
+    ``vbase[c]`` (``vcap[c]`` items), ``offs`` from ``obase[c]`` (``vcap[c] + 1``), ``datas`` from
+    ``dbase[c]`` (``dcap[c]`` bytes); ``counts``/``dns`` are its items and data bytes so far.
+    Sets ``status[i]`` (1 decoded, 0 failed: rolled back and a null row). Returns the row it
+    stopped at: the end, or a row whose datum did not fit (``over[0]`` = column + 1), rolled
+    back, for the caller to resume at with that column grown.
     """
     rows = starts.shape[0]
     ncols = prog.shape[0]
-    status = np.zeros(rows, np.uint8)
-    counts = np.zeros(ncols, np.int64)
-    dns = np.zeros(ncols, np.int64)
     saved_counts = np.zeros(ncols, np.int64)
     saved_dns = np.zeros(ncols, np.int64)
-    vals = [np.empty(0, np.int64) for _ in range(0)]
-    masks = [np.empty(0, np.uint8) for _ in range(0)]
-    offs = [np.empty(0, np.int32) for _ in range(0)]
-    datas = [np.empty(0, np.uint8) for _ in range(0)]
     st_node = np.zeros(_MAX_DEPTH, np.int64)
     st_k = np.zeros(_MAX_DEPTH, np.int64)
     st_left = np.zeros(_MAX_DEPTH, np.int64)
-    for c in range(ncols):
-        cap = max(rows, 8) if c == 0 else 64
-        vals.append(np.empty(cap, np.int64))
-        masks.append(np.empty(cap, np.uint8))
-        offs.append(np.zeros(cap + 1, np.int32))
-        datas.append(np.empty(64, np.uint8))
-    for i in range(rows):
+    over[0] = 0
+    for i in range(row, rows):
         pos = starts[i]
         if pos < 0:
-            _null(prog, kids, 0, counts, dns, vals, masks, offs)
+            if counts[0] >= vcap[0]:
+                over[0] = 1
+                over[1] = 0
+                return i
+            _null(prog, kids, 0, counts, dns, vals, masks, offs, vbase, vcap, obase, over)
             continue
         for c in range(ncols):
             saved_counts[c] = counts[c]
@@ -589,35 +611,26 @@ def avro_kernel(prog: Any, kids: Any, buf: Any, starts: Any, ends: Any) -> Any:
         ok = True
         try:
             _dec(
-                prog,
-                kids,
-                buf,
-                pos,
-                ends[i],
-                counts,
-                dns,
-                vals,
-                masks,
-                offs,
-                datas,
-                st_node,
-                st_k,
-                st_left,
-            )
+                prog, kids, buf, pos, ends[i], counts, dns, vals, masks, offs, datas,
+                vbase, vcap, obase, dbase, dcap, over, st_node, st_k, st_left,
+            )  # fmt: skip
         except Exception:
             ok = False
-        if ok:
-            status[i] = 1
-        else:
+        if not ok:
             for c in range(ncols):
                 counts[c] = saved_counts[c]
                 dns[c] = saved_dns[c]
-            _null(prog, kids, 0, counts, dns, vals, masks, offs)
-    return status, counts, dns, vals, masks, offs, datas
+            if over[0] != 0:
+                return i
+            # a failed datum is a null row (root column 0 is not under a list: it has room)
+            _null(prog, kids, 0, counts, dns, vals, masks, offs, vbase, vcap, obase, over)
+        status[i] = 1 if ok else 0
+    return int(rows)
 
 
 _JIT_LOCK = threading.Lock()
 _KERNEL: Callable[..., Any] | None = None
+_INLINED = ("_rlong", "_leaf")  # inlined into their callers: about 10% faster
 
 
 def _kernel() -> Callable[..., Any]:
@@ -634,17 +647,9 @@ def _kernel() -> Callable[..., Any]:
                 from kwire.records._columnar_kernels import numba_cache_dir
 
                 numba_cache_dir()  # sets NUMBA_CACHE_DIR when unset (a writable place)
-                for name in (
-                    "_rlong",
-                    "_grow",
-                    "_set_mask",
-                    "_set_offset",
-                    "_null",
-                    "_leaf",
-                    "_block",
-                    "_dec",
-                ):
-                    g[name] = numba.njit(g[name], cache=True, nogil=True)
+                for name in ("_rlong", "_full", "_null", "_leaf", "_block", "_dec"):
+                    inline = "always" if name in _INLINED else "never"
+                    g[name] = numba.njit(g[name], cache=True, nogil=True, inline=inline)  # type: ignore[call-overload]
                 _KERNEL = numba.njit(avro_kernel, cache=True, nogil=True)
         return _KERNEL
 
@@ -655,8 +660,28 @@ def _bitmap(valid: np.ndarray) -> Any:
     return pa.py_buffer(np.packbits(valid.astype(bool), bitorder="little"))
 
 
+def _under_list(nodes: list[_Node]) -> list[bool]:
+    """Per column: whether it is below a list (its item count is not the row count)."""
+    below = [False] * len(nodes)
+
+    def mark(n: _Node, inside: bool) -> None:
+        below[n.col] = inside
+        for child in n.children:
+            mark(child, inside or n.kind == _LIST)
+
+    if nodes:
+        mark(nodes[0], False)
+    return below
+
+
 class AvroDecoder:
-    """Datums written with ``schema`` (an expanded Avro schema) into one Arrow array."""
+    """Datums written with ``schema`` (an expanded Avro schema) into one Arrow array.
+
+    The columns' buffers are regions of four flat arrays sized before each batch: a column not
+    below a list has exactly one item per row; the others start from what the last batch needed
+    per row, and a column that runs out of room is grown and the batch resumed at the datum that
+    did not fit (nothing is decoded twice but that datum).
+    """
 
     def __init__(self, schema: Any) -> None:
         planner = _Planner()
@@ -664,6 +689,10 @@ class AvroDecoder:
         self.nodes = planner.nodes
         self.prog, self.kids = planner.tables()
         self.arrow_type = self.root.arrow
+        self._below = np.array(_under_list(self.nodes), bool)
+        self._is_var = np.array([n.kind == _VAR for n in self.nodes], bool)
+        self._items_per_row = np.where(self._below, 2.0, 1.0)  # learned from each batch
+        self._bytes_per_byte = np.where(self._is_var, 1.0, 0.0)  # data bytes per payload byte
 
     def decode(
         self, data: np.ndarray, starts: np.ndarray, ends: np.ndarray
@@ -673,33 +702,76 @@ class AvroDecoder:
         Returns the Arrow array and a status per row (1 decoded, 0 failed and null). Raises
         ``pa.ArrowInvalid`` if a string is not UTF-8 (the caller then uses the fastavro path).
         """
-        status, counts, _dns, vals, masks, offs, datas = _kernel()(
-            self.prog, self.kids, data, starts.astype(np.int64), ends.astype(np.int64)
+        starts = starts.astype(np.int64)
+        ends = ends.astype(np.int64)
+        rows = len(starts)
+        payload = int(np.sum(np.where(starts >= 0, ends - starts, 0))) if rows else 0
+        ncols = len(self.nodes)
+        vcap = np.where(self._below, np.ceil(self._items_per_row * rows * 1.25) + 16, rows).astype(
+            np.int64
         )
+        dcap = np.ceil(self._bytes_per_byte * payload * 1.1).astype(np.int64) + np.where(
+            self._is_var, 64, 0
+        )
+        status = np.zeros(rows, np.uint8)
+        counts = np.zeros(ncols, np.int64)
+        dns = np.zeros(ncols, np.int64)
+        over = np.zeros(2, np.int64)
+        buffers = _Buffers(vcap, dcap)
+        kernel = _kernel()
+        row = 0
+        while True:
+            row = kernel(
+                self.prog, self.kids, data, starts, ends, row, status, counts, dns,
+                buffers.vals, buffers.masks, buffers.offs, buffers.datas,
+                buffers.vbase, buffers.vcap, buffers.obase, buffers.dbase, buffers.dcap, over,
+            )  # fmt: skip
+            if row >= rows:
+                break
+            c = int(over[0]) - 1
+            vcap, dcap = buffers.vcap.copy(), buffers.dcap.copy()
+            # at least double it, or to what the rows so far say the batch needs
+            share = rows / max(row, 1) * 1.25
+            if over[1] == 0:
+                vcap[c] = max(2 * vcap[c] + 16, int(counts[c] * share) + 16)
+            else:
+                need = int(ends[row] - starts[row])
+                dcap[c] = max(2 * dcap[c] + need, int(dns[c] * share) + need)
+            buffers = buffers.regrown(vcap, dcap, counts, dns)
+        if rows:
+            self._items_per_row = np.where(self._below, counts / rows, 1.0)
+        if payload:
+            self._bytes_per_byte = dns / payload
         columns = {
-            n.col: (int(counts[n.col]), masks[n.col], vals[n.col], offs[n.col], datas[n.col])
-            for n in self.nodes
+            n.col: buffers.column(n.col, int(counts[n.col]), int(dns[n.col])) for n in self.nodes
         }
         array = self._build(self.root, columns)
         if _has_string(self.root):
             array.validate(full=True)
-        return array, np.asarray(status)
+        return array, status
 
     def _build(self, n: _Node, columns: dict[int, tuple[Any, ...]]) -> pa.Array:
         import pyarrow as pa
         import pyarrow.compute as pc
 
         count, valid, values, offsets, data = columns[n.col]
-        valid = valid[:count]
         nulls = count - int(np.count_nonzero(valid))
         bitmap = _bitmap(valid) if nulls else None
         mask = pa.array(valid == 0) if nulls else None
-        if n.kind in (_I32, _I64, _BOOL, _ENUM):
-            v = values[:count]
+        if n.kind in (_I32, _I64, _BOOL, _ENUM, _F32, _F64):
             if n.kind == _BOOL:
-                return pa.array(v.astype(bool), mask=None if not nulls else valid == 0)
+                return pa.array(values.astype(bool), mask=None if not nulls else valid == 0)
+            if n.kind == _F64:
+                return pa.Array.from_buffers(
+                    pa.float64(), count, [bitmap, pa.py_buffer(values.view(np.float64))], nulls
+                )
+            if n.kind == _F32:
+                raw32 = values.astype(np.uint32).view(np.float32)
+                return pa.Array.from_buffers(
+                    pa.float32(), count, [bitmap, pa.py_buffer(raw32)], nulls
+                )
             dtype = pa.int64() if n.kind == _I64 else pa.int32()
-            raw = v if n.kind == _I64 else v.astype(np.int32)
+            raw = values if n.kind == _I64 else values.astype(np.int32)
             arr = pa.Array.from_buffers(dtype, count, [bitmap, pa.py_buffer(raw)], nulls)
             if n.symbols is not None:
                 return pc.take(pa.array(n.symbols, pa.string()), arr)
@@ -710,23 +782,13 @@ class AvroDecoder:
             if n.logical is not None and "timestamp" in n.logical:
                 return arr.cast(pa.timestamp("us", tz="UTC"))
             return arr
-        if n.kind in (_F32, _F64):
-            size = 4 if n.kind == _F32 else 8
-            raw = np.zeros(count * size, np.uint8)
-            filled = min(len(data), count * size)
-            raw[:filled] = data[:filled]
-            dtype = pa.float32() if n.kind == _F32 else pa.float64()
-            return pa.Array.from_buffers(dtype, count, [bitmap, pa.py_buffer(raw)], nulls)
         if n.kind == _VAR:
             dtype = pa.string() if n.utf8 else pa.binary()
             return pa.Array.from_buffers(
-                dtype,
-                count,
-                [bitmap, pa.py_buffer(offsets[: count + 1]), pa.py_buffer(data)],
-                nulls,
+                dtype, count, [bitmap, pa.py_buffer(offsets), pa.py_buffer(data)], nulls
             )
         if n.kind == _LIST:
-            off = pa.array(offsets[: count + 1], pa.int32())
+            off = pa.array(offsets, pa.int32())
             if n.is_map:
                 keys = self._build(n.children[0], columns)
                 items = self._build(n.children[1], columns)
@@ -735,6 +797,49 @@ class AvroDecoder:
             return pa.ListArray.from_arrays(off, child, type=n.arrow, mask=mask)
         children = [self._build(child, columns) for child in n.children]
         return pa.StructArray.from_arrays(children, fields=list(n.arrow), mask=mask)
+
+
+class _Buffers:
+    """The flat buffers of every column: regions laid out from the capacities."""
+
+    def __init__(self, vcap: np.ndarray, dcap: np.ndarray) -> None:
+        self.vcap = vcap.astype(np.int64)
+        self.dcap = dcap.astype(np.int64)
+        self.vbase = np.concatenate([[0], np.cumsum(self.vcap)[:-1]]).astype(np.int64)
+        self.obase = self.vbase + np.arange(len(vcap), dtype=np.int64)  # one more offset each
+        self.dbase = np.concatenate([[0], np.cumsum(self.dcap)[:-1]]).astype(np.int64)
+        total = int(self.vcap.sum())
+        self.vals = np.empty(total, np.int64)
+        self.masks = np.empty(total, np.uint8)
+        self.offs = np.zeros(total + len(vcap), np.int32)
+        self.datas = np.empty(int(self.dcap.sum()), np.uint8)
+
+    def regrown(
+        self, vcap: np.ndarray, dcap: np.ndarray, counts: np.ndarray, dns: np.ndarray
+    ) -> _Buffers:
+        """New buffers with the given capacities, holding what these hold so far."""
+        grown = _Buffers(vcap, dcap)
+        for c in range(len(vcap)):
+            n, dn = int(counts[c]), int(dns[c])
+            a, b = int(self.vbase[c]), int(grown.vbase[c])
+            grown.vals[b : b + n] = self.vals[a : a + n]
+            grown.masks[b : b + n] = self.masks[a : a + n]
+            oa, ob = int(self.obase[c]), int(grown.obase[c])
+            grown.offs[ob : ob + n + 1] = self.offs[oa : oa + n + 1]
+            da, db = int(self.dbase[c]), int(grown.dbase[c])
+            grown.datas[db : db + dn] = self.datas[da : da + dn]
+        return grown
+
+    def column(self, c: int, count: int, dn: int) -> tuple[int, Any, Any, Any, Any]:
+        """(items, validity, values, offsets, data) of column ``c``: views, not copies."""
+        v, o, d = int(self.vbase[c]), int(self.obase[c]), int(self.dbase[c])
+        return (
+            count,
+            self.masks[v : v + count],
+            self.vals[v : v + count],
+            self.offs[o : o + count + 1],
+            self.datas[d : d + dn],
+        )
 
 
 def _has_string(n: _Node) -> bool:
