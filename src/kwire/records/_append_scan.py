@@ -44,7 +44,9 @@ def _varint(buf: Any, p: int, end: int, max_bytes: int) -> tuple[int, int, bool]
         shift += 7
     if max_bytes == 5 and raw > 0xFFFFFFFF:
         return 0, p, False
-    return (raw >> 1) ^ -(raw & 1), p, True
+    # logical shift right: under numba raw is an int64, and an arithmetic shift would smear the
+    # sign bit of a 10-byte varlong into the value
+    return ((raw >> 1) & 0x7FFFFFFFFFFFFFFF) ^ -(raw & 1), p, True
 
 
 def scan_v2_records(

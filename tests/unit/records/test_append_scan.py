@@ -129,6 +129,35 @@ def test_interpreted_and_compiled_kernels_agree_on_garbage() -> None:
             assert kernel(*args) == scan_v2_records(*args)
 
 
+@pytest.mark.skipif(bool(os.environ.get("KWIRE_DISABLE_NUMBA")), reason="numba switched off")
+def test_compiled_kernel_reads_timestamp_deltas_past_2_to_the_62() -> None:
+    """A 10-byte zigzag varlong has bit 63 set: the compiled kernel (int64) must shift it as an
+    unsigned value, as Python's unbounded ints do."""
+    compiled = scanner()
+    assert compiled is not None
+    kernel, _ = compiled
+    for delta in (2**62 + 7, -(2**62) - 9, 2**63 - 1, -(2**63)):
+        b = BatchBuilder(2)
+        b.append(offset=0, timestamp=0, key=b"k", value=b"v")
+        (batch,) = read_batches(b.build())
+        view, _ = batch.records_view()
+        record = bytearray(view)
+        # rewrite the record's timestamp delta (after length, attributes) as ``delta``
+        raw = (delta << 1) ^ (delta >> 63)
+        varlong = bytearray()
+        while True:
+            if raw < 0x80:
+                varlong.append(raw)
+                break
+            varlong.append((raw & 0x7F) | 0x80)
+            raw >>= 7
+        body = bytes(record[1:2]) + bytes(varlong) + bytes(record[3:])
+        arr = np.frombuffer(bytes([len(body) << 1]) + body, dtype=np.uint8)
+        args = (arr, 0, len(arr), 1, 0, False, 0, 0, True)
+        assert kernel(*args) == scan_v2_records(*args)
+        assert scan_v2_records(*args)[:2] == (OK, max(delta, -1))  # max timestamp starts at -1
+
+
 def test_kernel_facts_on_a_known_batch() -> None:
     b = BatchBuilder(2)
     for off, ts in ((0, NOW - 5), (1, NOW + 3), (3, NOW)):
