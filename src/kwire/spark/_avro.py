@@ -231,6 +231,11 @@ def _needs_fix(value: Any) -> bool:
 # Node kinds
 _I32, _I64, _BOOL, _F32, _F64, _VAR, _LIST, _STRUCT, _ENUM = range(9)
 _K_KIND, _K_NULL, _K_NSYM, _K_FIXED, _K_FIRST, _K_COUNT, _K_END = range(7)
+# A column's state (a row of ``cs``): items and data bytes so far, where its regions of the flat
+# buffers start and how many items / bytes they hold
+_C_COUNT, _C_DNS, _C_VBASE, _C_VCAP, _C_OBASE, _C_DBASE, _C_DCAP = range(7)
+# A frame of the decoding stack: the open record or list, its next child, items left in the block
+_S_NODE, _S_KID, _S_LEFT = range(3)
 _MAX_DEPTH = 512
 
 
@@ -358,18 +363,7 @@ def _full(over: Any, c: int, data: int) -> None:
 
 
 def _null(
-    prog: Any,
-    kids: Any,
-    c: int,
-    counts: Any,
-    dns: Any,
-    vals: Any,
-    masks: Any,
-    offs: Any,
-    vbase: Any,
-    vcap: Any,
-    obase: Any,
-    over: Any,
+    prog: Any, kids: Any, c: int, cs: Any, vals: Any, masks: Any, offs: Any, over: Any
 ) -> None:
     """Append a null to column ``c`` and to its descendants (struct children keep the length;
     a list below gets an empty list, its items nothing). Iterative: nodes are in preorder."""
@@ -377,85 +371,19 @@ def _null(
     stop = prog[c, _K_END]
     while d < stop:
         kind = prog[d, _K_KIND]
-        n = counts[d]
-        if n >= vcap[d]:
+        n = cs[d, _C_COUNT]
+        if n >= cs[d, _C_VCAP]:
             _full(over, d, 0)
-        masks[vbase[d] + n] = 0
-        vals[vbase[d] + n] = 0
+        masks[cs[d, _C_VBASE] + n] = 0
+        vals[cs[d, _C_VBASE] + n] = 0
         nxt = d + 1
         if kind == _VAR:
-            offs[obase[d] + n + 1] = dns[d]
+            offs[cs[d, _C_OBASE] + n + 1] = cs[d, _C_DNS]
         elif kind == _LIST:
-            offs[obase[d] + n + 1] = counts[kids[prog[d, _K_FIRST]]]
+            offs[cs[d, _C_OBASE] + n + 1] = cs[kids[prog[d, _K_FIRST]], _C_COUNT]
             nxt = prog[d, _K_END]
-        counts[d] = n + 1
+        cs[d, _C_COUNT] = n + 1
         d = nxt
-
-
-def _leaf(
-    prog: Any,
-    c: int,
-    buf: Any,
-    pos: int,
-    end: int,
-    counts: Any,
-    dns: Any,
-    vals: Any,
-    masks: Any,
-    offs: Any,
-    datas: Any,
-    vbase: Any,
-    vcap: Any,
-    obase: Any,
-    dbase: Any,
-    dcap: Any,
-    over: Any,
-) -> int:
-    """Decode one value of leaf node ``c`` (its union branch already read); the next position.
-    Numbers (floats as their bit patterns) go to ``vals``; strings, bytes and fixed to
-    ``datas`` with an end offset in ``offs``."""
-    kind = prog[c, _K_KIND]
-    n = counts[c]
-    if n >= vcap[c]:
-        _full(over, c, 0)
-    if kind in (_I32, _I64, _ENUM):
-        x, pos = _rlong(buf, pos, end)
-        if kind == _I32 and (x < -2147483648 or x > 2147483647):
-            raise ValueError()
-        if kind == _ENUM and (x < 0 or x >= prog[c, _K_NSYM]):
-            raise ValueError()
-        vals[vbase[c] + n] = x
-    elif kind in (_F64, _F32):
-        size = 8 if kind == _F64 else 4
-        if pos + size > end:
-            raise ValueError()
-        bits = 0
-        for k in range(size):
-            bits |= int(buf[pos + k]) << (8 * k)
-        vals[vbase[c] + n] = bits
-        pos += size
-    elif kind == _BOOL:
-        if pos >= end:
-            raise ValueError()
-        vals[vbase[c] + n] = 1 if buf[pos] else 0
-        pos += 1
-    else:  # _VAR
-        ln = prog[c, _K_FIXED]
-        if ln < 0:
-            ln, pos = _rlong(buf, pos, end)
-        if ln < 0 or pos + ln > end:
-            raise ValueError()
-        dn = dns[c]
-        if dn + ln > dcap[c]:
-            _full(over, c, 1)
-        start = dbase[c] + dn
-        datas[start : start + ln] = buf[pos : pos + ln]
-        dns[c] = dn + ln
-        pos += ln
-        offs[obase[c] + n + 1] = dn + ln
-    masks[vbase[c] + n] = 1
-    counts[c] = n + 1
-    return pos
 
 
 def _block(buf: Any, pos: int, end: int) -> tuple[int, int]:
@@ -473,89 +401,142 @@ def _dec(
     prog: Any,
     kids: Any,
     buf: Any,
-    pos: int,
-    end: int,
-    counts: Any,
-    dns: Any,
+    starts: Any,
+    ends: Any,
+    row: int,
+    status: Any,
+    cs: Any,
     vals: Any,
     masks: Any,
     offs: Any,
     datas: Any,
-    vbase: Any,
-    vcap: Any,
-    obase: Any,
-    dbase: Any,
-    dcap: Any,
     over: Any,
-    st_node: Any,
-    st_k: Any,
-    st_left: Any,
-) -> int:
-    """Decode one datum (node 0) at ``pos`` with an explicit stack of open records and lists
-    (numba cannot cache recursive functions); returns the position after it."""
-    depth = 0
-    c = 0  # the node to enter next
-    while True:
-        # enter node c: its union branch, then a leaf value or a new frame
-        entered = True
-        ni = prog[c, _K_NULL]
-        if ni >= 0:
-            b, pos = _rlong(buf, pos, end)
-            if b == ni:
-                _null(prog, kids, c, counts, dns, vals, masks, offs, vbase, vcap, obase, over)
-                entered = False
-            elif b != 1 - ni:
-                raise ValueError()
-        if entered:
-            kind = prog[c, _K_KIND]
-            if kind in (_STRUCT, _LIST):
-                left = 1
-                if kind == _LIST:
-                    left, pos = _block(buf, pos, end)
-                if depth >= _MAX_DEPTH:
+    stack: Any,
+    saved: Any,
+) -> None:
+    """Decode the datums from ``row`` on, each with an explicit stack of open records and lists
+    (numba cannot cache recursive functions). Before each datum its row goes to ``over[2]`` and
+    the columns' counts to ``saved``, for the caller to roll back to when it raises.
+
+    Everything is decoded here, without a function per datum or per value: numba counts a
+    reference to every array argument of every call it makes, and calls with the buffers as
+    arguments cost more than the decoding itself."""
+    rows = starts.shape[0]
+    ncols = prog.shape[0]
+    for i in range(row, rows):
+        over[2] = i
+        for col in range(ncols):
+            saved[col, 0] = cs[col, _C_COUNT]
+            saved[col, 1] = cs[col, _C_DNS]
+        pos = starts[i]
+        if pos < 0:  # a null row (the root, column 0, is not below a list: it has room)
+            _null(prog, kids, 0, cs, vals, masks, offs, over)
+            continue
+        end = ends[i]
+        depth = 0
+        c = 0  # the node to enter next
+        done = False
+        while not done:
+            # enter node c: its union branch, then a leaf value or a new frame
+            entered = True
+            ni = prog[c, _K_NULL]
+            if ni >= 0:
+                b, pos = _rlong(buf, pos, end)
+                if b == ni:
+                    _null(prog, kids, c, cs, vals, masks, offs, over)
+                    entered = False
+                elif b != 1 - ni:
                     raise ValueError()
-                st_node[depth] = c
-                st_k[depth] = 0
-                st_left[depth] = left
-                depth += 1
-            else:
-                pos = _leaf(
-                    prog, c, buf, pos, end, counts, dns, vals, masks, offs, datas,
-                    vbase, vcap, obase, dbase, dcap, over,
-                )  # fmt: skip
-        # find the next node to enter, closing finished frames
-        while True:
-            if depth == 0:
-                return pos
-            f = depth - 1
-            p = st_node[f]
-            first = prog[p, _K_FIRST]
-            nkids = prog[p, _K_COUNT]
-            if prog[p, _K_KIND] == _LIST:
-                if st_left[f] > 0 and st_k[f] == nkids:  # one item done
-                    st_k[f] = 0
-                    st_left[f] -= 1
-                    if st_left[f] == 0:
-                        st_left[f], pos = _block(buf, pos, end)
-                if st_left[f] > 0:
-                    c = kids[first + st_k[f]]
-                    st_k[f] += 1
+            if entered:
+                kind = prog[c, _K_KIND]
+                if kind in (_STRUCT, _LIST):
+                    left = 1
+                    if kind == _LIST:
+                        left, pos = _block(buf, pos, end)
+                    if depth >= _MAX_DEPTH:
+                        raise ValueError()
+                    stack[depth, _S_NODE] = c
+                    stack[depth, _S_KID] = 0
+                    stack[depth, _S_LEFT] = left
+                    depth += 1
+                else:  # a leaf: numbers (floats as bit patterns) to vals, bytes to datas
+                    n = cs[c, _C_COUNT]
+                    if n >= cs[c, _C_VCAP]:
+                        _full(over, c, 0)
+                    at = cs[c, _C_VBASE] + n
+                    if kind in (_I32, _I64, _ENUM):
+                        x, pos = _rlong(buf, pos, end)
+                        if kind == _I32 and (x < -2147483648 or x > 2147483647):
+                            raise ValueError()
+                        if kind == _ENUM and (x < 0 or x >= prog[c, _K_NSYM]):
+                            raise ValueError()
+                        vals[at] = x
+                    elif kind in (_F64, _F32):
+                        size = 8 if kind == _F64 else 4
+                        if pos + size > end:
+                            raise ValueError()
+                        bits = 0
+                        for k in range(size):
+                            bits |= int(buf[pos + k]) << (8 * k)
+                        vals[at] = bits
+                        pos += size
+                    elif kind == _BOOL:
+                        if pos >= end:
+                            raise ValueError()
+                        vals[at] = 1 if buf[pos] else 0
+                        pos += 1
+                    else:  # _VAR
+                        ln = prog[c, _K_FIXED]
+                        if ln < 0:
+                            ln, pos = _rlong(buf, pos, end)
+                        if ln < 0 or pos + ln > end:
+                            raise ValueError()
+                        dn = cs[c, _C_DNS]
+                        if dn + ln > cs[c, _C_DCAP]:
+                            _full(over, c, 1)
+                        start = cs[c, _C_DBASE] + dn
+                        for k in range(ln):
+                            datas[start + k] = buf[pos + k]
+                        cs[c, _C_DNS] = dn + ln
+                        pos += ln
+                        offs[cs[c, _C_OBASE] + n + 1] = dn + ln
+                    masks[at] = 1
+                    cs[c, _C_COUNT] = n + 1
+            # find the next node to enter, closing finished frames
+            while True:
+                if depth == 0:
+                    done = True
                     break
-                n = counts[p]
-                if n >= vcap[p]:
-                    _full(over, p, 0)
-                offs[obase[p] + n + 1] = counts[kids[first]]
-            else:
-                if st_k[f] < nkids:
-                    c = kids[first + st_k[f]]
-                    st_k[f] += 1
-                    break
-                n = counts[p]
-                if n >= vcap[p]:
-                    _full(over, p, 0)
-            masks[vbase[p] + n] = 1
-            counts[p] = n + 1
-            depth -= 1
+                f = depth - 1
+                p = stack[f, _S_NODE]
+                first = prog[p, _K_FIRST]
+                nkids = prog[p, _K_COUNT]
+                if prog[p, _K_KIND] == _LIST:
+                    if stack[f, _S_LEFT] > 0 and stack[f, _S_KID] == nkids:  # one item done
+                        stack[f, _S_KID] = 0
+                        stack[f, _S_LEFT] -= 1
+                        if stack[f, _S_LEFT] == 0:
+                            stack[f, _S_LEFT], pos = _block(buf, pos, end)
+                    if stack[f, _S_LEFT] > 0:
+                        c = kids[first + stack[f, _S_KID]]
+                        stack[f, _S_KID] += 1
+                        break
+                    n = cs[p, _C_COUNT]
+                    if n >= cs[p, _C_VCAP]:
+                        _full(over, p, 0)
+                    offs[cs[p, _C_OBASE] + n + 1] = cs[kids[first], _C_COUNT]
+                else:
+                    if stack[f, _S_KID] < nkids:
+                        c = kids[first + stack[f, _S_KID]]
+                        stack[f, _S_KID] += 1
+                        break
+                    n = cs[p, _C_COUNT]
+                    if n >= cs[p, _C_VCAP]:
+                        _full(over, p, 0)
+                masks[cs[p, _C_VBASE] + n] = 1
+                cs[p, _C_COUNT] = n + 1
+                depth -= 1
+        status[i] = 1
 
 
 def avro_kernel(
@@ -566,71 +547,62 @@ def avro_kernel(
     ends: Any,
     row: int,
     status: Any,
-    counts: Any,
-    dns: Any,
+    cs: Any,
     vals: Any,
     masks: Any,
     offs: Any,
     datas: Any,
-    vbase: Any,
-    vcap: Any,
-    obase: Any,
-    dbase: Any,
-    dcap: Any,
     over: Any,
 ) -> int:
     """Decode ``buf[starts[i]:ends[i]]`` for i from ``row`` on (a start < 0 is a null row).
 
-    Every column ``c`` (a node) has a fixed region of the flat buffers: ``vals``/``masks`` from
-    ``vbase[c]`` (``vcap[c]`` items), ``offs`` from ``obase[c]`` (``vcap[c] + 1``), ``datas`` from
-    ``dbase[c]`` (``dcap[c]`` bytes); ``counts``/``dns`` are its items and data bytes so far.
-    Sets ``status[i]`` (1 decoded, 0 failed: rolled back and a null row). Returns the row it
-    stopped at: the end, or a row whose datum did not fit (``over[0]`` = column + 1), rolled
-    back, for the caller to resume at with that column grown.
+    Every column ``c`` (a node) has a fixed region of the flat buffers, and its row of ``cs``
+    (``_C_*``) says where: ``vals``/``masks`` from ``VBASE`` (``VCAP`` items), ``offs`` from
+    ``OBASE`` (``VCAP + 1``), ``datas`` from ``DBASE`` (``DCAP`` bytes); ``COUNT``/``DNS`` are its
+    items and data bytes so far. Sets ``status[i]`` (1 decoded, 0 failed: rolled back and a null
+    row). Returns the row it stopped at: the end, or a row whose datum did not fit (``over[0]`` =
+    column + 1), rolled back, for the caller to resume at with that column grown.
     """
     rows = starts.shape[0]
     ncols = prog.shape[0]
-    saved_counts = np.zeros(ncols, np.int64)
-    saved_dns = np.zeros(ncols, np.int64)
-    st_node = np.zeros(_MAX_DEPTH, np.int64)
-    st_k = np.zeros(_MAX_DEPTH, np.int64)
-    st_left = np.zeros(_MAX_DEPTH, np.int64)
+    saved = np.zeros((ncols, 2), np.int64)
+    stack = np.zeros((_MAX_DEPTH, 3), np.int64)
     over[0] = 0
-    for i in range(row, rows):
-        pos = starts[i]
-        if pos < 0:
-            if counts[0] >= vcap[0]:
-                over[0] = 1
-                over[1] = 0
-                return i
-            _null(prog, kids, 0, counts, dns, vals, masks, offs, vbase, vcap, obase, over)
-            continue
-        for c in range(ncols):
-            saved_counts[c] = counts[c]
-            saved_dns[c] = dns[c]
-        ok = True
+    while row < rows:
         try:
             _dec(
-                prog, kids, buf, pos, ends[i], counts, dns, vals, masks, offs, datas,
-                vbase, vcap, obase, dbase, dcap, over, st_node, st_k, st_left,
-            )  # fmt: skip
+                prog,
+                kids,
+                buf,
+                starts,
+                ends,
+                row,
+                status,
+                cs,
+                vals,
+                masks,
+                offs,
+                datas,
+                over,
+                stack,
+                saved,
+            )
+            row = rows
         except Exception:
-            ok = False
-        if not ok:
+            i = over[2]
             for c in range(ncols):
-                counts[c] = saved_counts[c]
-                dns[c] = saved_dns[c]
+                cs[c, _C_COUNT] = saved[c, 0]
+                cs[c, _C_DNS] = saved[c, 1]
             if over[0] != 0:
-                return i
-            # a failed datum is a null row (root column 0 is not under a list: it has room)
-            _null(prog, kids, 0, counts, dns, vals, masks, offs, vbase, vcap, obase, over)
-        status[i] = 1 if ok else 0
+                return int(i)
+            _null(prog, kids, 0, cs, vals, masks, offs, over)  # a failed datum: a null row
+            status[i] = 0
+            row = i + 1
     return int(rows)
 
 
 _JIT_LOCK = threading.Lock()
 _KERNEL: Callable[..., Any] | None = None
-_INLINED = ("_rlong", "_leaf")  # inlined into their callers: about 10% faster
 
 
 def _kernel() -> Callable[..., Any]:
@@ -647,9 +619,8 @@ def _kernel() -> Callable[..., Any]:
                 from kwire.records._columnar_kernels import numba_cache_dir
 
                 numba_cache_dir()  # sets NUMBA_CACHE_DIR when unset (a writable place)
-                for name in ("_rlong", "_full", "_null", "_leaf", "_block", "_dec"):
-                    inline = "always" if name in _INLINED else "never"
-                    g[name] = numba.njit(g[name], cache=True, nogil=True, inline=inline)  # type: ignore[call-overload]
+                for name in ("_rlong", "_full", "_null", "_block", "_dec"):
+                    g[name] = numba.njit(g[name], cache=True, nogil=True)
                 _KERNEL = numba.njit(avro_kernel, cache=True, nogil=True)
         return _KERNEL
 
@@ -706,45 +677,37 @@ class AvroDecoder:
         ends = ends.astype(np.int64)
         rows = len(starts)
         payload = int(np.sum(np.where(starts >= 0, ends - starts, 0))) if rows else 0
-        ncols = len(self.nodes)
-        vcap = np.where(self._below, np.ceil(self._items_per_row * rows * 1.25) + 16, rows).astype(
-            np.int64
-        )
-        dcap = np.ceil(self._bytes_per_byte * payload * 1.1).astype(np.int64) + np.where(
-            self._is_var, 64, 0
-        )
+        vcap = np.where(self._below, np.ceil(self._items_per_row * rows * 1.25) + 16, rows)
+        dcap = np.ceil(self._bytes_per_byte * payload * 1.1) + np.where(self._is_var, 64, 0)
         status = np.zeros(rows, np.uint8)
-        counts = np.zeros(ncols, np.int64)
-        dns = np.zeros(ncols, np.int64)
-        over = np.zeros(2, np.int64)
-        buffers = _Buffers(vcap, dcap)
+        over = np.zeros(3, np.int64)  # the column out of room, items or data, the row
+        buffers = _Buffers(vcap.astype(np.int64), dcap.astype(np.int64))
         kernel = _kernel()
         row = 0
         while True:
             row = kernel(
-                self.prog, self.kids, data, starts, ends, row, status, counts, dns,
-                buffers.vals, buffers.masks, buffers.offs, buffers.datas,
-                buffers.vbase, buffers.vcap, buffers.obase, buffers.dbase, buffers.dcap, over,
+                self.prog, self.kids, data, starts, ends, row, status, buffers.cs,
+                buffers.vals, buffers.masks, buffers.offs, buffers.datas, over,
             )  # fmt: skip
             if row >= rows:
                 break
             c = int(over[0]) - 1
-            vcap, dcap = buffers.vcap.copy(), buffers.dcap.copy()
+            cs = buffers.cs
+            vcap, dcap = cs[:, _C_VCAP].copy(), cs[:, _C_DCAP].copy()
             # at least double it, or to what the rows so far say the batch needs
             share = rows / max(row, 1) * 1.25
             if over[1] == 0:
-                vcap[c] = max(2 * vcap[c] + 16, int(counts[c] * share) + 16)
+                vcap[c] = max(2 * vcap[c] + 16, int(cs[c, _C_COUNT] * share) + 16)
             else:
                 need = int(ends[row] - starts[row])
-                dcap[c] = max(2 * dcap[c] + need, int(dns[c] * share) + need)
-            buffers = buffers.regrown(vcap, dcap, counts, dns)
+                dcap[c] = max(2 * dcap[c] + need, int(cs[c, _C_DNS] * share) + need)
+            buffers = buffers.regrown(vcap, dcap)
+        counts, dns = buffers.cs[:, _C_COUNT], buffers.cs[:, _C_DNS]
         if rows:
             self._items_per_row = np.where(self._below, counts / rows, 1.0)
         if payload:
             self._bytes_per_byte = dns / payload
-        columns = {
-            n.col: buffers.column(n.col, int(counts[n.col]), int(dns[n.col])) for n in self.nodes
-        }
+        columns = {n.col: buffers.column(n.col) for n in self.nodes}
         array = self._build(self.root, columns)
         if _has_string(self.root):
             array.validate(full=True)
@@ -800,39 +763,40 @@ class AvroDecoder:
 
 
 class _Buffers:
-    """The flat buffers of every column: regions laid out from the capacities."""
+    """The flat buffers of every column and the columns' state (``cs``, a row per column): the
+    regions laid out from the capacities."""
 
     def __init__(self, vcap: np.ndarray, dcap: np.ndarray) -> None:
-        self.vcap = vcap.astype(np.int64)
-        self.dcap = dcap.astype(np.int64)
-        self.vbase = np.concatenate([[0], np.cumsum(self.vcap)[:-1]]).astype(np.int64)
-        self.obase = self.vbase + np.arange(len(vcap), dtype=np.int64)  # one more offset each
-        self.dbase = np.concatenate([[0], np.cumsum(self.dcap)[:-1]]).astype(np.int64)
-        total = int(self.vcap.sum())
+        ncols = len(vcap)
+        self.cs = cs = np.zeros((ncols, 7), np.int64)
+        cs[:, _C_VCAP] = vcap
+        cs[:, _C_DCAP] = dcap
+        cs[1:, _C_VBASE] = np.cumsum(vcap)[:-1]
+        cs[:, _C_OBASE] = cs[:, _C_VBASE] + np.arange(ncols)  # one more offset each
+        cs[1:, _C_DBASE] = np.cumsum(dcap)[:-1]
+        total = int(vcap.sum())
         self.vals = np.empty(total, np.int64)
         self.masks = np.empty(total, np.uint8)
-        self.offs = np.zeros(total + len(vcap), np.int32)
-        self.datas = np.empty(int(self.dcap.sum()), np.uint8)
+        self.offs = np.zeros(total + ncols, np.int32)
+        self.datas = np.empty(int(dcap.sum()), np.uint8)
 
-    def regrown(
-        self, vcap: np.ndarray, dcap: np.ndarray, counts: np.ndarray, dns: np.ndarray
-    ) -> _Buffers:
+    def regrown(self, vcap: np.ndarray, dcap: np.ndarray) -> _Buffers:
         """New buffers with the given capacities, holding what these hold so far."""
         grown = _Buffers(vcap, dcap)
+        grown.cs[:, _C_COUNT] = self.cs[:, _C_COUNT]
+        grown.cs[:, _C_DNS] = self.cs[:, _C_DNS]
         for c in range(len(vcap)):
-            n, dn = int(counts[c]), int(dns[c])
-            a, b = int(self.vbase[c]), int(grown.vbase[c])
-            grown.vals[b : b + n] = self.vals[a : a + n]
-            grown.masks[b : b + n] = self.masks[a : a + n]
-            oa, ob = int(self.obase[c]), int(grown.obase[c])
-            grown.offs[ob : ob + n + 1] = self.offs[oa : oa + n + 1]
-            da, db = int(self.dbase[c]), int(grown.dbase[c])
-            grown.datas[db : db + dn] = self.datas[da : da + dn]
+            (_, was_valid, was_vals, was_offs, was_data) = self.column(c)
+            (_, valid, values, offsets, data) = grown.column(c)
+            valid[:] = was_valid
+            values[:] = was_vals
+            offsets[:] = was_offs
+            data[:] = was_data
         return grown
 
-    def column(self, c: int, count: int, dn: int) -> tuple[int, Any, Any, Any, Any]:
-        """(items, validity, values, offsets, data) of column ``c``: views, not copies."""
-        v, o, d = int(self.vbase[c]), int(self.obase[c]), int(self.dbase[c])
+    def column(self, c: int) -> tuple[int, Any, Any, Any, Any]:
+        """(items, validity, values, offsets, data) of column ``c`` so far: views, not copies."""
+        count, dn, v, _, o, d, _ = (int(x) for x in self.cs[c])
         return (
             count,
             self.masks[v : v + count],

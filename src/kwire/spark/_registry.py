@@ -369,8 +369,7 @@ def _prefixed_ids(
     safe = np.where(framed, starts, 0)
     if len(data):
         framed &= data[np.minimum(safe, len(data) - 1)] == 0
-        d = data.astype(np.int64)
-        b = [d[np.minimum(safe + k, len(data) - 1)] for k in range(1, 5)]
+        b = [data[np.minimum(safe + k, len(data) - 1)].astype(np.int64) for k in range(1, 5)]
         ids = np.where(framed, (b[0] << 24) | (b[1] << 16) | (b[2] << 8) | b[3], -1)
     payload = np.where(framed, starts + 5, starts)
     if header_ids:
