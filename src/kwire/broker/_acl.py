@@ -21,7 +21,7 @@ the metadata log opens.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -173,25 +173,14 @@ class AclFilter:
         return name is None or name == acl.resource_name
 
 
-class AclStore:
-    """The ACLs, as the metadata image holds them (by id, in creation order).
-
-    A change is ``AccessControlEntryRecord``s (or ``RemoveAccessControlEntryRecord``s) handed to
-    ``append``, which writes them to ``__cluster_metadata`` (fsynced) and replays them into the
-    image before returning; the store keeps nothing of its own. ``AclStore.in_memory()`` is a
-    store over an image of its own, without a log.
-    """
-
-    def __init__(
-        self, image: mlog.MetadataImage, append: Callable[[list[mlog.Record]], None]
-    ) -> None:
-        self._image = image
-        self._append = append
+class AclStore(mlog.ImageView):
+    """The ACLs, as the metadata image holds them (by id, in creation order;
+    ``AccessControlEntryRecord`` / ``RemoveAccessControlEntryRecord``; see ``ImageView``)."""
 
     @classmethod
-    def in_memory(cls, acls: Iterable[AclBinding] = ()) -> AclStore:
-        image = mlog.MetadataImage()
-        store = cls(image, image.replay_all)
+    def of(cls, acls: Iterable[AclBinding]) -> AclStore:
+        """A store without a log holding ``acls`` (tests, tools)."""
+        store = cls.in_memory()
         store.add(acls)
         return store
 
@@ -206,15 +195,11 @@ class AclStore:
     def add(self, acls: Iterable[AclBinding]) -> None:
         """Create ACLs in one batch (``AclControlManager.createAcls``: one that exists already
         is not written again)."""
-        records = mlog.create_acl_records(self._image, acls)
-        if records:
-            self._append(records)
+        self._write(mlog.create_acl_records(self._image, acls))
 
     def remove(self, acl_ids: Iterable[uuid.UUID]) -> None:
         """Delete the ACLs of ``acl_ids`` in one batch."""
-        records = mlog.delete_acl_records(i for i in acl_ids if i in self._image.acls)
-        if records:
-            self._append(records)
+        self._write(mlog.delete_acl_records(i for i in acl_ids if i in self._image.acls))
 
 
 class Authorizer:
@@ -486,17 +471,7 @@ def handle_delete_acls(state: BrokerState, ctx: RequestContext, request: Any) ->
                         continue
                     deleted.append(acl_id)
                     out.matching_acls.append(
-                        DELETE_ACLS_MATCH(
-                            error_code=0,
-                            error_message=None,
-                            resource_type=acl.resource_type,
-                            resource_name=acl.resource_name,
-                            pattern_type=acl.pattern_type,
-                            principal=acl.principal,
-                            host=acl.host,
-                            operation=acl.operation,
-                            permission_type=acl.permission_type,
-                        )
+                        DELETE_ACLS_MATCH(error_code=0, error_message=None, **acl.fields())
                     )
         results.append(out)
     if auth is not None:

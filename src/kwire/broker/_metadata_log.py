@@ -54,7 +54,7 @@ import os
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Self
 
 from kwire._wire import read_uvarint, write_uvarint
 from kwire.errors import DecodeError
@@ -327,6 +327,18 @@ class StandardAcl:
     operation: int
     permission_type: int
 
+    def fields(self) -> dict[str, Any]:
+        """The ACL's fields by the names Kafka's ACL records and responses give them."""
+        return {
+            "resource_type": self.resource_type,
+            "resource_name": self.resource_name,
+            "pattern_type": self.pattern_type,
+            "principal": self.principal,
+            "host": self.host,
+            "operation": self.operation,
+            "permission_type": self.permission_type,
+        }
+
     def matches_resource(self, resource_type: int, name: str) -> bool:
         if self.resource_type != resource_type:
             return False
@@ -593,20 +605,7 @@ def scram_records(changes: Iterable[ScramChange]) -> list[Record]:
 
 def acl_record(acl_id: uuid.UUID, acl: StandardAcl) -> Record:
     """``StandardAclWithId.toRecord``."""
-    return (
-        new_record(
-            "AccessControlEntryRecord",
-            id=acl_id,
-            resource_type=acl.resource_type,
-            resource_name=acl.resource_name,
-            pattern_type=acl.pattern_type,
-            principal=acl.principal,
-            host=acl.host,
-            operation=acl.operation,
-            permission_type=acl.permission_type,
-        ),
-        0,
-    )
+    return new_record("AccessControlEntryRecord", id=acl_id, **acl.fields()), 0
 
 
 def create_acl_records(image: MetadataImage, acls: Iterable[StandardAcl]) -> list[Record]:
@@ -830,6 +829,26 @@ def _batch_records(data: bytes | memoryview) -> Iterator[Record]:
         for record in batch:
             if record.value is not None:
                 yield decode_record(record.value)
+
+
+class ImageView:
+    """A store that is a view of the metadata image (SCRAM credentials, ACLs): a change is records
+    handed to ``append``, which writes them to ``__cluster_metadata`` (fsynced) and replays them
+    into the image before returning; the store keeps nothing of its own. ``in_memory()`` gives a
+    store over an image of its own, without a log (tests, tools)."""
+
+    def __init__(self, image: MetadataImage, append: Callable[[list[Record]], None]) -> None:
+        self._image = image
+        self._append = append
+
+    @classmethod
+    def in_memory(cls) -> Self:
+        image = MetadataImage()
+        return cls(image, image.replay_all)
+
+    def _write(self, records: list[Record]) -> None:
+        if records:
+            self._append(records)
 
 
 class MetadataLog:

@@ -441,25 +441,9 @@ class _InvalidToken(Exception):
 # --- credentials ------------------------------------------------------------------------------
 
 
-class ScramStore:
-    """SCRAM credentials by (user, mechanism name), as the metadata image holds them.
-
-    A change is a ``UserScramCredentialRecord`` (or ``RemoveUserScramCredentialRecord``) handed
-    to ``append``, which writes it to ``__cluster_metadata`` (fsynced) and replays it into the
-    image before returning; the store keeps nothing of its own. ``ScramStore.in_memory()`` is a
-    store over an image of its own, without a log.
-    """
-
-    def __init__(
-        self, image: mlog.MetadataImage, append: Callable[[list[mlog.Record]], None]
-    ) -> None:
-        self._image = image
-        self._append = append
-
-    @classmethod
-    def in_memory(cls) -> ScramStore:
-        image = mlog.MetadataImage()
-        return cls(image, image.replay_all)
+class ScramStore(mlog.ImageView):
+    """SCRAM credentials by (user, mechanism name), as the metadata image holds them
+    (``UserScramCredentialRecord`` / ``RemoveUserScramCredentialRecord``; see ``ImageView``)."""
 
     @property
     def credentials(self) -> dict[tuple[str, str], ScramCredential]:
@@ -485,9 +469,7 @@ class ScramStore:
 
     def alter(self, changes: Iterable[tuple[str, str, ScramCredential | None]]) -> None:
         """Upsert (a credential) or delete (``None``) credentials, all in one batch."""
-        records = mlog.scram_records((u, _MECHANISM_WIRE[m], c) for u, m, c in changes)
-        if records:
-            self._append(records)
+        self._write(mlog.scram_records((u, _MECHANISM_WIRE[m], c) for u, m, c in changes))
 
 
 def scram_store(state: BrokerState) -> ScramStore:

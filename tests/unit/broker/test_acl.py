@@ -42,7 +42,7 @@ def acl(
 
 
 def authorizer(tmp_path: Path, *acls: AclBinding, **kw: Any) -> Authorizer:
-    return Authorizer(AclStore.in_memory(acls), kw.pop("supers", ()), **kw)
+    return Authorizer(AclStore.of(acls), kw.pop("supers", ()), **kw)
 
 
 def test_literal_prefixed_and_wildcard(tmp_path: Path) -> None:
