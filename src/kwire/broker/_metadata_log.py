@@ -364,6 +364,10 @@ class MetadataImage:
     scram_credentials: dict[tuple[str, int], ScramCredential] = field(default_factory=dict)
     #: ACLs by id, in the order they were created (``AclControlManager.idToAcl``).
     acls: dict[uuid.UUID, StandardAcl] = field(default_factory=dict)
+    #: Client quotas: entity ((type, name or None for the default), sorted) -> key -> value.
+    client_quotas: dict[tuple[tuple[str, str | None], ...], dict[str, float]] = field(
+        default_factory=dict
+    )
 
     def topic_configs(self, name: str) -> dict[str, str]:
         return dict(self.configs.get((CONFIG_TOPIC, name), {}))
@@ -434,6 +438,15 @@ class MetadataImage:
             )
         elif kind == "RemoveAccessControlEntryRecord":
             self.acls.pop(uuid.UUID(bytes=message.id.bytes), None)
+        elif kind == "ClientQuotaRecord":
+            entity = tuple(sorted((e.entity_type, e.entity_name) for e in message.entity))
+            values = self.client_quotas.setdefault(entity, {})
+            if message.remove:
+                values.pop(message.key, None)
+                if not values:
+                    del self.client_quotas[entity]
+            else:
+                values[message.key] = message.value
 
     def _replay_partition(self, kind: str, message: Any) -> None:
         topic = self.topics_by_id.get(uuid.UUID(bytes=message.topic_id.bytes))

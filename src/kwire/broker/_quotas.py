@@ -341,21 +341,11 @@ def _quota_record(ent: Entity, key: str, value: float | None) -> tuple[Any, int]
 
 @on_startup
 def _load_quotas(state: BrokerState) -> None:
-    """Replay the ``ClientQuotaRecord``s of the metadata log."""
+    """The client quotas the metadata log's ``ClientQuotaRecord``s left in the image."""
     quotas = client_quotas(state)
-    metadata = getattr(state, "_metadata", None)
-    if metadata is None:
-        return
-    for message, _version in metadata._read_log():
-        if type(message).__name__ == "ClientQuotaRecord":
-            ent = tuple(sorted((e.entity_type, e.entity_name) for e in message.entity))
-            quotas.replay(ent, message.key, None if message.remove else message.value)
-
-
-def _persist(state: BrokerState, records: list[tuple[Any, int]]) -> None:
-    metadata = getattr(state, "_metadata", None)
-    if metadata is not None and records:
-        metadata.append(records, state.now_ms())
+    for ent, values in state.metadata_image.client_quotas.items():
+        for key, value in values.items():
+            quotas.replay(ent, key, value)
 
 
 def alter_quotas(state: BrokerState, ent: Entity, values: Mapping[str, float | None]) -> None:
@@ -367,7 +357,8 @@ def alter_quotas(state: BrokerState, ent: Entity, values: Mapping[str, float | N
         for k, v in values.items()
         if (v is None and k in current) or (v is not None and current.get(k) != v)
     ]
-    _persist(state, records)
+    if records:
+        state.append_metadata(records)
     for k, v in values.items():
         if v is not None or k in quotas.entities.get(ent, {}):
             quotas.replay(ent, k, v)
