@@ -414,6 +414,7 @@ class CliBroker:
         kafka_version: str | None = None,
         config: dict[str, str] | None = None,
         node_id: int = 1,
+        extra_args: tuple[str, ...] = (),
     ) -> None:
         self.data_dir = data_dir
         self.requested_port = port
@@ -435,6 +436,7 @@ class CliBroker:
             argv += ["--kafka-version", kafka_version]
         for k, v in {"num.partitions": "1", **(config or {})}.items():
             argv += ["--config", f"{k}={v}"]
+        argv += extra_args
         self.argv = argv
         n = 0
         while (data_dir.parent / f"{data_dir.name}.out.{n}").exists():

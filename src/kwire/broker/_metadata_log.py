@@ -301,6 +301,8 @@ class BrokerImage:
     broker_epoch: int
     incarnation_id: uuid.UUID
     fenced: bool
+    #: (listener name, host, port, security protocol id) as registered
+    endpoints: tuple[tuple[str, str, int, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -410,6 +412,7 @@ class MetadataImage:
                 message.broker_epoch,
                 uuid.UUID(bytes=message.incarnation_id.bytes),
                 message.fenced,
+                tuple((e.name, e.host, e.port, e.security_protocol) for e in message.end_points),
             )
         elif kind in ("UnfenceBrokerRecord", "FenceBrokerRecord"):
             broker = self.brokers.get(message.id)
@@ -702,9 +705,21 @@ def activation_records(metadata_version: int) -> list[Record]:
     return out
 
 
-def register_broker_records(node: NodeInfo, broker_epoch: int) -> list[Record]:
-    """The broker's registration (``ClusterControlManager.registerBroker``), then its unfencing."""
+#: Kafka's ``SecurityProtocol`` ids, as RegisterBrokerRecord carries them.
+SECURITY_PROTOCOL_IDS: Final = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
+
+
+def register_broker_records(
+    node: NodeInfo,
+    broker_epoch: int,
+    endpoints: Sequence[tuple[str, str, int, int]] | None = None,
+) -> list[Record]:
+    """The broker's registration (``ClusterControlManager.registerBroker``), then its unfencing;
+    ``endpoints`` (listener name, host, port, security protocol id), by default PLAINTEXT on the
+    node's host and port."""
     version = _register_broker_record_version(node.metadata_version)
+    if endpoints is None:
+        endpoints = [("PLAINTEXT", node.host, node.port, 0)]
     endpoint = _struct("RegisterBrokerRecord", "end_points")
     feature = _struct("RegisterBrokerRecord", "features")
     register = new_record(
@@ -714,7 +729,8 @@ def register_broker_records(node: NodeInfo, broker_epoch: int) -> list[Record]:
         incarnation_id=uuid.uuid4(),
         broker_epoch=broker_epoch,
         end_points=[
-            endpoint(name="PLAINTEXT", host=node.host, port=node.port, security_protocol=0)
+            endpoint(name=name, host=host, port=port, security_protocol=protocol)
+            for name, host, port, protocol in endpoints
         ],
         features=[
             feature(
@@ -730,6 +746,11 @@ def register_broker_records(node: NodeInfo, broker_epoch: int) -> list[Record]:
     )
     unfence = new_record("UnfenceBrokerRecord", id=node.node_id, epoch=broker_epoch)
     return [(register, version), (unfence, 0)]
+
+
+def fence_broker_record(broker_id: int, broker_epoch: int) -> Record:
+    """A broker gone (``ClusterControlManager`` fencing it after its shutdown)."""
+    return new_record("FenceBrokerRecord", id=broker_id, epoch=broker_epoch), 0
 
 
 # -- files --------------------------------------------------------------------------------------

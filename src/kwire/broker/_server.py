@@ -214,7 +214,9 @@ class KafkaServer:
         }
         if self.node_id == self.state.node_id:
             self.state.port = self.port
-        self.state.broker_started(self.node_id, self.endpoints)
+        self.state.broker_started(
+            self.node_id, self.endpoints, {lst.name: lst.protocol for lst in self.listeners}
+        )
         if self._run_housekeeping:
             self._housekeeping = asyncio.create_task(self._housekeep())
         self.running = True

@@ -18,6 +18,7 @@ checkpoint files are exactly Kafka's.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -373,16 +374,36 @@ class BrokerState:
         )
         self.notify(partition)
 
-    def broker_started(self, node_id: int, endpoints: Mapping[str, tuple[str, int]]) -> None:
-        """A node's listeners are up; partitions without a leader get one."""
+    def broker_started(
+        self,
+        node_id: int,
+        endpoints: Mapping[str, tuple[str, int]],
+        protocols: Mapping[str, str] | None = None,
+    ) -> None:
+        """A node's listeners are up: it is registered in the metadata log with them (unless it
+        is already, with the same endpoints, unfenced); partitions without a leader get one.
+        ``protocols``: listener name -> security protocol (default: the name)."""
         self.live_brokers[node_id] = dict(endpoints)
+        registered = [
+            (name, host, port, mlog.SECURITY_PROTOCOL_IDS.get((protocols or {}).get(name, name), 0))
+            for name, (host, port) in endpoints.items()
+        ]
+        known = self.metadata_image.brokers.get(node_id)
+        if known is None or known.fenced or list(known.endpoints) != registered:
+            node = dataclasses.replace(self._metadata.node, node_id=node_id)
+            epoch = self._metadata.log.log_end_offset  # Kafka: the registration's offset
+            self.append_metadata(mlog.register_broker_records(node, epoch, registered))
         for partition in self.iter_partitions():
             if partition.leader_id not in self.live_brokers:
                 self.move_leader(partition, self.place_leader())
 
     def broker_stopped(self, node_id: int) -> None:
-        """A node is gone: the partitions it led move to the live nodes (round-robin)."""
+        """A node is gone: it is fenced, and the partitions it led move to the live nodes
+        (round-robin)."""
         self.live_brokers.pop(node_id, None)
+        known = self.metadata_image.brokers.get(node_id)
+        if known is not None and not known.fenced:
+            self.append_metadata([mlog.fence_broker_record(node_id, known.broker_epoch)])
         for partition in self.iter_partitions():
             if partition.leader_id == node_id:
                 target = self.place_leader()

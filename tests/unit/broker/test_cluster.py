@@ -267,6 +267,41 @@ def test_a_move_bumps_the_epoch_in_the_cache_and_the_metadata_log(tmp_path: Path
         again.close()
 
 
+def test_every_node_registers_its_endpoints_and_a_stopped_one_is_fenced(tmp_path: Path) -> None:
+    """The metadata log holds a RegisterBrokerRecord per node with the ports it listens on (as
+    each KRaft broker registers itself), a FenceBrokerRecord when a node stops, and a new
+    registration (a new incarnation and epoch) when it starts again."""
+    state = make_state(tmp_path / "data")
+    try:
+        image = state.metadata_image
+        assert sorted(image.brokers) == [1, 2, 3]
+        for node, port in PORTS.items():
+            broker = image.brokers[node]
+            assert broker.endpoints == (("PLAINTEXT", "127.0.0.1", port, 0),)
+            assert not broker.fenced
+        first = image.brokers[2]
+        state.broker_stopped(2)
+        assert image.brokers[2].fenced
+        state.broker_started(2, {"PLAINTEXT": ("127.0.0.1", PORTS[2])})
+        again = image.brokers[2]
+        assert not again.fenced and again.broker_epoch > first.broker_epoch
+        assert again.incarnation_id != first.incarnation_id
+        registered = len(state._metadata.image.brokers)
+        state.broker_started(2, {"PLAINTEXT": ("127.0.0.1", PORTS[2])})  # nothing changed
+        assert image.brokers[2] is again and len(image.brokers) == registered
+    finally:
+        state.close()
+    reopened = make_state(tmp_path / "data")
+    try:
+        assert {n: b.fenced for n, b in reopened.metadata_image.brokers.items()} == {
+            1: False,
+            2: False,
+            3: False,
+        }
+    finally:
+        reopened.close()
+
+
 # --- coordinators ---------------------------------------------------------------------------------
 
 
