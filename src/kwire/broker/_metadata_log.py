@@ -3,13 +3,14 @@
 Approach: two halves.
 
 The sans-IO half: a metadata record value is Kafka's ``MetadataRecordSerde`` framing, the frame
-version 1, the record's apiKey and version (unsigned varints), then the record's fields
-(``encode_record`` / ``decode_record``, with kwire's generated classes of Kafka 3.9's
-``metadata/src/main/resources/common/metadata`` specs). ``MetadataImage`` is what replaying the
-records gives (Kafka's ``MetadataImage``, reduced to what this node needs): topics by name and id
-with their partitions and config overrides, other config resources (broker overrides), the next
-producer id block, the finalized features, the registered brokers, the SCRAM credentials by
-(user, mechanism) and the ACLs by id. ``topic_records``, ``partition_records``,
+version 1, the record's apiKey and version (unsigned varints), then the record's fields. The
+framing lives in the log layer (``kwire.log.encode_metadata_record`` / ``decode_metadata_record``,
+with kwire's generated classes of Kafka 3.9's ``metadata/src/main/resources/common/metadata``
+specs), used here under this module's names ``encode_record`` / ``decode_record``.
+``MetadataImage`` is what replaying the records gives (Kafka's ``MetadataImage``, reduced to what
+this node needs): topics by name and id with their partitions and config overrides, other config
+resources (broker overrides), the next producer id block, the finalized features, the registered
+brokers, the SCRAM credentials by (user, mechanism) and the ACLs by id. ``topic_records``, ``partition_records``,
 ``remove_topic_records``, ``config_records``, ``producer_ids_record``, ``scram_records`` and
 ``create_acl_records`` / ``delete_acl_records`` turn a state change into records as Kafka's
 controller writes them (``ReplicationControlManager``, ``ConfigurationControlManager``,
@@ -56,9 +57,21 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Self
 
-from kwire._wire import read_uvarint, write_uvarint
-from kwire.errors import DecodeError
-from kwire.log import LiveLog, LogConfig
+from kwire.log import (
+    CLUSTER_METADATA_DIR,
+    CLUSTER_METADATA_TOPIC,
+    METADATA_FRAME_VERSION,
+    METADATA_RECORD_TYPES,
+    LiveLog,
+    LogConfig,
+    MetadataRecord,
+    decode_metadata_record,
+    encode_metadata_record,
+    metadata_record_class,
+    metadata_record_json,
+    metadata_record_type_name,
+    new_metadata_record,
+)
 from kwire.log._datadir import META_PROPERTIES
 from kwire.records import (
     AppendOrigin,
@@ -106,12 +119,12 @@ __all__ = [
 
 _logger = logging.getLogger("kwire.broker")
 
-METADATA_TOPIC: Final = "__cluster_metadata"
-METADATA_PARTITION_DIR: Final = f"{METADATA_TOPIC}-0"
+METADATA_TOPIC: Final = CLUSTER_METADATA_TOPIC
+METADATA_PARTITION_DIR: Final = CLUSTER_METADATA_DIR
 QUORUM_STATE: Final = "quorum-state"
 BOOTSTRAP_CHECKPOINT: Final = "bootstrap.checkpoint"
-#: ``MetadataRecordSerde``'s DEFAULT_FRAME_VERSION.
-FRAME_VERSION: Final = 1
+#: ``MetadataRecordSerde``'s DEFAULT_FRAME_VERSION (``kwire.log.METADATA_FRAME_VERSION``).
+FRAME_VERSION: Final = METADATA_FRAME_VERSION
 #: ``ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE``.
 PRODUCER_ID_BLOCK_SIZE: Final = 1000
 #: ``ConfigResource.Type``.
@@ -128,35 +141,8 @@ PREFIXED: Final = 4
 LEGACY_SCRAM_FILE: Final = "scram-credentials.json"
 LEGACY_ACLS_FILE: Final = "acls.json"
 
-#: Kafka 3.9's metadata records by apiKey (``MetadataRecordType``).
-RECORD_NAMES: Final = {
-    0: "RegisterBrokerRecord",
-    1: "UnregisterBrokerRecord",
-    2: "TopicRecord",
-    3: "PartitionRecord",
-    4: "ConfigRecord",
-    5: "PartitionChangeRecord",
-    7: "FenceBrokerRecord",
-    8: "UnfenceBrokerRecord",
-    9: "RemoveTopicRecord",
-    10: "DelegationTokenRecord",
-    11: "UserScramCredentialRecord",
-    12: "FeatureLevelRecord",
-    14: "ClientQuotaRecord",
-    15: "ProducerIdsRecord",
-    17: "BrokerRegistrationChangeRecord",
-    18: "AccessControlEntryRecord",
-    19: "RemoveAccessControlEntryRecord",
-    20: "NoOpRecord",
-    21: "ZkMigrationStateRecord",
-    22: "RemoveUserScramCredentialRecord",
-    23: "BeginTransactionRecord",
-    24: "EndTransactionRecord",
-    25: "AbortTransactionRecord",
-    26: "RemoveDelegationTokenRecord",
-    27: "RegisterControllerRecord",
-}
-_API_KEYS: Final = {name: key for key, name in RECORD_NAMES.items()}
+#: Kafka 3.9's metadata records by apiKey (``kwire.log.METADATA_RECORD_TYPES``).
+RECORD_NAMES: Final = METADATA_RECORD_TYPES
 
 #: ``MetadataVersion`` feature levels (Kafka 3.9.0): the newest level of each release line that
 #: has KRaft in production (3.3 on); 3.9-IV0 is the newest stable level the bundled specs know,
@@ -200,75 +186,21 @@ def _register_broker_record_version(level: int) -> int:
     return 1 if level >= _MV_3_3_IV3 else 0
 
 
-# -- the record framing (MetadataRecordSerde) -------------------------------------------------------
+# -- the record framing (MetadataRecordSerde): kwire.log's, under this module's older names -------
 
-
-def _record_class(name: str) -> Any:
-    from kwire.protocol import message_class
-
-    return message_class(name)
+_record_class = metadata_record_class
+new_record = new_metadata_record
+Record = MetadataRecord  # (message, version): Kafka's ApiMessageAndVersion
+encode_record = encode_metadata_record
+decode_record = decode_metadata_record
+record_type_name = metadata_record_type_name
+dump_json = metadata_record_json
 
 
 def _struct(record_name: str, *path: str) -> Any:
     from kwire.protocol import struct_class
 
     return struct_class(_record_class(record_name), *path)
-
-
-def new_record(record: str, /, **fields: Any) -> Any:
-    """A message of kwire's generated class ``name`` (a metadata or KRaft control record)."""
-    return _record_class(record)(**fields)
-
-
-Record = tuple[Any, int]  # (message, version): Kafka's ApiMessageAndVersion
-
-
-def encode_record(message: Any, version: int) -> bytes:
-    """A record value as ``MetadataRecordSerde`` writes it."""
-    api_key = _API_KEYS[type(message).__name__]
-    out = bytearray()
-    write_uvarint(out, FRAME_VERSION)
-    write_uvarint(out, api_key)
-    write_uvarint(out, version)
-    out += message.encode(version)
-    return bytes(out)
-
-
-def decode_record(value: bytes | bytearray | memoryview) -> Record:
-    """``(message, version)`` of a record value (``DecodeError`` when it is not one)."""
-    view = memoryview(value)
-    frame, pos = read_uvarint(view, 0)
-    if frame != FRAME_VERSION:
-        raise DecodeError(
-            f"Could not deserialize metadata record due to unknown frame version {frame}"
-        )
-    api_key, pos = read_uvarint(view, pos)
-    version, pos = read_uvarint(view, pos)
-    name = RECORD_NAMES.get(api_key)
-    if name is None:
-        raise DecodeError(f"unknown metadata record type {api_key}")
-    cls = _record_class(name)
-    if not cls.MIN_VERSION <= version <= cls.MAX_VERSION:
-        raise DecodeError(f"{name} version {version} is not supported")
-    return cls.decode(bytes(view[pos:]), version), version
-
-
-def record_type_name(api_key: int) -> str:
-    """``MetadataRecordType.fromId(apiKey).toString()``: ``TopicRecord`` -> ``TOPIC_RECORD``."""
-    name = RECORD_NAMES[api_key]
-    return "".join("_" + c if c.isupper() and i else c for i, c in enumerate(name)).upper()
-
-
-def dump_json(value: bytes | bytearray | memoryview) -> str:
-    """A record value as ``kafka-dump-log.sh --cluster-metadata-decoder`` prints its payload
-    (``{"type":"TOPIC_RECORD","version":0,"data":{...}}``, Jackson's compact JSON)."""
-    message, version = decode_record(value)
-    doc = {
-        "type": record_type_name(_API_KEYS[type(message).__name__]),
-        "version": version,
-        "data": message.to_json(version),
-    }
-    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
 
 
 # -- the image ----------------------------------------------------------------------------------

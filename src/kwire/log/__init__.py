@@ -10,6 +10,9 @@ appends to and fetches from (Kafka's ``UnifiedLog``, with recovery, retention an
 ``LogCleaner`` compacts live logs (``cleanup.policy=compact``; the record rules are sans-IO in
 ``clean_batches`` / ``build_offset_map``), and ``DataDir`` the broker data directory around them
 (``meta.properties``, offset checkpoints).
+KRaft's metadata log (``__cluster_metadata``): the record framing (``encode_metadata_record`` /
+``decode_metadata_record``) and the replica set of each partition it describes (``ReplicaSets``,
+``ReplicaSetReader``, ``read_replica_sets``).
 Both writers share one implementation of Kafka's segment rules.
 """
 
@@ -39,7 +42,12 @@ from kwire.log._compaction import (
     build_offset_map,
     clean_batches,
 )
-from kwire.log._datadir import DataDir, encode_offset_checkpoint, read_offset_checkpoint
+from kwire.log._datadir import (
+    DataDir,
+    encode_offset_checkpoint,
+    meta_properties_node_id,
+    read_offset_checkpoint,
+)
 from kwire.log._errors import LogError, OffsetOutOfRangeError, ProducerStateError
 from kwire.log._files import MappedFile, list_log_dir, open_segment, read_small_file
 from kwire.log._index import (
@@ -70,6 +78,23 @@ from kwire.log._live import (
     LogConfig,
     read_topic_id,
 )
+from kwire.log._metadata_records import (
+    CLUSTER_METADATA_DIR,
+    CLUSTER_METADATA_TOPIC,
+    METADATA_FRAME_VERSION,
+    METADATA_RECORD_TYPES,
+    MetadataRecord,
+    ReplicaSetReader,
+    ReplicaSets,
+    decode_metadata_record,
+    encode_metadata_record,
+    metadata_record_api_key,
+    metadata_record_class,
+    metadata_record_json,
+    metadata_record_type_name,
+    new_metadata_record,
+    read_replica_sets,
+)
 from kwire.log._partition import PartitionLog
 from kwire.log._producer_state import BatchMetadata, ProducerStateEntry
 from kwire.log._sample import MIN_SEGMENT_BYTES, SampleSummary, write_sample
@@ -97,7 +122,11 @@ from kwire.log._txnindex import (
 from kwire.log._writer import LogWriter
 
 __all__ = [
+    "CLUSTER_METADATA_DIR",
+    "CLUSTER_METADATA_TOPIC",
     "DEFAULT_MAX_MESSAGE_SIZE",
+    "METADATA_FRAME_VERSION",
+    "METADATA_RECORD_TYPES",
     "MIN_SEGMENT_BYTES",
     "AbortedTxn",
     "BatchMetadata",
@@ -119,6 +148,7 @@ __all__ = [
     "LogToClean",
     "LogWriter",
     "MappedFile",
+    "MetadataRecord",
     "OffsetIndex",
     "OffsetIndexEntryCheck",
     "OffsetMap",
@@ -132,6 +162,8 @@ __all__ = [
     "ProducerStateEntry",
     "ProducerStateError",
     "ReadCommittedFilter",
+    "ReplicaSetReader",
+    "ReplicaSets",
     "SampleSummary",
     "Segment",
     "SegmentFiles",
@@ -146,13 +178,21 @@ __all__ = [
     "clean_batches",
     "collect_aborted_transactions",
     "committed_batches",
+    "decode_metadata_record",
     "encode_leader_epoch_checkpoint",
+    "encode_metadata_record",
     "encode_offset_checkpoint",
     "encode_partition_metadata",
     "encode_producer_snapshot",
     "encode_txn_index",
     "is_abort_marker",
     "list_log_dir",
+    "meta_properties_node_id",
+    "metadata_record_api_key",
+    "metadata_record_class",
+    "metadata_record_json",
+    "metadata_record_type_name",
+    "new_metadata_record",
     "offset_index_sanity_problem",
     "open_segment",
     "parse_partition_dir",
@@ -162,6 +202,7 @@ __all__ = [
     "read_offset_checkpoint",
     "read_partition_metadata",
     "read_producer_snapshot",
+    "read_replica_sets",
     "read_small_file",
     "read_topic_id",
     "read_txn_index",

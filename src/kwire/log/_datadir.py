@@ -43,6 +43,7 @@ __all__ = [
     "REPLICATION_OFFSET_CHECKPOINT",
     "DataDir",
     "encode_offset_checkpoint",
+    "meta_properties_node_id",
     "read_offset_checkpoint",
 ]
 
@@ -134,6 +135,17 @@ def _read_properties(text: str) -> dict[str, str]:
             key, _, value = stripped.partition(":")
         out[key.strip()] = value.strip()
     return out
+
+
+def meta_properties_node_id(text: str) -> int | None:
+    """The node a ``meta.properties`` names: ``node.id`` (KRaft, ``MetaProperties`` v1) or
+    ``broker.id`` (ZooKeeper mode, v0); None when it names none."""
+    props = _read_properties(text)
+    for key in ("node.id", "broker.id"):
+        value = props.get(key, "")
+        if value.lstrip("-").isdigit():
+            return int(value)
+    return None
 
 
 class DataDir:

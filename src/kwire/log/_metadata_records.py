@@ -1,0 +1,423 @@
+"""KRaft metadata records (``__cluster_metadata``): their framing, and the replica sets they give.
+
+Approach: two sans-IO halves over kwire's generated classes of Kafka 3.9's metadata record specs
+(``kwire.protocol.message_class``; the protocol layer is imported on first use, as
+``kwire.records`` does for control records).
+
+The framing is Kafka's ``MetadataRecordSerde``: a record value is the frame version 1, the record's
+apiKey and version (unsigned varints), then the record's fields (``encode_metadata_record`` /
+``decode_metadata_record``; ``metadata_record_json`` prints one as ``kafka-dump-log.sh
+--cluster-metadata-decoder`` does). This module is the only place that knows the framing; the
+broker's metadata log (``kwire.broker._metadata_log``) writes and replays records with it.
+
+``ReplicaSets`` replays the records that say where partitions live, as Kafka's ``MetadataDelta``
+does: ``TopicRecord`` (a topic's name and id), ``PartitionRecord`` (a partition's replicas),
+``PartitionChangeRecord`` (new replicas when its field is not null: a reassignment),
+``RemoveTopicRecord`` (the topic and its partitions are gone). Records inside a metadata
+transaction (``BeginTransactionRecord`` .. ``EndTransactionRecord``) apply at its end and not at
+all after ``AbortTransactionRecord``, as ``MetadataLoader`` does. Other kinds are skipped from
+their apiKey, without decoding their fields.
+
+``ReplicaSetReader`` feeds it the files of ``<data dir>/__cluster_metadata-0/`` through a
+``read(path, start)`` callable (local files or any filesystem): the newest snapshot
+(``<offset>-<epoch>.checkpoint``, Kafka's ``Snapshots`` file name, whose offset is the first one
+it does not hold) and then the log segments' records from that offset on. It is incremental: a
+later ``update`` reads only what was appended, re-reading the last batch it consumed to check
+that it is still there (a log truncated and appended again starts over, as does a new snapshot,
+a shrunk or deleted segment). A torn tail (a batch still being written, or cut by a crash) is
+not read yet; a directory without a metadata log gives nothing, which callers take as unknown.
+The metadata log's own high watermark is not consulted: a single-node quorum commits what it has
+fsynced, and the records this reader uses are appended before the partitions they describe.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from kwire._wire import read_uvarint, write_uvarint
+from kwire.errors import DecodeError
+from kwire.records import read_batches
+
+__all__ = [
+    "CLUSTER_METADATA_DIR",
+    "CLUSTER_METADATA_TOPIC",
+    "METADATA_FRAME_VERSION",
+    "METADATA_RECORD_TYPES",
+    "MetadataRecord",
+    "ReplicaSetReader",
+    "ReplicaSets",
+    "decode_metadata_record",
+    "encode_metadata_record",
+    "metadata_record_api_key",
+    "metadata_record_class",
+    "metadata_record_json",
+    "metadata_record_type_name",
+    "new_metadata_record",
+    "read_replica_sets",
+]
+
+CLUSTER_METADATA_TOPIC: Final = "__cluster_metadata"
+#: The metadata log's partition folder in a KRaft node's (metadata) data directory.
+CLUSTER_METADATA_DIR: Final = f"{CLUSTER_METADATA_TOPIC}-0"
+#: ``MetadataRecordSerde``'s DEFAULT_FRAME_VERSION.
+METADATA_FRAME_VERSION: Final = 1
+
+#: Kafka 3.9's metadata records by apiKey (``MetadataRecordType``).
+METADATA_RECORD_TYPES: Final = {
+    0: "RegisterBrokerRecord",
+    1: "UnregisterBrokerRecord",
+    2: "TopicRecord",
+    3: "PartitionRecord",
+    4: "ConfigRecord",
+    5: "PartitionChangeRecord",
+    7: "FenceBrokerRecord",
+    8: "UnfenceBrokerRecord",
+    9: "RemoveTopicRecord",
+    10: "DelegationTokenRecord",
+    11: "UserScramCredentialRecord",
+    12: "FeatureLevelRecord",
+    14: "ClientQuotaRecord",
+    15: "ProducerIdsRecord",
+    17: "BrokerRegistrationChangeRecord",
+    18: "AccessControlEntryRecord",
+    19: "RemoveAccessControlEntryRecord",
+    20: "NoOpRecord",
+    21: "ZkMigrationStateRecord",
+    22: "RemoveUserScramCredentialRecord",
+    23: "BeginTransactionRecord",
+    24: "EndTransactionRecord",
+    25: "AbortTransactionRecord",
+    26: "RemoveDelegationTokenRecord",
+    27: "RegisterControllerRecord",
+}
+_API_KEYS: Final = {name: key for key, name in METADATA_RECORD_TYPES.items()}
+
+MetadataRecord = tuple[Any, int]  # (message, version): Kafka's ApiMessageAndVersion
+
+
+def metadata_record_class(name: str) -> Any:
+    """kwire's generated class of the metadata (or KRaft control) record ``name``."""
+    from kwire.protocol import message_class
+
+    return message_class(name)
+
+
+def new_metadata_record(record: str, /, **fields: Any) -> Any:
+    """A message of kwire's generated class ``record`` (a metadata or KRaft control record)."""
+    return metadata_record_class(record)(**fields)
+
+
+def encode_metadata_record(message: Any, version: int) -> bytes:
+    """A record value as ``MetadataRecordSerde`` writes it."""
+    api_key = _API_KEYS[type(message).__name__]
+    out = bytearray()
+    write_uvarint(out, METADATA_FRAME_VERSION)
+    write_uvarint(out, api_key)
+    write_uvarint(out, version)
+    out += message.encode(version)
+    return bytes(out)
+
+
+def _header(view: memoryview) -> tuple[int, int, int]:
+    """(apiKey, version, position of the fields) of a record value."""
+    frame, pos = read_uvarint(view, 0)
+    if frame != METADATA_FRAME_VERSION:
+        raise DecodeError(
+            f"Could not deserialize metadata record due to unknown frame version {frame}"
+        )
+    api_key, pos = read_uvarint(view, pos)
+    version, pos = read_uvarint(view, pos)
+    return api_key, version, pos
+
+
+def metadata_record_api_key(value: bytes | bytearray | memoryview) -> int:
+    """The apiKey of a record value, from its frame alone (``DecodeError`` for another frame)."""
+    return _header(memoryview(value))[0]
+
+
+def decode_metadata_record(value: bytes | bytearray | memoryview) -> MetadataRecord:
+    """``(message, version)`` of a record value (``DecodeError`` when it is not one)."""
+    view = memoryview(value)
+    api_key, version, pos = _header(view)
+    name = METADATA_RECORD_TYPES.get(api_key)
+    if name is None:
+        raise DecodeError(f"unknown metadata record type {api_key}")
+    cls = metadata_record_class(name)
+    if not cls.MIN_VERSION <= version <= cls.MAX_VERSION:
+        raise DecodeError(f"{name} version {version} is not supported")
+    return cls.decode(bytes(view[pos:]), version), version
+
+
+def metadata_record_type_name(api_key: int) -> str:
+    """``MetadataRecordType.fromId(apiKey).toString()``: ``TopicRecord`` -> ``TOPIC_RECORD``."""
+    name = METADATA_RECORD_TYPES[api_key]
+    return "".join("_" + c if c.isupper() and i else c for i, c in enumerate(name)).upper()
+
+
+def metadata_record_json(value: bytes | bytearray | memoryview) -> str:
+    """A record value as ``kafka-dump-log.sh --cluster-metadata-decoder`` prints its payload
+    (``{"type":"TOPIC_RECORD","version":0,"data":{...}}``, Jackson's compact JSON)."""
+    message, version = decode_metadata_record(value)
+    doc = {
+        "type": metadata_record_type_name(_API_KEYS[type(message).__name__]),
+        "version": version,
+        "data": message.to_json(version),
+    }
+    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
+
+
+# -- replica sets -------------------------------------------------------------------------------
+
+_TOPIC: Final = "TopicRecord"
+_PARTITION: Final = "PartitionRecord"
+_PARTITION_CHANGE: Final = "PartitionChangeRecord"
+_REMOVE_TOPIC: Final = "RemoveTopicRecord"
+_BEGIN: Final = "BeginTransactionRecord"
+_END: Final = "EndTransactionRecord"
+_ABORT: Final = "AbortTransactionRecord"
+#: The apiKeys ``ReplicaSets`` decodes; every other record is skipped from its frame.
+_REPLICA_KEYS: Final = frozenset(
+    _API_KEYS[n]
+    for n in (_TOPIC, _PARTITION, _PARTITION_CHANGE, _REMOVE_TOPIC, _BEGIN, _END, _ABORT)
+)
+
+
+class ReplicaSets:
+    """Each partition's replica ids, from replaying metadata records; see the module doc."""
+
+    def __init__(self) -> None:
+        self._names: dict[bytes, str] = {}  # topic id -> name
+        self._replicas: dict[bytes, dict[int, tuple[int, ...]]] = {}  # topic id -> partitions
+        self._pending: list[Any] | None = None  # records of an open metadata transaction
+
+    def replay_value(self, value: bytes | bytearray | memoryview) -> None:
+        """Replay one record value; kinds that do not move replicas are not decoded."""
+        if metadata_record_api_key(value) in _REPLICA_KEYS:
+            self.replay(decode_metadata_record(value)[0])
+
+    def replay(self, message: Any) -> None:
+        """Replay one record (a generated message); kinds that do not move replicas are ignored."""
+        kind = type(message).__name__
+        if kind == _BEGIN:
+            self._pending = []
+        elif kind == _END:
+            pending, self._pending = self._pending or [], None
+            for record in pending:
+                self._apply(record)
+        elif kind == _ABORT:
+            self._pending = None
+        elif self._pending is not None:
+            self._pending.append(message)
+        else:
+            self._apply(message)
+
+    def _apply(self, message: Any) -> None:
+        kind = type(message).__name__
+        if kind == _TOPIC:
+            topic_id = bytes(message.topic_id.bytes)
+            self._names[topic_id] = message.name
+            self._replicas.setdefault(topic_id, {})
+        elif kind == _PARTITION:
+            partitions = self._replicas.get(bytes(message.topic_id.bytes))
+            if partitions is not None:
+                partitions[message.partition_id] = tuple(message.replicas)
+        elif kind == _PARTITION_CHANGE:
+            partitions = self._replicas.get(bytes(message.topic_id.bytes))
+            if (
+                partitions is not None
+                and message.partition_id in partitions
+                and message.replicas is not None  # null: the replicas did not change
+            ):
+                partitions[message.partition_id] = tuple(message.replicas)
+        elif kind == _REMOVE_TOPIC:
+            topic_id = bytes(message.topic_id.bytes)
+            self._names.pop(topic_id, None)
+            self._replicas.pop(topic_id, None)
+
+    def replicas(self) -> dict[tuple[str, int], tuple[int, ...]]:
+        """``{(topic name, partition): replica ids}`` of every partition known now."""
+        return {
+            (self._names[topic_id], partition): replicas
+            for topic_id, partitions in self._replicas.items()
+            for partition, replicas in partitions.items()
+        }
+
+
+def _snapshot_end(name: str) -> int | None:
+    """The end offset of a snapshot file name (``<20 digits>-<10 digits>.checkpoint``)."""
+    stem, dot, suffix = name.partition(".")
+    offset, dash, epoch = stem.partition("-")
+    if (
+        dot
+        and dash
+        and suffix == "checkpoint"
+        and len(offset) == 20
+        and len(epoch) == 10
+        and offset.isdigit()
+        and epoch.isdigit()
+    ):
+        return int(offset)
+    return None
+
+
+def _segment_base(name: str) -> int | None:
+    stem, dot, suffix = name.partition(".")
+    return int(stem) if dot and suffix == "log" and stem.isascii() and stem.isdigit() else None
+
+
+_BATCH_HEADER: Final = 61  # a v2 batch header: its offset, length, epoch and CRC among them
+
+Read = Callable[[str, int], bytes | bytearray | memoryview]
+
+
+@dataclass
+class _Consumed:
+    """What the reader has read of one segment."""
+
+    end: int  # the position after the last whole batch read
+    last_start: int = -1  # where that batch starts (-1: none read)
+    last_header: bytes = b""
+
+
+@dataclass
+class ReplicaSetReader:
+    """Replica sets from a metadata log's files, read incrementally; see the module doc.
+
+    ``update(files, read)``: ``files`` maps the paths of the files in ``__cluster_metadata-0``
+    (others are ignored) to their sizes; ``read(path, start)`` returns a file's bytes from
+    ``start`` to its end. A snapshot that cannot be decoded gives nothing (unknown)."""
+
+    _sets: ReplicaSets = field(default_factory=ReplicaSets)
+    _snapshot: tuple[str, int] | None = None
+    _snapshot_end: int = 0
+    _consumed: dict[str, _Consumed] = field(default_factory=dict)
+    _broken: bool = False  # a record this reader cannot decode: everything is unknown
+
+    def update(
+        self, files: Mapping[str, int], read: Read
+    ) -> dict[tuple[str, int], tuple[int, ...]]:
+        snapshots: list[tuple[int, str]] = []
+        segments: list[tuple[int, str]] = []
+        for path in files:
+            name = path.replace("\\", "/").rsplit("/", 1)[-1]
+            end = _snapshot_end(name)
+            if end is not None:
+                snapshots.append((end, path))
+            base = _segment_base(name)
+            if base is not None:
+                segments.append((base, path))
+        snapshot = max(snapshots)[1] if snapshots else None
+        key = None if snapshot is None else (snapshot, files[snapshot])
+        if key != self._snapshot or any(
+            path not in files or files[path] < c.end for path, c in self._consumed.items()
+        ):
+            self._reset(key, read)
+        if self._snapshot is None and snapshot is not None:
+            return {}  # the snapshot could not be read
+        # segments wholly below the snapshot's end are not read (Kafka deletes them soon)
+        segments.sort()
+        wanted = [
+            path
+            for i, (_base, path) in enumerate(segments)
+            if i + 1 == len(segments) or segments[i + 1][0] > self._snapshot_end
+        ]
+        for path in wanted:
+            if not self._read_segment(path, files[path], read):
+                self._reset(key, read)
+                for again in wanted:
+                    self._read_segment(again, files[again], read)
+                break
+        return {} if self._broken else self._sets.replicas()
+
+    def _reset(self, key: tuple[str, int] | None, read: Read) -> None:
+        self._sets = ReplicaSets()
+        self._consumed = {}
+        self._broken = False
+        self._snapshot = key
+        self._snapshot_end = 0
+        if key is None:
+            return
+        try:
+            data = read(key[0], 0)
+            for batch in read_batches(data, verify_crc=True):
+                if batch.is_control:
+                    continue
+                for record in batch:
+                    if record.value is not None:
+                        self._sets.replay_value(record.value)
+        except (DecodeError, FileNotFoundError):
+            self._sets = ReplicaSets()
+            self._snapshot = None
+            return
+        self._snapshot_end = _snapshot_end(key[0].replace("\\", "/").rsplit("/", 1)[-1]) or 0
+
+    def _read_segment(self, path: str, size: int, read: Read) -> bool:
+        """Read what is new in one segment; False when what was read before is not there."""
+        seen = self._consumed.get(path)
+        if seen is not None and size == seen.end:
+            return True
+        check = seen is not None and seen.last_start >= 0
+        start = 0 if seen is None else seen.last_start if check else seen.end
+        try:
+            data = memoryview(read(path, start))
+        except FileNotFoundError:
+            return False
+        pos = 0
+        if seen is not None and check:
+            if bytes(data[: len(seen.last_header)]) != seen.last_header:
+                return False  # truncated and written again
+            pos = seen.end - seen.last_start
+        state = seen if seen is not None else _Consumed(0)
+        reader = read_batches(data[pos:], verify_crc=True, allow_truncated_tail=True)
+        while True:
+            batch_start = reader.position
+            try:
+                batch = next(reader)
+            except (StopIteration, DecodeError):
+                break  # the end, or a batch still being written
+            state.last_start = start + pos + batch_start
+            state.last_header = bytes(data[pos + batch_start : pos + batch_start + _BATCH_HEADER])
+            state.end = start + pos + reader.position
+            if batch.is_control or self._broken:
+                continue
+            for record in batch:
+                if record.offset >= self._snapshot_end and record.value is not None:
+                    try:
+                        self._sets.replay_value(record.value)
+                    except DecodeError:
+                        self._broken = True  # a newer record version: replicas are unknown
+                        break
+        self._consumed[path] = state
+        return True
+
+
+def _local_read(path: str, start: int) -> bytes:
+    with open(path, "rb") as f:
+        f.seek(start)
+        return f.read()
+
+
+def read_replica_sets(
+    path: str | os.PathLike[str], reader: ReplicaSetReader | None = None
+) -> dict[tuple[str, int], tuple[int, ...]]:
+    """``{(topic, partition): replica ids}`` from the local metadata log at ``path`` (a data
+    directory or its ``__cluster_metadata-0``); empty when there is none (unknown)."""
+    root = os.fspath(path)
+    if os.path.basename(os.path.normpath(root)) != CLUSTER_METADATA_DIR:
+        root = os.path.join(root, CLUSTER_METADATA_DIR)
+    try:
+        names: Iterable[str] = os.listdir(root)
+    except (FileNotFoundError, NotADirectoryError):
+        return {}
+    files: dict[str, int] = {}
+    for name in names:
+        full = os.path.join(root, name)
+        try:
+            files[full] = os.path.getsize(full)
+        except FileNotFoundError:
+            continue  # deleted while listed
+    return (reader or ReplicaSetReader()).update(files, _local_read)
