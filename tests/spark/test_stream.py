@@ -202,6 +202,55 @@ def test_trigger_available_now_stops_at_the_ends_it_saw(spark: Any, tmp_path: Pa
     assert len(rows) == 400 == len({(r["partition"], r["offset"]) for r in rows})
 
 
+def test_auto_reads_a_single_node_broker_before_its_checkpoint(spark: Any, tmp_path: Path) -> None:
+    """Every partition of a single-node broker has one replica: with the default streamEnd
+    (auto) a micro-batch reads up to the log end, which is the high watermark, while the
+    broker's replication-offset-checkpoint is still stale; streamEnd=highWatermark waits."""
+    from kwire.broker import Broker
+
+    data = tmp_path / "data"
+    broker = Broker(data).start()
+    try:
+        broker.create_topic("orders", 2)
+    finally:
+        broker.stop()  # a clean stop checkpoints the high watermarks: 0 for both partitions
+    checkpoint = (data / "replication-offset-checkpoint").read_text()
+    stale = {"replica.high.watermark.checkpoint.interval.ms": "600000"}
+    broker = Broker(data, config=stale).start()
+    try:
+        _produce(broker.bootstrap, "orders", 2, 0, 300)
+        assert broker.end_offsets("orders") == [150, 150]
+
+        def available_now(name: str, **options: str) -> int:
+            reader = (
+                spark.readStream.format("kafka-log")
+                .option("subscribe", "orders")
+                .option("startingOffsets", "earliest")
+            )
+            for key, value in options.items():
+                reader = reader.option(key, value)
+            query = (
+                reader.load(str(data))
+                .select("topic", "partition", "offset")
+                .writeStream.format("memory")
+                .queryName(name)
+                .option("checkpointLocation", str(tmp_path / name))
+                .trigger(availableNow=True)
+                .start()
+            )
+            assert query.awaitTermination(120), f"{name} did not finish in 120 s"
+            assert query.exception() is None, query.exception()
+            return int(spark.table(name).count())
+
+        assert available_now("auto_end") == 300
+        assert available_now("hw_end", streamEnd="highWatermark") == 0
+        assert available_now("log_end", streamEnd="logEnd") == 300
+        # the checkpoint was not rewritten meanwhile: auto did not wait for it
+        assert (data / "replication-offset-checkpoint").read_text() == checkpoint
+    finally:
+        broker.stop()
+
+
 # ---- the stream reader's driver side, without Spark jobs ---------------------------------------
 
 
@@ -294,6 +343,71 @@ def test_high_watermark_checkpoint_bounds_the_end_and_torn_tails_wait(tmp_path: 
     # a partition the checkpoint does not list yet has nothing to read yet
     _write(tmp_path, "t", 1, 1, 10)
     assert reader.latestOffset(start, ReadAllAvailable())["t"]["1"] == 0
+
+
+def _metadata_log(root: Path, replicas: dict[tuple[str, int], list[int]]) -> None:
+    """A KRaft metadata log in ``root`` placing each partition on ``replicas``."""
+    import uuid
+
+    from kwire.log import CLUSTER_METADATA_DIR, encode_metadata_record, new_metadata_record
+
+    ids = {topic: uuid.uuid5(uuid.NAMESPACE_OID, topic) for topic, _ in replicas}
+    builder = BatchBuilder(2, base_offset=0, partition_leader_epoch=1)
+    for topic, topic_id in ids.items():
+        record = new_metadata_record("TopicRecord", name=topic, topic_id=topic_id)
+        builder.append(None, 0, None, encode_metadata_record(record, 0))
+    for (topic, partition), ids_ in replicas.items():
+        record = new_metadata_record(
+            "PartitionRecord",
+            partition_id=partition,
+            topic_id=ids[topic],
+            replicas=ids_,
+            isr=ids_,
+            removing_replicas=[],
+            adding_replicas=[],
+            leader=ids_[0],
+            leader_recovery_state=0,
+            leader_epoch=0,
+            partition_epoch=0,
+            directories=[],
+        )
+        builder.append(None, 0, None, encode_metadata_record(record, 0))
+    folder = root / CLUSTER_METADATA_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "00000000000000000000.log").write_bytes(builder.build())
+
+
+def test_auto_takes_the_log_end_only_where_this_node_is_the_only_replica(tmp_path: Path) -> None:
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    for partition in range(4):
+        _write(tmp_path, "t", partition, 3, 10)  # 0..29 each
+    (tmp_path / "replication-offset-checkpoint").write_text(
+        "0\n4\nt 0 20\nt 1 20\nt 2 20\nt 3 20\n"
+    )
+    start = {"t": {str(p): 0 for p in range(4)}}
+
+    def ends(**options: str) -> dict[str, int]:
+        reader = _reader(tmp_path, startingOffsets="earliest", **options)
+        return reader.latestOffset(start, ReadAllAvailable())["t"]
+
+    high_watermarks = {"0": 20, "1": 20, "2": 20, "3": 20}
+    # no metadata log (a LogWriter copy, a ZooKeeper-mode Kafka): the checkpoint bounds it
+    assert ends() == high_watermarks
+    (tmp_path / "meta.properties").write_text("version=0\nbroker.id=1\n")
+    assert ends() == high_watermarks
+    # a KRaft node 1: t-0 has only node 1, t-1 three replicas, t-2 only node 2, t-3 is not known
+    (tmp_path / "meta.properties").write_text("node.id=1\nversion=1\ncluster.id=c\n")
+    _metadata_log(tmp_path, {("t", 0): [1], ("t", 1): [1, 2, 3], ("t", 2): [2]})
+    assert ends() == {"0": 30, "1": 20, "2": 20, "3": 20}
+    assert ends(streamEnd="highWatermark") == high_watermarks
+    assert ends(streamEnd="logEnd") == {"0": 30, "1": 30, "2": 30, "3": 30}
+    # a reassignment to more replicas is seen by the next planning (the log is read on)
+    from kwire.log import CLUSTER_METADATA_DIR
+
+    shutil.rmtree(tmp_path / CLUSTER_METADATA_DIR)
+    _metadata_log(tmp_path, {("t", 0): [1, 2], ("t", 3): [1]})
+    assert ends() == {"0": 20, "1": 20, "2": 20, "3": 30}
 
 
 def test_fail_on_data_loss(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

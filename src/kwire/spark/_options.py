@@ -13,7 +13,7 @@ directory by changing only the format and the path:
 plus kwire's own: isolationLevel, includeControl, mode, maxSplitBytes, verifyCrc, reportPath,
 columns (decode only these), metricsPath (bytes read per scan), timestampSkewMs (how far a
 partition's timestamps may go back, for pushed timestamp upper bounds), streamEnd
-(highWatermark or logEnd: where a micro-batch may read up to).
+(auto, highWatermark or logEnd: where a micro-batch may read up to).
 Precedence is Spark's: a timestamp option beats the ByTimestamp JSON, which beats the offsets.
 Streaming queries (`parse_read_options(..., streaming=True)`) default startingOffsets to latest
 and refuse the ending options, as Spark's Kafka source.
@@ -142,7 +142,7 @@ class ReadOptions:
     metrics_path: str | None = None
     timestamp_skew_ms: int | None = None
     max_offsets_per_trigger: int | None = None
-    stream_end: str = "highWatermark"
+    stream_end: str = "auto"
     #: JSON per-partition options whose partitions must match the subscribed ones (Spark's rule)
     named_partitions: tuple[tuple[str, frozenset[tuple[str, int]]], ...] = ()
 
@@ -167,7 +167,7 @@ def bound_for(bounds: Bounds, topic: str, partition: int, default: int) -> int:
     return bounds.get(None, default)
 
 
-STREAM_ENDS = ("highWatermark", "logEnd")
+STREAM_ENDS = ("auto", "highWatermark", "logEnd")
 
 
 def _named(name: str, bounds: Bounds | None) -> tuple[str, frozenset[tuple[str, int]]] | None:
@@ -234,7 +234,7 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool = False) -
                 f"{'; unknown: ' + ', '.join(unknown) if unknown else ''}"
             )
     max_offsets = _get(options, "maxOffsetsPerTrigger")
-    stream_end = _get(options, "streamEnd") or "highWatermark"
+    stream_end = _get(options, "streamEnd") or "auto"
     if stream_end not in STREAM_ENDS:
         raise OptionError(f"option streamEnd: expected one of {', '.join(STREAM_ENDS)}")
     skew = _get(options, "timestampSkewMs")

@@ -12,7 +12,13 @@ file but without a line for a partition (a new partition before its first checkp
 partition nothing yet. Without the file (an offline copy, a writer that keeps none), or with
 `streamEnd=logEnd`, the end is the log end: the last segment is read from its last offset-index
 entry on and only whole batches whose CRC verifies count, so a batch still being written is not
-there yet. The log start is the first segment's base offset, or the `log-start-offset-checkpoint`
+there yet. `streamEnd=auto` (the default) takes the log end for the partitions whose only replica
+is the data dir's node, by the KRaft metadata log in the data dir (`__cluster_metadata-0`, read
+with `kwire.log.ReplicaSetReader`, incrementally, once per planning) and the node id of its
+`meta.properties`: Kafka's high watermark is the lowest log end over the ISR, so with one replica
+it is the leader's log end once an append completes, and those are the same records without
+waiting for the checkpoint. Every other partition, and every data dir without a metadata log (a
+ZooKeeper-mode Kafka, a `LogWriter` copy), keeps the checkpoint's high watermark. The log start is the first segment's base offset, or the `log-start-offset-checkpoint`
 entry when higher. Readers get `live` splits: bytes past their end offset, a torn tail included,
 are never reported as corruption.
 
@@ -31,6 +37,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -45,10 +52,13 @@ from pyspark.sql.streaming.datasource import (
 
 from kwire.errors import DecodeError, OffsetOutOfRangeError
 from kwire.log import (
+    CLUSTER_METADATA_DIR,
     OffsetIndex,
     PartitionDir,
+    ReplicaSetReader,
     TimeIndex,
     TopicPartition,
+    meta_properties_node_id,
     partitions_from_paths,
     read_offset_checkpoint,
 )
@@ -74,6 +84,7 @@ log = logging.getLogger("kwire.spark")
 
 HIGH_WATERMARKS = "replication-offset-checkpoint"
 LOG_START_OFFSETS = "log-start-offset-checkpoint"
+META_PROPERTIES = "meta.properties"
 
 TP = tuple[str, int]
 Offsets = dict[str, dict[str, int]]
@@ -129,14 +140,95 @@ def log_end_offset(fs: pafs.FileSystem, pdir: PartitionDir) -> int:
     return nxt
 
 
+class _MetadataCache:
+    """A data dir's metadata log read so far (``ReplicaSetReader``, incremental) and its node id
+    (``meta.properties``, re-read when its size changes), kept on the driver between batches."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.reader = ReplicaSetReader()
+        self.meta: tuple[int, int | None] | None = None  # (size of meta.properties, node id)
+
+
+_METADATA: dict[str, _MetadataCache] = {}
+_METADATA_LOCK = threading.Lock()
+
+
+def _node_id(
+    fs: pafs.FileSystem, files: dict[str, int], data_dir: str, cache: _MetadataCache
+) -> int | None:
+    path = f"{data_dir}/{META_PROPERTIES}" if data_dir else META_PROPERTIES
+    if path not in files:
+        return None
+    if cache.meta is None or cache.meta[0] != files[path]:
+        try:
+            node = meta_properties_node_id(bytes(read_bytes(fs, path)).decode("utf-8", "replace"))
+        except FileNotFoundError:
+            return None
+        cache.meta = (files[path], node)
+    return cache.meta[1]
+
+
+def single_replica_partitions(
+    fs: pafs.FileSystem, uri: str, files: dict[str, int], data_dirs: set[str]
+) -> dict[str, frozenset[TopicPartition]]:
+    """Per data dir of ``data_dirs``: the partitions whose only replica is that dir's node, by
+    the KRaft metadata log (``__cluster_metadata-0``) in the data dir, or, for a data dir without
+    one, the one metadata log under ``uri`` when both name the same node (a broker with more than
+    one log dir). A data dir whose node or metadata log is unknown gets nothing."""
+    logs: dict[str, dict[str, int]] = {}
+    for path, size in files.items():
+        folder = _parent(path)
+        if folder.rsplit("/", 1)[-1] == CLUSTER_METADATA_DIR:
+            logs.setdefault(_parent(folder), {})[path] = size
+    if not logs:
+        return {}
+    replicas: dict[str, tuple[int | None, dict[tuple[str, int], tuple[int, ...]]]] = {}
+    for data_dir, log_files in logs.items():
+        with _METADATA_LOCK:
+            cache = _METADATA.setdefault(f"{uri}\n{data_dir}", _MetadataCache())
+        with cache.lock:
+            node = _node_id(fs, files, data_dir, cache)
+            sets = cache.reader.update(log_files, lambda p, start: read_bytes(fs, p, start))
+        replicas[data_dir] = (node, sets)
+    out: dict[str, frozenset[TopicPartition]] = {}
+    for data_dir in data_dirs:
+        found = replicas.get(data_dir)
+        if found is None and len(replicas) == 1:
+            ((node, sets),) = replicas.values()
+            with _METADATA_LOCK:
+                cache = _METADATA.setdefault(f"{uri}\n{data_dir}", _MetadataCache())
+            with cache.lock:
+                mine = _node_id(fs, files, data_dir, cache)
+            found = (node, sets) if node is not None and mine == node else None
+        if found is None:
+            continue
+        node, sets = found
+        out[data_dir] = frozenset(
+            TopicPartition(*tp)
+            for tp, ids in sets.items()
+            if len(ids) == 1 and (node is None or ids[0] == node)
+        )
+    return out
+
+
 def snapshot(
-    uri: str, options: ReadOptions, previous: dict[TP, int] | None = None
+    uri: str, options: ReadOptions, previous: dict[TP, int] | None = None, *, ends: bool = True
 ) -> dict[TP, PartitionEnds]:
-    """Every selected topic-partition of the data dir at ``uri`` with its log start and end."""
+    """Every selected topic-partition of the data dir at ``uri`` with its log start and end
+    (``ends=False``: the log starts only matter; the ends are those of ``highWatermark``)."""
     fs, root = resolve(uri)
     files = list_files(fs, root)
     watermarks = (
-        _checkpoints(fs, files, HIGH_WATERMARKS) if options.stream_end == "highWatermark" else {}
+        _checkpoints(fs, files, HIGH_WATERMARKS)
+        if options.stream_end in ("highWatermark", "auto")
+        else {}
+    )
+    # auto: a partition whose only replica is this node has its high watermark at its log end
+    local = (
+        single_replica_partitions(fs, uri, files, set(watermarks))
+        if ends and watermarks and options.stream_end == "auto"
+        else {}
     )
     starts = _checkpoints(fs, files, LOG_START_OFFSETS)
     result: dict[TP, PartitionEnds] = {}
@@ -150,7 +242,7 @@ def snapshot(
         checkpointed = starts.get(parent)
         if checkpointed and key in checkpointed:
             log_start = max(log_start, checkpointed[key])
-        if parent in watermarks:
+        if parent in watermarks and key not in local.get(parent, ()):
             marks = watermarks[parent]
             if marks is None:
                 end = (previous or {}).get(tp, log_start)
@@ -314,7 +406,8 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         fs, root = resolve(self.uri)
         files = list_files(fs, root)
         log_starts = {
-            tp: p.log_start for tp, p in snapshot(self.uri, self.options, self._last_ends).items()
+            tp: p.log_start
+            for tp, p in snapshot(self.uri, self.options, self._last_ends, ends=False).items()
         }
         ranges: dict[TP, tuple[int, int]] = {}
         for tp, e in stop.items():
