@@ -7,14 +7,17 @@ record's latency is the time its micro-batch's Parquet write returned (committed
 CreateTime (set by librdkafka at ``produce()``). The first ``--warmup`` seconds are left out.
 Each mode runs on its own topic, one after the other:
 
-* ``highWatermark`` (the default ``streamEnd``): micro-batches end at the high watermark of the
+* ``auto`` (the default ``streamEnd``): the log end for partitions whose only replica is the
+  broker (every partition here: a single-node broker, replication factor 1), by the metadata log
+  in the data directory; else the high watermark;
+* ``highWatermark``: micro-batches end at the high watermark of the
   ``replication-offset-checkpoint``, which the broker writes every
   ``--checkpoint-interval-ms`` (its ``replica.high.watermark.checkpoint.interval.ms``; 5000 by
   default, as Kafka);
 * ``logEnd``: micro-batches end at the last whole batch of the log.
 
-    .venv/bin/python bench/bench_stream.py [--mb-per-s 10] [--seconds 30] [--modes highWatermark,logEnd]
-        [--checkpoint-interval-ms 5000]
+    .venv/bin/python bench/bench_stream.py [--mb-per-s 10] [--seconds 30]
+        [--modes auto,highWatermark,logEnd] [--checkpoint-interval-ms 5000]
 """
 
 from __future__ import annotations
@@ -147,7 +150,11 @@ def main() -> None:
     parser.add_argument("--mb-per-s", type=float, default=10.0)
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--warmup", type=float, default=5.0)
-    parser.add_argument("--modes", default="highWatermark,logEnd")
+    parser.add_argument(
+        "--modes",
+        default="auto,highWatermark,logEnd",
+        help="comma list of streamEnd values (auto, highWatermark, logEnd)",
+    )
     parser.add_argument(
         "--checkpoint-interval-ms",
         type=int,
