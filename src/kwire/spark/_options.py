@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kwire.errors import OptionError
+from kwire.log import CLUSTER_METADATA_TOPIC
 
 __all__ = ["EARLIEST", "LATEST", "ReadOptions", "WriteOptions", "parse_read_options"]
 
@@ -152,10 +153,15 @@ class ReadOptions:
         return self.topics is not None or self.topic_pattern is not None or self.assign is not None
 
     def wants(self, topic: str, partition: int) -> bool:
-        """Whether the subscribe/subscribePattern/assign options select this topic-partition."""
+        """Whether the subscribe/subscribePattern/assign options select this topic-partition.
+
+        ``__cluster_metadata`` (a KRaft node's metadata log) is no topic to Kafka's clients: it is
+        read only when ``subscribe`` or ``assign`` name it."""
         if self.assign is not None and (topic, partition) not in self.assign:
             return False
         if self.topics is not None and topic not in self.topics:
+            return False
+        if topic == CLUSTER_METADATA_TOPIC and self.topics is None and self.assign is None:
             return False
         return self.topic_pattern is None or re.fullmatch(self.topic_pattern, topic) is not None
 

@@ -85,6 +85,18 @@ def test_bad_read_options_say_which(options: dict[str, str], message: str) -> No
         parse_read_options(options)
 
 
+def test_the_metadata_log_is_read_only_when_named() -> None:
+    """``__cluster_metadata`` is no topic to clients: a read of every topic or a pattern leaves it
+    out; subscribe or assign naming it reads it."""
+    assert parse_read_options({}).wants("orders", 0)
+    assert not parse_read_options({}).wants("__cluster_metadata", 0)
+    assert not parse_read_options({"subscribePattern": ".*"}).wants("__cluster_metadata", 0)
+    assert parse_read_options({"subscribePattern": ".*"}).wants("__consumer_offsets", 3)
+    assert parse_read_options({"subscribe": "__cluster_metadata"}).wants("__cluster_metadata", 0)
+    assigned = parse_read_options({"assign": '{"__cluster_metadata": [0]}'})
+    assert assigned.wants("__cluster_metadata", 0)
+
+
 def test_write_options() -> None:
     opts = parse_write_options({"compression": "ZSTD", "recordsPerBatch": "10"})
     assert (opts.magic, opts.compression, opts.records_per_batch) == (2, "zstd", 10)
