@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -793,8 +794,9 @@ def test_json_schema_references_to_other_subjects(spark: Any, tmp_path: Path) ->
     assert good == expected
     corrupt = {r["key"]: r["_corrupt_record"] for r in rows if r["value"] is None}
     assert set(corrupt) == {b"bad-ref", b"bad-fragment"}
-    assert "5 is not of type 'string'" in corrupt[b"bad-ref"]
-    assert "'city' is a required property" in corrupt[b"bad-fragment"]
+    # jsonschema-rs quotes with ", jsonschema with '
+    assert re.search(r"5 is not of type .string.", corrupt[b"bad-ref"])
+    assert re.search(r".city. is a required property", corrupt[b"bad-fragment"])
     assert read("DROPMALFORMED").count() == 40
     with pytest.raises(Exception, match=r"CorruptRecordError|JSON"):
         read("FAILFAST").collect()
@@ -826,9 +828,9 @@ def test_json_schema_reference_types_follow_ids_and_guard_cycles() -> None:
     assert str(decoder.arrow_type()) == (
         "struct<head: struct<label: string, next: string>, tail: string, elsewhere: string>"
     )
-    validator = decoder.validator(store.get(2))
-    assert not list(validator.iter_errors({"head": {"label": "a", "next": {"label": "b"}}}))
-    assert list(validator.iter_errors({"head": {"label": "a", "next": {"label": 3}}}))
+    check = decoder.validator(store.get(2))
+    assert check({"head": {"label": "a", "next": {"label": "b"}}}) is None
+    assert check({"head": {"label": "a", "next": {"label": 3}}})
 
 
 def test_protobuf_source_imports_builtins_and_serialized_references() -> None:
