@@ -838,31 +838,70 @@ def _proto_arrow_type(desc: Any, seen: tuple[str, ...]) -> pa.DataType:
     return pa.struct(fields)
 
 
+_Converter = Callable[[Any], Any]
+#: Message converters by descriptor (built once per process, used for every value; keyed by the
+#: descriptor itself, as two schema versions have messages of one name with other fields).
+_PROTO_CONVERTERS: dict[Any, _Converter] = {}
+
+
 def _proto_value(msg: Any) -> dict[str, Any]:
+    """A message as the Python value of its Arrow struct (enums by name, maps as pairs, unset
+    fields with presence as None)."""
+    result: dict[str, Any] = _proto_converter(msg.DESCRIPTOR)(msg)
+    return result
+
+
+def _proto_converter(desc: Any) -> _Converter:
+    """The converter of messages of ``desc``: the per-field decisions (map, repeated, presence,
+    nested message, enum names) taken once from the descriptor, not once per value."""
+    found = _PROTO_CONVERTERS.get(desc)
+    if found is not None:
+        return found
+    steps: list[tuple[str, _Converter]] = []
+
+    def convert(msg: Any) -> dict[str, Any]:
+        return {name: get(msg) for name, get in steps}
+
+    _PROTO_CONVERTERS[desc] = convert  # before the fields: recursive types end here
+    for f in desc.fields:
+        steps.append((f.name, _proto_field(f)))
+    return convert
+
+
+def _proto_one(f: Any) -> _Converter | None:
+    """The converter of one value of field ``f`` (None: the value as it is)."""
     from google.protobuf.descriptor import FieldDescriptor as F
 
-    out: dict[str, Any] = {}
-    for f in msg.DESCRIPTOR.fields:
-        value = getattr(msg, f.name)
+    if f.type == F.TYPE_MESSAGE:
+        return _proto_converter(f.message_type)
+    if f.type == F.TYPE_ENUM:
+        names = {v.number: v.name for v in f.enum_type.values}
+        return lambda v: names.get(v) or str(v)
+    return None
 
-        def conv(v: Any, f: Any = f) -> Any:
-            if f.type == F.TYPE_MESSAGE:
-                return _proto_value(v)
-            if f.type == F.TYPE_ENUM:
-                ev = f.enum_type.values_by_number.get(v)
-                return ev.name if ev is not None else str(v)
-            return v
 
-        if f.type == F.TYPE_MESSAGE and f.message_type.GetOptions().map_entry:
-            vf = f.message_type.fields_by_name["value"]
-            out[f.name] = [(k, conv(v, vf)) for k, v in value.items()]
-        elif _is_repeated(f):
-            out[f.name] = [conv(v) for v in value]
-        elif f.has_presence and not msg.HasField(f.name):
-            out[f.name] = None
-        else:
-            out[f.name] = conv(value)
-    return out
+def _proto_field(f: Any) -> _Converter:
+    """The field's Arrow value from a message (getattr once, the decisions made here)."""
+    from google.protobuf.descriptor import FieldDescriptor as F
+
+    name = f.name
+    if f.type == F.TYPE_MESSAGE and f.message_type.GetOptions().map_entry:
+        value = _proto_one(f.message_type.fields_by_name["value"])
+        if value is None:
+            return lambda m: list(getattr(m, name).items())
+        return lambda m: [(k, value(v)) for k, v in getattr(m, name).items()]
+    one = _proto_one(f)
+    if _is_repeated(f):
+        if one is None:
+            return lambda m: list(getattr(m, name))
+        return lambda m: [one(v) for v in getattr(m, name)]
+    if f.has_presence:
+        if one is None:
+            return lambda m: getattr(m, name) if m.HasField(name) else None
+        return lambda m: one(getattr(m, name)) if m.HasField(name) else None
+    if one is None:
+        return lambda m: getattr(m, name)
+    return lambda m: one(getattr(m, name))
 
 
 class _Json(_Format):
