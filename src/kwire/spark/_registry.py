@@ -511,6 +511,7 @@ class _Protobuf(_Format):
         self._fdps: dict[int, tuple[Any, ...]] = {}
         self._files: dict[int, Any] = {}
         self._classes: dict[tuple[int, tuple[int, ...]], Any] = {}
+        self._converters: dict[Any, _Converter] = {}  # by descriptor, with the classes above
         index = 0  # Confluent's default: the file's first message
         if message is not None:
             names = [m.name for m in self.root(reader).message_type]
@@ -580,7 +581,7 @@ class _Protobuf(_Format):
                     raise ValueError(f"unknown Protobuf schema id {schema_id}")
                 msg = self.message(entry, tuple(indexes))()
                 msg.ParseFromString(raw[pos:])
-                values.append(_proto_value(msg))
+                values.append(_proto_value(msg, self._converters))
             except Exception as exc:  # DecodeError, ValueError, KeyError, IndexError
                 errors[i] = f"Protobuf: {type(exc).__name__}: {exc}"
                 values.append(None)
@@ -839,22 +840,20 @@ def _proto_arrow_type(desc: Any, seen: tuple[str, ...]) -> pa.DataType:
 
 
 _Converter = Callable[[Any], Any]
-#: Message converters by descriptor (built once per process, used for every value; keyed by the
-#: descriptor itself, as two schema versions have messages of one name with other fields).
-_PROTO_CONVERTERS: dict[Any, _Converter] = {}
 
 
-def _proto_value(msg: Any) -> dict[str, Any]:
+def _proto_value(msg: Any, cache: dict[Any, _Converter] | None = None) -> dict[str, Any]:
     """A message as the Python value of its Arrow struct (enums by name, maps as pairs, unset
-    fields with presence as None)."""
-    result: dict[str, Any] = _proto_converter(msg.DESCRIPTOR)(msg)
+    fields with presence as None); ``cache`` keeps the converters built for its descriptors."""
+    result: dict[str, Any] = _proto_converter(msg.DESCRIPTOR, {} if cache is None else cache)(msg)
     return result
 
 
-def _proto_converter(desc: Any) -> _Converter:
+def _proto_converter(desc: Any, cache: dict[Any, _Converter]) -> _Converter:
     """The converter of messages of ``desc``: the per-field decisions (map, repeated, presence,
-    nested message, enum names) taken once from the descriptor, not once per value."""
-    found = _PROTO_CONVERTERS.get(desc)
+    nested message, enum names) taken once from the descriptor, not once per value. Keyed by
+    the descriptor itself: two schema versions have messages of one name with other fields."""
+    found = cache.get(desc)
     if found is not None:
         return found
     steps: list[tuple[str, _Converter]] = []
@@ -862,35 +861,35 @@ def _proto_converter(desc: Any) -> _Converter:
     def convert(msg: Any) -> dict[str, Any]:
         return {name: get(msg) for name, get in steps}
 
-    _PROTO_CONVERTERS[desc] = convert  # before the fields: recursive types end here
+    cache[desc] = convert  # before the fields: recursive types end here
     for f in desc.fields:
-        steps.append((f.name, _proto_field(f)))
+        steps.append((f.name, _proto_field(f, cache)))
     return convert
 
 
-def _proto_one(f: Any) -> _Converter | None:
+def _proto_one(f: Any, cache: dict[Any, _Converter]) -> _Converter | None:
     """The converter of one value of field ``f`` (None: the value as it is)."""
     from google.protobuf.descriptor import FieldDescriptor as F
 
     if f.type == F.TYPE_MESSAGE:
-        return _proto_converter(f.message_type)
+        return _proto_converter(f.message_type, cache)
     if f.type == F.TYPE_ENUM:
         names = {v.number: v.name for v in f.enum_type.values}
         return lambda v: names.get(v) or str(v)
     return None
 
 
-def _proto_field(f: Any) -> _Converter:
+def _proto_field(f: Any, cache: dict[Any, _Converter]) -> _Converter:
     """The field's Arrow value from a message (getattr once, the decisions made here)."""
     from google.protobuf.descriptor import FieldDescriptor as F
 
     name = f.name
     if f.type == F.TYPE_MESSAGE and f.message_type.GetOptions().map_entry:
-        value = _proto_one(f.message_type.fields_by_name["value"])
+        value = _proto_one(f.message_type.fields_by_name["value"], cache)
         if value is None:
             return lambda m: list(getattr(m, name).items())
         return lambda m: [(k, value(v)) for k, v in getattr(m, name).items()]
-    one = _proto_one(f)
+    one = _proto_one(f, cache)
     if _is_repeated(f):
         if one is None:
             return lambda m: list(getattr(m, name))
