@@ -4,9 +4,12 @@ Approach. fastavro decodes one datum into one Python dict; building Arrow column
 dicts costs as much again. Here the schema becomes a small node table (preorder: kind, null-union
 branch, enum size, fixed size, children) and one numba kernel, the same for every schema and
 compiled once per machine (cached on disk), interprets it datum by datum with an explicit stack,
-appending to growable numpy buffers per Arrow column (values, validity, list offsets, string
-offsets and data). The buffers become Arrow arrays with ``from_buffers``: no Python object per
-record. A datum that does not decode (truncated, a bad union branch or enum index, a length past
+appending to each Arrow column's region of four flat numpy buffers (values, validity, list and
+string offsets, string data), sized from the previous batch and grown (the batch resumed at the
+datum that did not fit) when a column runs out of room. The regions become Arrow arrays with
+``from_buffers``: no Python object per record. The kernel decodes a whole batch in one call with
+no call per datum or value: numba takes and drops a reference on every array argument of every
+call, which cost more than the decoding. A datum that does not decode (truncated, a bad union branch or enum index, a length past
 the end) rolls its columns back to where the datum started, becomes a null row, and is reported by
 position; the caller decides (`_corrupt_record`, FAILFAST). Strings are checked for UTF-8 once per
 column (Arrow's validation).
@@ -224,9 +227,10 @@ def _needs_fix(value: Any) -> bool:
 #
 # One kernel for every schema, compiled once per machine (numba, cached on disk like the records
 # layer's kernels): the schema becomes a small node table (``prog``: kind, null-union branch, enum
-# size, fixed size, children) that a recursive walk interprets datum by datum, appending to
-# per-column growable buffers held in numba typed lists. (Generating and compiling source per
-# schema was tried first: 6x faster than fastavro too, but a minute of numba compile per schema.)
+# size, fixed size, children) that a walk with an explicit stack interprets datum by datum,
+# appending to the columns' regions of flat buffers (``cs`` says where each column's are).
+# (Generating and compiling source per schema was tried first: no faster, and a minute of numba
+# compile per schema.)
 
 # Node kinds
 _I32, _I64, _BOOL, _F32, _F64, _VAR, _LIST, _STRUCT, _ENUM = range(9)
