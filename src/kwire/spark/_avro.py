@@ -16,11 +16,12 @@ column (Arrow's validation).
 
 What the compiled path covers: null-unions of one type, records, enums, arrays, maps, fixed, and
 the primitives with the logical types date, timestamp-millis/-micros (and the local- ones) and
-uuid. Anything else (general unions, decimals, recursive schemas), and the resolution of a datum
-written with an older schema (Avro's schema resolution: fields added with defaults, removed,
-promoted) goes through fastavro's ``schemaless_reader`` (writer and reader schema), one datum at
-a time, into ``pa.array`` of the same Arrow type: the reference path, also what the benchmark
-compares against (bench/bench_avro.py).
+uuid. A datum written with an older schema is decoded with that writer schema and resolved on
+the Arrow columns (``ResolvingAvroDecoder``, Avro's schema resolution: fields added with defaults,
+removed, promoted). Anything else (general unions, decimals, recursive schemas, pairs of schemas
+the columns cannot resolve) goes through fastavro's ``schemaless_reader`` (writer and reader
+schema), one datum at a time, into ``pa.array`` of the same Arrow type: the reference path, also
+what the benchmark compares against (bench/bench_avro.py).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import json
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AvroDecoder",
+    "ResolvingAvroDecoder",
     "UnsupportedAvro",
     "avro_arrow_type",
     "decode_avro_loop",
@@ -808,6 +810,173 @@ class _Buffers:
             self.offs[o : o + count + 1],
             self.datas[d : d + dn],
         )
+
+
+# ---- Avro schema resolution on the decoded columns ---------------------------------------------
+#
+# A datum written with an older schema is decoded with the compiled kernel and the writer's
+# schema, then the writer's Arrow column is resolved into the reader's, column by column (Avro's
+# schema resolution): reader fields the writer lacks become their default (found by fastavro, so
+# bytes, enums and logical types come out as fastavro gives them), writer fields the reader lacks
+# are dropped, numbers are promoted (int to long, float or double; long to float or double; float
+# to double), strings and bytes convert, enum symbols the reader lacks take the reader's default.
+# Whatever a pair of schemas needs beyond that (a nullable writer field the reader requires, an
+# enum symbol without a default, general unions, aliases of named types) raises UnsupportedAvro
+# and the pair goes through fastavro, the reference path.
+
+_PROMOTIONS: Final = {
+    ("int", "long"),
+    ("int", "float"),
+    ("int", "double"),
+    ("long", "float"),
+    ("long", "double"),
+    ("float", "double"),
+    ("string", "bytes"),
+    ("bytes", "string"),
+}
+Resolution = Callable[["pa.Array"], "pa.Array"]
+
+
+def _unwrap(s: Any) -> tuple[bool, Any]:
+    """(nullable, the schema without its null branch) of an expanded schema."""
+    if isinstance(s, list):
+        if len(s) == 1:
+            return _unwrap(s[0])
+        nb = _nullable_branch(s)
+        if nb is None:
+            raise UnsupportedAvro("general unions resolve through fastavro")
+        return True, _unwrap(nb[1])[1]
+    if isinstance(s, str):
+        return False, {"type": s}
+    if isinstance(s["type"], (dict, list)):
+        nullable, inner = _unwrap(s["type"])
+        return nullable, inner
+    return False, s
+
+
+def _default_value(field_schema: Any, record_name: str) -> Any:
+    """The reader's default of a field as fastavro resolves it (from an empty writer record)."""
+    from fastavro import parse_schema, schemaless_reader
+
+    if "default" not in field_schema:
+        raise UnsupportedAvro(f"reader field {field_schema['name']!r} has no default")
+    writer = parse_schema({"type": "record", "name": record_name, "fields": []})
+    reader = parse_schema({"type": "record", "name": record_name, "fields": [field_schema]})
+    value = schemaless_reader(io.BytesIO(b""), writer, reader)[field_schema["name"]]  # type: ignore[index,call-overload]
+    return _to_arrow_value(value)
+
+
+def avro_resolution(writer: Any, reader: Any) -> Resolution:
+    """The function from an Arrow column decoded with the (expanded) ``writer`` schema to the
+    column of the ``reader`` schema; UnsupportedAvro when the pair needs fastavro."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    w_nullable, w = _unwrap(writer)
+    r_nullable, r = _unwrap(reader)
+    if w_nullable and not r_nullable:
+        raise UnsupportedAvro("a nullable writer value for a reader that requires one")
+    wt, rt = w["type"], r["type"]
+    target = avro_arrow_type(r)
+    if wt in ("record", "error") and rt in ("record", "error"):
+        if w.get("name") != r.get("name") and w.get("name") not in r.get("aliases", ()):
+            raise UnsupportedAvro("record names differ")
+        by_name = {f["name"]: f for f in w["fields"]}
+        steps: list[tuple[str | None, Any]] = []
+        for rf in r["fields"]:
+            names = [rf["name"], *rf.get("aliases", ())]
+            wf = next((by_name[n] for n in names if n in by_name), None)
+            if wf is None:
+                steps.append((None, _default_value(rf, str(r.get("name", "R")))))
+            else:
+                steps.append((wf["name"], avro_resolution(wf["type"], rf["type"])))
+
+        def record(array: pa.Array) -> pa.Array:
+            children = []
+            for (source, how), field in zip(steps, target, strict=True):
+                if source is None:
+                    children.append(pa.array([how] * len(array), field.type))
+                else:
+                    children.append(how(array.field(source)))
+            return pa.StructArray.from_arrays(
+                children, fields=list(target), mask=array.is_null() if array.null_count else None
+            )
+
+        return record
+    if wt == "array" and rt == "array":
+        items = avro_resolution(w["items"], r["items"])
+
+        def listed(array: pa.Array) -> pa.Array:
+            offsets = array.offsets
+            values = items(
+                array.values.slice(offsets[0].as_py(), offsets[-1].as_py() - offsets[0].as_py())
+            )
+            rebased = pc.subtract(offsets, offsets[0])
+            mask = array.is_null() if array.null_count else None
+            return pa.ListArray.from_arrays(rebased, values, type=target, mask=mask)
+
+        return listed
+    if wt == "map" and rt == "map":
+        values_of = avro_resolution(w["values"], r["values"])
+
+        def mapped(array: pa.Array) -> pa.Array:
+            offsets = array.offsets
+            start, end = offsets[0].as_py(), offsets[-1].as_py()
+            keys = array.keys.slice(start, end - start)
+            items = values_of(array.items.slice(start, end - start))
+            rebased = pc.subtract(offsets, offsets[0])
+            mask = array.is_null() if array.null_count else None
+            return pa.MapArray.from_arrays(rebased, keys, items, type=target, mask=mask)
+
+        return mapped
+    if wt == "enum" and rt == "enum":
+        missing = set(w["symbols"]) - set(r["symbols"])
+        if not missing:
+            return lambda array: array
+        if "default" not in r:
+            raise UnsupportedAvro("writer enum symbols the reader lacks, without a default")
+        fallback = pa.scalar(r["default"], pa.string())
+        known = pa.array(r["symbols"], pa.string())
+        return lambda array: pc.if_else(
+            pc.or_(pc.is_in(array, known), pc.is_null(array)), array, fallback
+        )
+    if wt == "fixed" and rt == "fixed":
+        if w.get("size") != r.get("size") or w.get("name") != r.get("name"):
+            raise UnsupportedAvro("fixed types differ")
+        return lambda array: array
+    if wt in ("record", "error", "array", "map", "enum", "fixed") or rt in (
+        "record",
+        "error",
+        "array",
+        "map",
+        "enum",
+        "fixed",
+    ):
+        raise UnsupportedAvro(f"Avro {wt} does not resolve to {rt} here")
+    source = avro_arrow_type(w)
+    if wt == rt and source == target:
+        return lambda array: array
+    if (wt, rt) not in _PROMOTIONS or w.get("logicalType") or r.get("logicalType"):
+        raise UnsupportedAvro(f"Avro {wt} does not promote to {rt} here")
+    return lambda array: array.cast(target)
+
+
+class ResolvingAvroDecoder:
+    """Datums written with ``writer`` decoded by the compiled kernel, then resolved into the
+    Arrow column of ``reader`` (both expanded schemas); UnsupportedAvro when it cannot."""
+
+    def __init__(self, writer: Any, reader: Any) -> None:
+        self.decoder = AvroDecoder(writer)
+        self.resolve = avro_resolution(writer, reader)
+        self.arrow_type = avro_arrow_type(reader)
+
+    def decode(
+        self, data: np.ndarray, starts: np.ndarray, ends: np.ndarray
+    ) -> tuple[pa.Array, np.ndarray]:
+        """As ``AvroDecoder.decode``; raises ``pa.ArrowInvalid`` where a conversion fails (bytes
+        that are not UTF-8 for a string), for the caller to take the fastavro path."""
+        array, status = self.decoder.decode(data, starts, ends)
+        return self.resolve(array), status
 
 
 def _has_string(n: _Node) -> bool:

@@ -397,6 +397,7 @@ class _Avro(_Format):
         self.reader_parsed = self.parsed(reader)
         self.expanded = _expand(self.reader_parsed)
         self._fast: Any = False  # the compiled decoder of the reader schema (None: unsupported)
+        self._resolving: dict[int, Any] = {}  # by writer schema id (None: through fastavro)
 
     def parsed(self, entry: SchemaEntry) -> Any:
         from kwire.spark._avro import parse_avro
@@ -423,6 +424,19 @@ class _Avro(_Format):
                 self._fast = None
         return self._fast
 
+    def resolving(self, entry: SchemaEntry) -> Any:
+        """The compiled decoder of an older writer schema resolved into the reader's column, or
+        None where the pair needs fastavro."""
+        if entry.id not in self._resolving:
+            from kwire.spark._avro import ResolvingAvroDecoder, UnsupportedAvro, _expand
+
+            try:
+                writer = _expand(self.parsed(entry))
+                self._resolving[entry.id] = ResolvingAvroDecoder(writer, self.expanded)
+            except UnsupportedAvro:
+                self._resolving[entry.id] = None
+        return self._resolving[entry.id]
+
     def decode(
         self, column: pa.Array, header_ids: dict[int, int] | None
     ) -> tuple[pa.Array, np.ndarray, dict[int, str]]:
@@ -440,12 +454,14 @@ class _Avro(_Format):
                 why = "unknown schema id" if entry is None else f"a {entry.schema_type} schema"
                 errors.update({int(i): f"Avro: {why} {schema_id}" for i in rows})
                 continue
-            fast = self.fast() if _same_avro(entry, self.reader) else None
+            fast = self.fast() if _same_avro(entry, self.reader) else self.resolving(entry)
             array = None
             if fast is not None:
                 try:
                     array, status = fast.decode(data, starts[rows], ends[rows])
-                except pa.ArrowInvalid:  # not UTF-8 somewhere: fastavro says which record
+                except (
+                    pa.ArrowException
+                ):  # not UTF-8 somewhere (or a conversion): fastavro says which
                     array = None
                 else:
                     for i in rows[status == 0]:

@@ -228,3 +228,122 @@ def test_shapes_left_to_fastavro_are_refused() -> None:
     ):
         with pytest.raises(UnsupportedAvro):
             AvroDecoder(_expand(parse_avro(json.dumps(schema))))
+
+
+# --- schema resolution: an older writer schema read with the reader's -----------------------------
+
+V1 = {
+    "type": "record",
+    "name": "Order",
+    "namespace": "shop",
+    "fields": [
+        {"name": "id", "type": "int"},
+        {"name": "amount", "type": "float"},
+        {"name": "dropped", "type": "string"},
+        {"name": "state", "type": {"type": "enum", "name": "State", "symbols": ["NEW", "OLD"]}},
+        {"name": "raw", "type": "string"},
+        {
+            "name": "lines",
+            "type": {
+                "type": "array",
+                "items": {
+                    "type": "record",
+                    "name": "Line",
+                    "fields": [{"name": "sku", "type": "string"}, {"name": "n", "type": "int"}],
+                },
+            },
+        },
+        {"name": "extra", "type": {"type": "map", "values": "int"}},
+        {"name": "maybe", "type": ["null", "long"], "default": None},
+    ],
+}
+V2 = {
+    "type": "record",
+    "name": "Order",
+    "namespace": "shop",
+    "fields": [
+        {"name": "id", "type": "long"},  # promoted
+        {"name": "amount", "type": "double"},  # promoted
+        {
+            "name": "state",
+            "type": {"type": "enum", "name": "State", "symbols": ["NEW", "PAID"], "default": "NEW"},
+        },
+        {"name": "raw", "type": "bytes"},  # string to bytes
+        {
+            "name": "lines",
+            "type": {
+                "type": "array",
+                "items": {
+                    "type": "record",
+                    "name": "Line",
+                    "fields": [
+                        {"name": "sku", "type": "string"},
+                        {"name": "n", "type": "long"},
+                        {"name": "note", "type": "string", "default": "none"},  # added
+                    ],
+                },
+            },
+        },
+        {"name": "extra", "type": {"type": "map", "values": "double"}},
+        {"name": "maybe", "type": ["null", "long"], "default": None},
+        {"name": "channel", "type": "string", "default": "web"},  # added
+        {"name": "blob", "type": "bytes", "default": "\u00ff\u0001"},  # added, bytes default
+        {"name": "when", "type": {"type": "long", "logicalType": "timestamp-millis"}, "default": 5},
+        {"name": "tags", "type": {"type": "array", "items": "string"}, "default": ["a"]},
+    ],
+}
+
+
+def _v1_value(rng: random.Random) -> dict[str, Any]:
+    return {
+        "id": rng.randrange(-(2**31), 2**31),
+        "amount": float(np.float32(rng.uniform(-1e6, 1e6))),
+        "dropped": "x" * rng.randrange(5),
+        "state": rng.choice(["NEW", "OLD"]),
+        "raw": "é" * rng.randrange(3),
+        "lines": [{"sku": f"s{j}", "n": j} for j in range(rng.randrange(3))],
+        "extra": {f"k{j}": j for j in range(rng.randrange(3))},
+        "maybe": rng.choice([None, rng.randrange(10**15)]),
+    }
+
+
+def test_an_older_writer_schema_resolves_as_fastavro_does() -> None:
+    from kwire.spark._avro import ResolvingAvroDecoder
+
+    rng = random.Random(21)
+    writer, reader = parse_avro(json.dumps(V1)), parse_avro(json.dumps(V2))
+    payloads: list[bytes | None] = [_encode(writer, _v1_value(rng)) for _ in range(200)]
+    payloads[7] = None
+    payloads[9] = payloads[9][:3]  # truncated
+    arrow_type = avro_arrow_type(_expand(reader))
+    expected, errors = decode_avro_loop(payloads, writer, reader, arrow_type)
+    decoder = ResolvingAvroDecoder(_expand(writer), _expand(reader))
+    array, status = decoder.decode(*_columns(payloads))
+    assert array.type == arrow_type
+    array.validate(full=True)
+    assert {i for i, ok in enumerate(status) if not ok and payloads[i] is not None} == set(errors)
+    assert array.to_pylist() == expected.to_pylist()
+
+
+@pytest.mark.parametrize(
+    ("writer_field", "reader_field"),
+    [
+        ({"name": "a", "type": ["null", "int"]}, {"name": "a", "type": "int"}),  # null to required
+        (  # a symbol the reader lacks, and no default
+            {"name": "a", "type": {"type": "enum", "name": "E", "symbols": ["X", "Y"]}},
+            {"name": "a", "type": {"type": "enum", "name": "E", "symbols": ["X"]}},
+        ),
+        ({"name": "a", "type": "long"}, {"name": "a", "type": "int"}),  # no demotion
+        ({"name": "a", "type": "int"}, {"name": "b", "type": "int"}),  # no default for b
+    ],
+)
+def test_pairs_the_columns_cannot_resolve_are_left_to_fastavro(
+    writer_field: dict[str, Any], reader_field: dict[str, Any]
+) -> None:
+    from kwire.spark._avro import ResolvingAvroDecoder
+
+    def record(field: dict[str, Any]) -> Any:
+        return _expand(parse_avro(json.dumps({"type": "record", "name": "R", "fields": [field]})))
+
+    with pytest.raises(UnsupportedAvro):
+        ResolvingAvroDecoder(record(writer_field), record(reader_field))
