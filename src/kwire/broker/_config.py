@@ -284,6 +284,12 @@ BROKER_CONFIGS: Final[Mapping[str, ConfigDef]] = {
         ConfigDef("unclean.leader.election.enable", _T.BOOLEAN, "false"),
         ConfigDef("offsets.topic.num.partitions", _T.INT, "50", check=_int_range(1)),
         ConfigDef("transaction.state.log.num.partitions", _T.INT, "50", check=_int_range(1)),
+        ConfigDef("offsets.retention.minutes", _T.INT, "10080", check=_int_range(1)),
+        ConfigDef("offsets.retention.check.interval.ms", _T.LONG, "600000", check=_long_range(1)),
+        ConfigDef("producer.id.expiration.ms", _T.INT, "86400000", check=_int_range(1)),
+        ConfigDef(
+            "producer.id.expiration.check.interval.ms", _T.INT, "600000", check=_int_range(1)
+        ),
         ConfigDef("group.initial.rebalance.delay.ms", _T.INT, "3000"),
         ConfigDef("delete.topic.enable", _T.BOOLEAN, "true"),
         ConfigDef("broker.id", _T.INT, "-1", read_only=True),

@@ -208,6 +208,9 @@ class BrokerState:
         self.data_dir = DataDir.open(self.path, cluster_id=self.cluster_id, node_id=node_id)
         self.next_producer_id = int(str(meta.get("next_producer_id", self.next_producer_id)))
         self._load_topics(meta.get("topics", {}))
+        self._next_producer_expiry = self.now_ms() + self.broker_int(
+            "producer.id.expiration.check.interval.ms"
+        )
 
     # --- time and config ----------------------------------------------------------------------
 
@@ -260,8 +263,19 @@ class BrokerState:
 
     def run_tickers(self) -> None:
         now = self.now_ms()
+        if now >= self._next_producer_expiry:
+            self._next_producer_expiry = now + self.broker_int(
+                "producer.id.expiration.check.interval.ms"
+            )
+            self.remove_expired_producers(now)
         for ticker in self._tickers:
             ticker(now)
+
+    def remove_expired_producers(self, now_ms: int) -> int:
+        """Kafka's producer-id expiration task (every ``producer.id.expiration.check.interval.ms``):
+        every partition drops the producer ids idle for ``producer.id.expiration.ms`` that have
+        no ongoing transaction. The number dropped."""
+        return sum(len(p.log.remove_expired_producers(now_ms)) for p in self.iter_partitions())
 
     # --- topics -------------------------------------------------------------------------------
 
@@ -333,9 +347,15 @@ class BrokerState:
         from the metadata log) keeps a leader that is live, else leaders go round-robin."""
         config = log_config(topic.configs, self.static_config)
         now = self.now_ms()
+        expiration = self.broker_int("producer.id.expiration.ms")
         for index in range(len(topic.partitions), count):
             live = self.data_dir.open_log(
-                topic.name, index, config, now_ms=now, topic_id=topic.topic_id.bytes
+                topic.name,
+                index,
+                config,
+                now_ms=now,
+                topic_id=topic.topic_id.bytes,
+                producer_id_expiration_ms=expiration,
             )
             # The only replica is the whole ISR: as a leader becoming leader (Kafka's
             # maybeIncrementLeaderHW), the high watermark moves from the checkpoint to the log end.

@@ -243,6 +243,7 @@ class DataDir:
         config: LogConfig,
         now_ms: int,
         topic_id: bytes | None = None,
+        producer_id_expiration_ms: int | None = None,
     ) -> LiveLog:
         """Open (or create) a partition's log with its checkpointed offsets."""
         tp = TopicPartition(topic, partition)
@@ -255,6 +256,7 @@ class DataDir:
             topic_id=topic_id,
             high_watermark=self.high_watermarks.get(tp),
             clean_shutdown=self.had_clean_shutdown,
+            producer_id_expiration_ms=producer_id_expiration_ms,
         )
 
     def write_checkpoints(self, logs: Iterable[LiveLog]) -> None:

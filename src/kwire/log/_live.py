@@ -27,7 +27,11 @@ from its event loop). Which Kafka class each part follows:
   ``LogSegment.recover``: batches are validated one by one (framing, CRC), the first invalid byte
   truncates the segment (and later segments are deleted), indexes and ``.txnindex`` are rebuilt;
   the producer state is loaded from the latest snapshot at or below the first recovered segment
-  and the batches after it are replayed; the leader epoch cache is truncated to the log end;
+  (without the producers expired by then, when ``producer_id_expiration_ms`` is given) and the
+  batches after it are replayed; the leader epoch cache is truncated to the log end;
+- ``UnifiedLog.removeExpiredProducers``: ``remove_expired_producers(now_ms)`` drops the producer
+  ids idle for ``producer_id_expiration_ms`` (the broker's ``producer.id.expiration.ms``) that have
+  no ongoing transaction; the next snapshot no longer holds them;
 - retention (``UnifiedLog.deleteOldSegments``): log start offset, ``retention.bytes`` and
   ``retention.ms`` (by each segment's largest timestamp) delete whole segments below the high
   watermark; as Kafka, the active segment may go too when it is old enough, after a roll, so the
@@ -421,6 +425,8 @@ class LiveLog:
         self._high_watermark = 0
         self._segments: list[_Segment] = []
         self._producers = ProducerStateManager()
+        #: ``producer.id.expiration.ms`` (None: producer ids never expire)
+        self.producer_id_expiration_ms: int | None = None
         self._epochs = LeaderEpochCache()
         self._last_snapshot_offset = -1
         self._last_flush_ms = 0
@@ -442,12 +448,15 @@ class LiveLog:
         topic_id: bytes | None = None,
         high_watermark: int | None = None,
         clean_shutdown: bool = False,
+        producer_id_expiration_ms: int | None = None,
     ) -> LiveLog:
         """Open (or create) the partition folder ``path`` (``<data dir>/<topic>-<partition>``).
 
         ``recovery_point`` and ``log_start_offset`` come from the data dir's checkpoints;
         ``clean_shutdown`` (the data dir's ``.kafka_cleanshutdown`` marker) skips recovery of the
         segments past the recovery point. ``high_watermark`` defaults to the log end offset.
+        ``producer_id_expiration_ms`` (Kafka's ``producer.id.expiration.ms``) lets producer ids
+        expire: at load (from the snapshot) and in ``remove_expired_producers``.
         """
         self = cls()
         self.path = os.path.abspath(os.fspath(path))
@@ -456,6 +465,7 @@ class LiveLog:
             raise ValueError(f"{self.path} is not named <topic>-<partition>")
         self.topic, self.partition = tp
         self.config = config
+        self.producer_id_expiration_ms = producer_id_expiration_ms
         self._now_ms = now_ms
         self._last_flush_ms = now_ms
         if topic_id is not None and len(topic_id) != 16:
@@ -528,7 +538,12 @@ class LiveLog:
         if snap is not None:
             try:
                 with open(self._snapshot_path(snap), "rb") as f:
-                    self._producers.load(read_producer_snapshot(f.read()).entries, snap)
+                    self._producers.load(
+                        read_producer_snapshot(f.read()).entries,
+                        snap,
+                        now_ms=now_ms,
+                        expiration_ms=self.producer_id_expiration_ms,
+                    )
                 self._last_snapshot_offset = snap
             except (OSError, KwireError) as exc:
                 log.warning("%s: ignoring producer snapshot %d: %s", self.path, snap, exc)
@@ -874,6 +889,16 @@ class LiveLog:
     def producer_state(self) -> Mapping[int, ProducerStateEntry]:
         """A copy of the producer entries (for DescribeProducers)."""
         return MappingProxyType({pid: e.copy() for pid, e in self._producers.producers.items()})
+
+    def remove_expired_producers(self, now_ms: int) -> list[int]:
+        """``UnifiedLog.removeExpiredProducers``: drop the producer ids without an ongoing
+        transaction idle for ``producer_id_expiration_ms`` or longer; their ids."""
+        if self.producer_id_expiration_ms is None:
+            return []
+        expired = self._producers.remove_expired_producers(now_ms, self.producer_id_expiration_ms)
+        if expired:
+            log.debug("%s: expired producer ids %s", self.path, expired)
+        return expired
 
     def first_unstable_offset(self) -> int | None:
         """The first offset of the earliest ongoing transaction (for the last stable offset)."""

@@ -19,7 +19,12 @@ Approach: follows Kafka 3.9's ``ProducerStateManager``, ``ProducerStateEntry`` a
   with Kafka's last stable offset (the first offset of the earliest *other* ongoing transaction,
   else the marker's offset + 1);
 - snapshots (``<offset>.snapshot``) keep one entry per producer with only the last batch's
-  metadata, as Kafka writes them (``_snapshot.py`` has the format).
+  metadata, as Kafka writes them (``_snapshot.py`` has the format);
+- producer ids expire (``removeExpiredProducers``, ``isProducerExpired``): an entry without an
+  ongoing transaction whose last timestamp (the max timestamp of its last batch or marker) is
+  ``producer.id.expiration.ms`` or more in the past is dropped, and a snapshot being loaded drops
+  such entries too (``loadFromSnapshot``). A later batch of an expired producer is that of an
+  unknown producer: accepted with any sequence, as above.
 
 The offline ``LogWriter`` replays with origin REPLICATION through the same code.
 """
@@ -321,6 +326,25 @@ class ProducerStateManager:
     def first_unstable_offset(self) -> int | None:
         return min(self.ongoing.values()) if self.ongoing else None
 
+    @staticmethod
+    def is_producer_expired(entry: ProducerStateEntry, now_ms: int, expiration_ms: int) -> bool:
+        """``isProducerExpired``: no ongoing transaction, idle ``expiration_ms`` or longer."""
+        return (
+            entry.current_txn_first_offset is None
+            and now_ms - entry.last_timestamp >= expiration_ms
+        )
+
+    def remove_expired_producers(self, now_ms: int, expiration_ms: int) -> list[int]:
+        """``removeExpiredProducers``: drop the expired entries; their producer ids."""
+        expired = [
+            pid
+            for pid, entry in self.producers.items()
+            if self.is_producer_expired(entry, now_ms, expiration_ms)
+        ]
+        for pid in expired:
+            del self.producers[pid]
+        return expired
+
     def replay(self, batch: Batch) -> AbortedTxn | None:
         """Apply one batch without checks (origin REPLICATION, as recovery and ``LogWriter`` do);
         returns the aborted transaction it completed, for the ``.txnindex``."""
@@ -358,11 +382,26 @@ class ProducerStateManager:
     def snapshot(self) -> bytes:
         return encode_producer_snapshot(self.snapshot_entries())
 
-    def load(self, entries: Iterable[ProducerSnapshotEntry], offset: int) -> None:
-        """Replace the state by a snapshot's entries taken at log offset ``offset``."""
+    def load(
+        self,
+        entries: Iterable[ProducerSnapshotEntry],
+        offset: int,
+        *,
+        now_ms: int | None = None,
+        expiration_ms: int | None = None,
+    ) -> None:
+        """Replace the state by a snapshot's entries taken at log offset ``offset``; with
+        ``now_ms`` and ``expiration_ms``, expired entries are left out (``loadFromSnapshot``)."""
         self.producers.clear()
         self.ongoing.clear()
         for s in entries:
+            if (
+                now_ms is not None
+                and expiration_ms is not None
+                and s.current_txn_first_offset is None
+                and now_ms - s.timestamp >= expiration_ms
+            ):
+                continue
             e = ProducerStateEntry(
                 s.producer_id,
                 s.producer_epoch,

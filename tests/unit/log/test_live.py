@@ -19,6 +19,7 @@ from kwire.log import (
     list_log_dir,
     open_segment,
     read_leader_epoch_checkpoint,
+    read_producer_snapshot,
     read_txn_index,
     walk_offset_index,
     walk_time_index,
@@ -456,3 +457,51 @@ def test_flush_ms_and_delete_records_to_end(tmp_path: Path) -> None:
     assert log.segment_base_offsets == [active]
     assert log.read(10, 100).size == 0
     log.close()
+
+
+def _snapshot_pids(path: Path, offset: int) -> list[int]:
+    data = (path / "t-0" / f"{offset:020d}.snapshot").read_bytes()
+    return [e.producer_id for e in read_producer_snapshot(data).entries]
+
+
+def test_producer_id_expiration(tmp_path: Path) -> None:
+    """``removeExpiredProducers``: idle (by the last batch's max timestamp) for the expiration
+    time or longer, and no ongoing transaction; the next snapshot no longer holds them."""
+    log = open_log(tmp_path, producer_id_expiration_ms=1000)
+    log.append_as_leader(batch(1, NOW, pid=7, epoch=0, seq=0), now_ms=NOW)
+    log.append_as_leader(batch(1, NOW, pid=8, epoch=0, seq=0, txn=True), now_ms=NOW)
+    log.append_as_leader(batch(3, NOW + 498, pid=9, epoch=0, seq=0), now_ms=NOW)  # max: +500
+    assert log.remove_expired_producers(NOW + 999) == []
+    assert log.remove_expired_producers(NOW + 1000) == [7]
+    assert sorted(log.producer_state()) == [8, 9]  # 8: its transaction is open
+    assert log.remove_expired_producers(NOW + 1500) == [9]
+    assert sorted(log.producer_state()) == [8]
+    # an expired producer is an unknown one: any sequence is accepted (Kafka >= 2.5)
+    assert not log.append_as_leader(batch(1, NOW, pid=9, epoch=0, seq=3), now_ms=NOW).duplicate
+    log.remove_expired_producers(NOW + 1500)
+    log.close()
+    assert _snapshot_pids(tmp_path, 6) == [8]
+    # restart: they stay gone (even without expiration configured)
+    log = open_log(tmp_path, recovery_point=6, clean_shutdown=True)
+    assert sorted(log.producer_state()) == [8]
+    log.close()
+
+
+def test_producer_id_expiration_when_loading_a_snapshot(tmp_path: Path) -> None:
+    """``loadFromSnapshot`` leaves out the entries expired by then; no expiration: all kept."""
+    log = open_log(tmp_path)
+    log.append_as_leader(batch(1, NOW, pid=7, epoch=0, seq=0), now_ms=NOW)
+    log.append_as_leader(batch(1, NOW, pid=8, epoch=0, seq=0, txn=True), now_ms=NOW)
+    assert log.remove_expired_producers(NOW + 10**12) == []  # not configured
+    log.close()
+    assert _snapshot_pids(tmp_path, 2) == [7, 8]
+    later = LiveLog.open(
+        tmp_path / "t-0",
+        LogConfig(),
+        now_ms=NOW + 1000,
+        recovery_point=2,
+        clean_shutdown=True,
+        producer_id_expiration_ms=1000,
+    )
+    assert sorted(later.producer_state()) == [8]
+    later.close()
