@@ -20,6 +20,19 @@ Transactional offsets are written in transactional batches (the transaction coor
 the markers) and applied by ``complete_txn``. ``load`` replays the topic at start. KIP-848
 consumer groups (key versions 3..8) are ``_consumer_group``'s: a ``Group`` holds one in
 ``group.consumer`` and its committed offsets here, as Kafka's groups share one offset store.
+
+Offset retention (KIP-211; ``GroupMetadataManager.cleanupGroupMetadata``,
+``OffsetMetadataManager.cleanupExpiredOffsets`` and the groups' ``offsetExpirationCondition``):
+every ``offsets.retention.check.interval.ms`` the offsets of topics a group is not subscribed to
+expire ``offsets.retention.minutes`` after a base time: for a classic group in Empty, when it
+became Empty (its ``currentStateTimestamp``; the commit time when unknown); for a simple group (no
+protocol type) and a KIP-848 consumer group, the commit time; a Stable classic ``consumer`` group
+whose subscriptions are known expires the offsets of the topics it no longer subscribes to by
+commit time; other classic groups expire nothing. An offset committed with an explicit expire
+timestamp (OffsetCommit v1..v4 retention time) expires at that time instead; an offset with a
+pending transactional commit stays. Each expired offset gets an OffsetCommit tombstone; a group
+left empty whose offsets all expired is deleted (GroupMetadata tombstone, or the consumer group's
+tombstones), so it leaves ListGroups.
 """
 
 from __future__ import annotations
@@ -81,6 +94,8 @@ _DEFAULTS: Final = {
     "group.max.session.timeout.ms": 1800000,
     "offset.metadata.max.bytes": 4096,
     "group.max.size": 2**31 - 1,
+    "offsets.retention.minutes": 10080,
+    "offsets.retention.check.interval.ms": 600_000,
 }
 
 
@@ -260,6 +275,7 @@ class GroupCoordinator:
         self.persist = state is not None
         #: the KIP-848 consumer groups, kept in this coordinator's ``Group`` objects
         self.consumer = ConsumerGroups(self)
+        self._next_offsets_cleanup = self._now() + self.conf("offsets.retention.check.interval.ms")
 
     # --- configuration ------------------------------------------------------------------------
 
@@ -774,8 +790,12 @@ class GroupCoordinator:
     # --- timers -------------------------------------------------------------------------------
 
     def tick(self, now_ms: int) -> None:
-        """Expire sessions, pending members and rebalance deadlines (every 100 ms)."""
+        """Expire sessions, pending members and rebalance deadlines (every 100 ms), and offsets
+        (every ``offsets.retention.check.interval.ms``)."""
         self.consumer.tick(now_ms)
+        if now_ms >= self._next_offsets_cleanup:
+            self._next_offsets_cleanup = now_ms + self.conf("offsets.retention.check.interval.ms")
+            self.cleanup_group_metadata(now_ms)
         for group in list(self.groups.values()):
             changed = False
             for pending, expiry in list(group.pending_members.items()):
@@ -818,6 +838,86 @@ class GroupCoordinator:
                     self._maybe_complete_join(group, now_ms)
                 else:
                     group.rebalance_deadline = None
+
+    # --- offset retention (KIP-211) -----------------------------------------------------------
+
+    def cleanup_group_metadata(self, now_ms: int) -> int:
+        """``cleanupGroupMetadata``: expire offsets (module doc), tombstone them, and delete the
+        empty groups whose offsets all expired. The number of offsets expired."""
+        retention_ms = self.conf("offsets.retention.minutes") * 60_000
+        expired_count = 0
+        for group in list(self.groups.values()):
+            if group.state == DEAD:
+                continue
+            expired, all_expired = self._expired_offsets(group, now_ms, retention_ms)
+            records: list[tuple[bytes, bytes | None]] = [
+                (_offset_key(group.group_id, tp), None) for tp in expired
+            ]
+            delete = all_expired and (
+                not group.consumer.members if group.consumer is not None else group.state == EMPTY
+            )
+            if delete:
+                if group.consumer is not None:
+                    records += ConsumerGroups.tombstones(group.consumer)
+                else:
+                    records.append((_group_key(group.group_id), None))
+            if not records:
+                continue
+            self._append(group.group_id, records, now_ms)
+            for tp in expired:
+                del group.offsets[tp]
+            expired_count += len(expired)
+            if expired:
+                log.info(
+                    "group %s: %d offsets expired (%s)",
+                    group.group_id,
+                    len(expired),
+                    ", ".join(f"{t}-{p}" for t, p in expired),
+                )
+            if delete:
+                log.info("group %s: empty with no offsets left, deleted", group.group_id)
+                group.state = DEAD
+                del self.groups[group.group_id]
+                self._moved(group)
+        return expired_count
+
+    def _expired_offsets(
+        self, group: Group, now_ms: int, retention_ms: int
+    ) -> tuple[list[tuple[str, int]], bool]:
+        """``cleanupExpiredOffsets``: the group's expired partitions, and whether all of its
+        offsets expired (None of them kept, no transaction pending)."""
+        use_state_time = False
+        if group.consumer is not None:  # ConsumerGroup: by commit time
+            subscribed = group.consumer.subscribed_topic_names() | set(
+                group.consumer.subscription_metadata
+            )
+        elif not group.protocol_type:  # a simple group: by commit time
+            subscribed = set()
+        elif group.state == EMPTY:  # since it became Empty (else by commit time)
+            subscribed, use_state_time = set(), group.state_timestamp >= 0
+        elif group.state == STABLE and (topics := group.subscribed_topics()) is not None:
+            subscribed = topics
+        else:
+            return [], False
+        pending: set[tuple[str, int]] = set()
+        for staged in group.pending_txn.values():
+            pending.update(staged)
+        expired: list[tuple[str, int]] = []
+        all_expired = not group.pending_txn
+        for tp, om in sorted(group.offsets.items()):
+            if tp[0] in subscribed or tp in pending:
+                all_expired = False
+                continue
+            if om.expire_timestamp >= 0:
+                gone = now_ms >= om.expire_timestamp
+            else:
+                base = group.state_timestamp if use_state_time else om.commit_timestamp
+                gone = now_ms - base >= retention_ms
+            if gone:
+                expired.append(tp)
+            else:
+                all_expired = False
+        return expired, all_expired
 
     # --- offsets ------------------------------------------------------------------------------
 
@@ -1150,6 +1250,8 @@ class GroupCoordinator:
             group.protocol_type = v.protocol_type or None
             group.protocol_name = v.protocol
             group.leader_id = v.leader
+            # when it entered its state (Empty: the base of offset retention); -1: unknown
+            group.state_timestamp = v.current_state_timestamp if vv >= 2 else -1
             group.members.clear()
             group.static_members.clear()
             for mm in v.members:
