@@ -65,12 +65,15 @@ from kwire.log import (
     LiveLog,
     LogConfig,
     MetadataRecord,
+    PartitionImage,
+    TopicImage,
     decode_metadata_record,
     encode_metadata_record,
     metadata_record_class,
     metadata_record_json,
     metadata_record_type_name,
     new_metadata_record,
+    replay_topic_record,
 )
 from kwire.log._datadir import META_PROPERTIES
 from kwire.records import (
@@ -207,27 +210,6 @@ def _struct(record_name: str, *path: str) -> Any:
 
 
 @dataclass
-class PartitionImage:
-    partition_id: int
-    leader: int
-    leader_epoch: int
-    partition_epoch: int
-    replicas: list[int]
-    isr: list[int]
-    directories: list[uuid.UUID] = field(default_factory=list)
-
-
-@dataclass
-class TopicImage:
-    name: str
-    topic_id: uuid.UUID
-    partitions: dict[int, PartitionImage] = field(default_factory=dict)
-
-    def partition_count(self) -> int:
-        return len(self.partitions)
-
-
-@dataclass
 class BrokerImage:
     broker_id: int
     broker_epoch: int
@@ -312,16 +294,9 @@ class MetadataImage:
     def replay(self, message: Any) -> None:
         """Apply one record (Kafka's ``MetadataDelta.replay``); unknown kinds are ignored."""
         kind = type(message).__name__
-        if kind == "TopicRecord":
-            topic = TopicImage(message.name, uuid.UUID(bytes=message.topic_id.bytes))
-            self.topics[topic.name] = topic
-            self.topics_by_id[topic.topic_id] = topic
-        elif kind in ("PartitionRecord", "PartitionChangeRecord"):
-            self._replay_partition(kind, message)
-        elif kind == "RemoveTopicRecord":
-            gone = self.topics_by_id.pop(uuid.UUID(bytes=message.topic_id.bytes), None)
+        if kind in ("TopicRecord", "PartitionRecord", "PartitionChangeRecord", "RemoveTopicRecord"):
+            gone = replay_topic_record(self.topics, self.topics_by_id, message)
             if gone is not None:
-                self.topics.pop(gone.name, None)
                 self.configs.pop((CONFIG_TOPIC, gone.name), None)
         elif kind == "ConfigRecord":
             entries = self.configs.setdefault((message.resource_type, message.resource_name), {})
@@ -382,33 +357,6 @@ class MetadataImage:
                     del self.client_quotas[entity]
             else:
                 values[message.key] = message.value
-
-    def _replay_partition(self, kind: str, message: Any) -> None:
-        topic = self.topics_by_id.get(uuid.UUID(bytes=message.topic_id.bytes))
-        if topic is None:
-            return
-        if kind == "PartitionRecord":
-            topic.partitions[message.partition_id] = PartitionImage(
-                message.partition_id,
-                message.leader,
-                message.leader_epoch,
-                message.partition_epoch,
-                list(message.replicas),
-                list(message.isr),
-                [uuid.UUID(bytes=d.bytes) for d in message.directories],
-            )
-            return
-        part = topic.partitions.get(message.partition_id)
-        if part is None:
-            return
-        if message.leader != -2:  # NO_LEADER_CHANGE
-            part.leader = message.leader
-            part.leader_epoch += 1
-        if message.isr is not None:
-            part.isr = list(message.isr)
-        if message.replicas is not None:
-            part.replicas = list(message.replicas)
-        part.partition_epoch += 1
 
     def replay_all(self, records: Iterable[Record]) -> None:
         for message, _version in records:

@@ -84,8 +84,10 @@ from kwire.log._metadata_records import (
     METADATA_FRAME_VERSION,
     METADATA_RECORD_TYPES,
     MetadataRecord,
+    PartitionImage,
     ReplicaSetReader,
     ReplicaSets,
+    TopicImage,
     decode_metadata_record,
     encode_metadata_record,
     metadata_record_api_key,
@@ -94,6 +96,7 @@ from kwire.log._metadata_records import (
     metadata_record_type_name,
     new_metadata_record,
     read_replica_sets,
+    replay_topic_record,
 )
 from kwire.log._partition import PartitionLog
 from kwire.log._producer_state import BatchMetadata, ProducerStateEntry
@@ -155,6 +158,7 @@ __all__ = [
     "OffsetOutOfRangeError",
     "OffsetPosition",
     "PartitionDir",
+    "PartitionImage",
     "PartitionLog",
     "PartitionMetadata",
     "ProducerSnapshot",
@@ -172,6 +176,7 @@ __all__ = [
     "TimeIndexEntryCheck",
     "TimestampAndOffset",
     "TimestampOffset",
+    "TopicImage",
     "TopicPartition",
     "TransactionIndex",
     "build_offset_map",
@@ -206,6 +211,7 @@ __all__ = [
     "read_small_file",
     "read_topic_id",
     "read_txn_index",
+    "replay_topic_record",
     "scan_batches",
     "segment_base_offset",
     "segment_file_beside",

@@ -10,6 +10,8 @@ apiKey and version (unsigned varints), then the record's fields (``encode_metada
 --cluster-metadata-decoder`` does). This module is the only place that knows the framing; the
 broker's metadata log (``kwire.broker._metadata_log``) writes and replays records with it.
 
+``replay_topic_record`` is the one place of the topic and partition replay rules (Kafka's
+``TopicsDelta``): the broker's ``MetadataImage`` and ``ReplicaSets`` both apply records with it.
 ``ReplicaSets`` replays the records that say where partitions live, as Kafka's ``MetadataDelta``
 does: ``TopicRecord`` (a topic's name and id), ``PartitionRecord`` (a partition's replicas),
 ``PartitionChangeRecord`` (new replicas when its field is not null: a reassignment),
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -48,8 +51,10 @@ __all__ = [
     "METADATA_FRAME_VERSION",
     "METADATA_RECORD_TYPES",
     "MetadataRecord",
+    "PartitionImage",
     "ReplicaSetReader",
     "ReplicaSets",
+    "TopicImage",
     "decode_metadata_record",
     "encode_metadata_record",
     "metadata_record_api_key",
@@ -58,6 +63,7 @@ __all__ = [
     "metadata_record_type_name",
     "new_metadata_record",
     "read_replica_sets",
+    "replay_topic_record",
 ]
 
 CLUSTER_METADATA_TOPIC: Final = "__cluster_metadata"
@@ -186,12 +192,84 @@ _REPLICA_KEYS: Final = frozenset(
 )
 
 
+@dataclass
+class PartitionImage:
+    """A partition as its records leave it (Kafka's ``PartitionRegistration``, in part)."""
+
+    partition_id: int
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+    replicas: list[int]
+    isr: list[int]
+    directories: list[uuid.UUID] = field(default_factory=list)
+
+
+@dataclass
+class TopicImage:
+    name: str
+    topic_id: uuid.UUID
+    partitions: dict[int, PartitionImage] = field(default_factory=dict)
+
+    def partition_count(self) -> int:
+        return len(self.partitions)
+
+
+_NO_LEADER_CHANGE: Final = -2
+
+
+def replay_topic_record(
+    topics: dict[str, TopicImage], by_id: dict[uuid.UUID, TopicImage], message: Any
+) -> TopicImage | None:
+    """Apply a ``TopicRecord``, ``PartitionRecord``, ``PartitionChangeRecord`` or
+    ``RemoveTopicRecord`` to the topics by name and by id, as Kafka's ``TopicsDelta`` does
+    (a change's null ``replicas``/``isr`` and leader -2 mean unchanged; a new leader is a new
+    leader epoch); other kinds do nothing. Returns the topic a ``RemoveTopicRecord`` removed."""
+    kind = type(message).__name__
+    if kind == _TOPIC:
+        topic = TopicImage(message.name, uuid.UUID(bytes=message.topic_id.bytes))
+        topics[topic.name] = topic
+        by_id[topic.topic_id] = topic
+    elif kind == _REMOVE_TOPIC:
+        gone = by_id.pop(uuid.UUID(bytes=message.topic_id.bytes), None)
+        if gone is not None:
+            topics.pop(gone.name, None)
+        return gone
+    elif kind in (_PARTITION, _PARTITION_CHANGE):
+        found = by_id.get(uuid.UUID(bytes=message.topic_id.bytes))
+        if found is None:
+            return None
+        if kind == _PARTITION:
+            found.partitions[message.partition_id] = PartitionImage(
+                message.partition_id,
+                message.leader,
+                message.leader_epoch,
+                message.partition_epoch,
+                list(message.replicas),
+                list(message.isr),
+                [uuid.UUID(bytes=d.bytes) for d in message.directories],
+            )
+            return None
+        part = found.partitions.get(message.partition_id)
+        if part is None:
+            return None
+        if message.leader != _NO_LEADER_CHANGE:
+            part.leader = message.leader
+            part.leader_epoch += 1
+        if message.isr is not None:
+            part.isr = list(message.isr)
+        if message.replicas is not None:
+            part.replicas = list(message.replicas)
+        part.partition_epoch += 1
+    return None
+
+
 class ReplicaSets:
     """Each partition's replica ids, from replaying metadata records; see the module doc."""
 
     def __init__(self) -> None:
-        self._names: dict[bytes, str] = {}  # topic id -> name
-        self._replicas: dict[bytes, dict[int, tuple[int, ...]]] = {}  # topic id -> partitions
+        self._topics: dict[str, TopicImage] = {}
+        self._by_id: dict[uuid.UUID, TopicImage] = {}
         self._pending: list[Any] | None = None  # records of an open metadata transaction
 
     def replay_value(self, value: bytes | bytearray | memoryview) -> None:
@@ -216,34 +294,14 @@ class ReplicaSets:
             self._apply(message)
 
     def _apply(self, message: Any) -> None:
-        kind = type(message).__name__
-        if kind == _TOPIC:
-            topic_id = bytes(message.topic_id.bytes)
-            self._names[topic_id] = message.name
-            self._replicas.setdefault(topic_id, {})
-        elif kind == _PARTITION:
-            partitions = self._replicas.get(bytes(message.topic_id.bytes))
-            if partitions is not None:
-                partitions[message.partition_id] = tuple(message.replicas)
-        elif kind == _PARTITION_CHANGE:
-            partitions = self._replicas.get(bytes(message.topic_id.bytes))
-            if (
-                partitions is not None
-                and message.partition_id in partitions
-                and message.replicas is not None  # null: the replicas did not change
-            ):
-                partitions[message.partition_id] = tuple(message.replicas)
-        elif kind == _REMOVE_TOPIC:
-            topic_id = bytes(message.topic_id.bytes)
-            self._names.pop(topic_id, None)
-            self._replicas.pop(topic_id, None)
+        replay_topic_record(self._topics, self._by_id, message)
 
     def replicas(self) -> dict[tuple[str, int], tuple[int, ...]]:
         """``{(topic name, partition): replica ids}`` of every partition known now."""
         return {
-            (self._names[topic_id], partition): replicas
-            for topic_id, partitions in self._replicas.items()
-            for partition, replicas in partitions.items()
+            (topic.name, p): tuple(part.replicas)
+            for topic in self._by_id.values()
+            for p, part in topic.partitions.items()
         }
 
 
