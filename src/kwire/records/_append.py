@@ -33,7 +33,7 @@ from kwire.errors import AppendError, RecordError
 from kwire.records._append_compressed import validate_messages_and_assign_offsets_compressed
 from kwire.records._append_convert import convert_and_assign_offsets_non_compressed
 from kwire.records._append_in_place import assign_offsets_non_compressed
-from kwire.records._append_rules import Input, Validation, analyze
+from kwire.records._append_rules import Compiled, Input, Validation, analyze
 from kwire.records._append_types import (
     DEFAULT_MAX_MESSAGE_BYTES,
     ERROR_CODES,
@@ -172,7 +172,7 @@ def validate_and_assign(
     verify_crc: bool = True,
     mutate: bool = False,
     max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
-    compiled: bool = True,
+    compiled: Compiled = True,
 ) -> AppendResult:
     """Validate one partition's Produce records and assign offsets from ``next_offset``.
 
@@ -182,7 +182,8 @@ def validate_and_assign(
     ``verify_crc=False`` skips the batch CRC check (only for bytes already verified).
     ``mutate=True`` patches the caller's (writable) buffer in place instead of a copy.
     ``compiled=False`` forces the per-record reference walk even where the compiled walk of
-    ``_append_scan`` would do (both give the same result; tests compare them).
+    ``_append_scan`` would do (both give the same result; tests compare them); ``"auto"`` uses
+    the compiled walk for batches of many records once numba has loaded in the background.
 
     A trailing partial batch is dropped, as Kafka trims it; when no complete batch remains the
     result is empty (offsets -1) and nothing is to be appended. ``origin=REPLICATION`` checks and

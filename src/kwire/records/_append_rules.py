@@ -19,14 +19,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Literal
 
 from kwire._wire import INT16, INT32, INT64, UINT32
 from kwire.errors import AppendError, DecodeError, RecordError
 from kwire.records import _legacy as legacy
 from kwire.records import _v2 as v2
 from kwire.records._append_scan import OK as SCAN_OK
-from kwire.records._append_scan import scanner
+from kwire.records._append_scan import scanner, scanner_if_ready
 from kwire.records._append_types import LONG_MAX, AppendOrigin, AppendResult, TopicConfig
 from kwire.records._batch import read_batches
 from kwire.records._builder import BatchBuilder
@@ -39,6 +39,12 @@ from kwire.records._model import (
     Header,
     Record,
 )
+
+#: ``validate_and_assign(compiled=...)``: the compiled walk always (True), never (False), or
+#: ``"auto"``: for batches of at least ``AUTO_COMPILED_MIN_RECORDS`` records once numba has loaded
+#: in a background thread (the live log's choice: no memory or wait for small traffic).
+Compiled = bool | Literal["auto"]
+AUTO_COMPILED_MIN_RECORDS: Final = 16
 
 __all__ = ["Input", "Validation", "Walk", "analyze"]
 
@@ -211,7 +217,7 @@ class Validation:
         leader_epoch: int,
         origin: AppendOrigin,
         mutate: bool,
-        fast: bool = True,
+        fast: Compiled = True,
     ) -> None:
         self.fast = fast
         self.inp = inp
@@ -440,7 +446,14 @@ class Validation:
             or not self.fast
         ):
             return None
-        compiled = scanner()
+        if self.fast == "auto":
+            # only batches of many records gain more than the walk costs to load, and a caller
+            # in "auto" mode must not wait for that load: it happens in the background
+            if batch.record_count < AUTO_COMPILED_MIN_RECORDS:
+                return None
+            compiled = scanner_if_ready()
+        else:
+            compiled = scanner()
         if compiled is None:
             return None
         kernel, np = compiled

@@ -17,6 +17,7 @@ on disk). Tests run the same function interpreted to compare it with the referen
 from __future__ import annotations
 
 import os
+import threading
 from typing import Any, Final
 
 __all__ = ["OK", "scan_v2_records", "scanner"]
@@ -125,6 +126,22 @@ def scan_v2_records(
 
 _SCANNER: Any = None
 _TRIED = False
+_LOADING = threading.Lock()
+_BACKGROUND: threading.Thread | None = None
+
+
+def scanner_if_ready() -> Any:
+    """The compiled pair if it is loaded, else None after starting to load it in a background
+    thread (once): a caller that must not stall (an event loop serving other connections) keeps
+    to the reference walk meanwhile."""
+    global _BACKGROUND
+    if _TRIED:
+        return _SCANNER
+    with _LOADING:
+        if _BACKGROUND is None:
+            _BACKGROUND = threading.Thread(target=scanner, name="kwire-numba-load", daemon=True)
+            _BACKGROUND.start()
+    return None
 
 
 def scanner() -> Any:
@@ -134,10 +151,21 @@ def scanner() -> Any:
     Compiling replaces this module's ``_varint`` by its compiled self (numba code can only call
     compiled code); the interpreted ``scan_v2_records`` keeps working on top of it.
     """
-    global _SCANNER, _TRIED, _varint
+    global _SCANNER, _TRIED
     if _TRIED:
         return _SCANNER
-    _TRIED = True
+    with _LOADING_SCANNER:
+        if not _TRIED:
+            _SCANNER = _load_scanner()
+            _TRIED = True
+    return _SCANNER
+
+
+_LOADING_SCANNER = threading.Lock()
+
+
+def _load_scanner() -> Any:
+    global _varint
     if os.environ.get("KWIRE_DISABLE_NUMBA"):
         return None
     try:
@@ -154,6 +182,9 @@ def scanner() -> Any:
             setattr(numba.config, "CACHE_DIR", numba_cache_dir())  # noqa: B010 (untyped module)
         except OSError:
             pass
-    _varint = numba.njit(cache=True, nogil=True)(_varint)
-    _SCANNER = (numba.njit(cache=True, nogil=True)(scan_v2_records), np)
-    return _SCANNER
+    compiled_varint = numba.njit(cache=True, nogil=True)(_varint)
+    _varint = compiled_varint
+    kernel = numba.njit(cache=True, nogil=True)(scan_v2_records)
+    # compile (or load from the disk cache) now, not in the first caller's request
+    kernel(np.frombuffer(b"", np.uint8), 0, 0, 0, 0, False, 0, 0, False)  # as batches come
+    return kernel, np

@@ -185,3 +185,62 @@ def test_compiled_path_keeps_the_producer_bytes(codec: int) -> None:
     fast = validate_and_assign(data, next_offset=1, now_ms=NOW)
     assert fast.in_place and bytes(fast.records)[61:] == data[61:]
     assert fast.max_timestamp == NOW
+
+
+@pytest.mark.skipif(bool(os.environ.get("KWIRE_DISABLE_NUMBA")), reason="numba switched off")
+def test_auto_mode_never_waits_for_the_compiled_walk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``compiled="auto"`` (the live log's choice): small batches never load numba; the first
+    batch of many records starts loading it in the background and is validated by the reference
+    walk meanwhile; once loaded, such batches take the compiled walk; every result is the same."""
+    import threading
+
+    from kwire.records import _append_scan as scan
+    from kwire.records._append_rules import AUTO_COMPILED_MIN_RECORDS
+
+    real = scanner()
+    assert real is not None
+    kernel_calls: list[int] = []
+
+    def counting_kernel(*args: object) -> object:
+        kernel_calls.append(1)
+        return real[0](*args)
+
+    release = threading.Event()
+
+    def slow_scanner() -> object:  # the load, held until the test lets it finish
+        assert release.wait(30)
+        scan._SCANNER = (counting_kernel, real[1])
+        scan._TRIED = True
+        return scan._SCANNER
+
+    monkeypatch.setattr(scan, "_SCANNER", None)
+    monkeypatch.setattr(scan, "_TRIED", False)
+    monkeypatch.setattr(scan, "_BACKGROUND", None)
+    monkeypatch.setattr(scan, "scanner", slow_scanner)
+
+    def batch(records: int) -> bytes:
+        b = BatchBuilder(2, Compression.LZ4)
+        for i in range(records):
+            b.append(timestamp=NOW - i, key=b"k", value=b"v" * 100)
+        return b.build()
+
+    small, big = batch(AUTO_COMPILED_MIN_RECORDS - 1), batch(AUTO_COMPILED_MIN_RECORDS * 2)
+    for data in (small, big):
+        reference = validate_and_assign(data, next_offset=5, now_ms=NOW, compiled=False)
+        got = validate_and_assign(data, next_offset=5, now_ms=NOW, compiled="auto")
+        assert bytes(got.records) == bytes(reference.records)
+        assert got.max_timestamp == reference.max_timestamp == NOW
+        if data is small:
+            assert scan._BACKGROUND is None  # nothing started for a small batch
+    loader = scan._BACKGROUND
+    assert loader is not None and loader.is_alive()  # started, and not waited for
+    assert kernel_calls == []
+    release.set()
+    loader.join(30)
+    again = validate_and_assign(big, next_offset=5, now_ms=NOW, compiled="auto")
+    assert kernel_calls == [1]  # the compiled walk, now that it is loaded
+    assert bytes(again.records) == bytes(
+        validate_and_assign(big, next_offset=5, now_ms=NOW, compiled=False).records
+    )
+    validate_and_assign(small, next_offset=5, now_ms=NOW, compiled="auto")
+    assert kernel_calls == [1]  # small batches keep to the reference walk
