@@ -406,7 +406,7 @@ class LiveLog:
     """A partition's live log; see the module doc. Open with ``LiveLog.open``.
 
     ``compiled_validation`` (class-wide default ``"auto"``) chooses the append path's walk of
-    compressed batches: ``"auto"`` uses the records layer's numba walk for batches of 16 records
+    compressed batches: ``"auto"`` uses the records layer's numba walk for batches of 8 records
     or more once numba has loaded in a background thread (started by the first such batch; until
     then, and for smaller batches, the reference walk), so a process with light traffic never
     pays its ~110 MB and a busy one gets 2-6x cheaper appends of large batches without a stall;

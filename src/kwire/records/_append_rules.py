@@ -44,7 +44,7 @@ from kwire.records._model import (
 #: ``"auto"``: for batches of at least ``AUTO_COMPILED_MIN_RECORDS`` records once numba has loaded
 #: in a background thread (the live log's choice: no memory or wait for small traffic).
 Compiled = bool | Literal["auto"]
-AUTO_COMPILED_MIN_RECORDS: Final = 16
+AUTO_COMPILED_MIN_RECORDS: Final = 8
 
 __all__ = ["Input", "Validation", "Walk", "analyze"]
 
