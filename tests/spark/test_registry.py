@@ -327,8 +327,8 @@ def test_avro_values_from_confluent_serializer(
     with pytest.raises(Exception, match=r"CorruptRecordError|Avro"):
         failing.collect()
     del CorruptRecordError
-    # an export with valueFormat writes the decoded values (the default arrow engine hands typed
-    # reads to the spark engine instead of writing the raw bytes)
+    # an export with valueFormat writes the decoded values (the default arrow engine runs the
+    # typed reader in its tasks, never the raw bytes)
     import pyarrow.parquet as pq
 
     from kwire.spark._pipeline import export
