@@ -275,7 +275,13 @@ class GroupCoordinator:
         self.persist = state is not None
         #: the KIP-848 consumer groups, kept in this coordinator's ``Group`` objects
         self.consumer = ConsumerGroups(self)
-        self._next_offsets_cleanup = self._now() + self.conf("offsets.retention.check.interval.ms")
+        # the first check one interval after the coordinator starts; without a broker (no clock
+        # yet) one interval after its first tick
+        self._next_offsets_cleanup: int | None = (
+            None
+            if state is None
+            else self._now() + self.conf("offsets.retention.check.interval.ms")
+        )
 
     # --- configuration ------------------------------------------------------------------------
 
@@ -793,6 +799,8 @@ class GroupCoordinator:
         """Expire sessions, pending members and rebalance deadlines (every 100 ms), and offsets
         (every ``offsets.retention.check.interval.ms``)."""
         self.consumer.tick(now_ms)
+        if self._next_offsets_cleanup is None:
+            self._next_offsets_cleanup = now_ms + self.conf("offsets.retention.check.interval.ms")
         if now_ms >= self._next_offsets_cleanup:
             self._next_offsets_cleanup = now_ms + self.conf("offsets.retention.check.interval.ms")
             self.cleanup_group_metadata(now_ms)
