@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -886,6 +887,27 @@ class MetadataLog:
         )
         self._write(batch, now_ms)
         self.image.replay_all(records)
+
+    def register(
+        self, node_id: int, endpoints: Sequence[tuple[str, str, int, int]], now_ms: int
+    ) -> None:
+        """Register node ``node_id`` with ``endpoints`` and unfence it (its broker epoch the
+        record's offset, as ``ClusterControlManager`` gives), unless the image has it already,
+        unfenced, with the same endpoints."""
+        known = self.image.brokers.get(node_id)
+        if known is not None and not known.fenced and list(known.endpoints) == list(endpoints):
+            return
+        epoch = self.log.log_end_offset
+        node = dataclasses.replace(self.node, node_id=node_id)
+        self.append(register_broker_records(node, epoch, endpoints), now_ms)
+        if node_id == self.node.node_id:
+            self.broker_epoch = epoch
+
+    def fence(self, node_id: int, now_ms: int) -> None:
+        """Fence node ``node_id`` (gone) if it is registered and not fenced yet."""
+        known = self.image.brokers.get(node_id)
+        if known is not None and not known.fenced:
+            self.append([fence_broker_record(node_id, known.broker_epoch)], now_ms)
 
     def allocate_producer_ids(self, now_ms: int, at_least: int = 0) -> int:
         """Hand out the next block (of 1000, from ``at_least`` when that is higher); returns the

@@ -18,7 +18,6 @@ checkpoint files are exactly Kafka's.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import os
@@ -408,11 +407,7 @@ class BrokerState:
             (name, host, port, mlog.SECURITY_PROTOCOL_IDS.get((protocols or {}).get(name, name), 0))
             for name, (host, port) in endpoints.items()
         ]
-        known = self.metadata_image.brokers.get(node_id)
-        if known is None or known.fenced or list(known.endpoints) != registered:
-            node = dataclasses.replace(self._metadata.node, node_id=node_id)
-            epoch = self._metadata.log.log_end_offset  # Kafka: the registration's offset
-            self.append_metadata(mlog.register_broker_records(node, epoch, registered))
+        self._metadata.register(node_id, registered, self.now_ms())
         for partition in self.iter_partitions():
             if partition.leader_id not in self.live_brokers:
                 self.move_leader(partition, self.place_leader())
@@ -421,9 +416,7 @@ class BrokerState:
         """A node is gone: it is fenced, and the partitions it led move to the live nodes
         (round-robin)."""
         self.live_brokers.pop(node_id, None)
-        known = self.metadata_image.brokers.get(node_id)
-        if known is not None and not known.fenced:
-            self.append_metadata([mlog.fence_broker_record(node_id, known.broker_epoch)])
+        self._metadata.fence(node_id, self.now_ms())
         for partition in self.iter_partitions():
             if partition.leader_id == node_id:
                 target = self.place_leader()

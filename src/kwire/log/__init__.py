@@ -43,6 +43,7 @@ from kwire.log._compaction import (
     clean_batches,
 )
 from kwire.log._datadir import (
+    META_PROPERTIES,
     DataDir,
     encode_offset_checkpoint,
     meta_properties_node_id,
@@ -130,6 +131,7 @@ __all__ = [
     "DEFAULT_MAX_MESSAGE_SIZE",
     "METADATA_FRAME_VERSION",
     "METADATA_RECORD_TYPES",
+    "META_PROPERTIES",
     "MIN_SEGMENT_BYTES",
     "AbortedTxn",
     "BatchMetadata",

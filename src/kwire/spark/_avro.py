@@ -866,6 +866,17 @@ def _default_value(field_schema: Any, record_name: str) -> Any:
     return _to_arrow_value(value)
 
 
+def _list_parts(array: pa.Array) -> tuple[pa.Array, int, int, pa.Array | None]:
+    """A list (or map) array's offsets rebased to 0, where its items start and how many, and its
+    null mask: what a new list of resolved items over the same rows needs."""
+    import pyarrow.compute as pc
+
+    offsets = array.offsets
+    start = offsets[0].as_py()
+    mask = array.is_null() if array.null_count else None
+    return pc.subtract(offsets, offsets[0]), start, offsets[-1].as_py() - start, mask
+
+
 def avro_resolution(writer: Any, reader: Any) -> Resolution:
     """The function from an Arrow column decoded with the (expanded) ``writer`` schema to the
     column of the ``reader`` schema; UnsupportedAvro when the pair needs fastavro."""
@@ -907,26 +918,19 @@ def avro_resolution(writer: Any, reader: Any) -> Resolution:
         items = avro_resolution(w["items"], r["items"])
 
         def listed(array: pa.Array) -> pa.Array:
-            offsets = array.offsets
-            values = items(
-                array.values.slice(offsets[0].as_py(), offsets[-1].as_py() - offsets[0].as_py())
-            )
-            rebased = pc.subtract(offsets, offsets[0])
-            mask = array.is_null() if array.null_count else None
-            return pa.ListArray.from_arrays(rebased, values, type=target, mask=mask)
+            offsets, start, length, mask = _list_parts(array)
+            values = items(array.values.slice(start, length))
+            return pa.ListArray.from_arrays(offsets, values, type=target, mask=mask)
 
         return listed
     if wt == "map" and rt == "map":
         values_of = avro_resolution(w["values"], r["values"])
 
         def mapped(array: pa.Array) -> pa.Array:
-            offsets = array.offsets
-            start, end = offsets[0].as_py(), offsets[-1].as_py()
-            keys = array.keys.slice(start, end - start)
-            items = values_of(array.items.slice(start, end - start))
-            rebased = pc.subtract(offsets, offsets[0])
-            mask = array.is_null() if array.null_count else None
-            return pa.MapArray.from_arrays(rebased, keys, items, type=target, mask=mask)
+            offsets, start, length, mask = _list_parts(array)
+            keys = array.keys.slice(start, length)
+            items = values_of(array.items.slice(start, length))
+            return pa.MapArray.from_arrays(offsets, keys, items, type=target, mask=mask)
 
         return mapped
     if wt == "enum" and rt == "enum":

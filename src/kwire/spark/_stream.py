@@ -18,8 +18,8 @@ with `kwire.log.ReplicaSetReader`, incrementally, once per planning) and the nod
 `meta.properties`: Kafka's high watermark is the lowest log end over the ISR, so with one replica
 it is the leader's log end once an append completes, and those are the same records without
 waiting for the checkpoint. Every other partition, and every data dir without a metadata log (a
-ZooKeeper-mode Kafka, a `LogWriter` copy), keeps the checkpoint's high watermark. The log start is the first segment's base offset, or the `log-start-offset-checkpoint`
-entry when higher. Readers get `live` splits: bytes past their end offset, a torn tail included,
+ZooKeeper-mode Kafka, a `LogWriter` copy), keeps the checkpoint's high watermark. The log start
+is the first segment's base offset, or the `log-start-offset-checkpoint` entry when higher. Readers get `live` splits: bytes past their end offset, a torn tail included,
 are never reported as corruption.
 
 Spark's Kafka source rules: startingOffsets (earliest, latest: the default, a JSON naming every
@@ -53,6 +53,7 @@ from pyspark.sql.streaming.datasource import (
 from kwire.errors import DecodeError, OffsetOutOfRangeError
 from kwire.log import (
     CLUSTER_METADATA_DIR,
+    META_PROPERTIES,
     OffsetIndex,
     PartitionDir,
     ReplicaSetReader,
@@ -84,7 +85,6 @@ log = logging.getLogger("kwire.spark")
 
 HIGH_WATERMARKS = "replication-offset-checkpoint"
 LOG_START_OFFSETS = "log-start-offset-checkpoint"
-META_PROPERTIES = "meta.properties"
 
 TP = tuple[str, int]
 Offsets = dict[str, dict[str, int]]
@@ -154,6 +154,11 @@ _METADATA: dict[str, _MetadataCache] = {}
 _METADATA_LOCK = threading.Lock()
 
 
+def _cache(uri: str, data_dir: str) -> _MetadataCache:
+    with _METADATA_LOCK:
+        return _METADATA.setdefault(f"{uri}\n{data_dir}", _MetadataCache())
+
+
 def _node_id(
     fs: pafs.FileSystem, files: dict[str, int], data_dir: str, cache: _MetadataCache
 ) -> int | None:
@@ -185,8 +190,7 @@ def single_replica_partitions(
         return {}
     replicas: dict[str, tuple[int | None, dict[tuple[str, int], tuple[int, ...]]]] = {}
     for data_dir, log_files in logs.items():
-        with _METADATA_LOCK:
-            cache = _METADATA.setdefault(f"{uri}\n{data_dir}", _MetadataCache())
+        cache = _cache(uri, data_dir)
         with cache.lock:
             node = _node_id(fs, files, data_dir, cache)
             sets = cache.reader.update(log_files, lambda p, start: read_bytes(fs, p, start))
@@ -196,8 +200,7 @@ def single_replica_partitions(
         found = replicas.get(data_dir)
         if found is None and len(replicas) == 1:
             ((node, sets),) = replicas.values()
-            with _METADATA_LOCK:
-                cache = _METADATA.setdefault(f"{uri}\n{data_dir}", _MetadataCache())
+            cache = _cache(uri, data_dir)
             with cache.lock:
                 mine = _node_id(fs, files, data_dir, cache)
             found = (node, sets) if node is not None and mine == node else None
