@@ -1,0 +1,220 @@
+"""The "kafka-wire" Spark data source: a Kafka cluster read over its protocol, with kafka-log's options.
+
+``spark.read.format("kafka-wire").option("kafka.bootstrap.servers", ...)`` takes the options of
+Spark's Kafka source (subscribe / subscribePattern / assign, startingOffsets / endingOffsets and
+their timestamp forms, failOnDataLoss, includeHeaders, isolation) through the same parser as
+``kafka-log`` (spark/_options.py) and has the same schema: the two formats differ only in where the
+bytes come from. ``kafka.*`` options go to the client (kwire.client.ClientConfig, Kafka's names).
+
+Planning runs on the driver: Metadata for the subscribed topics, ListOffsets for the earliest and
+latest offsets (and for timestamps), each Spark partition one (topic, partition, from, until)
+range. Offsets before the log start fail the query under failOnDataLoss (the default), naming
+the partition and the offsets, as Spark's Kafka source does; with failOnDataLoss=false the range
+starts at the log start, with a warning. Executors fetch their range from the partition's leader
+with kwire.client, which decodes the fetched batches to Arrow without a Python object per record.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+from kwire.client import EARLIEST, LATEST, ClientConfig, KafkaClient
+from kwire.errors import OffsetOutOfRangeError, OptionError
+from kwire.spark._options import ReadOptions, bound_for, parse_read_options
+from kwire.spark._schema import CORRUPT_RECORD, schema_for
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql.types import StructType
+
+__all__ = ["WIRE_FORMAT", "KafkaWireDataSource", "WireRange", "plan_ranges"]
+
+log = logging.getLogger("kwire.spark")
+
+WIRE_FORMAT = "kafka-wire"
+
+
+def client_options(options: Mapping[str, str]) -> dict[str, str]:
+    """The ``kafka.*`` options, for the client (Spark passes them to Kafka's client the same way)."""
+    out = {k[len("kafka.") :]: str(v) for k, v in options.items() if k.lower().startswith("kafka.")}
+    if not out.get("bootstrap.servers"):
+        raise OptionError('kafka-wire needs option("kafka.bootstrap.servers", "host:port,...")')
+    return out
+
+
+@dataclass(frozen=True)
+class WireRange(InputPartition):  # type: ignore[misc]
+    """One Spark partition: offsets ``[start, end)`` of one topic-partition."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+
+
+def _selected(options: ReadOptions, topics: Mapping[str, int]) -> list[tuple[str, int]]:
+    if options.assign is not None:
+        return sorted(options.assign)
+    out: list[tuple[str, int]] = []
+    for topic, count in sorted(topics.items()):
+        if options.topics is not None and topic not in options.topics:
+            continue
+        if options.topic_pattern is not None and not re.fullmatch(options.topic_pattern, topic):
+            continue
+        out.extend((topic, p) for p in range(count))
+    return out
+
+
+def _resolve(
+    client: KafkaClient,
+    tps: list[tuple[str, int]],
+    offsets: Any,
+    timestamps: Any,
+    default: int,
+    earliest: Mapping[tuple[str, int], int],
+    latest: Mapping[tuple[str, int], int],
+) -> dict[tuple[str, int], int]:
+    """Each partition's offset from a per-partition/global offset or timestamp option."""
+    out: dict[tuple[str, int], int] = {}
+    for tp in tps:
+        if timestamps is not None:
+            ts = bound_for(timestamps, tp[0], tp[1], -1)
+            found = client.list_offsets([tp], ts)[tp] if ts >= 0 else -1
+            out[tp] = latest[tp] if found < 0 else found  # no record at/after ts: the end
+            continue
+        value = bound_for(offsets, tp[0], tp[1], default)
+        out[tp] = earliest[tp] if value == EARLIEST else latest[tp] if value == LATEST else value
+    return out
+
+
+def plan_ranges(client: KafkaClient, options: ReadOptions) -> list[WireRange]:
+    """The (topic, partition, from, until) ranges of a batch read (driver side)."""
+    wanted = (
+        None
+        if options.topic_pattern is not None or options.topics is None
+        else sorted(options.topics)
+    )
+    if options.assign is not None:
+        wanted = sorted({t for t, _ in options.assign})
+    meta = client.metadata(wanted)
+    missing = [t for t in wanted or () if t not in meta.topics()]
+    if missing:
+        raise OptionError(f"kafka-wire: no such topic: {', '.join(missing)}")
+    counts = {t: meta.partition_count(t) for t in meta.topics()}
+    internal = set(meta.internal_topics)
+    if options.topics is None and options.assign is None:
+        counts = {t: n for t, n in counts.items() if t not in internal}
+    tps = _selected(options, counts)
+    earliest = client.list_offsets(tps, EARLIEST)
+    latest = client.list_offsets(tps, LATEST, read_committed=options.read_committed)
+    starts = _resolve(
+        client,
+        tps,
+        options.starting_offsets,
+        options.starting_timestamps,
+        EARLIEST,
+        earliest,
+        latest,
+    )
+    ends = _resolve(
+        client, tps, options.ending_offsets, options.ending_timestamps, LATEST, earliest, latest
+    )
+    ranges = []
+    for tp in tps:
+        start, end = starts[tp], ends[tp]
+        if start < earliest[tp]:
+            message = (
+                f"{tp[0]}-{tp[1]}: offsets {start} to {earliest[tp] - 1} are no longer in the "
+                f"log (its start is {earliest[tp]})"
+            )
+            if options.fail_on_data_loss:
+                raise OffsetOutOfRangeError(
+                    message=message + "; set failOnDataLoss to false to read from the log start"
+                )
+            log.warning("kwire: %s; reading from the log start (failOnDataLoss=false)", message)
+            start = earliest[tp]
+        if start > end:
+            raise OptionError(
+                f"kafka-wire: {tp[0]}-{tp[1]}: the starting offset {start} is after the ending "
+                f"offset {end}"
+            )
+        if start < end:
+            ranges.append(WireRange(tp[0], tp[1], start, end))
+    return ranges
+
+
+class KafkaWireReader(DataSourceReader):  # type: ignore[misc]
+    def __init__(self, options: Mapping[str, str], read: ReadOptions, schema: StructType) -> None:
+        self.client_options = client_options(options)
+        self.options = read
+        self.schema = schema
+
+    def partitions(self) -> list[WireRange]:
+        with KafkaClient(self.client_options) as client:
+            ranges = plan_ranges(client, self.options)
+        log.info(
+            "kwire: kafka-wire plans %d ranges, %d offsets",
+            len(ranges),
+            sum(r.end - r.start for r in ranges),
+        )
+        return ranges
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        if not isinstance(partition, WireRange):
+            return  # Spark's placeholder partition when there is nothing to read
+        target = to_arrow_schema(self.schema, timezone="UTC")
+        columns = [f.name for f in target if f.name != CORRUPT_RECORD]
+        config = ClientConfig.from_options(self.client_options)
+        with KafkaClient(config) as client:
+            for rows in client.fetch_range(
+                partition.topic,
+                partition.partition,
+                partition.start,
+                partition.end,
+                columns=columns,
+                read_committed=self.options.read_committed,
+                fail_on_data_loss=self.options.fail_on_data_loss,
+            ):
+                arrays = []
+                for f in target:
+                    if f.name == CORRUPT_RECORD:
+                        arrays.append(pa.nulls(rows.num_rows, pa.string()))
+                    else:
+                        column = rows.column(f.name)
+                        arrays.append(column if column.type == f.type else column.cast(f.type))
+                yield pa.RecordBatch.from_arrays(arrays, schema=target)
+
+
+class KafkaWireDataSource(DataSource):  # type: ignore[misc]
+    """A Kafka cluster, read over the wire, as DataFrames (batch)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return WIRE_FORMAT
+
+    def _read_options(self) -> ReadOptions:
+        plain = {k: v for k, v in self.options.items() if not k.lower().startswith("kafka.")}
+        if "kafka.isolation.level" in {k.lower() for k in self.options}:
+            level = next(v for k, v in self.options.items() if k.lower() == "kafka.isolation.level")
+            plain.setdefault("isolationLevel", level)
+        options = parse_read_options(plain)
+        if not options.subscribed:
+            raise OptionError(
+                "kafka-wire: one of the options subscribe, subscribePattern or assign is required"
+            )
+        return options
+
+    def schema(self) -> str | StructType:
+        return schema_for(self._read_options())
+
+    def reader(self, schema: StructType) -> KafkaWireReader:
+        return KafkaWireReader(self.options, self._read_options(), schema)
