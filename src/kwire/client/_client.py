@@ -292,7 +292,9 @@ class AsyncKafkaClient:
                 version,
                 self.metadata,
                 isolation_level=READ_COMMITTED if committed else READ_UNCOMMITTED,
-                max_wait_ms=0,
+                # min_bytes 1: answered as soon as there is data (some brokers, tansu among
+                # them, answer a max_wait_ms of 0 with no partitions at all)
+                max_wait_ms=self.config.fetch_max_wait_ms,
                 max_bytes=self.config.fetch_max_bytes,
                 partition_max_bytes=self.config.max_partition_fetch_bytes,
             )
