@@ -147,3 +147,37 @@ def test_options_spark_requires(spark: Any, loaded: Any) -> None:
         spark.read.format("kafka-wire").option("subscribe", "orders").load().count()
     with pytest.raises(Exception, match="no such topic: nope"):
         read(spark, loaded.bootstrap, subscribe="nope").count()
+
+
+def run_stream(spark: Any, bootstrap: str, out: Any, checkpoint: Any, **options: str) -> None:
+    reader = spark.readStream.format("kafka-wire").option("kafka.bootstrap.servers", bootstrap)
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    query = (
+        reader.load()
+        .select("topic", "partition", "offset", "value")
+        .writeStream.format("parquet")
+        .option("path", str(out))
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(180), "the stream did not finish in 180 s"
+    assert query.exception() is None
+
+
+def test_stream_exactly_once_across_restarts(spark: Any, loaded: Any, tmp_path: Any) -> None:
+    """Two runs of one query on one checkpoint, records produced between them, a topic that
+    appears in between (subscribePattern): every record in the output once."""
+    out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
+    options = {"subscribePattern": "orders|late", "startingOffsets": "earliest"}
+    run_stream(spark, loaded.bootstrap, out, checkpoint, maxOffsetsPerTrigger="50", **options)
+    first = spark.read.parquet(str(out)).count()
+    assert first == N
+    loaded.create_topic("late", partitions=1)
+    produce(loaded.bootstrap, "orders", 30, 3)
+    produce(loaded.bootstrap, "late", 10, 1)
+    run_stream(spark, loaded.bootstrap, out, checkpoint, **options)
+    rows = spark.read.parquet(str(out)).collect()
+    assert len(rows) == N + 40
+    assert len({(r.topic, r.partition, r.offset) for r in rows}) == N + 40

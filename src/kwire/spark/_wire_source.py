@@ -22,12 +22,24 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    InputPartition,
+)
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
 
 from kwire.client import EARLIEST, LATEST, ClientConfig, KafkaClient
 from kwire.errors import OffsetOutOfRangeError, OptionError
 from kwire.spark._options import ReadOptions, bound_for, parse_read_options
 from kwire.spark._schema import CORRUPT_RECORD, schema_for
+from kwire.spark._stream import offsets_from_json, offsets_to_json, rate_limit
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -93,8 +105,22 @@ def _resolve(
     return out
 
 
-def plan_ranges(client: KafkaClient, options: ReadOptions) -> list[WireRange]:
-    """The (topic, partition, from, until) ranges of a batch read (driver side)."""
+def data_loss(options: ReadOptions, tp: tuple[str, int], wanted: int, log_start: int) -> None:
+    """Offsets ``[wanted, log_start)`` are gone: fail (failOnDataLoss) or warn, naming them."""
+    message = (
+        f"{tp[0]}-{tp[1]}: offsets {wanted} to {log_start - 1} are no longer in the log (its "
+        f"start is {log_start}); retention or DeleteRecords removed them"
+    )
+    if options.fail_on_data_loss:
+        raise OffsetOutOfRangeError(
+            message=message + '. Set the source option "failOnDataLoss" to "false" to read on '
+            "from the log start with a warning."
+        )
+    log.warning("kwire: %s; reading from the log start (failOnDataLoss=false)", message)
+
+
+def subscribed_partitions(client: KafkaClient, options: ReadOptions) -> list[tuple[str, int]]:
+    """The topic-partitions subscribe / subscribePattern / assign select, by fresh Metadata."""
     wanted = (
         None
         if options.topic_pattern is not None or options.topics is None
@@ -110,7 +136,12 @@ def plan_ranges(client: KafkaClient, options: ReadOptions) -> list[WireRange]:
     internal = set(meta.internal_topics)
     if options.topics is None and options.assign is None:
         counts = {t: n for t, n in counts.items() if t not in internal}
-    tps = _selected(options, counts)
+    return _selected(options, counts)
+
+
+def plan_ranges(client: KafkaClient, options: ReadOptions) -> list[WireRange]:
+    """The (topic, partition, from, until) ranges of a batch read (driver side)."""
+    tps = subscribed_partitions(client, options)
     earliest = client.list_offsets(tps, EARLIEST)
     latest = client.list_offsets(tps, LATEST, read_committed=options.read_committed)
     starts = _resolve(
@@ -129,15 +160,7 @@ def plan_ranges(client: KafkaClient, options: ReadOptions) -> list[WireRange]:
     for tp in tps:
         start, end = starts[tp], ends[tp]
         if start < earliest[tp]:
-            message = (
-                f"{tp[0]}-{tp[1]}: offsets {start} to {earliest[tp] - 1} are no longer in the "
-                f"log (its start is {earliest[tp]})"
-            )
-            if options.fail_on_data_loss:
-                raise OffsetOutOfRangeError(
-                    message=message + "; set failOnDataLoss to false to read from the log start"
-                )
-            log.warning("kwire: %s; reading from the log start (failOnDataLoss=false)", message)
+            data_loss(options, tp, start, earliest[tp])
             start = earliest[tp]
         if start > end:
             raise OptionError(
@@ -166,32 +189,41 @@ class KafkaWireReader(DataSourceReader):  # type: ignore[misc]
         return ranges
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        import pyarrow as pa
-        from pyspark.sql.pandas.types import to_arrow_schema
+        yield from read_range(self.client_options, self.options, self.schema, partition)
 
-        if not isinstance(partition, WireRange):
-            return  # Spark's placeholder partition when there is nothing to read
-        target = to_arrow_schema(self.schema, timezone="UTC")
-        columns = [f.name for f in target if f.name != CORRUPT_RECORD]
-        config = ClientConfig.from_options(self.client_options)
-        with KafkaClient(config) as client:
-            for rows in client.fetch_range(
-                partition.topic,
-                partition.partition,
-                partition.start,
-                partition.end,
-                columns=columns,
-                read_committed=self.options.read_committed,
-                fail_on_data_loss=self.options.fail_on_data_loss,
-            ):
-                arrays = []
-                for f in target:
-                    if f.name == CORRUPT_RECORD:
-                        arrays.append(pa.nulls(rows.num_rows, pa.string()))
-                    else:
-                        column = rows.column(f.name)
-                        arrays.append(column if column.type == f.type else column.cast(f.type))
-                yield pa.RecordBatch.from_arrays(arrays, schema=target)
+
+def read_range(
+    client_options: Mapping[str, str],
+    options: ReadOptions,
+    schema: StructType,
+    partition: InputPartition,
+) -> Iterator[pa.RecordBatch]:
+    """Executor side: the rows of one ``WireRange``, fetched from its leader, in ``schema``."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    if not isinstance(partition, WireRange):
+        return  # Spark's placeholder partition when there is nothing to read
+    target = to_arrow_schema(schema, timezone="UTC")
+    columns = [f.name for f in target if f.name != CORRUPT_RECORD]
+    with KafkaClient(ClientConfig.from_options(client_options)) as client:
+        for rows in client.fetch_range(
+            partition.topic,
+            partition.partition,
+            partition.start,
+            partition.end,
+            columns=columns,
+            read_committed=options.read_committed,
+            fail_on_data_loss=options.fail_on_data_loss,
+        ):
+            arrays = []
+            for f in target:
+                if f.name == CORRUPT_RECORD:
+                    arrays.append(pa.nulls(rows.num_rows, pa.string()))
+                else:
+                    column = rows.column(f.name)
+                    arrays.append(column if column.type == f.type else column.cast(f.type))
+            yield pa.RecordBatch.from_arrays(arrays, schema=target)
 
 
 class KafkaWireDataSource(DataSource):  # type: ignore[misc]
@@ -201,12 +233,12 @@ class KafkaWireDataSource(DataSource):  # type: ignore[misc]
     def name(cls) -> str:
         return WIRE_FORMAT
 
-    def _read_options(self) -> ReadOptions:
+    def _read_options(self, *, streaming: bool = False) -> ReadOptions:
         plain = {k: v for k, v in self.options.items() if not k.lower().startswith("kafka.")}
         if "kafka.isolation.level" in {k.lower() for k in self.options}:
             level = next(v for k, v in self.options.items() if k.lower() == "kafka.isolation.level")
             plain.setdefault("isolationLevel", level)
-        options = parse_read_options(plain)
+        options = parse_read_options(plain, streaming=streaming)
         if not options.subscribed:
             raise OptionError(
                 "kafka-wire: one of the options subscribe, subscribePattern or assign is required"
@@ -218,3 +250,113 @@ class KafkaWireDataSource(DataSource):  # type: ignore[misc]
 
     def reader(self, schema: StructType) -> KafkaWireReader:
         return KafkaWireReader(self.options, self._read_options(), schema)
+
+    def streamReader(self, schema: StructType) -> KafkaWireStreamReader:
+        return KafkaWireStreamReader(self.options, self._read_options(streaming=True), schema)
+
+
+TP = tuple[str, int]
+
+
+class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # type: ignore[misc]
+    """Micro-batches from a live cluster: offsets in Spark's Kafka JSON, ends from ListOffsets.
+
+    A micro-batch ends at each partition's latest offset (the last stable offset under
+    read_committed), limited by maxOffsetsPerTrigger as Spark's ``KafkaMicroBatchStream``
+    prorates it; partitions and topics that appear later are read from their log start;
+    Trigger.AvailableNow stops at the ends seen when the query starts.
+    """
+
+    def __init__(self, options: Mapping[str, str], read: ReadOptions, schema: StructType) -> None:
+        self.client_options = client_options(options)
+        self.options = read
+        self.schema = schema
+        self._client: KafkaClient | None = None
+        self._target_ends: dict[TP, int] | None = None
+
+    @property
+    def client(self) -> KafkaClient:
+        if self._client is None:
+            self._client = KafkaClient(self.client_options)
+        return self._client
+
+    def _ends(self) -> tuple[dict[TP, int], dict[TP, int]]:
+        tps = subscribed_partitions(self.client, self.options)
+        earliest = self.client.list_offsets(tps, EARLIEST)
+        latest = self.client.list_offsets(tps, LATEST, read_committed=self.options.read_committed)
+        return earliest, latest
+
+    def initialOffset(self) -> dict[str, dict[str, int]]:
+        earliest, latest = self._ends()
+        opts = self.options
+        tps = sorted(latest)
+        start = _resolve(
+            self.client,
+            tps,
+            opts.starting_offsets,
+            opts.starting_timestamps,
+            LATEST,
+            earliest,
+            latest,
+        )
+        for tp in tps:
+            if start[tp] < earliest[tp]:
+                data_loss(opts, tp, start[tp], earliest[tp])
+                start[tp] = earliest[tp]
+        log.info("kwire: kafka-wire streaming from %s", offsets_to_json(start))
+        return offsets_to_json(start)
+
+    def latestOffset(
+        self, start: dict[str, dict[str, int]], limit: ReadLimit
+    ) -> dict[str, dict[str, int]]:
+        begin = offsets_from_json(start)
+        earliest, latest = self._ends()
+        end: dict[TP, int] = {}
+        for tp in set(begin) | set(latest):
+            s = begin.get(tp, earliest.get(tp, 0))  # a new partition: from its log start
+            e = latest.get(tp, s)
+            if self._target_ends is not None:
+                e = min(e, self._target_ends.get(tp, s))
+            end[tp] = max(s, e)
+        if isinstance(limit, ReadMaxRows):
+            end = rate_limit(begin, end, limit.max_rows)
+        return offsets_to_json(end)
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.options.max_offsets_per_trigger is not None:
+            return ReadMaxRows(self.options.max_offsets_per_trigger)
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._target_ends = self._ends()[1]
+
+    def partitions(
+        self, start: dict[str, dict[str, int]], end: dict[str, dict[str, int]]
+    ) -> list[WireRange]:
+        begin, stop = offsets_from_json(start), offsets_from_json(end)
+        earliest = self.client.list_offsets(sorted(stop), EARLIEST)
+        ranges = []
+        for tp, e in sorted(stop.items()):
+            s = begin.get(tp, earliest.get(tp, 0))
+            if s < earliest.get(tp, s):
+                data_loss(self.options, tp, s, min(earliest[tp], e))
+                s = earliest[tp]
+            if s < e:
+                ranges.append(WireRange(tp[0], tp[1], s, e))
+        return ranges
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        yield from read_range(self.client_options, self.options, self.schema, partition)
+
+    def commit(self, end: dict[str, dict[str, int]]) -> None:
+        """Nothing to do: offsets live in Spark's checkpoint, as Spark's Kafka source keeps them."""
+
+    def stop(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def __getstate__(self) -> dict[str, Any]:  # executors get the options, not the connections
+        state = dict(self.__dict__)
+        state["_client"] = None
+        return state
