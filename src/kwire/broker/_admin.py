@@ -44,7 +44,7 @@ from kwire.broker._config import (
 )
 from kwire.broker._context import RequestContext
 from kwire.broker._data import NO_OPERATIONS
-from kwire.broker._routing import leader_error, live_nodes
+from kwire.broker._routing import leader_error, live_nodes, serving_node
 from kwire.broker._state import BrokerError, BrokerState, Topic, validate_topic_name
 from kwire.log import OffsetOutOfRangeError
 from kwire.protocol import ErrorCode, message_class, struct_class
@@ -629,14 +629,23 @@ def _config_entry(resolved: ResolvedConfig, read_only: bool, include_synonyms: b
     )
 
 
-def _broker_configs(state: BrokerState) -> dict[str, ResolvedConfig]:
-    """The node's configs; the node id and data dir as this node runs with them."""
+def _broker_configs(state: BrokerState, node: int) -> dict[str, ResolvedConfig]:
+    """The node's configs; its id, data dir and listeners as this node runs with them (Kafka
+    shows them as the server.properties it was started with: ``STATIC_BROKER_CONFIG``)."""
     resolved = resolve_broker_configs(state.static_config)
+    endpoints = state.live_brokers.get(node) or {}
     actual = {
-        "broker.id": str(state.node_id),
-        "node.id": str(state.node_id),
+        "broker.id": str(node),
+        "node.id": str(node),
         "log.dirs": state.path,
+        "process.roles": "broker,controller",  # a combined-mode KRaft node (_metadata_log)
+        "advertised.listeners": ",".join(
+            f"{name}://{host}:{port}" for name, (host, port) in endpoints.items()
+        ),
     }
+    if "PLAINTEXT" in endpoints:
+        # used when no ``listeners`` is given: the PLAINTEXT listener, bound where advertised
+        actual["listeners"] = f"PLAINTEXT://{state.host}:{endpoints['PLAINTEXT'][1]}"
     for name, value in actual.items():
         if name in resolved and name not in state.static_config:
             source = ConfigSource.STATIC_BROKER_CONFIG
@@ -673,7 +682,9 @@ def _loggers() -> dict[str, logging.Logger]:
     return found
 
 
-def _describe_resource(state: BrokerState, resource: Any, include_synonyms: bool) -> list[Any]:
+def _describe_resource(
+    state: BrokerState, node: int, resource: Any, include_synonyms: bool
+) -> list[Any]:
     kind, name = resource.resource_type, resource.resource_name
     if kind == RESOURCE_TOPIC:
         try:
@@ -689,15 +700,14 @@ def _describe_resource(state: BrokerState, resource: Any, include_synonyms: bool
         if not name:
             return []  # the cluster-wide dynamic defaults: kwire keeps none
         broker = _broker_id(name, "Broker id must be an integer, but it is: ")
-        if broker != state.node_id:
+        if broker != node:
             raise _ApiError(
                 ErrorCode.INVALID_REQUEST,
-                f"Unexpected broker id, expected {state.node_id} or empty string, but received "
-                f"{name}",
+                f"Unexpected broker id, expected {node} or empty string, but received {name}",
             )
         return [
             _config_entry(r, r.name not in DYNAMIC_BROKER_CONFIGS, include_synonyms)
-            for r in _broker_configs(state).values()
+            for r in _broker_configs(state, node).values()
         ]
     if kind == RESOURCE_BROKER_LOGGER:
         if not name:
@@ -744,7 +754,9 @@ def handle_describe_configs(state: BrokerState, ctx: RequestContext, request: An
             denied = config_resource_error(state, ctx, resource, "DESCRIBE_CONFIGS")
             if denied is not None:
                 raise _ApiError(denied)
-            entries = _describe_resource(state, resource, include_synonyms)
+            entries = _describe_resource(
+                state, serving_node(state, ctx), resource, include_synonyms
+            )
         except _ApiError as exc:
             results.append(
                 DESCRIBE_CONFIGS_RESULT(
