@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, ResourceType
 from interop_helpers import ck_conf
 from kafka.admin import ConfigResource as KpConfigResource
 from kafka.admin import ConfigResourceType, KafkaAdminClient
@@ -91,3 +91,49 @@ def test_broker_configs_of_each_node(cluster: Cluster) -> None:
             assert found["node.id"]["value"] == str(node)
     finally:
         admin.close()
+
+
+# --- CreatePartitions with replica assignments -------------------------------------------------
+
+
+def kp_leaders(admin: KafkaAdminClient, topic: str) -> list[int]:
+    (described,) = admin.describe_topics([topic])
+    parts = sorted(described["partitions"], key=lambda p: p["partition_index"])
+    return [p["leader_id"] for p in parts]
+
+
+def test_create_partitions_with_assignments(cluster: Cluster) -> None:
+    cluster.create_topic("cp-assigned", partitions=1)
+    admin = kp_admin(cluster.bootstrap)
+    try:
+        admin.create_partitions({"cp-assigned": {"count": 3, "assignments": [[3], [2]]}})
+        # the first replica of an assignment leads the new partition, in the client's metadata
+        assert kp_leaders(admin, "cp-assigned")[1:] == [3, 2]
+        invalid = {
+            "count": (5, [[1]]),  # two new partitions, one assignment
+            "node": (4, [[4]]),  # no such node
+            "twice": (4, [[2, 2]]),
+            "factor": (4, [[1, 2]]),  # previous partitions have one replica
+        }
+        for case, (count, assignments) in invalid.items():
+            response = admin.create_partitions(
+                {"cp-assigned": {"count": count, "assignments": assignments}},
+                raise_errors=False,
+            )
+            (result,) = response.results
+            assert result.error_code == 39, case  # INVALID_REPLICA_ASSIGNMENT
+        cluster.stop_broker(3)
+        response = admin.create_partitions(
+            {"cp-assigned": {"count": 4, "assignments": [[3]]}}, raise_errors=False
+        )
+        assert response.results[0].error_code == 39  # every replica fenced
+        assert "fenced" in response.results[0].error_message
+        assert len(kp_leaders(admin, "cp-assigned")) == 3
+        # CreateTopics places a manual assignment's partitions the same way
+        admin.create_topics({"ct-assigned": {"assignments": {0: [2], 1: [1]}}})
+        assert kp_leaders(admin, "ct-assigned") == [2, 1]
+    finally:
+        admin.close()
+    ck = AdminClient(ck_conf(cluster.bootstrap))
+    done_all(ck.create_partitions([NewPartitions("cp-assigned", 5, [[1], [2]])]))
+    assert cluster.leaders("cp-assigned")[3:] == [1, 2]

@@ -200,9 +200,11 @@ def _topic_config_error(configs: Mapping[str, str | None]) -> _ApiError | None:
 
 
 def _check_manual_assignment(
-    state: BrokerState, replicas: Sequence[int], replication_factor: int | None
-) -> None:
-    """``ReplicationControlManager.validateManualPartitionAssignment`` for a one-node cluster."""
+    state: BrokerState, replicas: Sequence[int], replication_factor: int | None, index: int
+) -> int:
+    """``ReplicationControlManager.validateManualPartitionAssignment``, then the leader the
+    controller picks for partition ``index``: the first replica that is not fenced (every
+    node of an in-process cluster is registered, a stopped one fenced)."""
     if not replicas:
         raise _ApiError(
             ErrorCode.INVALID_REPLICA_ASSIGNMENT,
@@ -210,7 +212,7 @@ def _check_manual_assignment(
         )
     previous: int | None = None
     for broker_id in sorted(replicas):
-        if broker_id != state.node_id:
+        if broker_id not in state.nodes:
             raise _ApiError(
                 ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                 f"The manual partition assignment includes broker {broker_id}, but no such "
@@ -229,6 +231,14 @@ def _check_manual_assignment(
             "replica(s), but this is not consistent with previous partitions, which have "
             f"{replication_factor} replica(s).",
         )
+    for broker_id in replicas:
+        if broker_id in state.live_brokers:
+            return broker_id
+    raise _ApiError(
+        ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+        f"All brokers specified in the manual partition assignment for partition {index} are "
+        "fenced or in controlled shutdown.",
+    )
 
 
 def _placement_error(replication_factor: int, brokers: int = 1) -> _ApiError:
@@ -244,8 +254,11 @@ def _placement_error(replication_factor: int, brokers: int = 1) -> _ApiError:
 # --- CreateTopics -----------------------------------------------------------------------------
 
 
-def _plan_topic(state: BrokerState, topic: Any, configs: Mapping[str, str]) -> tuple[int, int]:
-    """(partitions, replication factor) for one new topic; raises ``_ApiError`` (createTopic)."""
+def _plan_topic(
+    state: BrokerState, topic: Any, configs: Mapping[str, str]
+) -> tuple[int, int, list[int] | None]:
+    """(partitions, replication factor, the leaders of a manual assignment) for one new topic;
+    raises ``_ApiError`` (``ReplicationControlManager.createTopic``)."""
     if topic.assignments:
         if topic.replication_factor != -1:
             raise _ApiError(
@@ -260,22 +273,26 @@ def _plan_topic(state: BrokerState, topic: Any, configs: Mapping[str, str]) -> t
             )
         seen: set[int] = set()
         factor: int | None = None
+        leaders: dict[int, int] = {}
         for assignment in topic.assignments:
-            if assignment.partition_index in seen:
+            index = assignment.partition_index
+            if index in seen:
                 raise _ApiError(
                     ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                    "Found multiple manual partition assignments for partition "
-                    f"{assignment.partition_index}",
+                    f"Found multiple manual partition assignments for partition {index}",
                 )
-            _check_manual_assignment(state, assignment.broker_ids, factor)
+            leaders[index] = _check_manual_assignment(state, assignment.broker_ids, factor, index)
             factor = len(assignment.broker_ids)
-            seen.add(assignment.partition_index)
+            seen.add(index)
         if any(i not in seen for i in range(len(seen))):
             raise _ApiError(
                 ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                 "partitions should be a consecutive 0-based integer sequence",
             )
-        return len(seen), factor or 1
+        if factor is not None and factor > 1:
+            # One replica per partition, in an in-process cluster too (its storage is shared).
+            raise _placement_error(factor, len(state.live_brokers))
+        return len(seen), factor or 1, [leaders[i] for i in range(len(seen))]
     if topic.replication_factor < -1 or topic.replication_factor == 0:
         raise _ApiError(
             ErrorCode.INVALID_REPLICATION_FACTOR,
@@ -297,7 +314,7 @@ def _plan_topic(state: BrokerState, topic: Any, configs: Mapping[str, str]) -> t
     if factor > 1:
         # One replica per partition, in an in-process cluster too (its storage is shared).
         raise _placement_error(factor, len(state.live_brokers))
-    return partitions, factor
+    return partitions, factor, None
 
 
 def _created_result(
@@ -354,12 +371,12 @@ def _create_topic(state: BrokerState, topic: Any, validate_only: bool) -> Any:
         if error is not None:
             raise error
         configs = {k: v for k, v in requested.items() if v is not None}
-        partitions, factor = _plan_topic(state, topic, configs)
+        partitions, factor, leaders = _plan_topic(state, topic, configs)
         if validate_only:
             topic_id = uuid.uuid4()
         else:
             try:
-                created = state.create_topic(name, partitions, configs)
+                created = state.create_topic(name, partitions, configs, leaders=leaders)
             except BrokerError as exc:
                 raise _from_broker_error(exc) from None
             topic_id = created.topic_id
@@ -534,7 +551,9 @@ def handle_delete_topics(state: BrokerState, ctx: RequestContext, request: Any) 
 # --- CreatePartitions -------------------------------------------------------------------------
 
 
-def _check_new_partitions(state: BrokerState, wanted: Any) -> Topic:
+def _check_new_partitions(state: BrokerState, wanted: Any) -> tuple[Topic, list[int] | None]:
+    """The topic and the leaders of the new partitions when ``wanted`` assigns them
+    (``ReplicationControlManager.createPartitions``)."""
     topic = state.topics.get(wanted.name)
     if topic is None:
         raise _ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
@@ -555,9 +574,12 @@ def _check_new_partitions(state: BrokerState, wanted: Any) -> Topic:
                 f"Attempted to add {additional} additional partition(s), but only "
                 f"{len(wanted.assignments)} assignment(s) were specified.",
             )
-        for assignment in wanted.assignments:
-            _check_manual_assignment(state, assignment.broker_ids, 1)
-    return topic
+        # Every partition of a kwire topic has one replica: the factor new ones must match.
+        return topic, [
+            _check_manual_assignment(state, assignment.broker_ids, 1, current + i)
+            for i, assignment in enumerate(wanted.assignments)
+        ]
+    return topic, None
 
 
 @register(37, 0, 3)
@@ -583,9 +605,9 @@ def handle_create_partitions(state: BrokerState, ctx: RequestContext, request: A
             )
             continue
         try:
-            topic = _check_new_partitions(state, wanted)
+            topic, leaders = _check_new_partitions(state, wanted)
             if not request.validate_only:
-                state.create_partitions(topic.name, wanted.count)
+                state.create_partitions(topic.name, wanted.count, leaders)
         except _ApiError as exc:
             results.append(
                 CREATE_PARTITIONS_RESULT(
