@@ -137,3 +137,46 @@ def test_create_partitions_with_assignments(cluster: Cluster) -> None:
     ck = AdminClient(ck_conf(cluster.bootstrap))
     done_all(ck.create_partitions([NewPartitions("cp-assigned", 5, [[1], [2]])]))
     assert cluster.leaders("cp-assigned")[3:] == [1, 2]
+
+
+# --- DescribeTopicPartitions (KIP-966) ---------------------------------------------------------
+
+
+def test_describe_topic_partitions_pages(cluster: Cluster) -> None:
+    cluster.create_topic("dtp-a", partitions=3)
+    cluster.create_topic("dtp-b", partitions=2)
+    leaders = {"dtp-a": cluster.leaders("dtp-a"), "dtp-b": cluster.leaders("dtp-b")}
+    admin = kp_admin(cluster.bootstrap)
+    try:
+        whole = admin.describe_topic_partitions(["dtp-b", "dtp-a", "dtp-none"])
+        assert whole["next_cursor"] is None
+        by_name = {t["name"]: t for t in whole["topics"]}
+        assert by_name["dtp-none"]["error_code"] == 3  # UNKNOWN_TOPIC_OR_PARTITION
+        for name in ("dtp-a", "dtp-b"):
+            parts = by_name[name]["partitions"]
+            assert [p["leader_id"] for p in parts] == leaders[name]
+            assert [p["replica_nodes"] for p in parts] == [[n] for n in leaders[name]]
+            assert by_name[name]["topic_authorized_operations"] > 0
+        # two partitions a page: the cursor walks dtp-a 0-1, dtp-a 2 + dtp-b 0, dtp-b 1
+        seen: list[tuple[str, int]] = []
+        cursor = None
+        for _ in range(10):
+            page = admin.describe_topic_partitions(
+                ["dtp-a", "dtp-b"], response_partition_limit=2, cursor=cursor
+            )
+            seen += [
+                (t["name"], p["partition_index"]) for t in page["topics"] for p in t["partitions"]
+            ]
+            cursor = page["next_cursor"]
+            if cursor is None:
+                break
+        assert seen == [("dtp-a", 0), ("dtp-a", 1), ("dtp-a", 2), ("dtp-b", 0), ("dtp-b", 1)]
+        page = admin.describe_topic_partitions(["dtp-a", "dtp-b"], response_partition_limit=3)
+        assert page["next_cursor"] == {"topic_name": "dtp-b", "partition_index": 0}
+        # the cursor's topic must be one of those asked for
+        refused = admin.describe_topic_partitions(
+            ["dtp-a"], cursor={"topic_name": "dtp-b", "partition_index": 0}
+        )
+        assert [t["error_code"] for t in refused["topics"]] == [42]  # INVALID_REQUEST
+    finally:
+        admin.close()

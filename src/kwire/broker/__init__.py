@@ -19,6 +19,7 @@ from kwire.broker import (  # noqa: F401  (handlers register themselves)
     _admin,
     _cleaner,
     _data,
+    _describe_topic_partitions,
     _fetch,
     _group_apis,
     _quotas,
