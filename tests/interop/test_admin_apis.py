@@ -10,8 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import ElectionType, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, ResourceType
 from interop_helpers import ck_conf
+from kafka import TopicPartition as KpTopicPartition
+from kafka import errors as kafka_errors
 from kafka.admin import ConfigResource as KpConfigResource
 from kafka.admin import ConfigResourceType, KafkaAdminClient
 
@@ -178,5 +181,71 @@ def test_describe_topic_partitions_pages(cluster: Cluster) -> None:
             ["dtp-a"], cursor={"topic_name": "dtp-b", "partition_index": 0}
         )
         assert [t["error_code"] for t in refused["topics"]] == [42]  # INVALID_REQUEST
+    finally:
+        admin.close()
+
+
+# --- ElectLeaders, List/AlterPartitionReassignments --------------------------------------------
+
+
+def test_elect_leaders_not_needed(broker: Any) -> None:
+    broker.create_topic("el-topic", partitions=2)
+    admin = kp_admin(broker.bootstrap)
+    try:
+        for election in (0, 1):  # preferred, unclean
+            response = admin.elect_leaders(election, {"el-topic": [0, 1]}, raise_errors=False)
+            assert response.error_code == 0
+            (result,) = response.replica_election_results
+            assert [(p.partition_id, p.error_code) for p in result.partition_result] == [
+                (0, 84),  # ELECTION_NOT_NEEDED: the leader is the preferred replica
+                (1, 84),
+            ]
+        unknown = admin.elect_leaders(0, {"el-none": [0]}, raise_errors=False)
+        assert unknown.replica_election_results[0].partition_result[0].error_code == 3
+    finally:
+        admin.close()
+    ck = AdminClient(ck_conf(broker.bootstrap))
+    partition = TopicPartition("el-topic", 0)
+    found = ck.elect_leaders(ElectionType.PREFERRED, [partition]).result(timeout=TIMEOUT)
+    assert found[partition].code() == KafkaError.ELECTION_NOT_NEEDED
+    # every partition (a null list): only those an election changed are reported
+    assert ck.elect_leaders(ElectionType.PREFERRED, None).result(timeout=TIMEOUT) == {}
+
+
+def test_partition_reassignments(cluster: Cluster) -> None:
+    cluster.create_topic("pr-topic", partitions=2)
+    first = cluster.leaders("pr-topic")
+    epochs = cluster.leader_epochs("pr-topic")
+    target = next(n for n in cluster.node_ids if n != first[0])
+    admin = kp_admin(cluster.bootstrap)
+    try:
+        assert admin.list_partition_reassignments() == {}
+        results = admin.alter_partition_reassignments(
+            {
+                KpTopicPartition("pr-topic", 0): [target],
+                KpTopicPartition("pr-topic", 1): [first[1]],  # where it is: nothing to do
+            }
+        )
+        assert results == {
+            KpTopicPartition("pr-topic", 0): None,
+            KpTopicPartition("pr-topic", 1): None,
+        }
+        # the move is complete at once: the target leads, from a new epoch, nothing in progress
+        assert cluster.leaders("pr-topic") == [target, first[1]]
+        assert cluster.leader_epochs("pr-topic") == [epochs[0] + 1, epochs[1]]
+        assert kp_leaders(admin, "pr-topic") == [target, first[1]]
+        assert admin.list_partition_reassignments({"pr-topic": [0, 1]}) == {}
+        refused = admin.alter_partition_reassignments(
+            {
+                KpTopicPartition("pr-topic", 0): [9],  # no such node
+                KpTopicPartition("pr-topic", 1): None,  # nothing in progress to cancel
+                KpTopicPartition("pr-none", 0): [1],
+            }
+        )
+        assert refused == {
+            KpTopicPartition("pr-topic", 0): kafka_errors.InvalidReplicationAssignmentError,
+            KpTopicPartition("pr-topic", 1): kafka_errors.NoReassignmentInProgressError,
+            KpTopicPartition("pr-none", 0): kafka_errors.UnknownTopicOrPartitionError,
+        }
     finally:
         admin.close()
