@@ -5,6 +5,7 @@ DescribeTopicPartitions, ElectLeaders, partition reassignments, DescribeQuorum a
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -247,5 +248,64 @@ def test_partition_reassignments(cluster: Cluster) -> None:
             KpTopicPartition("pr-topic", 1): kafka_errors.NoReassignmentInProgressError,
             KpTopicPartition("pr-none", 0): kafka_errors.UnknownTopicOrPartitionError,
         }
+    finally:
+        admin.close()
+
+
+# --- DescribeQuorum ----------------------------------------------------------------------------
+
+
+def quorum_state(data_dir: str | Path) -> dict[str, Any]:
+    with open(Path(data_dir) / "__cluster_metadata-0" / "quorum-state", encoding="utf-8") as f:
+        found: dict[str, Any] = json.load(f)
+    return found
+
+
+def test_describe_quorum(start_broker: Any, tmp_path: Path) -> None:
+    data = tmp_path / "quorum"
+    broker = start_broker(data_dir=data)
+    admin = kp_admin(broker.bootstrap)
+    try:
+        (partition,) = admin.describe_metadata_quorum()["topics"][0]["partitions"]
+        stored = quorum_state(data)
+        assert (partition["leader_id"], partition["leader_epoch"]) == (
+            stored["leaderId"],
+            stored["leaderEpoch"],
+        )
+        (voter,) = partition["current_voters"]
+        assert voter["replica_id"] == 1
+        assert voter["log_end_offset"] == partition["high_watermark"] > 0
+        assert partition["observers"] == []
+        broker.create_topic("dq-topic", partitions=1)  # a TopicRecord and a PartitionRecord
+        (after,) = admin.describe_metadata_quorum()["topics"][0]["partitions"]
+        assert after["high_watermark"] > partition["high_watermark"]
+    finally:
+        admin.close()
+    broker.stop()
+    broker = start_broker(data_dir=data)  # every start is a new election: the epoch goes up
+    admin = kp_admin(broker.bootstrap)
+    try:
+        (again,) = admin.describe_metadata_quorum()["topics"][0]["partitions"]
+        assert again["leader_epoch"] == partition["leader_epoch"] + 1
+        assert again["high_watermark"] > after["high_watermark"]
+    finally:
+        admin.close()
+
+
+def test_describe_quorum_on_nodes(cluster: Cluster) -> None:
+    admin = kp_admin(cluster.bootstrap)
+    try:
+        found = admin.describe_metadata_quorum()
+        (partition,) = found["topics"][0]["partitions"]
+        assert partition["leader_id"] == 1
+        assert [v["replica_id"] for v in partition["current_voters"]] == [1]
+        # the other nodes read the same log: observers at the leader's log end
+        assert [(o["replica_id"], o["log_end_offset"]) for o in partition["observers"]] == [
+            (2, partition["high_watermark"]),
+            (3, partition["high_watermark"]),
+        ]
+        (node,) = found["nodes"]
+        host, port = cluster.node_bootstrap(1).split(":")
+        assert node["listeners"] == [{"name": "PLAINTEXT", "host": host, "port": int(port)}]
     finally:
         admin.close()

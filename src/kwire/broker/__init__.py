@@ -20,6 +20,7 @@ from kwire.broker import (  # noqa: F401  (handlers register themselves)
     _alter_partition_reassignments,
     _cleaner,
     _data,
+    _describe_quorum,
     _describe_topic_partitions,
     _elect_leaders,
     _fetch,

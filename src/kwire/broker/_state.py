@@ -468,6 +468,11 @@ class BrokerState:
         """What replaying ``__cluster_metadata`` gave, kept current by every append."""
         return self._metadata.image
 
+    @property
+    def metadata_log(self) -> mlog.MetadataLog:
+        """``__cluster_metadata-0`` and its quorum (leader, epoch) as this node leads it."""
+        return self._metadata
+
     def append_metadata(self, records: list[mlog.Record]) -> None:
         """Append ``records`` to ``__cluster_metadata`` as one batch and fsync it (then they are
         in ``metadata_image``): a change is durable before it is answered."""
