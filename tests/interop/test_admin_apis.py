@@ -6,6 +6,7 @@ DescribeTopicPartitions, ElectLeaders, partition reassignments, DescribeQuorum a
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,8 +19,10 @@ from kafka import TopicPartition as KpTopicPartition
 from kafka import errors as kafka_errors
 from kafka.admin import ConfigResource as KpConfigResource
 from kafka.admin import ConfigResourceType, KafkaAdminClient
+from kafka.structs import TopicPartitionReplica as KpTopicPartitionReplica
 
 from kwire.broker import Cluster
+from kwire.protocol import ClientConnection, message_class, struct_class
 
 pytestmark = [
     pytest.mark.interop,
@@ -309,3 +312,92 @@ def test_describe_quorum_on_nodes(cluster: Cluster) -> None:
         assert node["listeners"] == [{"name": "PLAINTEXT", "host": host, "port": int(port)}]
     finally:
         admin.close()
+
+
+# --- AlterReplicaLogDirs and DescribeLogDirs ---------------------------------------------------
+
+
+def test_alter_replica_log_dirs(broker: Any, tmp_path: Path) -> None:
+    broker.create_topic("ld-topic", partitions=2)
+    admin = kp_admin(broker.bootstrap)
+    try:
+        (described,) = admin.describe_log_dirs()
+        (log_dir,) = described["log_dirs"]
+        path = log_dir["log_dir"]
+        assert Path(path) == Path(broker.data_dir).absolute()
+        # the directory DescribeLogDirs names is the one a replica can be moved to (it is there)
+        moved = admin.alter_replica_log_dirs(
+            {
+                ("ld-topic", 0, 1): path,
+                ("ld-topic", 1, 1): str(tmp_path / "elsewhere"),
+                ("ld-none", 0, 1): path,
+            }
+        )
+        assert moved == {
+            KpTopicPartitionReplica("ld-topic", 0, 1): kafka_errors.NoError,
+            KpTopicPartitionReplica("ld-topic", 1, 1): kafka_errors.LogDirNotFoundError,
+            KpTopicPartitionReplica("ld-none", 0, 1): kafka_errors.UnknownTopicOrPartitionError,
+        }
+    finally:
+        admin.close()
+
+
+def test_log_dirs_per_node(cluster: Cluster) -> None:
+    cluster.create_topic("ld-nodes", partitions=3)
+    leaders = cluster.leaders("ld-nodes")
+    admin = kp_admin(cluster.bootstrap)
+    try:
+        for node in cluster.node_ids:
+            (described,) = admin.describe_log_dirs(brokers=[node])
+            (log_dir,) = described["log_dirs"]
+            held = [
+                p["partition_index"]
+                for t in log_dir["topics"]
+                if t["name"] == "ld-nodes"
+                for p in t["partitions"]
+            ]
+            # each node reports the replicas it holds: the partitions it leads
+            assert held == [i for i, leader in enumerate(leaders) if leader == node]
+            other = next(i for i, leader in enumerate(leaders) if leader != node)
+            moved = admin.alter_replica_log_dirs({("ld-nodes", other, node): log_dir["log_dir"]})
+            assert list(moved.values()) == [kafka_errors.ReplicaNotAvailableError]
+    finally:
+        admin.close()
+
+
+def raw_call(port: int, message: Any, version: int, software: str = "") -> Any:
+    """One request (after ApiVersions v3 naming the client ``software``) over a fresh socket."""
+    conn = ClientConnection("raw")
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        hello = message_class("ApiVersionsRequest")(
+            client_software_name=software or "raw", client_software_version="1.0"
+        )
+        answers = []
+        for request, v in ((hello, 3), (message, version)):
+            sock.sendall(conn.send(request, v))
+            for _ in range(100):
+                response = conn.next_response()
+                if response is not None:
+                    answers.append(response.message)
+                    break
+                chunk = sock.recv(1 << 16)
+                assert chunk, "closed by the broker"
+                conn.receive_data(chunk)
+    return answers[-1]
+
+
+def test_alter_replica_log_dirs_v0_is_in_the_kip_896_report(start_broker: Any) -> None:
+    broker = start_broker(kafka_version="3.9")
+    broker.create_topic("ld-v0", partitions=1)
+    request_class = message_class("AlterReplicaLogDirsRequest")
+    dirs = struct_class(request_class, "dirs")
+    topics = struct_class(request_class, "dirs", "topics")
+    path = str(Path(broker.data_dir).absolute())
+    request = request_class(dirs=[dirs(path=path, topics=[topics(name="ld-v0", partitions=[0])])])
+    port = int(broker.bootstrap.rsplit(":", 1)[1])
+    response = raw_call(port, request, 0, software="old-tool")
+    assert [(r.topic_name, [p.error_code for p in r.partitions]) for r in response.results] == [
+        ("ld-v0", [0])
+    ]
+    (use,) = [u for u in broker.removed_version_report("4.0") if u["api_key"] == 34]
+    assert (use["client_software_name"], use["version"], use["requests"]) == ("old-tool", 0, 1)

@@ -18,6 +18,7 @@ from kwire.broker import (  # noqa: F401  (handlers register themselves)
     _acl,
     _admin,
     _alter_partition_reassignments,
+    _alter_replica_log_dirs,
     _cleaner,
     _data,
     _describe_quorum,

@@ -30,6 +30,7 @@ from kwire.broker._acl import (
     authorized_operations,
     config_resource_error,
 )
+from kwire.broker._alter_replica_log_dirs import log_dirs
 from kwire.broker._apis import register
 from kwire.broker._config import (
     BROKER_CONFIGS,
@@ -1114,10 +1115,12 @@ def handle_describe_cluster(state: BrokerState, ctx: RequestContext, request: An
 
 @register(35, 0, 5)
 def handle_describe_log_dirs(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
-    """DescribeLogDirs (``ReplicaManager.describeLogDirs``): the one data directory."""
+    """DescribeLogDirs (``ReplicaManager.describeLogDirs``): the one data directory and the
+    replicas this node holds in it (in an in-process cluster, the partitions it leads)."""
     if not authorize(state, ctx, "DESCRIBE", CLUSTER, "kafka-cluster"):
         error = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         return DESCRIBE_LOG_DIRS_RESPONSE(throttle_time_ms=0, error_code=error, results=[])
+    node = serving_node(state, ctx)
     wanted: set[tuple[str, int]] | None = None
     if request.topics is not None:
         wanted = {(t.topic, p) for t in request.topics for p in t.partitions}
@@ -1131,11 +1134,11 @@ def handle_describe_log_dirs(state: BrokerState, ctx: RequestContext, request: A
                 is_future_key=False,
             )
             for p in topic.partitions
-            if wanted is None or (topic.name, p.index) in wanted
+            if p.leader_id == node and (wanted is None or (topic.name, p.index) in wanted)
         ]
         if parts:
             topics.append(DESCRIBE_LOG_DIRS_TOPIC(name=topic.name, partitions=parts))
-    path = os.path.abspath(state.path)
+    (path,) = log_dirs(state)
     try:
         stat = os.statvfs(path)
     except OSError:
