@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from confluent_kafka import ElectionType, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, ResourceType
-from interop_helpers import ck_conf
+from interop_helpers import ck_conf, java_admin
 from kafka import TopicPartition as KpTopicPartition
 from kafka import errors as kafka_errors
 from kafka.admin import ConfigResource as KpConfigResource
@@ -401,3 +401,53 @@ def test_alter_replica_log_dirs_v0_is_in_the_kip_896_report(start_broker: Any) -
     ]
     (use,) = [u for u in broker.removed_version_report("4.0") if u["api_key"] == 34]
     assert (use["client_software_name"], use["version"], use["requests"]) == ("old-tool", 0, 1)
+
+
+# --- Kafka's Java Admin (3.9.1) ----------------------------------------------------------------
+
+
+def test_java_admin(cluster: Cluster) -> None:
+    cluster.create_topic("ja-topic", partitions=2)
+    leaders = cluster.leaders("ja-topic")
+    target = next(n for n in cluster.node_ids if n != leaders[0])
+    path = str(Path(cluster.data_dir).absolute())
+    ops: list[dict[str, Any]] = [
+        {"op": "describeConfigs", "broker": "2"},
+        {"op": "createPartitions", "topic": "ja-topic", "count": 4, "assignments": [[3], [2]]},
+        {"op": "describeTopics", "names": ["ja-topic"]},
+        {"op": "electLeaders", "partitions": [["ja-topic", 0]]},
+        {
+            "op": "alterPartitionReassignments",
+            "partitions": [["ja-topic", 0, [target]], ["ja-topic", 1, None]],
+        },
+        {"op": "listPartitionReassignments"},
+        {"op": "describeMetadataQuorum"},
+        {
+            "op": "alterReplicaLogDirs",
+            "replicas": [["ja-topic", 1, leaders[1], path], ["ja-topic", 2, 3, "/nowhere"]],
+        },
+    ]
+    results = java_admin(cluster.bootstrap, *ops)
+    assert [r["error"] for r in results] == [None] * len(ops), results
+    configs, _, topics, elected, altered, listed, quorum, dirs = (r["result"] for r in results)
+    assert configs["advertised.listeners"]["value"] == f"PLAINTEXT://{cluster.node_bootstrap(2)}"
+    assert configs["advertised.listeners"]["source"] == "STATIC_BROKER_CONFIG"
+    described = topics["ja-topic"]["partitions"]
+    assert [(p["leader"]["id"], p["replicas"]) for p in described] == [
+        (leaders[0], [leaders[0]]),
+        (leaders[1], [leaders[1]]),
+        (3, [3]),
+        (2, [2]),
+    ]
+    assert "ElectionNotNeededException" in elected["ja-topic-0"]
+    assert altered["ja-topic-0"] is None
+    assert "NoReassignmentInProgressException" in altered["ja-topic-1"]
+    assert cluster.leaders("ja-topic")[0] == target
+    assert listed == {}
+    assert (quorum["leaderId"], [v["id"] for v in quorum["voters"]]) == (1, [1])
+    assert [o["id"] for o in quorum["observers"]] == [2, 3]
+    assert quorum["highWatermark"] == quorum["voters"][0]["logEndOffset"] > 0
+    assert dirs[f"ja-topic-1-{leaders[1]}"] is None  # the replica is in that dir already
+    assert "LogDirNotFoundException" in dirs["ja-topic-2-3"]
+    # Kafka's Admin reads DescribeTopicPartitions (KIP-966) where a broker serves it
+    assert 'request="DescribeTopicPartitions"' in cluster.metrics_text()
