@@ -116,6 +116,8 @@ def handle_describe_quorum(state: BrokerState, ctx: RequestContext, request: Any
             ],
         )
     ]
+    if ctx.api_version < 2:
+        nodes = []  # KIP-853's field, v2+
     return RESPONSE(
         error_code=0,
         error_message=None,

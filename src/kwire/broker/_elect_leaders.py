@@ -66,7 +66,7 @@ def handle_elect_leaders(state: BrokerState, ctx: RequestContext, request: Any) 
         error = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
         return RESPONSE(
             throttle_time_ms=0,
-            error_code=int(error),
+            error_code=int(error) if ctx.api_version >= 1 else 0,  # a v1+ field
             replica_election_results=[
                 RESULT(
                     topic=t.topic, partition_result=[_result(p, error, None) for p in t.partitions]
