@@ -298,7 +298,7 @@ BROKER_CONFIGS: Final[Mapping[str, ConfigDef]] = {
         # SocketServerConfigs and KRaftConfigs: what a tool reads to reach or describe the node
         ConfigDef("listeners", _T.STRING, "PLAINTEXT://:9092", read_only=True),
         ConfigDef("advertised.listeners", _T.STRING, None, read_only=True),
-        ConfigDef(
+        ConfigDef(  # SocketServerConfigs' default: a HashMap of SecurityProtocol.values(), in its order
             "listener.security.protocol.map",
             _T.STRING,
             "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT",

@@ -58,9 +58,9 @@ def _partitions(topic: Topic, start: int, limit: int) -> list[Any]:
     ]
 
 
-def _invalid(request: Any, message: str) -> Any:
-    """The whole request refused (``DescribeTopicPartitionsRequest.getErrorResponse``)."""
-    del message  # Kafka logs it; the response has no message field
+def _invalid(request: Any) -> Any:
+    """The whole request refused: Kafka's ``InvalidRequestException`` (its message is only
+    logged; ``DescribeTopicPartitionsRequest.getErrorResponse`` has no field for it)."""
     return RESPONSE(
         throttle_time_ms=0,
         topics=[_topic(t.name, ErrorCode.INVALID_REQUEST, None, []) for t in request.topics],
@@ -78,9 +78,9 @@ def handle_describe_topic_partitions(state: BrokerState, ctx: RequestContext, re
     else:
         names = {t.name for t in request.topics if t.name >= after}
         if cursor is not None and cursor.topic_name not in names:
-            return _invalid(request, "the topic list should contain the cursor topic")
+            return _invalid(request)  # the topic list should contain the cursor topic
     if cursor is not None and cursor.partition_index < 0:
-        return _invalid(request, "the cursor partition must be valid")
+        return _invalid(request)  # the cursor partition must be valid
     limit = state.static_config.get("max.request.partition.size.limit")
     remaining = max(
         min(int(limit) if limit else PARTITION_SIZE_LIMIT, request.response_partition_limit), 1
