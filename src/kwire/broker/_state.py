@@ -159,6 +159,13 @@ class Topic:
         return self.name in INTERNAL_TOPICS
 
 
+def _first_leaders(first: int, leaders: Sequence[int] | None) -> dict[int, tuple[int, int]] | None:
+    """Chosen leaders of partitions ``first``, ``first + 1``, ... at leader epoch 0."""
+    if leaders is None:
+        return None
+    return {first + i: (leader, 0) for i, leader in enumerate(leaders)}
+
+
 class BrokerState:
     """Topics and partitions of one node, over one data directory (see the module doc)."""
 
@@ -321,9 +328,15 @@ class BrokerState:
         return None
 
     def create_topic(
-        self, name: str, partitions: int | None = None, configs: Mapping[str, str] | None = None
+        self,
+        name: str,
+        partitions: int | None = None,
+        configs: Mapping[str, str] | None = None,
+        *,
+        leaders: Sequence[int] | None = None,
     ) -> Topic:
-        """Create a topic (Kafka's checks first); ``partitions`` defaults to ``num.partitions``."""
+        """Create a topic (Kafka's checks first); ``partitions`` defaults to ``num.partitions``;
+        ``leaders``: each partition's leader (a manual assignment), else round-robin."""
         count = (
             partitions
             if partitions is not None and partitions > 0
@@ -334,7 +347,7 @@ class BrokerState:
         topic = Topic(name, uuid.uuid4(), configs)
         self.topics[name] = topic
         self.topics_by_id[topic.topic_id] = topic
-        self._add_partitions(topic, count)
+        self._add_partitions(topic, count, _first_leaders(0, leaders))
         self._write_metadata()
         log.info("created topic %s with %d partitions", name, count)
         return topic
@@ -423,9 +436,12 @@ class BrokerState:
                 if target != -1:
                     self.move_leader(partition, target)
 
-    def create_partitions(self, name: str, count: int) -> None:
+    def create_partitions(
+        self, name: str, count: int, leaders: Sequence[int] | None = None
+    ) -> None:
+        """Grow a topic to ``count`` partitions; ``leaders``: the new ones' leaders."""
         topic = self.topics[name]
-        self._add_partitions(topic, count)
+        self._add_partitions(topic, count, _first_leaders(len(topic.partitions), leaders))
         self._write_metadata()
 
     def delete_topic(self, name: str) -> None:
@@ -451,6 +467,11 @@ class BrokerState:
     def metadata_image(self) -> mlog.MetadataImage:
         """What replaying ``__cluster_metadata`` gave, kept current by every append."""
         return self._metadata.image
+
+    @property
+    def metadata_log(self) -> mlog.MetadataLog:
+        """``__cluster_metadata-0`` and its quorum (leader, epoch) as this node leads it."""
+        return self._metadata
 
     def append_metadata(self, records: list[mlog.Record]) -> None:
         """Append ``records`` to ``__cluster_metadata`` as one batch and fsync it (then they are
