@@ -204,3 +204,38 @@ def test_options_are_checked() -> None:
     )
     assert config.bootstrap_servers == (("::1", 9092), ("b", 9093))
     assert config.read_committed
+
+
+def test_idempotent_produce_read_by_librdkafka(start_broker: Callable[..., Any]) -> None:
+    """Batches produced by kwire.client are what librdkafka consumes; a batch sent again with
+    the same sequence (a retry after a lost answer) is not appended twice."""
+    from interop_helpers import ck_consume
+
+    b = start_broker()
+    b.create_topic("out", partitions=1)
+    records = [expected_record(i) for i in range(30)]
+    rows = [(r.key, r.value, r.headers, r.timestamp) for r in records]
+    options = {"bootstrap.servers": b.bootstrap, "compression.type": "zstd"}
+    with KafkaClient(options) as client:
+        sequences = client.init_producer_id()
+        assert sequences.producer_id >= 0
+        assert client.produce("out", 0, rows[:10], sequences=sequences) == 0
+        assert client.produce("out", 0, rows[10:], sequences=sequences) == 10
+        # the second batch again, with its sequence: the broker knows it
+        sequences.next_sequence[("out", 0)] = 10
+        client.produce("out", 0, rows[10:], sequences=sequences)
+        assert client.list_offsets([("out", 0)], LATEST) == {("out", 0): 30}
+    got = ck_consume(b.bootstrap, "out", 30)
+    assert [(r.content(), r.timestamp, r.offset) for r in got] == [
+        (r.content(), r.timestamp, r.offset) for r in records
+    ]
+
+
+def test_produce_options_follow_kafka() -> None:
+    with pytest.raises(OptionError, match="Must set acks to all"):
+        ClientConfig.from_options(
+            {"bootstrap.servers": "h:1", "acks": "1", "enable.idempotence": "true"}
+        )
+    config = ClientConfig.from_options({"bootstrap.servers": "h:1", "acks": "1"})
+    assert (config.acks, config.enable_idempotence) == (1, False)
+    assert ClientConfig.from_options({"bootstrap.servers": "h:1"}).enable_idempotence

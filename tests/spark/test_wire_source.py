@@ -181,3 +181,58 @@ def test_stream_exactly_once_across_restarts(spark: Any, loaded: Any, tmp_path: 
     rows = spark.read.parquet(str(out)).collect()
     assert len(rows) == N + 40
     assert len({(r.topic, r.partition, r.offset) for r in rows}) == N + 40
+
+
+def test_write_then_read_by_librdkafka(spark: Any, kwire_broker: Any) -> None:
+    import confluent_kafka as ck
+    from pyspark.sql import Row
+
+    from kwire.client import default_partition
+    from kwire.spark import register
+
+    register(spark)
+    kwire_broker.create_topic("sunk", partitions=3)
+    rows = [
+        Row(
+            key=f"k{i}".encode(),
+            value=f"v{i}",
+            headers=[Row(key="h", value=str(i).encode())] if i % 2 else None,
+        )
+        for i in range(90)
+    ]
+    df = spark.createDataFrame(
+        rows, "key binary, value string, headers array<struct<key string, value binary>>"
+    )
+    (
+        df.write.format("kafka-wire")
+        .option("kafka.bootstrap.servers", kwire_broker.bootstrap)
+        .option("topic", "sunk")
+        .mode("append")
+        .save()
+    )
+    consumer = ck.Consumer(
+        {
+            "bootstrap.servers": kwire_broker.bootstrap,
+            "group.id": "check",
+            "auto.offset.reset": "earliest",
+        }
+    )
+    consumer.subscribe(["sunk"])
+    got = []
+    deadline = 60
+    import time
+
+    end = time.monotonic() + deadline
+    while len(got) < 90 and time.monotonic() < end:
+        got.extend(m for m in consumer.consume(100, 1.0) if not m.error())
+    consumer.close()
+    assert len(got) == 90
+    for m in got:
+        i = int(m.value()[1:])
+        assert m.key() == f"k{i}".encode()
+        assert m.partition() == default_partition(m.key(), 3, 0)  # Kafka's murmur2
+        assert (m.headers() or []) == ([("h", str(i).encode())] if i % 2 else [])
+    with pytest.raises(Exception, match="append"):
+        df.write.format("kafka-wire").option(
+            "kafka.bootstrap.servers", kwire_broker.bootstrap
+        ).option("topic", "sunk").mode("overwrite").save()

@@ -6,7 +6,8 @@ edge (``BrokerConnection``, ``AsyncKafkaClient``) and a blocking facade (``Kafka
 Settings use Kafka's client property names (``ClientConfig.from_options``), the ``kafka.*``
 options Spark hands to Kafka's Java client. What it does today: bootstrap and Metadata (leaders,
 topic ids), ListOffsets (earliest, latest, by timestamp), and Fetch of every version (magic 0/1
-and v2, read_committed) into Arrow, over PLAINTEXT or TLS, against brokers from 0.8.2 (no
+and v2, read_committed) into Arrow, Produce (one batch per call, idempotent by default: KIP-98
+sequences kept across retries), over PLAINTEXT or TLS, against brokers from 0.8.2 (no
 ApiVersions: ``broker.version.fallback``) to 4.x.
 """
 
@@ -22,6 +23,7 @@ from kwire.client._errors import (
 )
 from kwire.client._fetch import FetchedPartition, FetchedRange, FetchPosition
 from kwire.client._metadata import BrokerAddress, ClusterMetadata, PartitionMetadata
+from kwire.client._produce import IdempotentSequences, default_partition, murmur2
 from kwire.client._sync import KafkaClient
 from kwire.client._versions import ApiVersionTable
 
@@ -42,8 +44,11 @@ __all__ = [
     "FetchPosition",
     "FetchedPartition",
     "FetchedRange",
+    "IdempotentSequences",
     "KafkaApiError",
     "KafkaClient",
     "PartitionMetadata",
+    "default_partition",
+    "murmur2",
     "parse_bootstrap",
 ]

@@ -28,8 +28,16 @@ from kwire.client._fetch import (
     parse_fetch_response,
 )
 from kwire.client._metadata import BrokerAddress, ClusterMetadata, metadata_request
+from kwire.client._produce import (
+    CODECS,
+    IdempotentSequences,
+    build_batch_for,
+    parse_produce_response,
+    produce_request,
+)
 from kwire.errors import OffsetOutOfRangeError
 from kwire.protocol import ErrorCode, message_class, struct_class
+from kwire.records import BatchBuilder
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -307,3 +315,108 @@ class AsyncKafkaClient:
             raise ClientError(f"Fetch answer from {conn.address} lacks {topic}-{partition}")
 
         return await self._retrying(attempt)
+
+    # ---- Produce -------------------------------------------------------------------------------
+    async def init_producer_id(self) -> IdempotentSequences:
+        """A new idempotent producer id and epoch (InitProducerId, no transactional id).
+
+        With ``enable.idempotence=false``, or a broker before 0.11 (no InitProducerId), the
+        producer is not idempotent: producer id -1, and retries may duplicate, as in Kafka.
+        """
+        if not self.config.enable_idempotence:
+            return IdempotentSequences()
+
+        async def attempt() -> IdempotentSequences:
+            conn = await self._any_connection()
+            cls = message_class("InitProducerIdRequest")
+            if cls.API_KEY is None or not conn.versions.has(cls.API_KEY):
+                return IdempotentSequences()
+            version = conn.versions.pick("InitProducerIdRequest")
+            extra: dict[str, Any] = (
+                {"producer_id": -1, "producer_epoch": -1} if version >= 3 else {}
+            )
+            request = cls(transactional_id=None, transaction_timeout_ms=60_000, **extra)
+            response = await conn.request(request, version)
+            return IdempotentSequences(response.producer_id, response.producer_epoch)
+
+        return await self._retrying(attempt)  # type: ignore[no-any-return]
+
+    async def produce(
+        self,
+        topic: str,
+        partition: int,
+        records: Sequence[tuple[bytes | None, bytes | None, Any, int]],
+        *,
+        sequences: IdempotentSequences | None = None,
+    ) -> int:
+        """Append ``(key, value, headers, timestamp_ms)`` records as one batch; its base offset.
+
+        The batch is built once per record format and resent unchanged on retriable errors, so
+        with ``sequences`` (an idempotent producer) a retry of a batch the broker already has is
+        answered with the first append's offset, never appended twice.
+        """
+        if not records:
+            raise ValueError("produce needs at least one record")
+        if topic not in self.metadata.partitions:
+            await self._metadata_once(None)
+        built: dict[int, tuple[bytes, int]] = {}
+
+        async def attempt() -> int:
+            _, conn = await self._leader(topic, partition)
+            version = conn.versions.pick("ProduceRequest")
+            if version >= 13 and topic not in self.metadata.topic_ids:
+                version = 12
+            magic = 2 if version >= 3 else 1 if version == 2 else 0
+            if magic not in built:
+                built[magic] = self._build(topic, partition, records, magic, sequences)
+            data, _ = built[magic]
+            request = produce_request(
+                {(topic, partition): data},
+                version,
+                acks=self.config.acks,
+                timeout_ms=self.config.request_timeout_ms,
+                metadata=self.metadata,
+            )
+            response = await conn.request(request, version)
+            result = parse_produce_response(response, version, self.metadata).get(
+                (topic, partition)
+            )
+            if result is None:
+                raise ClientError(f"Produce answer from {conn.address} lacks {topic}-{partition}")
+            if result.error == ErrorCode.DUPLICATE_SEQUENCE_NUMBER:
+                return -1  # appended by an earlier try (brokers before 1.0 say so this way)
+            if result.error != ErrorCode.NONE:
+                raise KafkaApiError(result.error, f"Produce to {topic}-{partition}", result.message)
+            return int(result.base_offset)
+
+        offset: int = await self._retrying(attempt)
+        if sequences is not None and sequences.producer_id >= 0:
+            sequences.acknowledged(topic, partition, len(records))
+        return offset
+
+    def _build(
+        self,
+        topic: str,
+        partition: int,
+        records: Sequence[tuple[bytes | None, bytes | None, Any, int]],
+        magic: int,
+        sequences: IdempotentSequences | None,
+    ) -> tuple[bytes, int]:
+        if magic == 2:
+            return build_batch_for(
+                records,
+                compression=self.config.compression_type,
+                sequences=sequences,
+                topic=topic,
+                partition=partition,
+            )
+
+        codec = self.config.compression_type
+        if codec == "zstd":
+            raise ClientError(f"the broker's Produce v{magic} has no zstd (magic 2 only)")
+        builder = BatchBuilder(magic, CODECS[codec])
+        for key, value, headers, timestamp in records:
+            if headers:
+                raise ClientError(f"magic {magic} (an old broker) has no record headers")
+            builder.append(timestamp=timestamp if magic else -1, key=key, value=value)
+        return builder.build(), len(builder)

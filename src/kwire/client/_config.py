@@ -52,6 +52,10 @@ class ClientConfig:
     ssl_certfile: str | None = None
     ssl_keyfile: str | None = None
     ssl_check_hostname: bool = True
+    acks: int = -1
+    enable_idempotence: bool = True
+    compression_type: str = "none"
+    batch_size: int = 16_384
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> ClientConfig:
@@ -79,6 +83,36 @@ class ClientConfig:
                 if number < 0:
                     raise OptionError(f"{name} must be >= 0, not {number}")
                 known[attr] = number
+        if "batch.size" in values:
+            text = values.pop("batch.size")
+            if not text.isdigit():
+                raise OptionError(f"batch.size must be an integer, not {text!r}")
+            known["batch_size"] = int(text)
+        acks_text = values.pop("acks", "all").lower()
+        if acks_text not in ("all", "-1", "1", "0"):
+            raise OptionError(f"acks must be all, -1, 0 or 1, not {acks_text!r}")
+        known["acks"] = -1 if acks_text == "all" else int(acks_text)
+        idempotence_text = values.pop("enable.idempotence", None)
+        if idempotence_text is not None and idempotence_text.lower() not in ("true", "false"):
+            raise OptionError(f"enable.idempotence must be true or false, not {idempotence_text!r}")
+        idempotent = idempotence_text is None or idempotence_text.lower() == "true"
+        if known["acks"] != -1:
+            if idempotence_text is not None and idempotent:
+                # Kafka's ProducerConfig: idempotence needs acks=all
+                raise OptionError(
+                    "Must set acks to all in order to use the idempotent producer. Otherwise we "
+                    "cannot guarantee idempotence."
+                )
+            idempotent = False  # Kafka 3.x: an explicit acks turns the default idempotence off
+        if known["acks"] == 0:
+            raise OptionError("acks=0 is not supported by kwire.client (use 1 or all)")
+        known["enable_idempotence"] = idempotent
+        compression = values.pop("compression.type", "none").lower()
+        if compression not in ("none", "gzip", "snappy", "lz4", "zstd"):
+            raise OptionError(
+                f"compression.type must be none, gzip, snappy, lz4 or zstd, not {compression!r}"
+            )
+        known["compression_type"] = compression
         if "client.id" in values:
             known["client_id"] = values.pop("client.id")
         if "isolation.level" in values:

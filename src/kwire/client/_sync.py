@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from kwire.client._client import AsyncKafkaClient
 from kwire.client._config import ClientConfig
 from kwire.client._metadata import ClusterMetadata
+from kwire.client._produce import IdempotentSequences
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -95,3 +96,34 @@ class KafkaClient:
         finally:
             if not self._loop.is_closed():  # a generator left open past close() has nothing to free
                 self._run(agen.aclose())
+
+    def init_producer_id(self) -> IdempotentSequences:
+        return self._run(self._client.init_producer_id())  # type: ignore[no-any-return]
+
+    def produce(
+        self,
+        topic: str,
+        partition: int,
+        records: Sequence[tuple[bytes | None, bytes | None, Any, int]],
+        *,
+        sequences: IdempotentSequences | None = None,
+    ) -> int:
+        """``AsyncKafkaClient.produce``: one batch, its base offset."""
+        return self._run(  # type: ignore[no-any-return]
+            self._client.produce(topic, partition, records, sequences=sequences)
+        )
+
+    def metadata_partition_count(self, topic: str) -> int:
+        """How many partitions ``topic`` has (Metadata is asked once per unknown topic)."""
+        count = self._client.metadata.partition_count(topic)
+        if count == 0:
+            count = self.metadata([topic]).partition_count(topic)
+        if count == 0:
+            from kwire.client._errors import KafkaApiError
+            from kwire.protocol import ErrorCode
+
+            error = self._client.metadata.topic_errors.get(
+                topic, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            )
+            raise KafkaApiError(error, f"Metadata of {topic}")
+        return count

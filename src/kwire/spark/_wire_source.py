@@ -45,6 +45,8 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql.types import StructType
 
+    from kwire.spark._wire_sink import KafkaWireWriter
+
 __all__ = ["WIRE_FORMAT", "KafkaWireDataSource", "WireRange", "plan_ranges"]
 
 log = logging.getLogger("kwire.spark")
@@ -250,6 +252,17 @@ class KafkaWireDataSource(DataSource):  # type: ignore[misc]
 
     def reader(self, schema: StructType) -> KafkaWireReader:
         return KafkaWireReader(self.options, self._read_options(), schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> KafkaWireWriter:
+        from kwire.spark._wire_sink import KafkaWireWriter
+
+        if overwrite:
+            raise OptionError(
+                'kafka-wire sink: a Kafka topic is appended to; use mode("append") (Spark\'s '
+                "Kafka sink refuses other modes too)"
+            )
+        topic = next((v for k, v in self.options.items() if k.lower() == "topic"), None)
+        return KafkaWireWriter(client_options(self.options), topic, schema)
 
     def streamReader(self, schema: StructType) -> KafkaWireStreamReader:
         return KafkaWireStreamReader(self.options, self._read_options(streaming=True), schema)
