@@ -59,7 +59,7 @@ from kwire.broker._security import (
     server_ssl_context,
 )
 from kwire.broker._state import BrokerState
-from kwire.errors import KwireError
+from kwire.errors import KafkaStorageError, KwireError
 from kwire.protocol import (
     ErrorCode,
     KafkaMessage,
@@ -440,12 +440,19 @@ class KafkaServer:
                     response = error_response(api_key, api_version, request.message, error)
                     await self._send(writer, response, api_version, correlation_id)
                     continue
-            outcome = dispatch(self.state, ctx, request.message)
             parked = 0
-            if isinstance(outcome, Deferred):
-                parked = time.perf_counter_ns()
-                outcome = await self._wait(outcome)
-                parked = time.perf_counter_ns() - parked
+            try:
+                outcome = dispatch(self.state, ctx, request.message)
+                if isinstance(outcome, Deferred):
+                    parked = time.perf_counter_ns()
+                    outcome = await self._wait(outcome)
+                    parked = time.perf_counter_ns() - parked
+            except KafkaStorageError:
+                # KafkaApis.handleError: the log directory is offline; the request's error
+                # response carries KAFKA_STORAGE_ERROR (the connection stays open).
+                outcome = error_response(
+                    api_key, api_version, request.message, ErrorCode.KAFKA_STORAGE_ERROR
+                )
             # metrics and quotas: sets throttle_time_ms, returns how long to mute (_metrics)
             mute_ms = self.metrics.request(
                 conn, ctx, request.message, outcome, size, started, parked

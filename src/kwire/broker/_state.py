@@ -37,7 +37,7 @@ from kwire.broker._config import (
     validate_topic_configs,
 )
 from kwire.broker._releases import Personality
-from kwire.log import DataDir, LiveLog
+from kwire.log import DataDir, KafkaStorageError, LiveLog
 from kwire.protocol import ErrorCode
 from kwire.records import AppendOrigin
 
@@ -470,10 +470,30 @@ class BrokerState:
     def write_checkpoints(self) -> None:
         self.data_dir.write_checkpoints([p.log for p in self.iter_partitions()])
 
+    @property
+    def offline(self) -> bool:
+        """An I/O error took the data directory offline (``LogDirFailureChannel``): every log
+        answers KAFKA_STORAGE_ERROR until the process restarts and recovers it."""
+        return self.data_dir.offline
+
     def close(self) -> None:
-        """Flush, checkpoint and close every log, and mark the shutdown clean (no recovery next)."""
-        self._write_metadata(close=True)
-        self.data_dir.close([p.log for p in self.iter_partitions()])
+        """Flush, checkpoint and close every log, and mark the shutdown clean (no recovery next).
+        An offline data directory only has its descriptors closed (Kafka's halt writes nothing):
+        the next start recovers every log."""
+        logs = [p.log for p in self.iter_partitions()]
+        if self.offline:
+            self._metadata.close()
+            self.data_dir.close(logs)
+            return
+        try:
+            self._write_metadata(close=True)
+        except KafkaStorageError:
+            log.error("the metadata log failed at shutdown; the next start recovers")
+            self._metadata.close()
+        try:
+            self.data_dir.close(logs)
+        except KafkaStorageError:
+            log.error("a log failed at shutdown; the next start recovers")
 
     # --- persistence --------------------------------------------------------------------------
 
@@ -525,6 +545,7 @@ class BrokerState:
             now_ms=self.now_ms(),
             host=self.host,
             port=self.port,
+            failure_channel=self.data_dir.failures,
         )
         image = self._metadata.image
         migrate = isinstance(topics, dict) and bool(topics) and not image.topics
