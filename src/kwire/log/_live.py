@@ -1083,7 +1083,7 @@ class LiveLog:
         undo = (seg, position, len(seg.indexer.offsets), len(seg.indexer.timestamps), len(seg.txns))
         try:
             return self._append_to(seg, data, size, batches, result, updates, completed, now_ms)
-        except OSError:
+        except (OSError, KafkaStorageError):  # the latter from a nested flush
             self._undo_append(*undo)
             raise
 
