@@ -65,9 +65,9 @@ class DiskFull:
                 and "create" in self.calls
                 and flags & os.O_CREAT
                 and self.match(os.fspath(path))
+                and not os.path.exists(path)
             ):
-                if not os.path.exists(path):
-                    raise fail("create", os.fspath(path))
+                raise fail("create", os.fspath(path))
             return real_open(path, flags, mode, **kw)
 
         def builtin_open(file: Any, mode: str = "r", *args: Any, **kw: Any) -> Any:
