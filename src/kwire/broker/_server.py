@@ -448,10 +448,10 @@ class KafkaServer:
                     outcome = await self._wait(outcome)
                     parked = time.perf_counter_ns() - parked
             except KafkaStorageError:
-                # KafkaApis.handleError: the log directory is offline; the request's error
-                # response carries KAFKA_STORAGE_ERROR (the connection stays open).
+                # The log directory is offline: KafkaApis.handleError answers the request's error
+                # response (the connection stays open), the coordinators NOT_COORDINATOR.
                 outcome = error_response(
-                    api_key, api_version, request.message, ErrorCode.KAFKA_STORAGE_ERROR
+                    api_key, api_version, request.message, storage_error(api_key, request.message)
                 )
             # metrics and quotas: sets throttle_time_ms, returns how long to mute (_metrics)
             mute_ms = self.metrics.request(
@@ -500,6 +500,22 @@ class KafkaServer:
             for piece in pieces:
                 if isinstance(piece, FileRecords):
                     piece.close()
+
+
+#: Group and transaction coordinator APIs: an append to their internal topic that fails with
+#: KAFKA_STORAGE_ERROR answers NOT_COORDINATOR (GroupMetadataManager.storeOffsets / storeGroup,
+#: TransactionStateManager.appendTransactionToLog), so the client looks for the coordinator again.
+_COORDINATOR_APIS: Final = frozenset({8, 11, 13, 14, 24, 25, 26, 28, 42, 47, 68})
+_INIT_PRODUCER_ID: Final = 22
+
+
+def storage_error(api_key: int, request: Any) -> ErrorCode:
+    """The error a request answers when the log directory is offline."""
+    if api_key in _COORDINATOR_APIS or (
+        api_key == _INIT_PRODUCER_ID and getattr(request, "transactional_id", None) is not None
+    ):
+        return ErrorCode.NOT_COORDINATOR
+    return ErrorCode.KAFKA_STORAGE_ERROR
 
 
 async def housekeep(state: BrokerState) -> None:
