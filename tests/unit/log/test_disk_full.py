@@ -165,3 +165,35 @@ def test_a_log_opened_alone_goes_offline_alone(
     a2 = LiveLog.open(tmp_path / "a-0", CONFIG, now_ms=NOW)
     assert a2.log_end_offset == 0 and a2.size_in_bytes() == 0
     a2.close()
+
+
+def test_a_full_disk_under_the_log_cleaner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cleaner's ``.cleaned`` files: the directory goes offline (Kafka's ``CleanerThread``),
+    the log keeps every record it had, and the next start deletes the leftovers."""
+    from kwire.log import LogCleaner
+
+    config = LogConfig(segment_bytes=600, cleanup_policy="compact", min_cleanable_dirty_ratio=0.0)
+    root = tmp_path / "data"
+    dd = DataDir.open(root, cluster_id="c", node_id=1)
+    lg = dd.open_log("t", 0, config, now_ms=NOW)
+    acked: dict[int, bytes] = {}
+    for i in range(40):
+        data, values = _batch(i)
+        info = lg.append_as_leader(data, now_ms=NOW + i)
+        acked.update({info.first_offset + j: v for j, v in enumerate(values)})
+    lg.roll()
+    lg.high_watermark = lg.log_end_offset
+    disk = DiskFull(monkeypatch, lambda p: ".cleaned" in p)
+    disk.armed = True
+    with pytest.raises(KafkaStorageError):
+        LogCleaner().clean_one([lg], NOW + 1000)
+    disk.armed = False
+    assert disk.hits and dd.offline
+    dd.close([lg])
+    dd2 = DataDir.open(root, cluster_id="c", node_id=1)
+    lg2 = dd2.open_log("t", 0, config, now_ms=NOW + 100)
+    try:
+        assert _records(lg2) == acked
+        assert not [n for n in os.listdir(root / "t-0") if ".cleaned" in n or ".swap" in n]
+    finally:
+        dd2.close([lg2])
