@@ -334,13 +334,18 @@ class BrokerState:
         topic = Topic(name, uuid.uuid4(), configs)
         self.topics[name] = topic
         self.topics_by_id[topic.topic_id] = topic
-        self._add_partitions(topic, count)
+        self._add_partitions(topic, count, new=True)
         self._write_metadata()
         log.info("created topic %s with %d partitions", name, count)
         return topic
 
     def _add_partitions(
-        self, topic: Topic, count: int, leaders: Mapping[int, tuple[int, int]] | None = None
+        self,
+        topic: Topic,
+        count: int,
+        leaders: Mapping[int, tuple[int, int]] | None = None,
+        *,
+        new: bool = False,
     ) -> None:
         """Open the logs of partitions up to ``count``; ``leaders`` (index -> (leader, epoch),
         from the metadata log) keeps a leader that is live, else leaders go round-robin."""
@@ -355,6 +360,7 @@ class BrokerState:
                 now_ms=now,
                 topic_id=topic.topic_id.bytes,
                 producer_id_expiration_ms=expiration,
+                new=new,
             )
             # The only replica is the whole ISR: as a leader becoming leader (Kafka's
             # maybeIncrementLeaderHW), the high watermark moves from the checkpoint to the log end.

@@ -37,7 +37,7 @@ from typing import Final
 from kwire.errors import DecodeError, KafkaStorageError
 from kwire.log._failure import LogDirFailureChannel
 from kwire.log._layout import TopicPartition, parse_partition_dir
-from kwire.log._live import LiveLog, LogConfig
+from kwire.log._live import LiveLog, LogConfig, read_topic_id
 from kwire.log._writer import _fsync_dir
 
 log = logging.getLogger("kwire.log")
@@ -271,11 +271,24 @@ class DataDir:
         now_ms: int,
         topic_id: bytes | None = None,
         producer_id_expiration_ms: int | None = None,
+        new: bool = False,
     ) -> LiveLog:
-        """Open (or create) a partition's log with its checkpointed offsets."""
+        """Open (or create) a partition's log with its checkpointed offsets. ``new``: the
+        partition of a topic being created; a folder of the same name whose
+        ``partition.metadata`` holds another topic id is a stray, left by a creation that
+        failed half-way (an I/O error before the topic was recorded): it is renamed
+        ``<topic>-<partition>.<uuid>-stray``, as Kafka renames the stray logs it finds."""
         tp = TopicPartition(topic, partition)
+        folder = os.path.join(self.path, f"{topic}-{partition}")
+        if new and topic_id is not None:
+            found = read_topic_id(folder)
+            if found is not None and found != topic_id:
+                stray = f"{folder}.{uuid.uuid4().hex}-stray"
+                log.warning("%s holds another topic id: renamed %s", folder, stray)
+                with self.failures.guard(self.path, f"Error while renaming {folder}"):
+                    os.replace(folder, stray)
         return LiveLog.open(
-            os.path.join(self.path, f"{topic}-{partition}"),
+            folder,
             config,
             now_ms=now_ms,
             recovery_point=self.recovery_points.get(tp, 0),

@@ -11,6 +11,7 @@ every acknowledged record (or offset, or topic) is there, nothing unacknowledged
 
 from __future__ import annotations
 
+import os
 import socket
 import time
 from pathlib import Path
@@ -266,3 +267,32 @@ def test_a_failed_offset_commit_answers_not_coordinator_and_is_not_kept(
             assert fetched.topics[0].partitions[0].committed_offset == 5
         finally:
             client.close()
+
+
+def test_a_topic_creation_that_failed_half_way_leaves_no_topic(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``partition.metadata`` of the third partition cannot be written: the topic was never
+    recorded, so after the restart it does not exist, and creating it again works (the folders
+    the failed creation left are strays, renamed as Kafka renames stray logs)."""
+    from kwire.log import KafkaStorageError
+
+    data = tmp_path / "data"
+    state = _state(data)
+    disk = DiskFull(monkeypatch, lambda p: "/x-2/partition.metadata" in p)
+    disk.armed = True
+    with pytest.raises(KafkaStorageError):
+        state.create_topic("x", 4)
+    disk.armed = False
+    assert disk.hits and state.offline
+    state.close()
+    again = _state(data)
+    try:
+        assert again.topic("x") is None
+        again.create_topic("x", 4)
+        response = _handle(again, _produce_request("x", _batch([b"one"])), 9)
+        assert _partition_error(response) == 0
+        assert [p.log.log_end_offset for p in again.topics["x"].partitions] == [1, 0, 0, 0]
+        assert any(name.endswith("-stray") for name in os.listdir(data))
+    finally:
+        again.close()
