@@ -296,3 +296,33 @@ def test_a_topic_creation_that_failed_half_way_leaves_no_topic(
         assert any(name.endswith("-stray") for name in os.listdir(data))
     finally:
         again.close()
+
+
+def test_a_failed_transaction_state_append_answers_not_coordinator(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``__transaction_state`` (TransactionStateManager.appendTransactionToLog maps
+    KAFKA_STORAGE_ERROR to NOT_COORDINATOR): InitProducerId fails, the broker stops; after the
+    restart the transactional id starts afresh."""
+    data = tmp_path / "data"
+    cls = message_class("InitProducerIdRequest")
+    request = cls(transactional_id="tx", transaction_timeout_ms=60000)
+    broker = Broker(data).start()
+    client = Client(broker.port)
+    try:
+        disk = DiskFull(monkeypatch, lambda p: "/__transaction_state-" in p)
+        disk.armed = True
+        failed = client.call(request, 4)
+        disk.armed = False
+        assert failed.error_code == int(ErrorCode.NOT_COORDINATOR) and disk.hits
+        _wait_halted(broker)
+    finally:
+        client.close()
+        broker.stop()
+    with Broker(data) as again:
+        client = Client(again.port)
+        try:
+            ok = client.call(request, 4)
+            assert ok.error_code == 0 and ok.producer_id >= 0 and ok.producer_epoch == 0
+        finally:
+            client.close()
