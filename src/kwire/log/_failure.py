@@ -68,6 +68,8 @@ class LogDirFailureChannel:
 
     def check(self, log_dir: str) -> None:
         """Raise the directory's ``KafkaStorageError`` when it is offline."""
+        if not self._offline:  # the hot path (every append and read): nothing offline
+            return
         error = self._offline.get(os.path.abspath(log_dir))
         if error is not None:
             raise KafkaStorageError(message=error.message, log_dir=error.log_dir)
