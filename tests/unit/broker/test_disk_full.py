@@ -145,6 +145,9 @@ def test_produce_answers_kafka_storage_error_then_nothing_more_is_acknowledged(
         response = _handle(state, _produce_request(topic, _batch([b"late"])), 9)
         assert _partition_error(response) == STORAGE
         assert response.responses[0].partition_responses[0].base_offset == -1
+    # Fetch: the partition's error with an empty (not null) record set.
+    part = _handle(state, _fetch_request("t", 0), 12).responses[0].partitions[0]
+    assert part.error_code == STORAGE and part.records == b""
     state.close()
     assert not (data / CLEAN_SHUTDOWN_FILE).exists()
     again = _state(data)
