@@ -146,9 +146,12 @@ def test_a_full_disk_loses_no_acknowledged_record(
     broker.stop()
     # The next start recovers: every acknowledged record, whole, and nothing never sent.
     again = start_broker(data_dir=data)
-    end = again.end_offsets(TOPIC)[0]
+    _check_recovered(again.bootstrap, again.end_offsets(TOPIC)[0], acked)
+
+
+def _check_recovered(bootstrap: str, end: int, acked: dict[int, int]) -> None:
     assert end >= len(acked)
-    read = ck_consume(again.bootstrap, TOPIC, end, timeout=60)
+    read = ck_consume(bootstrap, TOPIC, end, timeout=60)
     by_offset = {r.offset: r for r in read}
     for index, offset in acked.items():
         got = by_offset.get(offset)
@@ -156,3 +159,23 @@ def test_a_full_disk_loses_no_acknowledged_record(
     for r in read:
         assert r.key is not None and r.value == _value(int(r.key)), "a record nobody sent"
     assert len({r.key for r in read}) == len(read), "a record stored twice"
+
+
+def test_kwire_broker_exits_when_its_disk_fills(
+    tmpfs: Path, broker_cli: Callable[..., Any]
+) -> None:
+    """``kwire broker`` on a full tmpfs: it stops acknowledging, exits with status 1 and says
+    why; started again once there is space, it serves every acknowledged record."""
+    cli = broker_cli(data_dir=tmpfs, config={"log.segment.bytes": "1048576"})
+    acked, failed = _send(cli.bootstrap, 0, FIRST)
+    assert failed > 0 and acked, f"the disk never filled ({len(acked)} acknowledged)"
+    assert cli.proc.wait(timeout=30) == 1, cli.output()
+    assert "data dir" in cli.output() and "failed" in cli.output()
+    subprocess.run(["mount", "-o", "remount,size=64m", str(tmpfs)], check=True)
+    again = broker_cli(data_dir=tmpfs)
+    consumer = ck.Consumer(ck_conf(again.bootstrap, **{"group.id": "end"}))
+    try:
+        _low, end = consumer.get_watermark_offsets(ck.TopicPartition(TOPIC, 0), timeout=30)
+    finally:
+        consumer.close()
+    _check_recovered(again.bootstrap, end, acked)
