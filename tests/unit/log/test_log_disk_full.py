@@ -197,3 +197,41 @@ def test_a_full_disk_under_the_log_cleaner(tmp_path: Path, monkeypatch: pytest.M
         assert not [n for n in os.listdir(root / "t-0") if ".cleaned" in n or ".swap" in n]
     finally:
         dd2.close([lg2])
+
+
+def test_a_full_disk_under_an_abort_marker_and_its_txnindex_entry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``.txnindex``: the ABORT marker whose index entry cannot be written is undone whole; the
+    transaction is still open after the restart (Kafka's coordinator writes the marker again)."""
+    from kwire.records import AppendOrigin, BatchBuilder, build_end_txn_marker
+
+    builder = BatchBuilder(
+        base_offset=0, producer_id=5, producer_epoch=0, base_sequence=0, is_transactional=True
+    )
+    for i in range(3):
+        builder.append(None, NOW, b"k", b"txn-%d" % i)
+    root = tmp_path / "data"
+    dd = DataDir.open(root, cluster_id="c", node_id=1)
+    lg = dd.open_log("t", 0, CONFIG, now_ms=NOW)
+    lg.append_as_leader(builder.build(), now_ms=NOW)
+    marker = build_end_txn_marker(
+        False, coordinator_epoch=1, producer_id=5, producer_epoch=0, timestamp=NOW
+    )
+    disk = DiskFull(monkeypatch, lambda p: p.endswith(".txnindex"))
+    disk.armed = True
+    with pytest.raises(KafkaStorageError):
+        lg.append_as_leader(marker, now_ms=NOW, origin=AppendOrigin.COORDINATOR)
+    disk.armed = False
+    assert disk.hits
+    dd.close([lg])
+    dd2 = DataDir.open(root, cluster_id="c", node_id=1)
+    lg2 = dd2.open_log("t", 0, CONFIG, now_ms=NOW)
+    try:
+        assert lg2.log_end_offset == 3 and lg2.first_unstable_offset() == 0
+        assert lg2.collect_aborted_transactions(0, 10) == []
+        info = lg2.append_as_leader(marker, now_ms=NOW, origin=AppendOrigin.COORDINATOR)
+        assert info.first_offset == 3 and lg2.first_unstable_offset() is None
+        assert [t.first_offset for t in lg2.collect_aborted_transactions(0, 10)] == [0]
+    finally:
+        dd2.close([lg2])
