@@ -28,6 +28,7 @@ __all__ = [
     "EncodeError",
     "FastPathError",
     "FastPathFallbackWarning",
+    "KafkaStorageError",
     "KwireError",
     "LogError",
     "OffsetOutOfRangeError",
@@ -62,6 +63,7 @@ LOG_ERRORS: Final = frozenset(
         "INVALID_TXN_STATE",
         "TRANSACTION_COORDINATOR_FENCED",
         "UNKNOWN_PRODUCER_ID",
+        "KAFKA_STORAGE_ERROR",
     }
 )
 
@@ -240,3 +242,18 @@ class OffsetOutOfRangeError(LogError):
 
     def __init__(self, error_name: str = "OFFSET_OUT_OF_RANGE", message: str = "") -> None:
         super().__init__(error_name, message)
+
+
+class KafkaStorageError(LogError):
+    """An I/O error on a log directory (KAFKA_STORAGE_ERROR, 56): Kafka's
+    ``KafkaStorageException``. The directory ``log_dir`` is offline from then on: every log in it
+    refuses to read or write until the process restarts and recovers it (``LogDirFailureChannel``)."""
+
+    def __init__(
+        self, error_name: str = "KAFKA_STORAGE_ERROR", message: str = "", log_dir: str = ""
+    ) -> None:
+        super().__init__(error_name, message)
+        self.log_dir = log_dir
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.error_name, self.message, self.log_dir))

@@ -37,7 +37,7 @@ from kwire.broker._data import check_leader_epoch
 from kwire.broker._routing import leader_error, node_endpoints, serving_node
 from kwire.broker._state import BrokerState, Partition
 from kwire.errors import KwireError, UnsupportedCodecError
-from kwire.log import FileSlice, OffsetOutOfRangeError
+from kwire.log import FileSlice, KafkaStorageError, OffsetOutOfRangeError
 from kwire.protocol import ZERO_UUID, ErrorCode, RecordsReference, message_class, struct_class
 from kwire.records import convert_for_fetch
 
@@ -335,6 +335,10 @@ class _FetchPlan:
             )
         except OffsetOutOfRangeError:
             out.error_code = int(ErrorCode.OFFSET_OUT_OF_RANGE)
+            return out, 0
+        except KafkaStorageError:  # the log dir is offline (ReplicaManager.readFromLog)
+            out.error_code = int(ErrorCode.KAFKA_STORAGE_ERROR)
+            out.records = b""
             return out, 0
         if self.isolation == READ_COMMITTED and self.version >= 4:
             aborted = live.aborted_transactions(cp.fetch_offset, cp.fetch_offset + 1 + data.size)
