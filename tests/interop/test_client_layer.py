@@ -239,3 +239,71 @@ def test_produce_options_follow_kafka() -> None:
     config = ClientConfig.from_options({"bootstrap.servers": "h:1", "acks": "1"})
     assert (config.acks, config.enable_idempotence) == (1, False)
     assert ClientConfig.from_options({"bootstrap.servers": "h:1"}).enable_idempotence
+
+
+@pytest.fixture
+def pki(tmp_path: Any) -> dict[str, str]:
+    trustme = pytest.importorskip("trustme")
+    ca = trustme.CA()
+    paths = {"ca": str(tmp_path / "ca.pem"), "server": str(tmp_path / "server.pem")}
+    ca.cert_pem.write_to_path(paths["ca"])
+    ca.issue_cert("127.0.0.1", "localhost").private_key_and_cert_chain_pem.write_to_path(
+        paths["server"]
+    )
+    return paths
+
+
+@pytest.mark.parametrize(
+    ("listener", "mechanism"),
+    [
+        ("SASL_SSL", "SCRAM-SHA-512"),
+        ("SASL_SSL", "SCRAM-SHA-256"),
+        ("SASL_PLAINTEXT", "PLAIN"),
+        ("SSL", None),
+    ],
+)
+def test_security(
+    start_broker: Callable[..., Any], pki: dict[str, str], listener: str, mechanism: str | None
+) -> None:
+    config = {
+        "listeners": f"PLAINTEXT://127.0.0.1:0,{listener}://127.0.0.1:0",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-512,SCRAM-SHA-256,PLAIN",
+        "ssl.certfile": pki["server"],
+        "ssl.cafile": pki["ca"],
+    }
+    if mechanism == "PLAIN":
+        config["listener.name.sasl_plaintext.plain.sasl.jaas.config"] = (
+            "org.apache.kafka.common.security.plain.PlainLoginModule required "
+            'user_alice="alice-secret";'
+        )
+    b = start_broker(config=config)
+    if mechanism and mechanism.startswith("SCRAM"):
+        b.set_scram_password("alice", "alice-secret", mechanism)
+    b.create_topic("sec", partitions=1)
+    ck_produce(b.bootstrap, "sec", [expected_record(i) for i in range(10)])
+    options = {
+        "kafka.bootstrap.servers": b.bootstrap_for(listener),
+        "kafka.security.protocol": listener,
+        "kafka.ssl.truststore.location": pki["ca"],
+    }
+    if mechanism:
+        module = (
+            "scram.ScramLoginModule" if mechanism.startswith("SCRAM") else "plain.PlainLoginModule"
+        )
+        options["kafka.sasl.mechanism"] = mechanism
+        options["kafka.sasl.jaas.config"] = (
+            f"org.apache.kafka.common.security.{module} required "
+            'username="alice" password="alice-secret";'
+        )
+    with KafkaClient(options) as client:
+        assert [r.offset for r in read_all(client, "sec", 0, 0, 10)] == list(range(10))
+    if mechanism:
+        wrong = {
+            **options,
+            "kafka.sasl.jaas.config": 'x required username="alice" password="nope";',
+        }
+        with (
+            KafkaClient(wrong) as client,
+            pytest.raises(KafkaApiError, match="SASL_AUTHENTICATION_FAILED"),
+        ):
+            client.metadata()

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import hmac
 import json
 import re
@@ -47,6 +46,7 @@ from kwire.broker._metadata_log import ScramCredential
 from kwire.broker._security import listener_config
 from kwire.broker._state import BrokerState
 from kwire.protocol import ErrorCode, message_class, struct_class
+from kwire.protocol import _scram as scram
 
 __all__ = [
     "MECHANISM_IDS",
@@ -65,7 +65,7 @@ __all__ = [
 SASL_HANDSHAKE: Final = 17
 SASL_AUTHENTICATE: Final = 36
 API_VERSIONS: Final = 18
-SCRAM_MECHANISMS: Final = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
+SCRAM_MECHANISMS: Final = scram.SCRAM_HASHES
 #: ScramMechanism's wire ids (DescribeUserScramCredentials, AlterUserScramCredentials).
 MECHANISM_IDS: Final = mlog.SCRAM_MECHANISMS
 _MECHANISM_WIRE: Final = {name: key for key, name in MECHANISM_IDS.items()}
@@ -165,25 +165,16 @@ class PlainServer:
 # --- SCRAM ------------------------------------------------------------------------------------
 
 
-def _hmac(algorithm: str, key: bytes, data: bytes) -> bytes:
-    return hmac.new(key, data, algorithm).digest()
-
-
 def credential_from_salted(
     mechanism: str, salt: bytes, salted_password: bytes, iterations: int
 ) -> ScramCredential:
     """``ScramFormatter``: ClientKey, StoredKey = H(ClientKey), ServerKey from SaltedPassword."""
-    algorithm = SCRAM_MECHANISMS[mechanism]
-    client_key = _hmac(algorithm, salted_password, b"Client Key")
-    stored_key = hashlib.new(algorithm, client_key).digest()
-    server_key = _hmac(algorithm, salted_password, b"Server Key")
-    return ScramCredential(salt, stored_key, server_key, iterations)
-
-
-def salted_password(mechanism: str, password: str, salt: bytes, iterations: int) -> bytes:
-    """RFC 5802's Hi(): PBKDF2 with the mechanism's HMAC (Kafka does not SASLprep)."""
-    return hashlib.pbkdf2_hmac(
-        SCRAM_MECHANISMS[mechanism], password.encode("utf-8"), salt, iterations
+    key = scram.client_key(mechanism, salted_password)
+    return ScramCredential(
+        salt,
+        scram.stored_key(mechanism, key),
+        scram.server_key(mechanism, salted_password),
+        iterations,
     )
 
 
@@ -192,7 +183,7 @@ def scram_credential(
 ) -> ScramCredential:
     salt = salt if salt is not None else secrets.token_bytes(32)
     return credential_from_salted(
-        mechanism, salt, salted_password(mechanism, password, salt, iterations), iterations
+        mechanism, salt, scram.salted_password(mechanism, password, salt, iterations), iterations
     )
 
 
@@ -223,7 +214,6 @@ class ScramServer:
         nonce: Callable[[], str] = lambda: secrets.token_urlsafe(24),
     ) -> None:
         self.mechanism = mechanism
-        self.algorithm = SCRAM_MECHANISMS[mechanism]
         self._lookup = lookup
         self._nonce = nonce
         self._step = 0
@@ -292,15 +282,15 @@ class ScramServer:
         auth_message = ",".join(
             (self._client_first_bare, self._server_first, found.group("bare"))
         ).encode("utf-8")
-        signature = _hmac(self.algorithm, credential.stored_key, auth_message)
+        signature = scram.hmac_digest(self.mechanism, credential.stored_key, auth_message)
         if len(proof) != len(signature):
             raise SaslAuthenticationError("Invalid client credentials", generic=True)
         client_key = bytes(a ^ b for a, b in zip(proof, signature, strict=True))
         if not hmac.compare_digest(
-            hashlib.new(self.algorithm, client_key).digest(), credential.stored_key
+            scram.stored_key(self.mechanism, client_key), credential.stored_key
         ):
             raise SaslAuthenticationError("Invalid client credentials", generic=True)
-        server_signature = _hmac(self.algorithm, credential.server_key, auth_message)
+        server_signature = scram.hmac_digest(self.mechanism, credential.server_key, auth_message)
         self._step = 2
         return b"v=" + base64.b64encode(server_signature)
 

@@ -7,7 +7,7 @@ Settings use Kafka's client property names (``ClientConfig.from_options``), the 
 options Spark hands to Kafka's Java client. What it does today: bootstrap and Metadata (leaders,
 topic ids), ListOffsets (earliest, latest, by timestamp), and Fetch of every version (magic 0/1
 and v2, read_committed) into Arrow, Produce (one batch per call, idempotent by default: KIP-98
-sequences kept across retries), over PLAINTEXT or TLS, against brokers from 0.8.2 (no
+sequences kept across retries), over PLAINTEXT, TLS and SASL (PLAIN, SCRAM-SHA-256/512), against brokers from 0.8.2 (no
 ApiVersions: ``broker.version.fallback``) to 4.x.
 """
 
@@ -17,6 +17,7 @@ from kwire.client._connection import BrokerConnection
 from kwire.client._errors import (
     INVALID_METADATA,
     RETRIABLE,
+    AuthenticationError,
     ClientError,
     ConnectionClosed,
     KafkaApiError,
@@ -34,6 +35,7 @@ __all__ = [
     "RETRIABLE",
     "ApiVersionTable",
     "AsyncKafkaClient",
+    "AuthenticationError",
     "Backoff",
     "BrokerAddress",
     "BrokerConnection",

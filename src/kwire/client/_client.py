@@ -104,6 +104,8 @@ class AsyncKafkaClient:
             try:
                 return await self._connection(host, port)
             except ClientError as exc:
+                if not exc.retriable:
+                    raise  # refused credentials: another broker refuses them too
                 errors.append(str(exc))
         raise ClientError("no broker reachable: " + "; ".join(errors))
 
@@ -121,8 +123,8 @@ class AsyncKafkaClient:
                     raise
                 if exc.error in INVALID_METADATA:
                     await self._refresh_quietly()
-            except ClientError:
-                if time.monotonic() >= deadline:
+            except ClientError as exc:
+                if not exc.retriable or time.monotonic() >= deadline:
                     raise
                 await self._refresh_quietly()
             await asyncio.sleep(self.backoff.delay(tries))

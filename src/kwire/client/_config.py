@@ -13,6 +13,7 @@ import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from kwire.client._sasl import MECHANISMS, SaslCredentials, parse_jaas
 from kwire.errors import OptionError
 
 __all__ = ["ClientConfig"]
@@ -56,6 +57,7 @@ class ClientConfig:
     enable_idempotence: bool = True
     compression_type: str = "none"
     batch_size: int = 16_384
+    sasl: SaslCredentials | None = None
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> ClientConfig:
@@ -125,12 +127,30 @@ class ClientConfig:
         if "broker.version.fallback" in values:
             known["broker_version_fallback"] = values.pop("broker.version.fallback")
         protocol = values.pop("security.protocol", "PLAINTEXT").upper()
-        if protocol not in ("PLAINTEXT", "SSL"):
+        if protocol not in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
             raise OptionError(
-                f"security.protocol {protocol} is not supported by kwire.client yet "
-                "(PLAINTEXT and SSL are)"
+                f"security.protocol must be PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL, not "
+                f"{protocol!r}"
             )
         known["security_protocol"] = protocol
+        mechanism = values.pop("sasl.mechanism", "GSSAPI").upper()
+        jaas = values.pop("sasl.jaas.config", None)
+        username = values.pop("sasl.username", None)
+        password = values.pop("sasl.password", None)
+        if protocol.startswith("SASL_"):
+            if mechanism not in MECHANISMS:
+                raise OptionError(
+                    f"sasl.mechanism {mechanism} is not supported by kwire.client "
+                    f"({', '.join(MECHANISMS)} are)"
+                )
+            if jaas is not None:
+                username, password = parse_jaas(jaas)
+            if username is None or password is None:
+                raise OptionError(
+                    f"{protocol} needs credentials: sasl.jaas.config, or sasl.username and "
+                    "sasl.password"
+                )
+            known["sasl"] = SaslCredentials(mechanism, username, password)
         for name, attr in (
             ("ssl.truststore.location", "ssl_cafile"),
             ("ssl.ca.location", "ssl_cafile"),
@@ -154,7 +174,7 @@ class ClientConfig:
         return self.isolation_level == "read_committed"
 
     def ssl_context(self) -> ssl.SSLContext | None:
-        if self.security_protocol != "SSL":
+        if self.security_protocol not in ("SSL", "SASL_SSL"):
             return None
         context = ssl.create_default_context(cafile=self.ssl_cafile)
         context.check_hostname = self.ssl_check_hostname

@@ -16,6 +16,7 @@ from typing import Any
 
 from kwire.client._config import ClientConfig
 from kwire.client._errors import ClientError, ConnectionClosed, KafkaApiError
+from kwire.client._sasl import SaslCredentials, sasl_tokens
 from kwire.client._versions import ApiVersionTable, fallback_versions, versions_from_response
 from kwire.protocol import ClientConnection, ErrorCode, message_class
 
@@ -49,6 +50,8 @@ class BrokerConnection:
         conn = await cls._connect(host, port, config)
         try:
             conn.versions = await conn._negotiate()
+            if config.sasl is not None:
+                await conn._authenticate(config.sasl)
         except ConnectionClosed:
             await conn.close()
             # no ApiVersions API: a broker before 0.10.0 closes the connection on one
@@ -85,6 +88,39 @@ class BrokerConnection:
         if response.error_code != ErrorCode.NONE:
             raise KafkaApiError(ErrorCode(response.error_code), f"ApiVersions to {self.address}")
         return versions_from_response(response)
+
+    async def _authenticate(self, credentials: SaslCredentials) -> None:
+        """SaslHandshake v1, then the mechanism's tokens in SaslAuthenticate (KIP-152)."""
+        handshake = message_class("SaslHandshakeRequest")
+        if not self.versions.has(17) or self.versions.pick("SaslHandshakeRequest") < 1:
+            raise ClientError(
+                f"{self.address} has no SaslHandshake v1 (Kafka 1.0+): kwire.client does not "
+                "speak SASL before it"
+            )
+        answer = await self.request(handshake(mechanism=credentials.mechanism), 1, check=False)
+        if answer.error_code:
+            raise KafkaApiError(
+                ErrorCode(answer.error_code),
+                f"SaslHandshake with {self.address}",
+                f"the broker enables {', '.join(answer.mechanisms or []) or 'no mechanism'}",
+            )
+        authenticate = message_class("SaslAuthenticateRequest")
+        version = self.versions.pick("SaslAuthenticateRequest")
+        tokens = sasl_tokens(credentials)
+        token = next(tokens)
+        while True:
+            answer = await self.request(authenticate(auth_bytes=token), version, check=False)
+            if answer.error_code:
+                raise KafkaApiError(
+                    ErrorCode(answer.error_code),
+                    f"SASL {credentials.mechanism} authentication of {credentials.username!r} "
+                    f"with {self.address}",
+                    answer.error_message,
+                )
+            try:
+                token = tokens.send(bytes(answer.auth_bytes or b""))
+            except StopIteration:
+                return
 
     async def request(self, message: Any, version: int, *, check: bool = True) -> Any:
         """Send ``message`` at ``version`` and wait for its response message.

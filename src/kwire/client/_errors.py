@@ -14,7 +14,14 @@ from typing import Final
 from kwire.errors import KwireError
 from kwire.protocol import ErrorCode
 
-__all__ = ["INVALID_METADATA", "RETRIABLE", "ClientError", "ConnectionClosed", "KafkaApiError"]
+__all__ = [
+    "INVALID_METADATA",
+    "RETRIABLE",
+    "AuthenticationError",
+    "ClientError",
+    "ConnectionClosed",
+    "KafkaApiError",
+]
 
 E = ErrorCode
 
@@ -59,6 +66,19 @@ RETRIABLE: Final = INVALID_METADATA | frozenset(
 
 class ClientError(KwireError):
     """A request the client could not complete (connection, timeout, protocol)."""
+
+    @property
+    def retriable(self) -> bool:
+        """Whether trying again may help (a lost connection, a timeout); see ``KafkaApiError``."""
+        return True
+
+
+class AuthenticationError(ClientError):
+    """SASL failed on the client's side (the broker's answer was not the real broker's)."""
+
+    @property
+    def retriable(self) -> bool:
+        return False
 
 
 class ConnectionClosed(ClientError):
