@@ -24,6 +24,7 @@ __all__ = [
     "LOG_ERRORS",
     "AppendError",
     "CorruptRecordError",
+    "DataDirLockedError",
     "DecodeError",
     "EncodeError",
     "FastPathError",
@@ -240,3 +241,18 @@ class OffsetOutOfRangeError(LogError):
 
     def __init__(self, error_name: str = "OFFSET_OUT_OF_RANGE", message: str = "") -> None:
         super().__init__(error_name, message)
+
+
+class DataDirLockedError(KwireError):
+    """Another broker (another process, or another ``Broker`` in this one) holds the data
+    directory's ``.lock``; Kafka's ``LogManager.lockLogDirs`` refuses to start the same way."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__(
+            f"Failed to acquire lock on file .lock in {path}. A Kafka instance in another "
+            "process or thread is using this directory."
+        )
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.path,))

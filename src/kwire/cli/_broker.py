@@ -9,6 +9,7 @@ import signal
 import sys
 
 EXIT_OK = 0
+EXIT_FAILED = 1  # the broker could not start (its data directory is another broker's)
 EXIT_USAGE = 2
 
 
@@ -77,6 +78,7 @@ def _parse_config(items: list[str]) -> dict[str, str]:
 
 def run(args: argparse.Namespace) -> int:
     from kwire.broker import Broker, Cluster, ConfigError
+    from kwire.errors import DataDirLockedError
     from kwire.protocol.releases import NEWEST
 
     logging.basicConfig(
@@ -152,7 +154,11 @@ def run(args: argparse.Namespace) -> int:
                 _print_removed(broker.removed_version_report(), args.report_removed_in)
             await broker.stop_async()
 
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    except DataDirLockedError as exc:
+        print(f"kwire broker: {exc}", file=sys.stderr)
+        return EXIT_FAILED
     return EXIT_OK
 
 

@@ -49,7 +49,12 @@ from kwire.log._datadir import (
     meta_properties_node_id,
     read_offset_checkpoint,
 )
-from kwire.log._errors import LogError, OffsetOutOfRangeError, ProducerStateError
+from kwire.log._errors import (
+    DataDirLockedError,
+    LogError,
+    OffsetOutOfRangeError,
+    ProducerStateError,
+)
 from kwire.log._files import MappedFile, list_log_dir, open_segment, read_small_file
 from kwire.log._index import (
     OffsetIndex,
@@ -141,6 +146,7 @@ __all__ = [
     "CleanerStats",
     "CleaningRound",
     "DataDir",
+    "DataDirLockedError",
     "EpochEntry",
     "FetchDataInfo",
     "FileSlice",

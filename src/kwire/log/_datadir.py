@@ -16,7 +16,9 @@ the partition logs (``LiveLog``) with what they say:
   offset of each compacted log (``LogCleanerManager``; read and written for the cleaner by
   ``read_cleaner_checkpoint`` / ``write_cleaner_checkpoint``);
 - ``.kafka_cleanshutdown``: written by ``close`` after every log is closed and checkpointed, and
-  removed at open; while it exists, logs skip the recovery of segments past their recovery point.
+  removed at open; while it exists, logs skip the recovery of segments past their recovery point;
+- ``.lock``: held (``DirLock``) from the start of ``open`` to the end of ``close``, before any
+  other file is read or written; a second broker on the directory gets ``DataDirLockedError``.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from typing import Final
 from kwire.errors import DecodeError
 from kwire.log._layout import TopicPartition, parse_partition_dir
 from kwire.log._live import LiveLog, LogConfig
+from kwire.log._lock import DirLock
 from kwire.log._writer import _fsync_dir
 
 __all__ = [
@@ -152,9 +155,17 @@ class DataDir:
     """One broker data directory; see the module doc. Open with ``DataDir.open``."""
 
     def __init__(
-        self, path: str, cluster_id: str, node_id: int, directory_id: str, clean: bool
+        self,
+        path: str,
+        cluster_id: str,
+        node_id: int,
+        directory_id: str,
+        clean: bool,
+        lock: DirLock | None = None,
     ) -> None:
         self.path = path
+        #: The directory's ``.lock`` (``open`` takes it; ``close`` lets it go).
+        self.lock = lock
         self.cluster_id = cluster_id
         self.node_id = node_id
         self.directory_id = directory_id
@@ -170,6 +181,17 @@ class DataDir:
         accepts the stored one (or makes a random one for a new directory)."""
         root = os.path.abspath(os.fspath(path))
         os.makedirs(root, exist_ok=True)
+        lock = DirLock.acquire(root)
+        try:
+            return cls._open_locked(root, lock, cluster_id, node_id)
+        except BaseException:
+            lock.release()
+            raise
+
+    @classmethod
+    def _open_locked(
+        cls, root: str, lock: DirLock, cluster_id: str | None, node_id: int
+    ) -> DataDir:
         meta_path = os.path.join(root, META_PROPERTIES)
         if os.path.exists(meta_path):
             with open(meta_path, encoding="utf-8") as f:
@@ -205,7 +227,7 @@ class DataDir:
             _write_atomic(meta_path, text)
         marker = os.path.join(root, CLEAN_SHUTDOWN_FILE)
         clean = os.path.exists(marker)
-        self = cls(root, cluster_id, node_id, directory_id, clean)
+        self = cls(root, cluster_id, node_id, directory_id, clean, lock)
         if clean:
             os.remove(marker)
             _fsync_dir(root)
@@ -277,6 +299,12 @@ class DataDir:
             _write_atomic(os.path.join(self.path, name), encode_offset_checkpoint(offsets))
         self.recovery_points, self.log_start_offsets, self.high_watermarks = recovery, starts, hws
 
+    def abandon(self) -> None:
+        """Let the ``.lock`` go and nothing else: what a killed process leaves behind (for tests
+        that simulate a crash in one process; a real broker calls ``close``)."""
+        if self.lock is not None:
+            self.lock.release()
+
     def close(self, logs: Iterable[LiveLog]) -> None:
         """Clean shutdown: close every log, write the checkpoints, then the clean marker."""
         items = list(logs)
@@ -285,3 +313,4 @@ class DataDir:
         self.write_checkpoints(items)
         with contextlib.suppress(FileExistsError):
             _write_atomic(os.path.join(self.path, CLEAN_SHUTDOWN_FILE), '{"version":0}')
+        self.abandon()
