@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import base64
 import json
+import socket
+import struct
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from kwire.broker import Broker, ManualClock
 from kwire.broker._sasl import SaslAuthenticator, SaslConfig
 from kwire.protocol import message_class
 
@@ -119,3 +123,54 @@ def test_reauthentication_restarts_the_session() -> None:
     assert not auth.expired()
     clock[0] += 1
     assert auth.expired()
+
+
+# --- on a listener: a connection past its session is closed ------------------------------------
+
+
+def _frame(api_key: int, version: int, body: bytes, correlation_id: int) -> bytes:
+    header = struct.pack(">hhih", api_key, version, correlation_id, 4) + b"test"
+    return struct.pack(">i", len(header) + len(body)) + header + body
+
+
+def _reply(sock: socket.socket) -> bytes | None:
+    """One size-prefixed reply, or None when the broker closed the connection."""
+    data = b""
+    while len(data) < 4:
+        chunk = sock.recv(4 - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    (size,) = struct.unpack(">i", data)
+    body = b""
+    while len(body) < size:
+        chunk = sock.recv(size - len(body))
+        if not chunk:
+            return None
+        body += chunk
+    return body
+
+
+def test_a_raw_token_session_is_closed_when_it_ends(tmp_path: Path) -> None:
+    """SaslHandshake v0 and a raw PLAIN token (the pre-KIP-152 exchange), then Metadata requests:
+    served within ``connections.max.reauth.ms``, the connection closed after it."""
+    clock = ManualClock(NOW)
+    config = {
+        "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": 'user_alice="alice-secret";',
+        "connections.max.reauth.ms": "10000",
+    }
+    metadata = _frame(3, 1, struct.pack(">i", -1), 3)  # Metadata v1, all topics
+    with Broker(tmp_path / "data", config=config, clock=clock) as broker:
+        host, port = broker.bootstrap.rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            sock.sendall(_frame(17, 0, struct.pack(">h", 5) + b"PLAIN", 1))
+            handshake = _reply(sock)
+            assert handshake is not None and handshake[4:6] == b"\0\0"
+            sock.sendall(struct.pack(">i", len(PLAIN)) + PLAIN)
+            assert _reply(sock) == b""  # PLAIN's empty final token
+            sock.sendall(metadata)
+            assert _reply(sock) is not None
+            clock.advance(10_000)
+            sock.sendall(metadata)
+            assert _reply(sock) is None
