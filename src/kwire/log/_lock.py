@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+from collections.abc import Callable
 from typing import Final
 
 from kwire.errors import DataDirLockedError
@@ -45,11 +46,12 @@ class DirLock:
     def held(self) -> bool:
         return self._fd >= 0
 
-    def release(self) -> None:
-        """Unlock (closing the file drops the flock); a second call does nothing."""
+    def release(self, _close: Callable[[int], None] = os.close) -> None:
+        """Unlock (closing the file drops the flock); a second call does nothing. (``os.close``
+        is bound early: ``__del__`` may run while the interpreter tears modules down.)"""
         fd, self._fd = self._fd, -1
         if fd >= 0:
-            os.close(fd)
+            _close(fd)
 
     def __del__(self) -> None:
         # A broker dropped without close: let the directory go, as a dead process's would.
