@@ -24,6 +24,7 @@ __all__ = [
     "LOG_ERRORS",
     "AppendError",
     "CorruptRecordError",
+    "DataDirLockedError",
     "DecodeError",
     "EncodeError",
     "FastPathError",
@@ -257,3 +258,18 @@ class KafkaStorageError(LogError):
 
     def __reduce__(self) -> tuple[object, ...]:
         return (type(self), (self.error_name, self.message, self.log_dir))
+
+
+class DataDirLockedError(KwireError):
+    """Another broker (another process, or another ``Broker`` in this one) holds the data
+    directory's ``.lock``; Kafka's ``LogManager.lockLogDirs`` refuses to start the same way."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__(
+            f"Failed to acquire lock on file .lock in {path}. A Kafka instance in another "
+            "process or thread is using this directory."
+        )
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.path,))

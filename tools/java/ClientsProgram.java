@@ -16,7 +16,7 @@
  *       property (acks=1, enable.idempotence=false, linger.ms=5, ...). Without "idempotent" or
  *       "transactional" enable.idempotence is false.
  *       -> {"acks": [{"index", "partition", "offset", "timestamp"} | {"index", "error"}], "error": null}
- *   consume <bootstrap> <topic> <expected-count> <timeout-ms> [read_committed] [name=value ...]
+ *   consume <bootstrap> <topic> <expected-count> <timeout-ms> [read_committed] [seek=<offset>] [name=value ...]
  *       assign() every partition (no group), seekToBeginning, poll until expected-count records or
  *       the deadline.
  *       -> {"records": [{"partition", "offset", "timestamp", "timestampType", "key", "value",
@@ -257,9 +257,12 @@ public class ClientsProgram {
         props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         props.put(ConsumerConfig.REQUEST_TIMEOUT_MS_CONFIG, "10000");
         props.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "20000");
+        long seek = -1;  // seek=<offset>: start there (every partition) instead of the beginning
         for (int a = 5; a < args.length; a++) {
             if (args[a].equals("read_committed")) {
                 props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+            } else if (args[a].startsWith("seek=")) {
+                seek = Long.parseLong(args[a].substring(5));
             } else if (args[a].contains("=")) {
                 int eq = args[a].indexOf('=');
                 props.put(args[a].substring(0, eq), args[a].substring(eq + 1));
@@ -278,7 +281,13 @@ public class ClientsProgram {
                 partitions.add(new TopicPartition(topic, info.partition()));
             }
             consumer.assign(partitions);
-            consumer.seekToBeginning(partitions);
+            if (seek < 0) {
+                consumer.seekToBeginning(partitions);
+            } else {
+                for (TopicPartition tp : partitions) {
+                    consumer.seek(tp, seek);
+                }
+            }
             int seen = 0;
             while (seen < expected && System.currentTimeMillis() < deadline) {
                 ConsumerRecords<byte[], byte[]> polled = consumer.poll(Duration.ofMillis(200));

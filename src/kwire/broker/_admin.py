@@ -389,7 +389,7 @@ def _create_topic(state: BrokerState, topic: Any, validate_only: bool) -> Any:
             error_message=exc.message,
             num_partitions=-1,
             replication_factor=-1,
-            configs=None,
+            configs=[],  # Kafka's default: an empty array, not null (FieldSpec.fieldDefault)
         )
     return _created_result(state, name, topic_id, partitions, factor, configs)
 
@@ -431,7 +431,7 @@ def _topic_error_result(name: str, error: ErrorCode, message: str | None) -> Any
         error_message=message,
         num_partitions=-1,
         replication_factor=-1,
-        configs=None,
+        configs=[],
     )
 
 

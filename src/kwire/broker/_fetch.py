@@ -289,7 +289,9 @@ class _FetchPlan:
             log_start_offset=-1,
             aborted_transactions=None,
             preferred_read_replica=-1,
-            records=None,
+            # Empty, never null, on every error path (FetchResponse.partitionResponse:
+            # MemoryRecords.EMPTY): librdkafka rejects a null record set and never resets.
+            records=b"",
         )
         partition = self.state.partition(cp.topic, cp.partition) if cp.topic else None
         if cp.topic and not authorize(self.state, self.ctx, "READ", TOPIC, cp.topic):

@@ -7,9 +7,11 @@ of a SASL listener is a sans-IO state machine (``INITIAL`` -> ``HANDSHAKE`` -> `
 SaslAuthenticate are accepted; anything else closes the connection, as Kafka's
 ``IllegalSaslStateException`` does. A SaslHandshake v0 switches to the pre-KIP-152 exchange of raw
 size-prefixed tokens; v1 to SaslAuthenticate requests (KIP-152 error responses). Re-authentication
-(KIP-368) starts with a SaslHandshake on an authenticated connection; with
-``connections.max.reauth.ms`` > 0 the SaslAuthenticate response carries the session lifetime and
-the server closes a connection whose session expired.
+(KIP-368) starts with a SaslHandshake on an authenticated connection. Every completed exchange
+(SaslAuthenticate of any version, or raw tokens) starts a session of ``connections.max.reauth.ms``,
+cut to the credential's own expiry (an OAUTHBEARER token's ``exp``), or of that expiry alone when
+the config is 0; the SaslAuthenticate response (v1+) carries it and the server closes a connection
+whose session expired.
 
 Failures keep Kafka's wording: a ``SaslAuthenticationError`` raised with ``generic=True`` (Kafka's
 plain ``SaslException``: SCRAM's bad proof or unknown user) is answered with "Authentication failed
@@ -563,6 +565,8 @@ class SaslAuthenticator:
         self.principal: str | None = None
         self.mechanism: str | None = None
         self.expires_at_ms: int | None = None
+        #: What the SaslAuthenticate response (v1+) tells the client (0: no limit).
+        self.session_lifetime_ms = 0
         self._server: SaslServer | None = None
         self._reauth = False
 
@@ -648,7 +652,8 @@ class SaslAuthenticator:
                 close=True,
                 delay_ms=self.config.failed_delay_ms,
             )
-        lifetime = self._session_lifetime() if self.state == "COMPLETE" and version >= 1 else 0
+        # the lifetime was set when the exchange completed; the field exists from v1
+        lifetime = self.session_lifetime_ms if self.state == "COMPLETE" and version >= 1 else 0
         return SaslStep(
             AUTHENTICATE_RESPONSE(
                 error_code=0,
@@ -689,23 +694,27 @@ class SaslAuthenticator:
             self.principal = principal
             self.state = "COMPLETE"
             self._reauth = False
-            self._credential_expiry = server.expires_at_ms
+            self._start_session(server.expires_at_ms)
         return challenge
 
-    def _session_lifetime(self) -> int:
-        """KIP-368: ``connections.max.reauth.ms``, cut to the credential's expiry."""
+    def _start_session(self, credential_expiry_ms: int | None) -> None:
+        """KIP-368, on every path that completes an exchange (SaslAuthenticate of any version,
+        raw tokens): ``connections.max.reauth.ms``, cut to the credential's own expiry, or that
+        expiry alone when the config is 0 (``SaslServerAuthenticator.ReauthInfo.
+        calcCompletionTimesAndReturnSessionLifetimeMs``). No config and no expiry: no limit."""
         assert self.mechanism is not None
         max_reauth = self.config.reauth_ms.get(self.mechanism, 0)
-        if max_reauth <= 0:
-            self.expires_at_ms = None
-            return 0
         now = self._now_ms()
-        lifetime = max_reauth
-        expiry = getattr(self, "_credential_expiry", None)
-        if expiry is not None:
-            lifetime = max(0, min(lifetime, expiry - now))
-        self.expires_at_ms = now + lifetime
-        return lifetime
+        if credential_expiry_ms is None and max_reauth <= 0:
+            self.session_lifetime_ms, self.expires_at_ms = 0, None
+            return
+        if credential_expiry_ms is None:
+            lifetime = max_reauth
+        elif max_reauth <= 0:
+            lifetime = max(0, credential_expiry_ms - now)
+        else:
+            lifetime = max(0, min(credential_expiry_ms - now, max_reauth))
+        self.session_lifetime_ms, self.expires_at_ms = lifetime, now + lifetime
 
     def _public_message(self, exc: SaslAuthenticationError) -> str:
         if exc.generic:

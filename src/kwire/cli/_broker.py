@@ -9,7 +9,7 @@ import signal
 import sys
 
 EXIT_OK = 0
-EXIT_FAILURE = 1  # the data directory failed (an I/O error) while serving
+EXIT_FAILURE = 1  # the data directory is another broker's, or failed (an I/O error) while serving
 EXIT_USAGE = 2
 
 
@@ -78,6 +78,7 @@ def _parse_config(items: list[str]) -> dict[str, str]:
 
 def run(args: argparse.Namespace) -> int:
     from kwire.broker import Broker, Cluster, ConfigError
+    from kwire.errors import DataDirLockedError
     from kwire.protocol.releases import NEWEST
 
     logging.basicConfig(
@@ -167,7 +168,11 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_FAILURE
         return EXIT_OK
 
-    return asyncio.run(main())
+    try:
+        return asyncio.run(main())
+    except DataDirLockedError as exc:
+        print(f"kwire broker: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
 
 
 def _print_removed(uses: list[dict[str, object]], release: str) -> None:

@@ -50,6 +50,7 @@ from kwire.log._datadir import (
     read_offset_checkpoint,
 )
 from kwire.log._errors import (
+    DataDirLockedError,
     KafkaStorageError,
     LogError,
     OffsetOutOfRangeError,
@@ -147,6 +148,7 @@ __all__ = [
     "CleanerStats",
     "CleaningRound",
     "DataDir",
+    "DataDirLockedError",
     "EpochEntry",
     "FetchDataInfo",
     "FileSlice",

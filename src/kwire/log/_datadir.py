@@ -21,6 +21,8 @@ the partition logs (``LiveLog``) with what they say:
   checkpoint, ``__cluster_metadata``) takes it offline (``KafkaStorageError``). An offline
   directory writes no checkpoint and no clean-shutdown marker (Kafka checkpoints live
   directories only), so the next start recovers every log past its recovery point.
+- ``.lock``: held (``DirLock``) from the start of ``open`` to the end of ``close``, before any
+  other file is read or written; a second broker on the directory gets ``DataDirLockedError``.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from kwire.errors import DecodeError, KafkaStorageError
 from kwire.log._failure import LogDirFailureChannel
 from kwire.log._layout import TopicPartition, parse_partition_dir
 from kwire.log._live import LiveLog, LogConfig, read_topic_id
+from kwire.log._lock import DirLock
 from kwire.log._writer import _fsync_dir
 
 log = logging.getLogger("kwire.log")
@@ -166,9 +169,17 @@ class DataDir:
     """One broker data directory; see the module doc. Open with ``DataDir.open``."""
 
     def __init__(
-        self, path: str, cluster_id: str, node_id: int, directory_id: str, clean: bool
+        self,
+        path: str,
+        cluster_id: str,
+        node_id: int,
+        directory_id: str,
+        clean: bool,
+        lock: DirLock | None = None,
     ) -> None:
         self.path = path
+        #: The directory's ``.lock`` (``open`` takes it; ``close`` lets it go).
+        self.lock = lock
         self.cluster_id = cluster_id
         self.node_id = node_id
         self.directory_id = directory_id
@@ -186,6 +197,17 @@ class DataDir:
         accepts the stored one (or makes a random one for a new directory)."""
         root = os.path.abspath(os.fspath(path))
         os.makedirs(root, exist_ok=True)
+        lock = DirLock.acquire(root)
+        try:
+            return cls._open_locked(root, lock, cluster_id, node_id)
+        except BaseException:
+            lock.release()
+            raise
+
+    @classmethod
+    def _open_locked(
+        cls, root: str, lock: DirLock, cluster_id: str | None, node_id: int
+    ) -> DataDir:
         meta_path = os.path.join(root, META_PROPERTIES)
         if os.path.exists(meta_path):
             with open(meta_path, encoding="utf-8") as f:
@@ -221,7 +243,7 @@ class DataDir:
             _write_atomic(meta_path, text)
         marker = os.path.join(root, CLEAN_SHUTDOWN_FILE)
         clean = os.path.exists(marker)
-        self = cls(root, cluster_id, node_id, directory_id, clean)
+        self = cls(root, cluster_id, node_id, directory_id, clean, lock)
         if clean:
             os.remove(marker)
             _fsync_dir(root)
@@ -321,23 +343,32 @@ class DataDir:
             self._write_checkpoint(name, encode_offset_checkpoint(offsets))
         self.recovery_points, self.log_start_offsets, self.high_watermarks = recovery, starts, hws
 
+    def abandon(self) -> None:
+        """Let the ``.lock`` go and nothing else: what a killed process leaves behind (for tests
+        that simulate a crash in one process; a real broker calls ``close``)."""
+        if self.lock is not None:
+            self.lock.release()
+
     def close(self, logs: Iterable[LiveLog]) -> None:
         """Clean shutdown: close every log, write the checkpoints, then the clean marker. An
         offline directory only has its logs' descriptors closed: no checkpoint, no marker, so the
         next start recovers; a log that fails now raises its ``KafkaStorageError`` (after the
         other logs are closed)."""
-        items = list(logs)
-        failed: KafkaStorageError | None = None
-        for lg in items:
-            try:
-                lg.close()
-            except KafkaStorageError as exc:
-                failed = failed or exc
-        if failed is not None:
-            raise failed
-        if self.offline:
-            log.error("%s is offline: its logs are recovered at the next start", self.path)
-            return
-        self.write_checkpoints(items)
-        with contextlib.suppress(FileExistsError):
-            self._write_checkpoint(CLEAN_SHUTDOWN_FILE, '{"version":0}')
+        try:
+            items = list(logs)
+            failed: KafkaStorageError | None = None
+            for lg in items:
+                try:
+                    lg.close()
+                except KafkaStorageError as exc:
+                    failed = failed or exc
+            if failed is not None:
+                raise failed
+            if self.offline:
+                log.error("%s is offline: its logs are recovered at the next start", self.path)
+                return
+            self.write_checkpoints(items)
+            with contextlib.suppress(FileExistsError):
+                self._write_checkpoint(CLEAN_SHUTDOWN_FILE, '{"version":0}')
+        finally:
+            self.abandon()  # the .lock goes last, whatever happened

@@ -11,6 +11,7 @@ from typing import Final
 
 from kwire.errors import (
     LOG_ERRORS,
+    DataDirLockedError,
     KafkaStorageError,
     LogError,
     OffsetOutOfRangeError,
@@ -20,6 +21,7 @@ from kwire.errors import (
 
 __all__ = [
     "LOG_ERROR_CODES",
+    "DataDirLockedError",
     "KafkaStorageError",
     "LogError",
     "OffsetOutOfRangeError",
