@@ -444,40 +444,46 @@ class GroupCoordinator:
         supports_skip_assignment: bool = False,
     ) -> None:
         """``updateStaticMemberThenRebalanceOrCompleteJoin``: a known instance rejoins with a
-        new member id; the old one is fenced."""
+        new member id; the old one is fenced (``ClassicGroup.replaceStaticMember``)."""
+        current_leader = group.leader_id
         old = group.members.pop(old_id)
         if old.join_waiter is not None:
             old.join_waiter.resolve(JoinResult(ErrorCode.FENCED_INSTANCE_ID, member_id=old_id))
         if old.sync_waiter is not None:
             old.sync_waiter.resolve(SyncResult(ErrorCode.FENCED_INSTANCE_ID))
         old.join_waiter = old.sync_waiter = None
+        # the new member keeps the old one's client id and host (replaceStaticMember), and takes
+        # the request's protocols and timeouts (updateMember)
         member = Member(
-            new_id, old.group_instance_id, client_id, client_host, rebalance_timeout_ms,
-            session_timeout_ms, old.protocol_type, old.protocols, assignment=old.assignment,
+            new_id, old.group_instance_id, old.client_id, old.client_host, rebalance_timeout_ms,
+            session_timeout_ms, old.protocol_type, protocols, assignment=old.assignment,
         )  # fmt: skip
         group.members[new_id] = member
         assert old.group_instance_id is not None
         group.static_members[old.group_instance_id] = new_id
         if group.leader_id == old_id:
             group.leader_id = new_id
-        member.heartbeat_deadline = now_ms + session_timeout_ms
-        is_leader = group.leader_id == new_id
-        member.protocols = protocols
-        if (
-            group.state == STABLE
-            and group.select_protocol() == group.protocol_name
-            and (not is_leader or supports_skip_assignment)
-        ):
-            # The next generation would select the same protocol: keep the assignment, no
-            # rebalance (KIP-345; the subscription bytes may differ, a restarted consumer owns
-            # nothing yet); a leader is told to skip the assignment (KIP-814, JoinGroup v9+).
+        member.heartbeat_deadline = now_ms + old.session_timeout_ms
+        if group.state == STABLE and group.select_protocol() == group.protocol_name:
+            # The next generation would select the same protocol: no rebalance, the member keeps
+            # its assignment under the new id (KIP-345; the subscription bytes may differ, a
+            # restarted consumer owns nothing yet). From JoinGroup v9 (KIP-814) a returning leader
+            # is told so and skips the assignment; before v9 every returning member, the leader
+            # too, is answered as a follower (the leader field names the old leader id), so it
+            # syncs and gets its old assignment; the other members see nothing.
             self._store_group(group, now_ms)
             result = self._join_result(group, member, ErrorCode.NONE)
-            result.skip_assignment = is_leader
+            if supports_skip_assignment:
+                result.skip_assignment = group.leader_id == new_id
+            else:
+                result.members = []
+                result.leader = current_leader or ""
             waiter.resolve(result)
             return
         member.join_waiter = waiter
-        if group.state in (STABLE, COMPLETING_REBALANCE, EMPTY):
+        if group.state in (STABLE, COMPLETING_REBALANCE):
+            # Stable: the protocol changes; CompletingRebalance: the leader may have assigned to
+            # the old member id, so a new generation is needed
             self._prepare_rebalance(group, now_ms)
 
     def _join_known(
