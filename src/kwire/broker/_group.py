@@ -335,6 +335,7 @@ class GroupCoordinator:
         ):
             waiter.resolve(JoinResult(ErrorCode.INVALID_SESSION_TIMEOUT, member_id=member_id))
             return waiter
+        self.expire_due(group_id, now_ms)
         group = self.groups.get(group_id)
         if group is None:
             if member_id:
@@ -533,10 +534,13 @@ class GroupCoordinator:
             waiter.resolve(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id=member_id))
 
     def _validate_member(self, group: Group, member_id: str, instance_id: str | None) -> ErrorCode:
-        """``ClassicGroup.validateMember``: static fencing first, then the member id."""
+        """``ClassicGroup.validateMember``: the instance id first (unknown, or mapped to another
+        member id: fenced), then the member id."""
         if instance_id is not None:
             known = group.static_members.get(instance_id)
-            if known is not None and known != member_id:
+            if known is None:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            if known != member_id:
                 return ErrorCode.FENCED_INSTANCE_ID
         if member_id not in group.members:
             return ErrorCode.UNKNOWN_MEMBER_ID
@@ -669,6 +673,7 @@ class GroupCoordinator:
     ) -> Waiter:
         """``GroupMetadataManager.classicGroupSync``."""
         waiter = Waiter()
+        self.expire_due(group_id, now_ms)
         group = self.groups.get(group_id)
         if group is None or group.state == DEAD:
             waiter.resolve(SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
@@ -729,16 +734,18 @@ class GroupCoordinator:
         now_ms: int,
     ) -> ErrorCode:
         """``GroupMetadataManager.classicGroupHeartbeat``."""
+        self.expire_due(group_id, now_ms)
         group = self.groups.get(group_id)
         if group is None or group.state == DEAD:
             return ErrorCode.UNKNOWN_MEMBER_ID
+        # validateClassicGroupHeartbeat: member, generation; then the state
         error = self._validate_member(group, member_id, group_instance_id)
         if error is not ErrorCode.NONE:
             return error
-        if group.state == EMPTY:
-            return ErrorCode.UNKNOWN_MEMBER_ID
         if generation_id != group.generation_id:
             return ErrorCode.ILLEGAL_GENERATION
+        if group.state == EMPTY:
+            return ErrorCode.UNKNOWN_MEMBER_ID
         member = group.members[member_id]
         member.heartbeat_deadline = now_ms + member.session_timeout_ms
         if group.state == PREPARING_REBALANCE:
@@ -749,6 +756,7 @@ class GroupCoordinator:
         self, group_id: str, members: list[tuple[str, str | None]], now_ms: int
     ) -> tuple[ErrorCode, list[tuple[str, str | None, ErrorCode]]]:
         """``classicGroupLeave``: the top-level error and one error per leaving member."""
+        self.expire_due(group_id, now_ms)
         group = self.groups.get(group_id)
         if group is None or group.state == DEAD:
             return ErrorCode.UNKNOWN_MEMBER_ID, []
@@ -811,47 +819,64 @@ class GroupCoordinator:
             self._next_offsets_cleanup = now_ms + self.conf("offsets.retention.check.interval.ms")
             self.cleanup_group_metadata(now_ms)
         for group in list(self.groups.values()):
-            changed = False
-            for pending, expiry in list(group.pending_members.items()):
-                if now_ms >= expiry:
-                    del group.pending_members[pending]
-                    changed = True
-            for member in list(group.members.values()):
-                if member.join_waiter is not None or member.sync_waiter is not None:
-                    continue  # ClassicGroupMember.shouldKeepAlive
-                if now_ms >= member.heartbeat_deadline:
-                    log.info("member %s of group %s expired", member.member_id, group.group_id)
-                    self._remove_member(group, member.member_id)
-                    changed = True
-            if changed:
-                self._after_removal(group, now_ms)
-            deadline = group.rebalance_deadline
-            if deadline is not None and now_ms >= deadline:
-                if group.state == PREPARING_REBALANCE:
-                    if (
-                        group.in_initial_delay
-                        and group.new_member_added
-                        and group.initial_delay_remaining > 0
-                    ):
-                        delay = min(
-                            self.conf("group.initial.rebalance.delay.ms"),
-                            group.initial_delay_remaining,
-                        )
-                        group.initial_delay_remaining -= delay
-                        group.new_member_added = False
-                        group.rebalance_deadline = now_ms + delay
-                    else:
-                        group.in_initial_delay = False
-                        self._complete_join(group, now_ms)
-                elif group.state == COMPLETING_REBALANCE:
-                    # the leader never synced: drop who did not sync, rebalance again
-                    for member in list(group.members.values()):
-                        if member.sync_waiter is None:
-                            self._remove_member(group, member.member_id)
-                    self._prepare_rebalance(group, now_ms)
-                    self._maybe_complete_join(group, now_ms)
+            self._run_timers(group, now_ms)
+
+    def expire_due(self, group_id: str, now_ms: int) -> None:
+        """Run the group's timers that are due before a request looks at it: Kafka keeps a
+        timer per member (and per rebalance), which fires at its deadline; ``tick`` runs every
+        100 ms, so a request just after a deadline would otherwise see the member still there
+        (a DeleteGroups answered NON_EMPTY_GROUP, a heartbeat accepted)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return
+        if group.consumer is not None:
+            self.consumer.run_timers(group.consumer, now_ms)
+        else:
+            self._run_timers(group, now_ms)
+
+    def _run_timers(self, group: Group, now_ms: int) -> None:
+        """The group's due timers: pending members, sessions, the rebalance deadline."""
+        changed = False
+        for pending, expiry in list(group.pending_members.items()):
+            if now_ms >= expiry:
+                del group.pending_members[pending]
+                changed = True
+        for member in list(group.members.values()):
+            if member.join_waiter is not None or member.sync_waiter is not None:
+                continue  # ClassicGroupMember.shouldKeepAlive
+            if now_ms >= member.heartbeat_deadline:
+                log.info("member %s of group %s expired", member.member_id, group.group_id)
+                self._remove_member(group, member.member_id)
+                changed = True
+        if changed:
+            self._after_removal(group, now_ms)
+        deadline = group.rebalance_deadline
+        if deadline is not None and now_ms >= deadline:
+            if group.state == PREPARING_REBALANCE:
+                if (
+                    group.in_initial_delay
+                    and group.new_member_added
+                    and group.initial_delay_remaining > 0
+                ):
+                    delay = min(
+                        self.conf("group.initial.rebalance.delay.ms"),
+                        group.initial_delay_remaining,
+                    )
+                    group.initial_delay_remaining -= delay
+                    group.new_member_added = False
+                    group.rebalance_deadline = now_ms + delay
                 else:
-                    group.rebalance_deadline = None
+                    group.in_initial_delay = False
+                    self._complete_join(group, now_ms)
+            elif group.state == COMPLETING_REBALANCE:
+                # the leader never synced: drop who did not sync, rebalance again
+                for member in list(group.members.values()):
+                    if member.sync_waiter is None:
+                        self._remove_member(group, member.member_id)
+                self._prepare_rebalance(group, now_ms)
+                self._maybe_complete_join(group, now_ms)
+            else:
+                group.rebalance_deadline = None
 
     # --- offset retention (KIP-211) -----------------------------------------------------------
 
@@ -946,6 +971,7 @@ class GroupCoordinator:
         now_ms: int,
     ) -> Group:
         """``OffsetMetadataManager.validateOffsetCommit`` / ``ClassicGroup.validateOffsetCommit``."""
+        self.expire_due(group_id, now_ms)
         group = self.groups.get(group_id)
         if group is None or group.state == DEAD:
             if generation_id < 0:
@@ -966,17 +992,26 @@ class GroupCoordinator:
             return group
         if generation_id < 0 and group.state == EMPTY:
             return group  # a simple (admin / manual) commit
-        if group.state == COMPLETING_REBALANCE and not transactional:
+        # the member and its generation first, the group's state last: a member with a stale
+        # generation learns ILLEGAL_GENERATION (and rejoins), not REBALANCE_IN_PROGRESS
+        if generation_id >= 0 or member_id or group_instance_id is not None:
+            error = self._validate_member(group, member_id, group_instance_id)
+            if error is not ErrorCode.NONE:
+                raise GroupError(error)
+            if generation_id != group.generation_id:
+                raise GroupError(ErrorCode.ILLEGAL_GENERATION)
+        elif not transactional:
+            # no member and no generation (OffsetCommit v0): only into an Empty group; a
+            # transactional commit without them (TxnOffsetCommit v0-2) is accepted
+            raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID)
+        if transactional:
+            return group  # the group's state does not hold transactional offsets
+        if group.state == COMPLETING_REBALANCE:
             raise GroupError(ErrorCode.REBALANCE_IN_PROGRESS)
-        error = self._validate_member(group, member_id, group_instance_id)
-        if error is not ErrorCode.NONE:
-            raise GroupError(error)
-        if generation_id != group.generation_id:
-            raise GroupError(ErrorCode.ILLEGAL_GENERATION)
+        # a commit keeps the member's session in Stable and PreparingRebalance
+        # (OffsetMetadataManager.commitOffset)
         member = group.members[member_id]
-        member.heartbeat_deadline = max(
-            member.heartbeat_deadline, now_ms + member.session_timeout_ms
-        )
+        member.heartbeat_deadline = now_ms + member.session_timeout_ms
         return group
 
     def commit_offsets(
@@ -1051,6 +1086,7 @@ class GroupCoordinator:
         self, group_id: str, partitions: list[tuple[str, int]], now_ms: int
     ) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
         """``OffsetMetadataManager.deleteOffsets``."""
+        self.expire_due(group_id, now_ms)
         group = self.groups.get(group_id)
         if group is None or group.state == DEAD:
             return ErrorCode.GROUP_ID_NOT_FOUND, {}
@@ -1080,6 +1116,7 @@ class GroupCoordinator:
 
     def delete_group(self, group_id: str, now_ms: int) -> ErrorCode:
         """``GroupMetadataManager.deleteGroups``: only an empty (or dead) group."""
+        self.expire_due(group_id, now_ms)
         group = self.groups.get(group_id)
         if not group_id:
             return ErrorCode.INVALID_GROUP_ID
@@ -1290,7 +1327,10 @@ class GroupCoordinator:
 
     # --- describe -----------------------------------------------------------------------------
 
-    def list_groups(self) -> list[Group]:
+    def list_groups(self, now_ms: int | None = None) -> list[Group]:
+        if now_ms is not None:
+            for group_id in list(self.groups):
+                self.expire_due(group_id, now_ms)
         return [g for g in self.groups.values() if g.state != DEAD]
 
 

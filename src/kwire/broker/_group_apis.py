@@ -346,6 +346,8 @@ def handle_describe_groups(state: BrokerState, ctx: RequestContext, request: Any
     version = ctx.api_version
     coordinator = group_coordinator(state)
     ops = GROUP_OPERATIONS if version >= 3 and request.include_authorized_operations else None
+    for group_id in request.groups:  # members whose session ended are gone (their timer fired)
+        coordinator.expire_due(group_id, state.now_ms())
     out = []
     for group_id in request.groups:
         group = coordinator.groups.get(group_id)
@@ -431,7 +433,7 @@ def handle_list_groups(state: BrokerState, ctx: RequestContext, request: Any) ->
     out = []
     everything = authorize(state, ctx, "DESCRIBE", CLUSTER, "kafka-cluster")
     node = serving_node(state, ctx)
-    for group in group_coordinator(state).list_groups():
+    for group in group_coordinator(state).list_groups(state.now_ms()):
         if not everything and not authorize(state, ctx, "DESCRIBE", GROUP, group.group_id):
             continue
         if coordinator_node(state, GROUP_KEY, group.group_id) != node:
@@ -717,6 +719,7 @@ def handle_offset_fetch(state: BrokerState, ctx: RequestContext, request: Any) -
     groups = []
     for g in request.groups:
         error = ErrorCode.NONE
+        coordinator.expire_due(g.group_id, state.now_ms())
         holder = coordinator.groups.get(g.group_id)
         if not authorize(state, ctx, "DESCRIBE", GROUP, g.group_id):
             error = ErrorCode.GROUP_AUTHORIZATION_FAILED
@@ -867,6 +870,8 @@ def handle_consumer_group_describe(state: BrokerState, ctx: RequestContext, requ
             ]
         )
 
+    for group_id in request.group_ids:  # members whose session ended are gone
+        coordinator.expire_due(group_id, state.now_ms())
     out = []
     for group_id in request.group_ids:
         group = consumer.group(group_id)

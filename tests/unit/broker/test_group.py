@@ -846,7 +846,7 @@ def test_static_leader_restart_before_v9_keeps_the_group_stable(
 
 
 def test_static_leader_restart_v9_skips_the_assignment(state: BrokerState) -> None:
-    leader, follower = static_pair(state, 9)
+    _leader, follower = static_pair(state, 9)
     back = settle(join(state, "", version=9, instance="l"), 9)
     assert back.error_code == 0 and back.skip_assignment and back.generation_id == 2
     assert back.leader == back.member_id and len(back.members) == 2
@@ -929,7 +929,7 @@ def completing_pair(state: BrokerState) -> tuple[Any, Any]:
 
 def test_offset_commit_checks_member_and_generation_before_the_state(state: BrokerState) -> None:
     """``ClassicGroup.validateOffsetCommit``: member, generation, then CompletingRebalance."""
-    a, b = completing_pair(state)
+    a, _b = completing_pair(state)
     assert commit(state, 8, {0: 1}, generation=1, member_id=a.member_id) == [
         ErrorCode.ILLEGAL_GENERATION
     ]
@@ -940,9 +940,7 @@ def test_offset_commit_checks_member_and_generation_before_the_state(state: Brok
     assert commit(state, 8, {0: 1}) == [ErrorCode.UNKNOWN_MEMBER_ID]  # a simple commit
 
 
-def txn_commit(
-    state: BrokerState, version: int, generation: int = -1, member_id: str = ""
-) -> int:
+def txn_commit(state: BrokerState, version: int, generation: int = -1, member_id: str = "") -> int:
     response = call(
         state,
         "TxnOffsetCommit",
@@ -968,7 +966,7 @@ def txn_commit(
 def test_txn_offset_commit_checks(state: BrokerState) -> None:
     """Transactional commits are not held by the group's state, and one without a member id
     and generation (v0-2, or a producer outside the group) is accepted in any state."""
-    a, b = completing_pair(state)
+    a, _b = completing_pair(state)
     assert txn_commit(state, 2) == 0
     assert txn_commit(state, 3) == 0
     assert txn_commit(state, 3, generation=2, member_id=a.member_id) == 0
