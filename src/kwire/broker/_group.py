@@ -762,27 +762,24 @@ class GroupCoordinator:
             return ErrorCode.UNKNOWN_MEMBER_ID, []
         results: list[tuple[str, str | None, ErrorCode]] = []
         left = False
+        # classicGroupLeaveToClassicGroup; every answer echoes the request's member id (the
+        # admin client matches its removals by (member id, instance id), the member id empty)
         for member_id, instance_id in members:
-            if instance_id is not None:
-                known = group.static_members.get(instance_id)
+            error = ErrorCode.NONE
+            if not member_id:  # removal by instance id (Admin.removeMembersFromConsumerGroup)
+                known = group.static_members.get(instance_id) if instance_id is not None else None
                 if known is None:
-                    results.append((member_id, instance_id, ErrorCode.UNKNOWN_MEMBER_ID))
-                    continue
-                if member_id and known != member_id:
-                    results.append((member_id, instance_id, ErrorCode.FENCED_INSTANCE_ID))
-                    continue
-                member_id = known
-            if member_id in group.pending_members:
+                    error = ErrorCode.UNKNOWN_MEMBER_ID
+                else:
+                    self._remove_member(group, known)
+            elif member_id in group.pending_members:
                 del group.pending_members[member_id]
-                results.append((member_id, instance_id, ErrorCode.NONE))
-                left = True
-                continue
-            if member_id not in group.members:
-                results.append((member_id, instance_id, ErrorCode.UNKNOWN_MEMBER_ID))
-                continue
-            self._remove_member(group, member_id)
-            results.append((member_id, instance_id, ErrorCode.NONE))
-            left = True
+            else:
+                error = self._validate_member(group, member_id, instance_id)
+                if error is ErrorCode.NONE:
+                    self._remove_member(group, member_id)
+            results.append((member_id, instance_id, error))
+            left = left or error is ErrorCode.NONE
         if left:
             self._after_removal(group, now_ms)
         return ErrorCode.NONE, results

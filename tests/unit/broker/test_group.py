@@ -898,6 +898,12 @@ def test_leave_group_by_instance_id(state: BrokerState) -> None:
         ErrorCode.UNKNOWN_MEMBER_ID,
         ErrorCode.FENCED_INSTANCE_ID,
     ]
+    # each answer echoes the request's identity: Java's admin matches its removals by it
+    assert [(m.member_id, m.group_instance_id) for m in left.members] == [
+        ("", "f"),
+        ("", "nope"),
+        ("other", "l"),
+    ]
     group = coordinator(state).groups[GROUP]
     assert list(group.members) == [leader.member_id] and "f" not in group.static_members
     assert group.state == PREPARING_REBALANCE
