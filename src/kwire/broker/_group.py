@@ -353,11 +353,18 @@ class GroupCoordinator:
             # an empty consumer group becomes a classic group (its records are tombstoned)
             self._append(group_id, ConsumerGroups.tombstones(group.consumer), now_ms)
             group.consumer = None
-        if not group.supports(protocol_type, protocols):
-            waiter.resolve(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id=member_id))
+        if not self._accept_joining_member(group, member_id):
+            # classicGroupJoinToClassicGroup: the group's size before anything else
+            group.pending_members.pop(member_id, None)
+            if member_id in group.members:
+                self._remove_member(group, member_id)
+            waiter.resolve(JoinResult(ErrorCode.GROUP_MAX_SIZE_REACHED, member_id=""))
             return waiter
         if group.state == DEAD:
             waiter.resolve(JoinResult(ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id=member_id))
+            return waiter
+        if not group.supports(protocol_type, protocols):
+            waiter.resolve(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id=member_id))
             return waiter
         if not member_id:
             self._join_unknown(
@@ -407,9 +414,6 @@ class GroupCoordinator:
         supports_skip_assignment: bool = False,
     ) -> None:
         new_id = (instance_id or client_id) + "-" + str(uuid.uuid4())
-        if len(group.members) >= self.conf("group.max.size"):
-            waiter.resolve(JoinResult(ErrorCode.GROUP_MAX_SIZE_REACHED, member_id=""))
-            return
         if instance_id is not None:
             old_id = group.static_members.get(instance_id)
             if old_id is not None and old_id in group.members:
@@ -486,6 +490,21 @@ class GroupCoordinator:
             # Stable: the protocol changes; CompletingRebalance: the leader may have assigned to
             # the old member id, so a new generation is needed
             self._prepare_rebalance(group, now_ms)
+
+    def _accept_joining_member(self, group: Group, member_id: str) -> bool:
+        """``GroupMetadataManager.acceptJoiningMember``: while preparing a rebalance the members
+        awaiting a join count (the last to rejoin are kicked out if the limit went down);
+        otherwise the members."""
+        limit = self.conf("group.max.size")
+        member = group.members.get(member_id)
+        if group.state in (EMPTY, DEAD):
+            return True
+        if group.state == PREPARING_REBALANCE:
+            if member is not None and member.join_waiter is not None:
+                return True
+            awaiting = sum(1 for m in group.members.values() if m.join_waiter is not None)
+            return awaiting < limit
+        return member is not None or len(group.members) < limit
 
     def _join_known(
         self,
@@ -673,6 +692,9 @@ class GroupCoordinator:
     ) -> Waiter:
         """``GroupMetadataManager.classicGroupSync``."""
         waiter = Waiter()
+        if not group_id:  # GroupCoordinatorService.syncGroup
+            waiter.resolve(SyncResult(ErrorCode.INVALID_GROUP_ID))
+            return waiter
         self.expire_due(group_id, now_ms)
         group = self.groups.get(group_id)
         if group is None or group.state == DEAD:
@@ -734,6 +756,8 @@ class GroupCoordinator:
         now_ms: int,
     ) -> ErrorCode:
         """``GroupMetadataManager.classicGroupHeartbeat``."""
+        if not group_id:  # GroupCoordinatorService.heartbeat
+            return ErrorCode.INVALID_GROUP_ID
         self.expire_due(group_id, now_ms)
         group = self.groups.get(group_id)
         if group is None or group.state == DEAD:
@@ -756,10 +780,13 @@ class GroupCoordinator:
         self, group_id: str, members: list[tuple[str, str | None]], now_ms: int
     ) -> tuple[ErrorCode, list[tuple[str, str | None, ErrorCode]]]:
         """``classicGroupLeave``: the top-level error and one error per leaving member."""
+        if not group_id:  # GroupCoordinatorService.leaveGroup
+            return ErrorCode.INVALID_GROUP_ID, []
         self.expire_due(group_id, now_ms)
         group = self.groups.get(group_id)
         if group is None or group.state == DEAD:
-            return ErrorCode.UNKNOWN_MEMBER_ID, []
+            # the service answers a missing group member by member
+            return ErrorCode.NONE, [(m, i, ErrorCode.UNKNOWN_MEMBER_ID) for m, i in members]
         results: list[tuple[str, str | None, ErrorCode]] = []
         left = False
         # classicGroupLeaveToClassicGroup; every answer echoes the request's member id (the
@@ -1115,9 +1142,7 @@ class GroupCoordinator:
         """``GroupMetadataManager.deleteGroups``: only an empty (or dead) group."""
         self.expire_due(group_id, now_ms)
         group = self.groups.get(group_id)
-        if not group_id:
-            return ErrorCode.INVALID_GROUP_ID
-        if group is None or group.state == DEAD:
+        if group is None or group.state == DEAD:  # the empty id too (GroupCoordinatorService)
             return ErrorCode.GROUP_ID_NOT_FOUND
         if group.consumer is not None and group.consumer.members:
             return ErrorCode.NON_EMPTY_GROUP

@@ -1012,3 +1012,81 @@ def test_requests_after_the_deadline_see_the_member_expired(
         assert commit(state, 8, {0: 1}, generation=1, member_id=a.member_id) == [
             ErrorCode.UNKNOWN_MEMBER_ID
         ]
+
+
+def test_request_level_checks_before_the_coordinator(state: BrokerState) -> None:
+    """``GroupCoordinatorService``: an empty group id is INVALID_GROUP_ID for SyncGroup,
+    Heartbeat, LeaveGroup and TxnOffsetCommit; a LeaveGroup of a group that does not exist
+    answers UNKNOWN_MEMBER_ID per member; DeleteGroups looks the empty id up like any other."""
+    synced = settle(
+        call(state, "SyncGroup", 5, group_id="", generation_id=1, member_id="m", assignments=[]), 5
+    )
+    assert synced.error_code == ErrorCode.INVALID_GROUP_ID
+    beat = call(state, "Heartbeat", 4, group_id="", generation_id=1, member_id="m")
+    assert beat.error_code == ErrorCode.INVALID_GROUP_ID
+    left = call(state, "LeaveGroup", 5, group_id="", members=[LEAVE_MEMBER(member_id="m")])
+    assert left.error_code == ErrorCode.INVALID_GROUP_ID
+    response = call(
+        state,
+        "TxnOffsetCommit",
+        3,
+        transactional_id="tx",
+        group_id="",
+        producer_id=4000,
+        producer_epoch=0,
+        generation_id=-1,
+        member_id="",
+        topics=[
+            TXN_TOPIC(
+                name="t",
+                partitions=[
+                    TXN_PARTITION(partition_index=0, committed_offset=5, committed_metadata="")
+                ],
+            )
+        ],
+    )
+    assert response.topics[0].partitions[0].error_code == ErrorCode.INVALID_GROUP_ID
+    gone = call(
+        state,
+        "LeaveGroup",
+        4,
+        group_id="nope",
+        members=[LEAVE_MEMBER(member_id="m1"), LEAVE_MEMBER(member_id="", group_instance_id="i")],
+    )
+    assert gone.error_code == 0
+    assert [(m.member_id, m.group_instance_id, m.error_code) for m in gone.members] == [
+        ("m1", None, ErrorCode.UNKNOWN_MEMBER_ID),
+        ("", "i", ErrorCode.UNKNOWN_MEMBER_ID),
+    ]
+    old = call(state, "LeaveGroup", 2, group_id="nope", member_id="m1")
+    assert old.error_code == ErrorCode.UNKNOWN_MEMBER_ID
+    deleted = call(state, "DeleteGroups", 2, groups_names=["", "nope", "nope"])
+    assert [(r.group_id, r.error_code) for r in deleted.results] == [
+        ("", ErrorCode.GROUP_ID_NOT_FOUND),
+        ("nope", ErrorCode.GROUP_ID_NOT_FOUND),
+    ]
+
+
+def test_a_group_error_wins_over_a_too_large_metadata(state: BrokerState) -> None:
+    """``OffsetMetadataManager.commitOffset`` checks the metadata size after the group: a commit
+    the group refuses answers the group's error on every partition it would have written."""
+    a = settle(join_new(state), 9)
+    settle(sync(state, a.member_id, 1, {}), 5)
+    refused = commit(state, 8, {0: 1}, generation=7, member_id=a.member_id, metadata="x" * 4097)
+    assert refused == [ErrorCode.ILLEGAL_GENERATION]
+    accepted = commit(state, 8, {0: 1}, generation=1, member_id=a.member_id, metadata="x" * 4097)
+    assert accepted == [ErrorCode.OFFSET_METADATA_TOO_LARGE]
+
+
+def test_group_max_size_is_checked_first(tmp_path: Path) -> None:
+    """``acceptJoiningMember`` comes before the protocol check (GROUP_MAX_SIZE_REACHED, not
+    INCONSISTENT_GROUP_PROTOCOL); in PreparingRebalance it counts the members awaiting a join."""
+    state = make_state(tmp_path / "d", **{"group.max.size": "1"})
+    state.create_topic("t", 1)
+    try:
+        a = settle(join_new(state), 9)
+        settle(sync(state, a.member_id, 1, {}), 5)
+        other = settle(join(state, version=3, protocols=("roundrobin",)), 3)
+        assert other.error_code == ErrorCode.GROUP_MAX_SIZE_REACHED and other.member_id == ""
+    finally:
+        state.close()
