@@ -193,6 +193,9 @@ class Group:
     members: dict[str, Member] = field(default_factory=dict)
     static_members: dict[str, str] = field(default_factory=dict)  # instance id -> member id
     pending_members: dict[str, int] = field(default_factory=dict)  # member id -> deadline
+    #: KIP-814: members of this generation that have not sent SyncGroup yet (``rebalance_deadline``
+    #: is then their deadline, in CompletingRebalance and in Stable)
+    pending_sync: set[str] = field(default_factory=set)
     state_timestamp: int = -1
     rebalance_deadline: int | None = None
     initial_delay_remaining: int = 0
@@ -452,6 +455,7 @@ class GroupCoordinator:
         new member id; the old one is fenced (``ClassicGroup.replaceStaticMember``)."""
         current_leader = group.leader_id
         old = group.members.pop(old_id)
+        group.pending_sync.discard(old_id)
         if old.join_waiter is not None:
             old.join_waiter.resolve(JoinResult(ErrorCode.FENCED_INSTANCE_ID, member_id=old_id))
         if old.sync_waiter is not None:
@@ -604,6 +608,7 @@ class GroupCoordinator:
                 if member.sync_waiter is not None:
                     member.sync_waiter.resolve(SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
                     member.sync_waiter = None
+        group.pending_sync.clear()  # removeSyncExpiration
         initial = group.state == EMPTY
         group.state = PREPARING_REBALANCE
         group.state_timestamp = now_ms
@@ -647,10 +652,11 @@ class GroupCoordinator:
             group.leader_id = next(iter(group.members))
         group.protocol_name = group.select_protocol()
         group.state = COMPLETING_REBALANCE
-        # the leader must sync within the rebalance timeout (KIP-814's pending sync timer)
+        # every member must sync within the rebalance timeout (KIP-814's pending sync timer)
         group.rebalance_deadline = now_ms + max(
             m.rebalance_timeout_ms for m in group.members.values()
         )
+        group.pending_sync = set(group.members)
         for member in group.members.values():
             waiter = member.join_waiter
             member.join_waiter = None
@@ -718,9 +724,11 @@ class GroupCoordinator:
             waiter.resolve(SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
         elif group.state == STABLE:
             member.heartbeat_deadline = now_ms + member.session_timeout_ms
+            self._synced(group, member_id)
             waiter.resolve(self._sync_result(group, member))
         else:  # CompletingRebalance
             member.heartbeat_deadline = now_ms + member.session_timeout_ms
+            self._synced(group, member_id)
             if member.sync_waiter is not None:
                 member.sync_waiter.resolve(SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
             member.sync_waiter = waiter
@@ -730,7 +738,6 @@ class GroupCoordinator:
                     m.assignment = bytes(given.get(m.member_id, b""))
                 group.state = STABLE
                 group.state_timestamp = now_ms
-                group.rebalance_deadline = None
                 self._store_group(group, now_ms)
                 for m in group.members.values():
                     if m.sync_waiter is not None:
@@ -738,6 +745,13 @@ class GroupCoordinator:
                         m.sync_waiter = None
                 self._moved(group)
         return waiter
+
+    @staticmethod
+    def _synced(group: Group, member_id: str) -> None:
+        """``removePendingSyncMember``: the sync timer ends when every member has synced."""
+        group.pending_sync.discard(member_id)
+        if not group.pending_sync:
+            group.rebalance_deadline = None
 
     @staticmethod
     def _sync_result(group: Group, member: Member) -> SyncResult:
@@ -813,6 +827,7 @@ class GroupCoordinator:
 
     def _remove_member(self, group: Group, member_id: str) -> None:
         member = group.members.pop(member_id)
+        group.pending_sync.discard(member_id)
         instance_id = member.group_instance_id
         if instance_id is not None and group.static_members.get(instance_id) == member_id:
             del group.static_members[instance_id]
@@ -892,11 +907,12 @@ class GroupCoordinator:
                 else:
                     group.in_initial_delay = False
                     self._complete_join(group, now_ms)
-            elif group.state == COMPLETING_REBALANCE:
-                # the leader never synced: drop who did not sync, rebalance again
-                for member in list(group.members.values()):
-                    if member.sync_waiter is None:
-                        self._remove_member(group, member.member_id)
+            elif group.state in (COMPLETING_REBALANCE, STABLE) and group.pending_sync:
+                # expirePendingSync: drop who did not sync in time, rebalance again
+                for member_id in sorted(group.pending_sync):
+                    if member_id in group.members:
+                        self._remove_member(group, member_id)
+                group.pending_sync.clear()
                 self._prepare_rebalance(group, now_ms)
                 self._maybe_complete_join(group, now_ms)
             else:

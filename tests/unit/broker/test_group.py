@@ -1090,3 +1090,34 @@ def test_group_max_size_is_checked_first(tmp_path: Path) -> None:
         assert other.error_code == ErrorCode.GROUP_MAX_SIZE_REACHED and other.member_id == ""
     finally:
         state.close()
+
+
+def test_a_member_that_never_syncs_is_removed_after_the_rebalance_timeout(
+    state: BrokerState,
+) -> None:
+    """KIP-814's pending sync (``expirePendingSync``): the leader syncs, the group is Stable, a
+    follower that keeps heart-beating but never sends SyncGroup is removed at the rebalance
+    timeout and the group rebalances; a follower that syncs in time stays."""
+    a, b = completing_pair(state)
+    settle(sync(state, a.member_id, 2, {a.member_id: b"A", b.member_id: b"B"}), 5)
+    group = coordinator(state).groups[GROUP]
+    assert group.state == STABLE
+    for _ in range(REBALANCE // 2000 - 1):
+        advance(state, 2000)
+        assert heartbeat(state, a.member_id, 2) == 0
+        assert heartbeat(state, b.member_id, 2) == 0
+    advance(state, 2000)  # the rebalance timeout since the join completed
+    assert b.member_id not in group.members and group.state == PREPARING_REBALANCE
+    assert heartbeat(state, b.member_id, 2) == ErrorCode.UNKNOWN_MEMBER_ID
+    # the same, with the follower syncing after the group became Stable: nobody is removed
+    rejoined = settle(join(state, a.member_id), 9)
+    c_wait = join_new(state)
+    a3 = settle(join(state, rejoined.member_id), 9)
+    c = settle(c_wait, 9)
+    settle(sync(state, a3.member_id, a3.generation_id, {c.member_id: b"C"}), 5)
+    assert settle(sync(state, c.member_id, c.generation_id), 5).assignment == b"C"
+    for _ in range(REBALANCE // 2000 + 1):
+        advance(state, 2000)
+        assert heartbeat(state, a3.member_id, a3.generation_id) == 0
+        assert heartbeat(state, c.member_id, c.generation_id) == 0
+    assert set(group.members) == {a3.member_id, c.member_id} and group.state == STABLE
