@@ -189,3 +189,76 @@ def test_aiokafka_group_commits_and_resumes(start_broker: Any) -> None:
         assert await consume(1) == [b"next"]
 
     asyncio.run(asyncio.wait_for(scenario(), 120))
+
+
+def test_confluent_static_leader_restart_does_not_rebalance(start_broker: Any) -> None:
+    """KIP-345 (issue 21 item 9): the group leader, a static member, closes (librdkafka sends no
+    LeaveGroup for a static member) and comes back with the same ``group.instance.id`` within
+    ``session.timeout.ms``. Kafka keeps the group Stable at the same generation: the other
+    member's partitions are never revoked and the leader gets its old partitions back."""
+    from confluent_kafka import Consumer
+    from confluent_kafka.admin import AdminClient
+
+    broker = start_broker(config=NO_DELAY)
+    broker.create_topic("t", 4)
+    revoked: dict[str, list[list[int]]] = {"a": [], "b": []}
+
+    def consumer(name: str) -> Any:
+        c = Consumer(
+            {
+                "bootstrap.servers": broker.bootstrap,
+                "group.id": "static",
+                "group.instance.id": f"instance-{name}",
+                "client.id": name,
+                "session.timeout.ms": 10000,
+                "heartbeat.interval.ms": 300,
+                "partition.assignment.strategy": "range",
+            }
+        )
+
+        def on_revoke(_: Any, partitions: list[Any]) -> None:
+            if partitions:
+                revoked[name].append(sorted(p.partition for p in partitions))
+
+        c.subscribe(["t"], on_revoke=on_revoke)
+        return c
+
+    def poll_until(what: str, done: Any, *consumers: Any) -> None:
+        deadline = time.monotonic() + DEADLINE_S
+        for _ in range(3000):
+            if done() or time.monotonic() > deadline:
+                break
+            for c in consumers:
+                c.poll(0.05)
+        assert done(), what
+
+    def owned(c: Any) -> list[int]:
+        return sorted(p.partition for p in c.assignment())
+
+    open_consumers: list[Any] = []
+    try:
+        a = consumer("a")  # the first member: the leader of generation 1 and after
+        open_consumers.append(a)
+        poll_until("a owns every partition", lambda: owned(a) == [0, 1, 2, 3], a)
+        b = consumer("b")
+        open_consumers.append(b)
+        poll_until("a and b share", lambda: len(owned(a)) == 2 and len(owned(b)) == 2, a, b)
+        a_parts, b_parts = owned(a), owned(b)
+        revoked["b"].clear()
+        open_consumers.remove(a)
+        a.close()
+        a = consumer("a")
+        open_consumers.append(a)
+        poll_until("the leader is back", lambda: owned(a) == a_parts, a, b)
+        for _ in range(40):  # two seconds more of b's heartbeats
+            b.poll(0.05)
+            a.poll(0.0)
+        assert revoked["b"] == [] and owned(b) == b_parts
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        (described,) = admin.describe_consumer_groups(["static"]).values()
+        group = described.result(timeout=30)
+        assert str(group.state).endswith("STABLE") and len(group.members) == 2
+        assert sorted(m.group_instance_id for m in group.members) == ["instance-a", "instance-b"]
+    finally:
+        for c in open_consumers:
+            c.close()

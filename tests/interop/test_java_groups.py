@@ -140,3 +140,67 @@ def test_committed_offsets_survive_a_broker_restart(start_broker: Any, tmp_path:
     assert second["committedBefore"] == {str(p): 10 for p in range(6)}, second
     assert sorted(second["values"]) == sorted(f"v{i}" for i in range(60, 66)), second
     assert second["committedAfter"] == {str(p): 11 for p in range(6)}
+
+
+def test_admin_removes_a_static_member_by_instance_id(start_broker: Any) -> None:
+    """KIP-345's ``Admin.removeMembersFromConsumerGroup``: LeaveGroup v3+ naming only the
+    ``group.instance.id``. A closed librdkafka static member (no LeaveGroup on close) is removed
+    at once instead of after its 60 s session; an unknown instance id is UNKNOWN_MEMBER_ID."""
+    import time
+
+    from confluent_kafka import Consumer
+    from interop_helpers import java_admin
+
+    broker = start_broker(config=NO_DELAY)
+    broker.create_topic("jg-remove", 4)
+
+    def consumer(name: str) -> Any:
+        c = Consumer(
+            {
+                "bootstrap.servers": broker.bootstrap,
+                "group.id": "jg-remove",
+                "group.instance.id": f"instance-{name}",
+                "session.timeout.ms": 60000,
+                "heartbeat.interval.ms": 300,
+            }
+        )
+        c.subscribe(["jg-remove"])
+        return c
+
+    def owned(c: Any) -> int:
+        return len(c.assignment())
+
+    def poll_until(what: str, done: Any, *consumers: Any, bound_s: float = 30.0) -> None:
+        deadline = time.monotonic() + bound_s
+        for _ in range(3000):
+            if done() or time.monotonic() > deadline:
+                break
+            for c in consumers:
+                c.poll(0.05)
+        assert done(), what
+
+    a = consumer("a")
+    try:
+        b = consumer("b")
+        poll_until("a and b share", lambda: owned(a) == 2 and owned(b) == 2, a, b)
+        b.close()
+        (removed,) = java_admin(
+            broker.bootstrap,
+            {
+                "op": "removeMembersFromConsumerGroup",
+                "group": "jg-remove",
+                "instances": ["instance-b"],
+            },
+        )
+        assert removed["result"] == {"instance-b": None}, removed
+        # well inside b's 60 s session: the removal, not the session timeout, frees its partitions
+        poll_until(
+            "a owns every partition", lambda: owned(a) == 4, a, bound_s=TAKEOVER_BOUND_MS / 1000
+        )
+        (unknown,) = java_admin(
+            broker.bootstrap,
+            {"op": "removeMembersFromConsumerGroup", "group": "jg-remove", "instances": ["nope"]},
+        )
+        assert "UnknownMemberIdException" in str(unknown["result"]["nope"]), unknown
+    finally:
+        a.close()

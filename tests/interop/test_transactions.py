@@ -320,7 +320,7 @@ def test_java_transactional_producer_and_read_committed(broker: Any) -> None:
     )["acks"]
     assert [a.get("offset") for a in acks] == list(range(n))
     got = java_clients(
-        "consume", broker.bootstrap, "java-eos", str(n + 1), "4000", "read_committed"
+        "consume", broker.bootstrap, "java-eos", str(n + 1), "10000", "read_committed"
     )["records"]
     assert [r["offset"] for r in got] == list(range(n))
     expected = [expected_record(i) for i in range(n)]

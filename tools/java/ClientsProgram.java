@@ -54,6 +54,7 @@ import org.apache.kafka.clients.admin.CreateTopicsResult;
 import org.apache.kafka.clients.admin.DescribeClusterResult;
 import org.apache.kafka.clients.admin.ListOffsetsResult;
 import org.apache.kafka.clients.admin.LogDirDescription;
+import org.apache.kafka.clients.admin.MemberToRemove;
 import org.apache.kafka.clients.admin.NewPartitionReassignment;
 import org.apache.kafka.clients.admin.NewPartitions;
 import org.apache.kafka.clients.admin.NewTopic;
@@ -61,6 +62,8 @@ import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.PartitionReassignment;
 import org.apache.kafka.clients.admin.QuorumInfo;
 import org.apache.kafka.clients.admin.RecordsToDelete;
+import org.apache.kafka.clients.admin.RemoveMembersFromConsumerGroupOptions;
+import org.apache.kafka.clients.admin.RemoveMembersFromConsumerGroupResult;
 import org.apache.kafka.clients.admin.ReplicaInfo;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
@@ -605,6 +608,23 @@ public class ClientsProgram {
                             ro.put("offsetLag", r.getValue().offsetLag());
                             ro.put("isFuture", r.getValue().isFuture());
                         }
+                    }
+                }
+                return o;
+            }
+            case "removeMembersFromConsumerGroup": {
+                // KIP-345: static members removed by group.instance.id (LeaveGroup v3+, no member id)
+                List<MemberToRemove> members = new ArrayList<>();
+                op.get("instances").forEach(i -> members.add(new MemberToRemove(i.asText())));
+                RemoveMembersFromConsumerGroupResult res = admin.removeMembersFromConsumerGroup(
+                    op.get("group").asText(), new RemoveMembersFromConsumerGroupOptions(members));
+                ObjectNode o = F.objectNode();
+                for (MemberToRemove m : members) {
+                    try {
+                        get(res.memberResult(m));
+                        o.putNull(m.groupInstanceId());
+                    } catch (Exception e) {
+                        o.put(m.groupInstanceId(), describe(e));
                     }
                 }
                 return o;

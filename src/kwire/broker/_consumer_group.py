@@ -614,6 +614,7 @@ class ConsumerGroups:
         now_ms: int,
     ) -> HeartbeatResult:
         """``GroupMetadataManager.consumerGroupHeartbeat``: a result, never an exception."""
+        self.coordinator.expire_due(group_id, now_ms)  # the session timers due by now
         try:
             self._validate(
                 version, group_id, member_id, member_epoch, instance_id, rack_id,
@@ -1021,32 +1022,36 @@ class ConsumerGroups:
     def tick(self, now_ms: int) -> None:
         """Session timeouts and rebalance timeouts (a member that does not revoke in time)."""
         for group in self.all():
-            for member_id in list(group.members):
-                member = group.members.get(member_id)
-                if member is None:
-                    continue
-                deadline = group.session_deadlines.get(member_id)
-                if deadline is not None and now_ms >= deadline:
-                    log.info(
-                        "[GroupId %s] member %s fenced: session timeout", group.group_id, member_id
-                    )
-                    self.fence(group, member_id, now_ms)
-                    group = self.group(group.group_id) or group
-                    continue
-                rebalance = group.rebalance_deadlines.get(member_id)
-                if (
-                    rebalance is not None
-                    and now_ms >= rebalance[0]
-                    and member.state == UNREVOKED_PARTITIONS
-                    and member.member_epoch == rebalance[1]
-                ):
-                    log.info(
-                        "[GroupId %s] member %s fenced: rebalance timeout",
-                        group.group_id,
-                        member_id,
-                    )
-                    self.fence(group, member_id, now_ms)
-                    group = self.group(group.group_id) or group
+            self.run_timers(group, now_ms)
+
+    def run_timers(self, group: ConsumerGroup, now_ms: int) -> None:
+        """The group's due timers (``tick``, or a request that looks at the group)."""
+        for member_id in list(group.members):
+            member = group.members.get(member_id)
+            if member is None:
+                continue
+            deadline = group.session_deadlines.get(member_id)
+            if deadline is not None and now_ms >= deadline:
+                log.info(
+                    "[GroupId %s] member %s fenced: session timeout", group.group_id, member_id
+                )
+                self.fence(group, member_id, now_ms)
+                group = self.group(group.group_id) or group
+                continue
+            rebalance = group.rebalance_deadlines.get(member_id)
+            if (
+                rebalance is not None
+                and now_ms >= rebalance[0]
+                and member.state == UNREVOKED_PARTITIONS
+                and member.member_epoch == rebalance[1]
+            ):
+                log.info(
+                    "[GroupId %s] member %s fenced: rebalance timeout",
+                    group.group_id,
+                    member_id,
+                )
+                self.fence(group, member_id, now_ms)
+                group = self.group(group.group_id) or group
 
     # --- offsets, deletion --------------------------------------------------------------------
 

@@ -193,6 +193,9 @@ class Group:
     members: dict[str, Member] = field(default_factory=dict)
     static_members: dict[str, str] = field(default_factory=dict)  # instance id -> member id
     pending_members: dict[str, int] = field(default_factory=dict)  # member id -> deadline
+    #: KIP-814: members of this generation that have not sent SyncGroup yet (``rebalance_deadline``
+    #: is then their deadline, in CompletingRebalance and in Stable)
+    pending_sync: set[str] = field(default_factory=set)
     state_timestamp: int = -1
     rebalance_deadline: int | None = None
     initial_delay_remaining: int = 0
@@ -335,6 +338,7 @@ class GroupCoordinator:
         ):
             waiter.resolve(JoinResult(ErrorCode.INVALID_SESSION_TIMEOUT, member_id=member_id))
             return waiter
+        self.expire_due(group_id, now_ms)
         group = self.groups.get(group_id)
         if group is None:
             if member_id:
@@ -352,11 +356,18 @@ class GroupCoordinator:
             # an empty consumer group becomes a classic group (its records are tombstoned)
             self._append(group_id, ConsumerGroups.tombstones(group.consumer), now_ms)
             group.consumer = None
-        if not group.supports(protocol_type, protocols):
-            waiter.resolve(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id=member_id))
+        if not self._accept_joining_member(group, member_id):
+            # classicGroupJoinToClassicGroup: the group's size before anything else
+            group.pending_members.pop(member_id, None)
+            if member_id in group.members:
+                self._remove_member(group, member_id)
+            waiter.resolve(JoinResult(ErrorCode.GROUP_MAX_SIZE_REACHED, member_id=""))
             return waiter
         if group.state == DEAD:
             waiter.resolve(JoinResult(ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id=member_id))
+            return waiter
+        if not group.supports(protocol_type, protocols):
+            waiter.resolve(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id=member_id))
             return waiter
         if not member_id:
             self._join_unknown(
@@ -406,9 +417,6 @@ class GroupCoordinator:
         supports_skip_assignment: bool = False,
     ) -> None:
         new_id = (instance_id or client_id) + "-" + str(uuid.uuid4())
-        if len(group.members) >= self.conf("group.max.size"):
-            waiter.resolve(JoinResult(ErrorCode.GROUP_MAX_SIZE_REACHED, member_id=""))
-            return
         if instance_id is not None:
             old_id = group.static_members.get(instance_id)
             if old_id is not None and old_id in group.members:
@@ -444,41 +452,63 @@ class GroupCoordinator:
         supports_skip_assignment: bool = False,
     ) -> None:
         """``updateStaticMemberThenRebalanceOrCompleteJoin``: a known instance rejoins with a
-        new member id; the old one is fenced."""
+        new member id; the old one is fenced (``ClassicGroup.replaceStaticMember``)."""
+        current_leader = group.leader_id
         old = group.members.pop(old_id)
+        group.pending_sync.discard(old_id)
         if old.join_waiter is not None:
             old.join_waiter.resolve(JoinResult(ErrorCode.FENCED_INSTANCE_ID, member_id=old_id))
         if old.sync_waiter is not None:
             old.sync_waiter.resolve(SyncResult(ErrorCode.FENCED_INSTANCE_ID))
         old.join_waiter = old.sync_waiter = None
+        # the new member keeps the old one's client id and host (replaceStaticMember), and takes
+        # the request's protocols and timeouts (updateMember)
         member = Member(
-            new_id, old.group_instance_id, client_id, client_host, rebalance_timeout_ms,
-            session_timeout_ms, old.protocol_type, old.protocols, assignment=old.assignment,
+            new_id, old.group_instance_id, old.client_id, old.client_host, rebalance_timeout_ms,
+            session_timeout_ms, old.protocol_type, protocols, assignment=old.assignment,
         )  # fmt: skip
         group.members[new_id] = member
         assert old.group_instance_id is not None
         group.static_members[old.group_instance_id] = new_id
         if group.leader_id == old_id:
             group.leader_id = new_id
-        member.heartbeat_deadline = now_ms + session_timeout_ms
-        is_leader = group.leader_id == new_id
-        member.protocols = protocols
-        if (
-            group.state == STABLE
-            and group.select_protocol() == group.protocol_name
-            and (not is_leader or supports_skip_assignment)
-        ):
-            # The next generation would select the same protocol: keep the assignment, no
-            # rebalance (KIP-345; the subscription bytes may differ, a restarted consumer owns
-            # nothing yet); a leader is told to skip the assignment (KIP-814, JoinGroup v9+).
+        member.heartbeat_deadline = now_ms + old.session_timeout_ms
+        if group.state == STABLE and group.select_protocol() == group.protocol_name:
+            # The next generation would select the same protocol: no rebalance, the member keeps
+            # its assignment under the new id (KIP-345; the subscription bytes may differ, a
+            # restarted consumer owns nothing yet). From JoinGroup v9 (KIP-814) a returning leader
+            # is told so and skips the assignment; before v9 every returning member, the leader
+            # too, is answered as a follower (the leader field names the old leader id), so it
+            # syncs and gets its old assignment; the other members see nothing.
             self._store_group(group, now_ms)
             result = self._join_result(group, member, ErrorCode.NONE)
-            result.skip_assignment = is_leader
+            if supports_skip_assignment:
+                result.skip_assignment = group.leader_id == new_id
+            else:
+                result.members = []
+                result.leader = current_leader or ""
             waiter.resolve(result)
             return
         member.join_waiter = waiter
-        if group.state in (STABLE, COMPLETING_REBALANCE, EMPTY):
+        if group.state in (STABLE, COMPLETING_REBALANCE):
+            # Stable: the protocol changes; CompletingRebalance: the leader may have assigned to
+            # the old member id, so a new generation is needed
             self._prepare_rebalance(group, now_ms)
+
+    def _accept_joining_member(self, group: Group, member_id: str) -> bool:
+        """``GroupMetadataManager.acceptJoiningMember``: while preparing a rebalance the members
+        awaiting a join count (the last to rejoin are kicked out if the limit went down);
+        otherwise the members."""
+        limit = self.conf("group.max.size")
+        member = group.members.get(member_id)
+        if group.state in (EMPTY, DEAD):
+            return True
+        if group.state == PREPARING_REBALANCE:
+            if member is not None and member.join_waiter is not None:
+                return True
+            awaiting = sum(1 for m in group.members.values() if m.join_waiter is not None)
+            return awaiting < limit
+        return member is not None or len(group.members) < limit
 
     def _join_known(
         self,
@@ -527,10 +557,13 @@ class GroupCoordinator:
             waiter.resolve(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id=member_id))
 
     def _validate_member(self, group: Group, member_id: str, instance_id: str | None) -> ErrorCode:
-        """``ClassicGroup.validateMember``: static fencing first, then the member id."""
+        """``ClassicGroup.validateMember``: the instance id first (unknown, or mapped to another
+        member id: fenced), then the member id."""
         if instance_id is not None:
             known = group.static_members.get(instance_id)
-            if known is not None and known != member_id:
+            if known is None:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            if known != member_id:
                 return ErrorCode.FENCED_INSTANCE_ID
         if member_id not in group.members:
             return ErrorCode.UNKNOWN_MEMBER_ID
@@ -575,6 +608,7 @@ class GroupCoordinator:
                 if member.sync_waiter is not None:
                     member.sync_waiter.resolve(SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
                     member.sync_waiter = None
+        group.pending_sync.clear()  # removeSyncExpiration
         initial = group.state == EMPTY
         group.state = PREPARING_REBALANCE
         group.state_timestamp = now_ms
@@ -618,10 +652,11 @@ class GroupCoordinator:
             group.leader_id = next(iter(group.members))
         group.protocol_name = group.select_protocol()
         group.state = COMPLETING_REBALANCE
-        # the leader must sync within the rebalance timeout (KIP-814's pending sync timer)
+        # every member must sync within the rebalance timeout (KIP-814's pending sync timer)
         group.rebalance_deadline = now_ms + max(
             m.rebalance_timeout_ms for m in group.members.values()
         )
+        group.pending_sync = set(group.members)
         for member in group.members.values():
             waiter = member.join_waiter
             member.join_waiter = None
@@ -663,6 +698,10 @@ class GroupCoordinator:
     ) -> Waiter:
         """``GroupMetadataManager.classicGroupSync``."""
         waiter = Waiter()
+        if not group_id:  # GroupCoordinatorService.syncGroup
+            waiter.resolve(SyncResult(ErrorCode.INVALID_GROUP_ID))
+            return waiter
+        self.expire_due(group_id, now_ms)
         group = self.groups.get(group_id)
         if group is None or group.state == DEAD:
             waiter.resolve(SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
@@ -685,9 +724,11 @@ class GroupCoordinator:
             waiter.resolve(SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
         elif group.state == STABLE:
             member.heartbeat_deadline = now_ms + member.session_timeout_ms
+            self._synced(group, member_id)
             waiter.resolve(self._sync_result(group, member))
         else:  # CompletingRebalance
             member.heartbeat_deadline = now_ms + member.session_timeout_ms
+            self._synced(group, member_id)
             if member.sync_waiter is not None:
                 member.sync_waiter.resolve(SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
             member.sync_waiter = waiter
@@ -697,7 +738,6 @@ class GroupCoordinator:
                     m.assignment = bytes(given.get(m.member_id, b""))
                 group.state = STABLE
                 group.state_timestamp = now_ms
-                group.rebalance_deadline = None
                 self._store_group(group, now_ms)
                 for m in group.members.values():
                     if m.sync_waiter is not None:
@@ -705,6 +745,13 @@ class GroupCoordinator:
                         m.sync_waiter = None
                 self._moved(group)
         return waiter
+
+    @staticmethod
+    def _synced(group: Group, member_id: str) -> None:
+        """``removePendingSyncMember``: the sync timer ends when every member has synced."""
+        group.pending_sync.discard(member_id)
+        if not group.pending_sync:
+            group.rebalance_deadline = None
 
     @staticmethod
     def _sync_result(group: Group, member: Member) -> SyncResult:
@@ -723,16 +770,20 @@ class GroupCoordinator:
         now_ms: int,
     ) -> ErrorCode:
         """``GroupMetadataManager.classicGroupHeartbeat``."""
+        if not group_id:  # GroupCoordinatorService.heartbeat
+            return ErrorCode.INVALID_GROUP_ID
+        self.expire_due(group_id, now_ms)
         group = self.groups.get(group_id)
         if group is None or group.state == DEAD:
             return ErrorCode.UNKNOWN_MEMBER_ID
+        # validateClassicGroupHeartbeat: member, generation; then the state
         error = self._validate_member(group, member_id, group_instance_id)
         if error is not ErrorCode.NONE:
             return error
-        if group.state == EMPTY:
-            return ErrorCode.UNKNOWN_MEMBER_ID
         if generation_id != group.generation_id:
             return ErrorCode.ILLEGAL_GENERATION
+        if group.state == EMPTY:
+            return ErrorCode.UNKNOWN_MEMBER_ID
         member = group.members[member_id]
         member.heartbeat_deadline = now_ms + member.session_timeout_ms
         if group.state == PREPARING_REBALANCE:
@@ -743,38 +794,40 @@ class GroupCoordinator:
         self, group_id: str, members: list[tuple[str, str | None]], now_ms: int
     ) -> tuple[ErrorCode, list[tuple[str, str | None, ErrorCode]]]:
         """``classicGroupLeave``: the top-level error and one error per leaving member."""
+        if not group_id:  # GroupCoordinatorService.leaveGroup
+            return ErrorCode.INVALID_GROUP_ID, []
+        self.expire_due(group_id, now_ms)
         group = self.groups.get(group_id)
         if group is None or group.state == DEAD:
-            return ErrorCode.UNKNOWN_MEMBER_ID, []
+            # the service answers a missing group member by member
+            return ErrorCode.NONE, [(m, i, ErrorCode.UNKNOWN_MEMBER_ID) for m, i in members]
         results: list[tuple[str, str | None, ErrorCode]] = []
         left = False
+        # classicGroupLeaveToClassicGroup; every answer echoes the request's member id (the
+        # admin client matches its removals by (member id, instance id), the member id empty)
         for member_id, instance_id in members:
-            if instance_id is not None:
-                known = group.static_members.get(instance_id)
+            error = ErrorCode.NONE
+            if not member_id:  # removal by instance id (Admin.removeMembersFromConsumerGroup)
+                known = group.static_members.get(instance_id) if instance_id is not None else None
                 if known is None:
-                    results.append((member_id, instance_id, ErrorCode.UNKNOWN_MEMBER_ID))
-                    continue
-                if member_id and known != member_id:
-                    results.append((member_id, instance_id, ErrorCode.FENCED_INSTANCE_ID))
-                    continue
-                member_id = known
-            if member_id in group.pending_members:
+                    error = ErrorCode.UNKNOWN_MEMBER_ID
+                else:
+                    self._remove_member(group, known)
+            elif member_id in group.pending_members:
                 del group.pending_members[member_id]
-                results.append((member_id, instance_id, ErrorCode.NONE))
-                left = True
-                continue
-            if member_id not in group.members:
-                results.append((member_id, instance_id, ErrorCode.UNKNOWN_MEMBER_ID))
-                continue
-            self._remove_member(group, member_id)
-            results.append((member_id, instance_id, ErrorCode.NONE))
-            left = True
+            else:
+                error = self._validate_member(group, member_id, instance_id)
+                if error is ErrorCode.NONE:
+                    self._remove_member(group, member_id)
+            results.append((member_id, instance_id, error))
+            left = left or error is ErrorCode.NONE
         if left:
             self._after_removal(group, now_ms)
         return ErrorCode.NONE, results
 
     def _remove_member(self, group: Group, member_id: str) -> None:
         member = group.members.pop(member_id)
+        group.pending_sync.discard(member_id)
         instance_id = member.group_instance_id
         if instance_id is not None and group.static_members.get(instance_id) == member_id:
             del group.static_members[instance_id]
@@ -805,47 +858,65 @@ class GroupCoordinator:
             self._next_offsets_cleanup = now_ms + self.conf("offsets.retention.check.interval.ms")
             self.cleanup_group_metadata(now_ms)
         for group in list(self.groups.values()):
-            changed = False
-            for pending, expiry in list(group.pending_members.items()):
-                if now_ms >= expiry:
-                    del group.pending_members[pending]
-                    changed = True
-            for member in list(group.members.values()):
-                if member.join_waiter is not None or member.sync_waiter is not None:
-                    continue  # ClassicGroupMember.shouldKeepAlive
-                if now_ms >= member.heartbeat_deadline:
-                    log.info("member %s of group %s expired", member.member_id, group.group_id)
-                    self._remove_member(group, member.member_id)
-                    changed = True
-            if changed:
-                self._after_removal(group, now_ms)
-            deadline = group.rebalance_deadline
-            if deadline is not None and now_ms >= deadline:
-                if group.state == PREPARING_REBALANCE:
-                    if (
-                        group.in_initial_delay
-                        and group.new_member_added
-                        and group.initial_delay_remaining > 0
-                    ):
-                        delay = min(
-                            self.conf("group.initial.rebalance.delay.ms"),
-                            group.initial_delay_remaining,
-                        )
-                        group.initial_delay_remaining -= delay
-                        group.new_member_added = False
-                        group.rebalance_deadline = now_ms + delay
-                    else:
-                        group.in_initial_delay = False
-                        self._complete_join(group, now_ms)
-                elif group.state == COMPLETING_REBALANCE:
-                    # the leader never synced: drop who did not sync, rebalance again
-                    for member in list(group.members.values()):
-                        if member.sync_waiter is None:
-                            self._remove_member(group, member.member_id)
-                    self._prepare_rebalance(group, now_ms)
-                    self._maybe_complete_join(group, now_ms)
+            self._run_timers(group, now_ms)
+
+    def expire_due(self, group_id: str, now_ms: int) -> None:
+        """Run the group's timers that are due before a request looks at it: Kafka keeps a
+        timer per member (and per rebalance), which fires at its deadline; ``tick`` runs every
+        100 ms, so a request just after a deadline would otherwise see the member still there
+        (a DeleteGroups answered NON_EMPTY_GROUP, a heartbeat accepted)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return
+        if group.consumer is not None:
+            self.consumer.run_timers(group.consumer, now_ms)
+        else:
+            self._run_timers(group, now_ms)
+
+    def _run_timers(self, group: Group, now_ms: int) -> None:
+        """The group's due timers: pending members, sessions, the rebalance deadline."""
+        changed = False
+        for pending, expiry in list(group.pending_members.items()):
+            if now_ms >= expiry:
+                del group.pending_members[pending]
+                changed = True
+        for member in list(group.members.values()):
+            if member.join_waiter is not None or member.sync_waiter is not None:
+                continue  # ClassicGroupMember.shouldKeepAlive
+            if now_ms >= member.heartbeat_deadline:
+                log.info("member %s of group %s expired", member.member_id, group.group_id)
+                self._remove_member(group, member.member_id)
+                changed = True
+        if changed:
+            self._after_removal(group, now_ms)
+        deadline = group.rebalance_deadline
+        if deadline is not None and now_ms >= deadline:
+            if group.state == PREPARING_REBALANCE:
+                if (
+                    group.in_initial_delay
+                    and group.new_member_added
+                    and group.initial_delay_remaining > 0
+                ):
+                    delay = min(
+                        self.conf("group.initial.rebalance.delay.ms"),
+                        group.initial_delay_remaining,
+                    )
+                    group.initial_delay_remaining -= delay
+                    group.new_member_added = False
+                    group.rebalance_deadline = now_ms + delay
                 else:
-                    group.rebalance_deadline = None
+                    group.in_initial_delay = False
+                    self._complete_join(group, now_ms)
+            elif group.state in (COMPLETING_REBALANCE, STABLE) and group.pending_sync:
+                # expirePendingSync: drop who did not sync in time, rebalance again
+                for member_id in sorted(group.pending_sync):
+                    if member_id in group.members:
+                        self._remove_member(group, member_id)
+                group.pending_sync.clear()
+                self._prepare_rebalance(group, now_ms)
+                self._maybe_complete_join(group, now_ms)
+            else:
+                group.rebalance_deadline = None
 
     # --- offset retention (KIP-211) -----------------------------------------------------------
 
@@ -940,6 +1011,7 @@ class GroupCoordinator:
         now_ms: int,
     ) -> Group:
         """``OffsetMetadataManager.validateOffsetCommit`` / ``ClassicGroup.validateOffsetCommit``."""
+        self.expire_due(group_id, now_ms)
         group = self.groups.get(group_id)
         if group is None or group.state == DEAD:
             if generation_id < 0:
@@ -960,17 +1032,26 @@ class GroupCoordinator:
             return group
         if generation_id < 0 and group.state == EMPTY:
             return group  # a simple (admin / manual) commit
-        if group.state == COMPLETING_REBALANCE and not transactional:
+        # the member and its generation first, the group's state last: a member with a stale
+        # generation learns ILLEGAL_GENERATION (and rejoins), not REBALANCE_IN_PROGRESS
+        if generation_id >= 0 or member_id or group_instance_id is not None:
+            error = self._validate_member(group, member_id, group_instance_id)
+            if error is not ErrorCode.NONE:
+                raise GroupError(error)
+            if generation_id != group.generation_id:
+                raise GroupError(ErrorCode.ILLEGAL_GENERATION)
+        elif not transactional:
+            # no member and no generation (OffsetCommit v0): only into an Empty group; a
+            # transactional commit without them (TxnOffsetCommit v0-2) is accepted
+            raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID)
+        if transactional:
+            return group  # the group's state does not hold transactional offsets
+        if group.state == COMPLETING_REBALANCE:
             raise GroupError(ErrorCode.REBALANCE_IN_PROGRESS)
-        error = self._validate_member(group, member_id, group_instance_id)
-        if error is not ErrorCode.NONE:
-            raise GroupError(error)
-        if generation_id != group.generation_id:
-            raise GroupError(ErrorCode.ILLEGAL_GENERATION)
+        # a commit keeps the member's session in Stable and PreparingRebalance
+        # (OffsetMetadataManager.commitOffset)
         member = group.members[member_id]
-        member.heartbeat_deadline = max(
-            member.heartbeat_deadline, now_ms + member.session_timeout_ms
-        )
+        member.heartbeat_deadline = now_ms + member.session_timeout_ms
         return group
 
     def commit_offsets(
@@ -1045,6 +1126,7 @@ class GroupCoordinator:
         self, group_id: str, partitions: list[tuple[str, int]], now_ms: int
     ) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
         """``OffsetMetadataManager.deleteOffsets``."""
+        self.expire_due(group_id, now_ms)
         group = self.groups.get(group_id)
         if group is None or group.state == DEAD:
             return ErrorCode.GROUP_ID_NOT_FOUND, {}
@@ -1074,10 +1156,9 @@ class GroupCoordinator:
 
     def delete_group(self, group_id: str, now_ms: int) -> ErrorCode:
         """``GroupMetadataManager.deleteGroups``: only an empty (or dead) group."""
+        self.expire_due(group_id, now_ms)
         group = self.groups.get(group_id)
-        if not group_id:
-            return ErrorCode.INVALID_GROUP_ID
-        if group is None or group.state == DEAD:
+        if group is None or group.state == DEAD:  # the empty id too (GroupCoordinatorService)
             return ErrorCode.GROUP_ID_NOT_FOUND
         if group.consumer is not None and group.consumer.members:
             return ErrorCode.NON_EMPTY_GROUP
@@ -1284,7 +1365,10 @@ class GroupCoordinator:
 
     # --- describe -----------------------------------------------------------------------------
 
-    def list_groups(self) -> list[Group]:
+    def list_groups(self, now_ms: int | None = None) -> list[Group]:
+        if now_ms is not None:
+            for group_id in list(self.groups):
+                self.expire_due(group_id, now_ms)
         return [g for g in self.groups.values() if g.state != DEAD]
 
 

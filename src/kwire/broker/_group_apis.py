@@ -346,6 +346,8 @@ def handle_describe_groups(state: BrokerState, ctx: RequestContext, request: Any
     version = ctx.api_version
     coordinator = group_coordinator(state)
     ops = GROUP_OPERATIONS if version >= 3 and request.include_authorized_operations else None
+    for group_id in request.groups:  # members whose session ended are gone (their timer fired)
+        coordinator.expire_due(group_id, state.now_ms())
     out = []
     for group_id in request.groups:
         group = coordinator.groups.get(group_id)
@@ -431,7 +433,7 @@ def handle_list_groups(state: BrokerState, ctx: RequestContext, request: Any) ->
     out = []
     everything = authorize(state, ctx, "DESCRIBE", CLUSTER, "kafka-cluster")
     node = serving_node(state, ctx)
-    for group in group_coordinator(state).list_groups():
+    for group in group_coordinator(state).list_groups(state.now_ms()):
         if not everything and not authorize(state, ctx, "DESCRIBE", GROUP, group.group_id):
             continue
         if coordinator_node(state, GROUP_KEY, group.group_id) != node:
@@ -468,7 +470,7 @@ def handle_delete_groups(state: BrokerState, ctx: RequestContext, request: Any) 
                 else ErrorCode.GROUP_AUTHORIZATION_FAILED
             ),
         )
-        for g in request.groups_names
+        for g in dict.fromkeys(request.groups_names)  # KafkaApis: each group once
     ]
     return DELETE_GROUPS_RESPONSE(throttle_time_ms=0, results=results)
 
@@ -497,11 +499,18 @@ def _collect_offsets(
     expire: Any,
     now: int,
     ctx: RequestContext | None = None,
-) -> tuple[dict[tuple[str, int], OffsetAndMetadata], dict[tuple[int, int], ErrorCode]]:
-    """Valid offsets by partition, and errors by (topic index, partition position)."""
+) -> tuple[
+    dict[tuple[str, int], OffsetAndMetadata],
+    dict[tuple[int, int], ErrorCode],
+    set[tuple[int, int]],
+]:
+    """Valid offsets by partition, errors by (topic index, partition position), and the
+    positions whose metadata is too large (an error only when the group accepts the commit:
+    ``OffsetMetadataManager`` checks the size after validating the group)."""
     max_metadata = coordinator.conf("offset.metadata.max.bytes")
     good: dict[tuple[str, int], OffsetAndMetadata] = {}
     errors: dict[tuple[int, int], ErrorCode] = {}
+    oversized: set[tuple[int, int]] = set()
     for ti, (topic, name) in enumerate(zip(topics, names, strict=True)):
         for pi, p in enumerate(topic.partitions):
             if name is None:
@@ -509,11 +518,12 @@ def _collect_offsets(
                 continue
             error = _topic_error(state, name, p.partition_index, ctx)
             metadata = p.committed_metadata
-            too_large = metadata is not None and len(metadata.encode("utf-8")) > max_metadata
-            if error is ErrorCode.NONE and too_large:
-                error = ErrorCode.OFFSET_METADATA_TOO_LARGE
             if error is not ErrorCode.NONE:
                 errors[ti, pi] = error
+                continue
+            # Java's String.length(): UTF-16 code units
+            if metadata is not None and len(metadata.encode("utf-16-le")) // 2 > max_metadata:
+                oversized.add((ti, pi))
                 continue
             ts = commit_ts(p)
             good[name, p.partition_index] = OffsetAndMetadata(
@@ -523,7 +533,20 @@ def _collect_offsets(
                 ts,
                 expire(ts),
             )
-    return good, errors
+    return good, errors, oversized
+
+
+def _partition_error(
+    errors: dict[tuple[int, int], ErrorCode],
+    oversized: set[tuple[int, int]],
+    failed: ErrorCode,
+    at: tuple[int, int],
+) -> int:
+    """A partition's answer: its topic's error, else the group's, else too large metadata."""
+    error = errors.get(at, failed)
+    if error is ErrorCode.NONE and at in oversized:
+        error = ErrorCode.OFFSET_METADATA_TOO_LARGE
+    return int(error)
 
 
 @register(8, 0, 10)
@@ -551,7 +574,7 @@ def handle_offset_commit(state: BrokerState, ctx: RequestContext, request: Any) 
         # OffsetAndMetadata.fromRequest: only a v2-4 retention time sets an expire timestamp
         return ts + retention if retention != -1 else -1
 
-    good, errors = _collect_offsets(
+    good, errors, oversized = _collect_offsets(
         state, coordinator, request.topics, names, version >= 6, commit_ts, expire, now, ctx
     )
     try:
@@ -577,7 +600,7 @@ def handle_offset_commit(state: BrokerState, ctx: RequestContext, request: Any) 
         partitions = [
             COMMIT_PARTITION(
                 partition_index=p.partition_index,
-                error_code=int(errors.get((ti, pi), failed)),
+                error_code=_partition_error(errors, oversized, failed, (ti, pi)),
             )
             for pi, p in enumerate(t.partitions)
         ]
@@ -597,7 +620,7 @@ def handle_txn_offset_commit(state: BrokerState, ctx: RequestContext, request: A
     version = ctx.api_version
     coordinator = group_coordinator(state)
     now = state.now_ms()
-    good, errors = _collect_offsets(
+    good, errors, oversized = _collect_offsets(
         state,
         coordinator,
         request.topics,
@@ -623,6 +646,8 @@ def handle_txn_offset_commit(state: BrokerState, ctx: RequestContext, request: A
             if not allowed:
                 errors.clear()
                 raise GroupError(denied)
+        if not request.group_id:  # GroupCoordinatorService.commitTransactionalOffsets
+            raise GroupError(ErrorCode.INVALID_GROUP_ID)
         coordinator.validate_offset_commit(
             request.group_id,
             request.generation_id if version >= 3 else -1,
@@ -644,7 +669,7 @@ def handle_txn_offset_commit(state: BrokerState, ctx: RequestContext, request: A
             partitions=[
                 TXN_COMMIT_PARTITION(
                     partition_index=p.partition_index,
-                    error_code=int(errors.get((ti, pi), failed)),
+                    error_code=_partition_error(errors, oversized, failed, (ti, pi)),
                 )
                 for pi, p in enumerate(t.partitions)
             ],
@@ -717,6 +742,7 @@ def handle_offset_fetch(state: BrokerState, ctx: RequestContext, request: Any) -
     groups = []
     for g in request.groups:
         error = ErrorCode.NONE
+        coordinator.expire_due(g.group_id, state.now_ms())
         holder = coordinator.groups.get(g.group_id)
         if not authorize(state, ctx, "DESCRIBE", GROUP, g.group_id):
             error = ErrorCode.GROUP_AUTHORIZATION_FAILED
@@ -867,6 +893,8 @@ def handle_consumer_group_describe(state: BrokerState, ctx: RequestContext, requ
             ]
         )
 
+    for group_id in request.group_ids:  # members whose session ended are gone
+        coordinator.expire_due(group_id, state.now_ms())
     # KafkaApis.handleConsumerGroupDescribe: a group the principal may not describe is
     # GROUP_AUTHORIZATION_FAILED whether it exists or not, listed before the described ones.
     denied = []

@@ -371,12 +371,18 @@ def test_static_member_rejoins_without_rebalance_and_fences_the_old_id(state: Br
         group_instance_id="i-1",
     )
     assert old.error_code == ErrorCode.FENCED_INSTANCE_ID
-    # before v9 a rejoining static leader cannot skip the assignment: a rebalance
-    older_wait = join(state, "", version=8, instance="i-1")
-    assert isinstance(older_wait, Deferred)
-    settle(join(state, b.member_id), 9)
-    older = settle(older_wait, 8)
-    assert older.generation_id == 3 and older.leader == older.member_id
+    # before v9 (librdkafka sends v5) the returning leader is answered as a follower: no
+    # rebalance, the leader field names its previous id, and it syncs to get its old assignment
+    # (updateStaticMemberThenRebalanceOrCompleteJoin)
+    older = settle(join(state, "", version=5, instance="i-1"), 5)
+    assert older.error_code == 0 and older.generation_id == 2
+    assert older.member_id not in (a2.member_id, restarted.member_id)
+    assert older.leader == restarted.member_id and older.members == []
+    assert group.state == STABLE and group.generation_id == 2
+    assert group.leader_id == older.member_id
+    assert heartbeat(state, b.member_id, 2) == 0  # the other member sees nothing
+    synced = settle(sync(state, older.member_id, 2, instance="i-1"), 5)
+    assert synced.error_code == 0 and synced.assignment == b"A"
     left = call(
         state,
         "LeaveGroup",
@@ -471,6 +477,7 @@ def commit(
     member_id: str = "",
     metadata: str = "m",
     group: str = GROUP,
+    instance: str | None = None,
 ) -> list[int]:
     topic = state.topics["t"]
     response = call(
@@ -480,6 +487,7 @@ def commit(
         group_id=group,
         generation_id_or_member_epoch=generation,
         member_id=member_id,
+        group_instance_id=instance,
         retention_time_ms=-1,
         topics=[
             COMMIT_TOPIC(
@@ -777,3 +785,339 @@ def test_transactional_offsets_replay_with_their_markers(tmp_path: Path) -> None
         assert 7003 in coordinator(again).groups[GROUP].pending_txn
     finally:
         again.close()
+
+
+# --- KIP-345 static members: every path of a returning instance ---------------------------------
+
+
+def heartbeat_as(state: BrokerState, member_id: str, generation: int, instance: str | None) -> int:
+    response = call(
+        state,
+        "Heartbeat",
+        4,
+        group_id=GROUP,
+        generation_id=generation,
+        member_id=member_id,
+        group_instance_id=instance,
+    )
+    return int(response.error_code)
+
+
+def static_pair(state: BrokerState, join_version: int = 5) -> tuple[Any, Any]:
+    """Two static members, "l" the leader, Stable at generation 2 with assignments L and F."""
+    first = settle(join(state, version=join_version, instance="l"), join_version)
+    settle(sync(state, first.member_id, 1, {first.member_id: b"L"}, instance="l"), 5)
+    f_wait = join(state, version=join_version, instance="f")
+    leader = settle(join(state, first.member_id, version=join_version, instance="l"), join_version)
+    follower = settle(f_wait, join_version)
+    assert leader.leader == leader.member_id and follower.generation_id == 2
+    f_sync = sync(state, follower.member_id, 2, instance="f")
+    assignments = {leader.member_id: b"L", follower.member_id: b"F"}
+    settle(sync(state, leader.member_id, 2, assignments, instance="l"), 5)
+    assert settle(f_sync, 5).assignment == b"F"
+    return leader, follower
+
+
+@pytest.mark.parametrize("version", [5, 8])
+def test_static_leader_restart_before_v9_keeps_the_group_stable(
+    state: BrokerState, version: int
+) -> None:
+    """Issue 21 item 9: librdkafka's leader closes and returns with its instance id (JoinGroup
+    v5): Kafka keeps the group Stable at the same generation; the follower's heartbeat is fine."""
+    leader, follower = static_pair(state, version)
+    back = settle(join(state, "", version=version, instance="l"), version)
+    assert back.error_code == 0 and back.generation_id == 2 and back.members == []
+    assert back.member_id != leader.member_id and back.leader == leader.member_id
+    group = coordinator(state).groups[GROUP]
+    assert group.state == STABLE and group.generation_id == 2
+    assert heartbeat_as(state, follower.member_id, 2, "f") == 0
+    synced = settle(sync(state, back.member_id, 2, instance="l"), 5)
+    assert synced.error_code == 0 and synced.assignment == b"L"
+    assert heartbeat_as(state, back.member_id, 2, "l") == 0
+    # the previous id of the instance is fenced everywhere (ClassicGroup.validateMember)
+    assert heartbeat_as(state, leader.member_id, 2, "l") == ErrorCode.FENCED_INSTANCE_ID
+    old_sync = settle(sync(state, leader.member_id, 2, instance="l"), 5)
+    assert old_sync.error_code == ErrorCode.FENCED_INSTANCE_ID
+    old_commit = commit(state, 8, {0: 1}, generation=2, member_id=leader.member_id, instance="l")
+    assert old_commit == [ErrorCode.FENCED_INSTANCE_ID]
+    old_join = settle(join(state, leader.member_id, version=version, instance="l"), version)
+    assert old_join.error_code == ErrorCode.FENCED_INSTANCE_ID
+    assert group.state == STABLE and group.generation_id == 2
+
+
+def test_static_leader_restart_v9_skips_the_assignment(state: BrokerState) -> None:
+    _leader, follower = static_pair(state, 9)
+    back = settle(join(state, "", version=9, instance="l"), 9)
+    assert back.error_code == 0 and back.skip_assignment and back.generation_id == 2
+    assert back.leader == back.member_id and len(back.members) == 2
+    assert heartbeat_as(state, follower.member_id, 2, "f") == 0
+    # a returning follower is not told to skip
+    again = settle(join(state, "", version=9, instance="f"), 9)
+    assert again.error_code == 0 and not again.skip_assignment and again.members == []
+    assert again.leader == back.member_id
+    assert settle(sync(state, again.member_id, 2, instance="f"), 5).assignment == b"F"
+
+
+def test_static_member_returning_during_a_rebalance(state: BrokerState) -> None:
+    leader, follower = static_pair(state)
+    # CompletingRebalance: the leader may have assigned to the old id: a new generation
+    b_wait = join_new(state)
+    leader_wait = join(state, leader.member_id, version=5, instance="l")
+    f_wait = join(state, follower.member_id, version=5, instance="f")
+    b = settle(b_wait, 9)
+    assert settle(leader_wait, 5).generation_id == settle(f_wait, 5).generation_id == 3
+    assert coordinator(state).groups[GROUP].state == COMPLETING_REBALANCE
+    back_wait = join(state, "", version=5, instance="f")
+    assert isinstance(back_wait, Deferred)
+    assert coordinator(state).groups[GROUP].state == PREPARING_REBALANCE
+    # PreparingRebalance: the returning member takes the old one's place in the join
+    settle(join(state, b.member_id), 9)
+    leader_again = settle(join(state, leader.member_id, version=5, instance="l"), 5)
+    back = settle(back_wait, 5)
+    assert back.error_code == 0 and back.generation_id == leader_again.generation_id == 4
+    group = coordinator(state).groups[GROUP]
+    assert len(group.members) == 3 and group.static_members["f"] == back.member_id
+
+
+def test_leave_group_by_instance_id(state: BrokerState) -> None:
+    """The admin client's removeMembersFromConsumerGroup: LeaveGroup v3+ with no member id."""
+    leader, follower = static_pair(state)
+    left = call(
+        state,
+        "LeaveGroup",
+        3,
+        group_id=GROUP,
+        members=[
+            LEAVE_MEMBER(member_id="", group_instance_id="f"),
+            LEAVE_MEMBER(member_id="", group_instance_id="nope"),
+            LEAVE_MEMBER(member_id="other", group_instance_id="l"),
+        ],
+    )
+    assert [m.error_code for m in left.members] == [
+        0,
+        ErrorCode.UNKNOWN_MEMBER_ID,
+        ErrorCode.FENCED_INSTANCE_ID,
+    ]
+    # each answer echoes the request's identity: Java's admin matches its removals by it
+    assert [(m.member_id, m.group_instance_id) for m in left.members] == [
+        ("", "f"),
+        ("", "nope"),
+        ("other", "l"),
+    ]
+    group = coordinator(state).groups[GROUP]
+    assert list(group.members) == [leader.member_id] and "f" not in group.static_members
+    assert group.state == PREPARING_REBALANCE
+    assert heartbeat_as(state, follower.member_id, 2, "f") == ErrorCode.UNKNOWN_MEMBER_ID
+
+
+def test_unknown_instance_id_is_an_unknown_member(state: BrokerState) -> None:
+    """``ClassicGroup.validateMember``: an instance id the group does not know is
+    UNKNOWN_MEMBER_ID even with a member id it knows."""
+    a = settle(join_new(state), 9)
+    settle(sync(state, a.member_id, 1, {}), 5)
+    assert heartbeat_as(state, a.member_id, 1, "stranger") == ErrorCode.UNKNOWN_MEMBER_ID
+
+
+# --- item 10: Kafka's order of checks, and timers at their deadline -----------------------------
+
+
+def completing_pair(state: BrokerState) -> tuple[Any, Any]:
+    """a (leader) and b, the group in CompletingRebalance at generation 2."""
+    a = settle(join_new(state), 9)
+    settle(sync(state, a.member_id, 1, {}), 5)
+    b_wait = join_new(state)
+    a2 = settle(join(state, a.member_id), 9)
+    b = settle(b_wait, 9)
+    assert a2.generation_id == b.generation_id == 2
+    assert coordinator(state).groups[GROUP].state == COMPLETING_REBALANCE
+    return a2, b
+
+
+def test_offset_commit_checks_member_and_generation_before_the_state(state: BrokerState) -> None:
+    """``ClassicGroup.validateOffsetCommit``: member, generation, then CompletingRebalance."""
+    a, _b = completing_pair(state)
+    assert commit(state, 8, {0: 1}, generation=1, member_id=a.member_id) == [
+        ErrorCode.ILLEGAL_GENERATION
+    ]
+    assert commit(state, 8, {0: 1}, generation=2, member_id="x") == [ErrorCode.UNKNOWN_MEMBER_ID]
+    assert commit(state, 8, {0: 1}, generation=2, member_id=a.member_id) == [
+        ErrorCode.REBALANCE_IN_PROGRESS
+    ]
+    assert commit(state, 8, {0: 1}) == [ErrorCode.UNKNOWN_MEMBER_ID]  # a simple commit
+
+
+def txn_commit(state: BrokerState, version: int, generation: int = -1, member_id: str = "") -> int:
+    response = call(
+        state,
+        "TxnOffsetCommit",
+        version,
+        transactional_id="tx",
+        group_id=GROUP,
+        producer_id=4000,
+        producer_epoch=0,
+        generation_id=generation,
+        member_id=member_id,
+        topics=[
+            TXN_TOPIC(
+                name="t",
+                partitions=[
+                    TXN_PARTITION(partition_index=0, committed_offset=5, committed_metadata="")
+                ],
+            )
+        ],
+    )
+    return int(response.topics[0].partitions[0].error_code)
+
+
+def test_txn_offset_commit_checks(state: BrokerState) -> None:
+    """Transactional commits are not held by the group's state, and one without a member id
+    and generation (v0-2, or a producer outside the group) is accepted in any state."""
+    a, _b = completing_pair(state)
+    assert txn_commit(state, 2) == 0
+    assert txn_commit(state, 3) == 0
+    assert txn_commit(state, 3, generation=2, member_id=a.member_id) == 0
+    assert txn_commit(state, 3, generation=1, member_id=a.member_id) == (
+        ErrorCode.ILLEGAL_GENERATION
+    )
+    assert txn_commit(state, 3, generation=2, member_id="x") == ErrorCode.UNKNOWN_MEMBER_ID
+
+
+def test_session_expires_at_its_deadline_not_at_the_next_tick(state: BrokerState) -> None:
+    """Kafka runs a timer per member: a request just after the deadline finds it gone even
+    when the broker's housekeeping tick has not run yet."""
+    a = settle(join_new(state), 9)
+    settle(sync(state, a.member_id, 1, {}), 5)
+    clock = state.clock
+    assert isinstance(clock, ManualClock)
+    clock.advance(SESSION)  # no tick
+    deleted = call(state, "DeleteGroups", 2, groups_names=[GROUP])
+    assert deleted.results[0].error_code == 0
+
+
+@pytest.mark.parametrize("request_name", ["Heartbeat", "DescribeGroups", "OffsetCommit"])
+def test_requests_after_the_deadline_see_the_member_expired(
+    state: BrokerState, request_name: str
+) -> None:
+    a = settle(join_new(state), 9)
+    settle(sync(state, a.member_id, 1, {}), 5)
+    clock = state.clock
+    assert isinstance(clock, ManualClock)
+    clock.advance(SESSION + 1)  # no tick
+    if request_name == "Heartbeat":
+        assert heartbeat(state, a.member_id, 1) == ErrorCode.UNKNOWN_MEMBER_ID
+    elif request_name == "DescribeGroups":
+        described = call(state, "DescribeGroups", 5, groups=[GROUP])
+        assert described.groups[0].group_state == EMPTY and described.groups[0].members == []
+    else:
+        assert commit(state, 8, {0: 1}, generation=1, member_id=a.member_id) == [
+            ErrorCode.UNKNOWN_MEMBER_ID
+        ]
+
+
+def test_request_level_checks_before_the_coordinator(state: BrokerState) -> None:
+    """``GroupCoordinatorService``: an empty group id is INVALID_GROUP_ID for SyncGroup,
+    Heartbeat, LeaveGroup and TxnOffsetCommit; a LeaveGroup of a group that does not exist
+    answers UNKNOWN_MEMBER_ID per member; DeleteGroups looks the empty id up like any other."""
+    synced = settle(
+        call(state, "SyncGroup", 5, group_id="", generation_id=1, member_id="m", assignments=[]), 5
+    )
+    assert synced.error_code == ErrorCode.INVALID_GROUP_ID
+    beat = call(state, "Heartbeat", 4, group_id="", generation_id=1, member_id="m")
+    assert beat.error_code == ErrorCode.INVALID_GROUP_ID
+    left = call(state, "LeaveGroup", 5, group_id="", members=[LEAVE_MEMBER(member_id="m")])
+    assert left.error_code == ErrorCode.INVALID_GROUP_ID
+    response = call(
+        state,
+        "TxnOffsetCommit",
+        3,
+        transactional_id="tx",
+        group_id="",
+        producer_id=4000,
+        producer_epoch=0,
+        generation_id=-1,
+        member_id="",
+        topics=[
+            TXN_TOPIC(
+                name="t",
+                partitions=[
+                    TXN_PARTITION(partition_index=0, committed_offset=5, committed_metadata="")
+                ],
+            )
+        ],
+    )
+    assert response.topics[0].partitions[0].error_code == ErrorCode.INVALID_GROUP_ID
+    gone = call(
+        state,
+        "LeaveGroup",
+        4,
+        group_id="nope",
+        members=[LEAVE_MEMBER(member_id="m1"), LEAVE_MEMBER(member_id="", group_instance_id="i")],
+    )
+    assert gone.error_code == 0
+    assert [(m.member_id, m.group_instance_id, m.error_code) for m in gone.members] == [
+        ("m1", None, ErrorCode.UNKNOWN_MEMBER_ID),
+        ("", "i", ErrorCode.UNKNOWN_MEMBER_ID),
+    ]
+    old = call(state, "LeaveGroup", 2, group_id="nope", member_id="m1")
+    assert old.error_code == ErrorCode.UNKNOWN_MEMBER_ID
+    deleted = call(state, "DeleteGroups", 2, groups_names=["", "nope", "nope"])
+    assert [(r.group_id, r.error_code) for r in deleted.results] == [
+        ("", ErrorCode.GROUP_ID_NOT_FOUND),
+        ("nope", ErrorCode.GROUP_ID_NOT_FOUND),
+    ]
+
+
+def test_a_group_error_wins_over_a_too_large_metadata(state: BrokerState) -> None:
+    """``OffsetMetadataManager.commitOffset`` checks the metadata size after the group: a commit
+    the group refuses answers the group's error on every partition it would have written."""
+    a = settle(join_new(state), 9)
+    settle(sync(state, a.member_id, 1, {}), 5)
+    refused = commit(state, 8, {0: 1}, generation=7, member_id=a.member_id, metadata="x" * 4097)
+    assert refused == [ErrorCode.ILLEGAL_GENERATION]
+    accepted = commit(state, 8, {0: 1}, generation=1, member_id=a.member_id, metadata="x" * 4097)
+    assert accepted == [ErrorCode.OFFSET_METADATA_TOO_LARGE]
+
+
+def test_group_max_size_is_checked_first(tmp_path: Path) -> None:
+    """``acceptJoiningMember`` comes before the protocol check (GROUP_MAX_SIZE_REACHED, not
+    INCONSISTENT_GROUP_PROTOCOL); in PreparingRebalance it counts the members awaiting a join."""
+    state = make_state(tmp_path / "d", **{"group.max.size": "1"})
+    state.create_topic("t", 1)
+    try:
+        a = settle(join_new(state), 9)
+        settle(sync(state, a.member_id, 1, {}), 5)
+        other = settle(join(state, version=3, protocols=("roundrobin",)), 3)
+        assert other.error_code == ErrorCode.GROUP_MAX_SIZE_REACHED and other.member_id == ""
+    finally:
+        state.close()
+
+
+def test_a_member_that_never_syncs_is_removed_after_the_rebalance_timeout(
+    state: BrokerState,
+) -> None:
+    """KIP-814's pending sync (``expirePendingSync``): the leader syncs, the group is Stable, a
+    follower that keeps heart-beating but never sends SyncGroup is removed at the rebalance
+    timeout and the group rebalances; a follower that syncs in time stays."""
+    a, b = completing_pair(state)
+    settle(sync(state, a.member_id, 2, {a.member_id: b"A", b.member_id: b"B"}), 5)
+    group = coordinator(state).groups[GROUP]
+    assert group.state == STABLE
+    for _ in range(REBALANCE // 2000 - 1):
+        advance(state, 2000)
+        assert heartbeat(state, a.member_id, 2) == 0
+        assert heartbeat(state, b.member_id, 2) == 0
+    advance(state, 2000)  # the rebalance timeout since the join completed
+    assert b.member_id not in group.members and group.state == PREPARING_REBALANCE
+    assert heartbeat(state, b.member_id, 2) == ErrorCode.UNKNOWN_MEMBER_ID
+    # the same, with the follower syncing after the group became Stable: nobody is removed
+    rejoined = settle(join(state, a.member_id), 9)
+    c_wait = join_new(state)
+    a3 = settle(join(state, rejoined.member_id), 9)
+    c = settle(c_wait, 9)
+    settle(sync(state, a3.member_id, a3.generation_id, {c.member_id: b"C"}), 5)
+    assert settle(sync(state, c.member_id, c.generation_id), 5).assignment == b"C"
+    for _ in range(REBALANCE // 2000 + 1):
+        advance(state, 2000)
+        assert heartbeat(state, a3.member_id, a3.generation_id) == 0
+        assert heartbeat(state, c.member_id, c.generation_id) == 0
+    assert set(group.members) == {a3.member_id, c.member_id} and group.state == STABLE
