@@ -38,7 +38,7 @@ from typing import Any, Final
 from kwire.broker._apis import CLOSE_CONNECTION, HANDLERS, Deferred, dispatch
 from kwire.broker._context import RequestContext
 from kwire.broker._data import api_versions_response
-from kwire.broker._fetch import FileRecords
+from kwire.broker._fetch import ConvertedRecords, FileRecords
 from kwire.broker._metrics import broker_metrics
 from kwire.broker._routing import DISCONNECT, Faults, error_response
 from kwire.broker._sasl import (
@@ -176,6 +176,7 @@ class KafkaServer:
         self._servers: list[asyncio.Server] = []
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
+        self._open: dict[asyncio.Task[None], _Connection] = {}
         self._waiters = _Waiters()
         self._housekeeping: asyncio.Task[None] | None = None
         state.on_notify(self._waiters.wake)
@@ -239,6 +240,12 @@ class KafkaServer:
             with contextlib.suppress(Exception):
                 await server.wait_closed()
 
+    def connection_stats(self) -> list[dict[str, Any]]:
+        """Each open connection: its peer, requests read, and the bytes the broker holds for it
+        (``output``: queued in the transport, unsent; ``input``: read from the socket, not yet
+        handled). Call on the server's loop."""
+        return [conn.stats() for conn in self._open.values()]
+
     async def _housekeep(self) -> None:
         await housekeep(self.state)
 
@@ -253,6 +260,8 @@ class KafkaServer:
         peer = writer.get_extra_info("peername")
         address = f"{peer[0]}:{peer[1]}" if peer else "?"
         conn = _Connection(address, listener)
+        conn.reader, conn.transport = reader, writer.transport
+        self._open[task] = conn
         closed = self.metrics.connected(conn)
         try:
             self._secure(conn, writer)
@@ -266,6 +275,7 @@ class KafkaServer:
         finally:
             closed()
             self._connections.discard(task)
+            self._open.pop(task, None)
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
@@ -482,7 +492,11 @@ class KafkaServer:
         loop = asyncio.get_running_loop()
         try:
             for piece in pieces:
-                if isinstance(piece, FileRecords):
+                if isinstance(piece, ConvertedRecords):
+                    for chunk in piece.chunks():  # one converted chunk in memory at a time
+                        writer.write(chunk)
+                        await writer.drain()
+                elif isinstance(piece, FileRecords):
                     await writer.drain()
                     for s in piece.slices:
                         await _sendfile(loop, writer, s.fd, s.position, s.size)
@@ -565,6 +579,23 @@ class _Connection:
         self.software: tuple[str, str] | None = None
         self.requests = 0
         self.logged = False
+        self.reader: asyncio.StreamReader | None = None
+        self.transport: asyncio.BaseTransport | None = None
+
+    def stats(self) -> dict[str, Any]:
+        transport, reader = self.transport, self.reader
+        output = (
+            transport.get_write_buffer_size()
+            if isinstance(transport, asyncio.WriteTransport) and not transport.is_closing()
+            else 0
+        )
+        buffered = getattr(reader, "_buffer", b"")  # StreamReader keeps no public count
+        return {
+            "address": self.address,
+            "requests": self.requests,
+            "output": output,
+            "input": len(buffered),
+        }
 
     def log(self) -> None:
         self.logged = True

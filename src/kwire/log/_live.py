@@ -104,7 +104,16 @@ from kwire.records import (
     validate_and_assign,
 )
 
-__all__ = ["FetchDataInfo", "FileSlice", "LiveLog", "LogAppendInfo", "LogConfig", "read_topic_id"]
+__all__ = [
+    "FetchDataInfo",
+    "FileSlice",
+    "LiveLog",
+    "LogAppendInfo",
+    "LogConfig",
+    "batch_formats",
+    "read_batch_chunks",
+    "read_topic_id",
+]
 
 log = logging.getLogger("kwire.log")
 
@@ -241,6 +250,51 @@ class LogAppendInfo:
     in_place: bool = True
     recompressed: bool = False
     size: int = 0
+
+
+def batch_formats(slices: list[FileSlice]) -> set[tuple[int, int]]:
+    """(magic, compression codec) of every batch in ``slices``, from their headers alone
+    (Kafka's ``FileRecords.hasMatchingMagic``: the fetch path decides whether to convert
+    without reading the records)."""
+    found: set[tuple[int, int]] = set()
+    for s in slices:
+        position, end = s.position, s.position + s.size
+        while position + _LOG_OVERHEAD + 10 <= end:
+            raw = os.pread(s.fd, 23, position)
+            if len(raw) < _LOG_OVERHEAD + 6:
+                break
+            length = struct.unpack_from(">i", raw, 8)[0]
+            magic = raw[16]
+            # v2: attributes (int16) at 21; v0/v1: attributes (int8) at 17 after the crc at 12
+            attributes = struct.unpack_from(">h", raw, 21)[0] if magic >= 2 else raw[17]
+            found.add((magic, attributes & 0x07))
+            position += _LOG_OVERHEAD + max(length, 0)
+            if length <= 0:
+                break
+    return found
+
+
+def read_batch_chunks(slices: list[FileSlice], chunk_bytes: int) -> Iterator[bytes]:
+    """The batches in ``slices``, read whole, about ``chunk_bytes`` at a time (one batch larger
+    than that is one chunk): what a lazy down-conversion reads, never all of it at once."""
+    for s in slices:
+        position, end = s.position, s.position + s.size
+        while position < end:
+            take = 0
+            while position + take + _LOG_OVERHEAD <= end:
+                raw = os.pread(s.fd, _LOG_OVERHEAD, position + take)
+                if len(raw) < _LOG_OVERHEAD:
+                    break
+                size = _LOG_OVERHEAD + max(struct.unpack_from(">i", raw, 8)[0], 0)
+                if take and take + size > chunk_bytes:
+                    break
+                take += min(size, end - position - take)
+                if take >= chunk_bytes:
+                    break
+            if take == 0:  # a trailing partial header: send it as it is
+                take = end - position
+            yield _pread_exact(s.fd, take, position)
+            position += take
 
 
 def _pread_exact(fd: int, size: int, position: int) -> bytes:

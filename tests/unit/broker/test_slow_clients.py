@@ -1,0 +1,177 @@
+"""Slow, idle and expensive clients (issue 21, items 4-6): what the broker holds for a connection
+that does not read, when it closes one that says nothing, and that one connection's CPU work does
+not stop the others. Mechanisms only (what is buffered, what is read, what is answered), no
+timings: the numbers are in bench/bench_slow_clients.py and docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_data_path import batch, make_state, produce
+from test_server import Client, fetch_request, produce_request
+
+from kwire.broker import Broker, BrokerState, RequestContext
+from kwire.broker._apis import HANDLERS
+from kwire.broker._fetch import ConvertedRecords, FileRecords
+from kwire.broker._server import encode_response_pieces
+from kwire.protocol import (
+    ClientConnection,
+    ErrorCode,
+    decode_response_frame,
+    message_class,
+    struct_class,
+)
+from kwire.records import Compression, read_batches
+
+NOW = 1_700_000_000_000
+
+
+def raw_fetch(state: BrokerState, version: int, max_bytes: int = 1 << 24) -> Any:
+    """The handler's own Fetch response (records as the server will send them, not decoded)."""
+    cls = message_class("FetchRequest")
+    request = cls(
+        replica_id=-1,
+        max_wait_ms=0,
+        min_bytes=1,
+        max_bytes=max_bytes,
+        isolation_level=0,
+        session_id=0,
+        session_epoch=-1,
+        topics=[
+            struct_class(cls, "topics")(
+                topic="t",
+                partitions=[
+                    struct_class(cls, "topics", "partitions")(
+                        partition=0, fetch_offset=0, partition_max_bytes=max_bytes
+                    )
+                ],
+            )
+        ],
+    )
+    return HANDLERS[1][0](state, RequestContext(1, version, 7, "test"), request)
+
+
+def sent_records(response: Any, version: int) -> bytes:
+    """The partition's record bytes as a client receives them."""
+    size, pieces = encode_response_pieces(response, version, 7)
+    frame = b"".join(p.to_bytes() if isinstance(p, FileRecords) else p for p in pieces)
+    for p in pieces:
+        if isinstance(p, FileRecords):
+            p.close()
+    assert len(frame) == size + 4
+    decoded = decode_response_frame(frame, 1, version).message
+    return bytes(decoded.responses[0].partitions[0].records)
+
+
+# --- item 4: zero copy below v10, lazy down-conversion -----------------------------------------
+
+
+@pytest.mark.parametrize("version", [4, 5, 6, 7, 8, 9])
+@pytest.mark.parametrize("codec", [Compression.NONE, Compression.GZIP, Compression.LZ4])
+def test_fetch_v4_to_v9_of_v2_batches_is_sent_from_the_segment(
+    tmp_path: Path, version: int, codec: Compression
+) -> None:
+    # Kafka serves stored v2 batches to any Fetch v4+ straight from the file (FileRecords,
+    # KafkaApis: no down-conversion when hasMatchingMagic); building them in memory is what let
+    # slow readers grow the broker without bound.
+    state = make_state(tmp_path / "d")
+    try:
+        state.create_topic("t", 1)
+        for i in range(3):
+            produce(state, "t", batch([b"v%d" % i] * 4, compression=codec))
+        response = raw_fetch(state, version)
+        records = response.responses[0].partitions[0].records
+        assert isinstance(records, FileRecords)
+        assert not isinstance(records, ConvertedRecords)
+        segment = next((tmp_path / "d" / "t-0").glob("*.log")).read_bytes()
+        assert sent_records(response, version) == segment
+    finally:
+        state.close()
+
+
+def test_zstd_below_v10_is_still_refused(tmp_path: Path) -> None:
+    state = make_state(tmp_path / "d")
+    try:
+        state.create_topic("t", 1)
+        produce(state, "t", batch([b"x"], compression=Compression.ZSTD))
+        part = raw_fetch(state, 9).responses[0].partitions[0]
+        assert part.error_code == ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
+    finally:
+        state.close()
+
+
+def test_a_large_down_conversion_is_sent_in_bounded_chunks(tmp_path: Path) -> None:
+    # Fetch v3 reads magic 1: Kafka's LazyDownConversionRecords converts while sending, the
+    # frame sized by the stored bytes or the first converted chunk, whichever is larger.
+    state = make_state(tmp_path / "d", "3.9")
+    try:
+        state.create_topic("t", 1)
+        values = [b"%06d" % i + b"x" * 2000 for i in range(1500)]  # ~3 MB in 50-record batches
+        for start in range(0, len(values), 50):
+            produce(state, "t", batch(values[start : start + 50]))
+        response = raw_fetch(state, 3)
+        records = response.responses[0].partitions[0].records
+        assert isinstance(records, ConvertedRecords)
+        chunks = list(records.chunks())
+        assert sum(map(len, chunks)) == records.nbytes
+        assert max(map(len, chunks)) <= 2 * (1 << 18)  # one chunk converted at a time
+        records.close()
+        response = raw_fetch(state, 3)
+        got = sent_records(response, 3)
+        batches = list(read_batches(got, allow_truncated_tail=True))
+        assert {b.magic for b in batches} == {1}
+        got_values = [bytes(r.value) for b in batches for r in b.records()]
+        # magic 1 is larger than v2 here: the frame holds the stored size, the batch cut at its
+        # end is dropped by the client, which fetches again from the next offset
+        assert 0 < len(got_values) < len(values)
+        assert got_values == values[: len(got_values)]
+    finally:
+        state.close()
+
+
+# --- item 4: a client that does not read --------------------------------------------------------
+
+
+def test_a_client_that_stops_reading_holds_a_bounded_buffer_and_is_not_read(
+    tmp_path: Path,
+) -> None:
+    with Broker(tmp_path / "data") as broker:
+        broker.create_topic("t", 1)
+        writer = Client(broker.port)
+        try:
+            for i in range(24):  # 12 MiB stored
+                value = bytes([65 + i % 26]) * (512 * 1024)
+                writer.call(produce_request("t", batch([value])), 9)
+        finally:
+            writer.close()
+        slow = socket.socket()
+        slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 32 * 1024)
+        slow.connect(("127.0.0.1", broker.port))
+        try:
+            conn = ClientConnection("slow")
+            slow.sendall(conn.send(fetch_request("t", 0), 9))  # 12 MiB answer, never read
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                stats = [c for c in broker.connections() if c["requests"]]
+                if stats and stats[0]["output"] > 0:
+                    break
+                time.sleep(0.05)
+            # pipelined requests behind the unsent response: the broker does not read them
+            slow.setblocking(False)
+            api_versions = message_class("ApiVersionsRequest")()
+            frames = b"".join(conn.send(api_versions, 0) for _ in range(200))
+            with contextlib.suppress(BlockingIOError):
+                slow.send(frames)
+            time.sleep(0.5)
+            (stats,) = [c for c in broker.connections() if c["requests"]]
+            assert stats["requests"] == 1
+            assert stats["output"] <= 1 << 20  # not the 12 MiB response
+            assert stats["input"] <= 1 << 17
+        finally:
+            slow.close()
