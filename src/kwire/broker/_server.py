@@ -32,7 +32,7 @@ import os
 import ssl
 import struct
 import time
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any, Final
 
 from kwire.broker._apis import CLOSE_CONNECTION, HANDLERS, Deferred, dispatch
@@ -166,6 +166,10 @@ class KafkaServer:
         self.running = False  # listening (between start and stop)
         self.bound: dict[str, int] = {}  # listener name -> bound port
         self.max_request_bytes = state.broker_int("socket.request.max.bytes")
+        #: Kafka's ``connections.max.idle.ms``: a connection that moves no byte for this long
+        #: (silent, stuck mid-request, or not reading its response) is closed (-1: never)
+        self.max_idle_ms = state.broker_int("connections.max.idle.ms")
+        self._reaper: asyncio.Task[None] | None = None
         self.listeners = (
             list(listeners)
             if listeners is not None
@@ -220,6 +224,8 @@ class KafkaServer:
         )
         if self._run_housekeeping:
             self._housekeeping = asyncio.create_task(self._housekeep())
+        if self.max_idle_ms >= 0:
+            self._reaper = asyncio.create_task(self._close_idle())
         self.running = True
 
     async def stop(self) -> None:
@@ -232,10 +238,12 @@ class KafkaServer:
         for task in list(self._connections):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        if self._housekeeping is not None:
-            self._housekeeping.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._housekeeping
+        for background in (self._housekeeping, self._reaper):
+            if background is not None:
+                background.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await background
+        self._reaper = None
         for server in self._servers:
             with contextlib.suppress(Exception):
                 await server.wait_closed()
@@ -248,6 +256,27 @@ class KafkaServer:
 
     async def _housekeep(self) -> None:
         await housekeep(self.state)
+
+    async def _close_idle(self) -> None:
+        """Kafka's ``Selector`` idle expiry: close each connection whose last byte in or out
+        is older than ``connections.max.idle.ms``. Time spent handling its request (a long
+        poll included) is the broker's, not the client's, and does not count."""
+        idle_s = self.max_idle_ms / 1000.0
+        tick = min(max(idle_s / 4, 0.01), 1.0)
+        while True:
+            await asyncio.sleep(tick)
+            now = time.monotonic()
+            for task, conn in list(self._open.items()):
+                if conn.handling or now - conn.last_active <= idle_s:
+                    continue
+                log.info(
+                    "closing %s: idle for more than connections.max.idle.ms (%d)",
+                    conn.address,
+                    self.max_idle_ms,
+                )
+                if conn.transport is not None:
+                    conn.transport.abort()  # also ends a sendfile stuck on a full socket
+                task.cancel()
 
     # --- one connection -----------------------------------------------------------------------
 
@@ -348,9 +377,11 @@ class KafkaServer:
         mute_ms = 0
         while True:
             if mute_ms:  # KIP-219: a throttled channel is muted after its response went out
+                conn.handling = True
                 await asyncio.sleep(mute_ms / 1000.0)
-                mute_ms = 0
+                conn.handling, conn.last_active, mute_ms = False, time.monotonic(), 0
             head = await reader.readexactly(4)
+            conn.last_active = time.monotonic()
             (size,) = _SIZE.unpack(head)
             sasl = conn.sasl
             limit = self.max_request_bytes
@@ -367,7 +398,7 @@ class KafkaServer:
                     limit,
                 )
                 return
-            body = await reader.readexactly(size)
+            body = await _read_body(reader, size, conn)
             started = time.perf_counter_ns()
             if sasl is not None and sasl.raw_tokens:  # after a SaslHandshake v0
                 if not await self._sasl_reply(writer, conn, sasl.raw_token(body), 0, 0):
@@ -389,7 +420,7 @@ class KafkaServer:
                     response = api_versions_response(self.state, ErrorCode.UNSUPPORTED_VERSION)
                     if not self.state.personality.kip511:
                         response.api_keys = []
-                    await self._send(writer, response, 0, correlation_id)
+                    await self._send(writer, response, 0, correlation_id, conn)
                     continue
                 log.warning(
                     "closing %s: API key %d version %d is not served by Kafka %s",
@@ -448,14 +479,19 @@ class KafkaServer:
                 if fault.error is not None:
                     error = ErrorCode(int(fault.error))
                     response = error_response(api_key, api_version, request.message, error)
-                    await self._send(writer, response, api_version, correlation_id)
+                    await self._send(writer, response, api_version, correlation_id, conn)
                     continue
-            outcome = dispatch(self.state, ctx, request.message)
-            parked = 0
-            if isinstance(outcome, Deferred):
-                parked = time.perf_counter_ns()
-                outcome = await self._wait(outcome)
-                parked = time.perf_counter_ns() - parked
+            conn.handling = True
+            try:
+                outcome = dispatch(self.state, ctx, request.message)
+                parked = 0
+                if isinstance(outcome, Deferred):
+                    parked = time.perf_counter_ns()
+                    outcome = await self._wait(outcome)
+                    parked = time.perf_counter_ns() - parked
+            finally:
+                conn.handling = False
+                conn.last_active = time.monotonic()
             # metrics and quotas: sets throttle_time_ms, returns how long to mute (_metrics)
             mute_ms = self.metrics.request(
                 conn, ctx, request.message, outcome, size, started, parked
@@ -465,7 +501,7 @@ class KafkaServer:
             if outcome is CLOSE_CONNECTION:
                 log.info("closing %s: a request without response failed", conn.address)
                 return
-            await self._send(writer, outcome, api_version, correlation_id)
+            await self._send(writer, outcome, api_version, correlation_id, conn)
 
     async def _wait(self, deferred: Deferred) -> Any:
         event = asyncio.Event()
@@ -486,23 +522,35 @@ class KafkaServer:
             self._waiters.remove(deferred.keys, event)
 
     async def _send(
-        self, writer: asyncio.StreamWriter, message: Any, version: int, correlation_id: int
+        self,
+        writer: asyncio.StreamWriter,
+        message: Any,
+        version: int,
+        correlation_id: int,
+        conn: _Connection | None = None,
     ) -> None:
         _, pieces = encode_response_pieces(message, version, correlation_id)
         loop = asyncio.get_running_loop()
+
+        def progressed() -> None:
+            if conn is not None:
+                conn.last_active = time.monotonic()
+
         try:
             for piece in pieces:
                 if isinstance(piece, ConvertedRecords):
                     for chunk in piece.chunks():  # one converted chunk in memory at a time
                         writer.write(chunk)
                         await writer.drain()
+                        progressed()
                 elif isinstance(piece, FileRecords):
                     await writer.drain()
                     for s in piece.slices:
-                        await _sendfile(loop, writer, s.fd, s.position, s.size)
+                        await _sendfile(loop, writer, s.fd, s.position, s.size, progressed)
                 else:
                     writer.write(piece)
             await writer.drain()
+            progressed()
         finally:
             for piece in pieces:
                 if isinstance(piece, FileRecords):
@@ -544,8 +592,34 @@ async def housekeep(state: BrokerState) -> None:
 _TLS_CHUNK: Final = 1 << 16
 
 
+async def _read_body(reader: asyncio.StreamReader, size: int, conn: _Connection) -> bytes:
+    """A request body, each arrival of bytes marking the connection active (a large request
+    that is still coming in is not idle)."""
+    if size <= _TLS_CHUNK:
+        body = await reader.readexactly(size)
+        conn.last_active = time.monotonic()
+        return body
+    out = bytearray()
+    while len(out) < size:
+        piece = await reader.read(min(size - len(out), _TLS_CHUNK))
+        if not piece:
+            raise asyncio.IncompleteReadError(bytes(out), size)
+        out += piece
+        conn.last_active = time.monotonic()
+    return bytes(out)
+
+
+#: Bytes per ``sendfile`` call: between calls the connection is marked active.
+_SENDFILE_STEP: Final = 1 << 20
+
+
 async def _sendfile(
-    loop: asyncio.AbstractEventLoop, writer: asyncio.StreamWriter, fd: int, offset: int, count: int
+    loop: asyncio.AbstractEventLoop,
+    writer: asyncio.StreamWriter,
+    fd: int,
+    offset: int,
+    count: int,
+    progressed: Callable[[], None],
 ) -> None:
     """``sendfile`` a slice of a segment (a plain copy only where the transport cannot)."""
     if writer.get_extra_info("ssl_object") is not None:
@@ -558,13 +632,19 @@ async def _sendfile(
                 raise ConnectionError(f"segment ended {count} bytes early")
             writer.write(chunk)
             await writer.drain()
+            progressed()
             offset += len(chunk)
             count -= len(chunk)
         return
     with os.fdopen(os.dup(fd), "rb", buffering=0) as file:
-        sent = await loop.sendfile(writer.transport, file, offset, count, fallback=True)
-    if sent != count:
-        raise ConnectionError(f"sent {sent} of {count} record bytes")
+        while count > 0:
+            step = min(count, _SENDFILE_STEP)
+            sent = await loop.sendfile(writer.transport, file, offset, step, fallback=True)
+            if sent != step:
+                raise ConnectionError(f"sent {sent} of {step} record bytes")
+            progressed()
+            offset += step
+            count -= step
 
 
 class _Connection:
@@ -579,14 +659,16 @@ class _Connection:
         self.software: tuple[str, str] | None = None
         self.requests = 0
         self.logged = False
+        self.last_active = time.monotonic()  # the last byte in or out
+        self.handling = False  # a request of this connection is with the broker
         self.reader: asyncio.StreamReader | None = None
-        self.transport: asyncio.BaseTransport | None = None
+        self.transport: asyncio.WriteTransport | None = None
 
     def stats(self) -> dict[str, Any]:
         transport, reader = self.transport, self.reader
         output = (
             transport.get_write_buffer_size()
-            if isinstance(transport, asyncio.WriteTransport) and not transport.is_closing()
+            if transport is not None and not transport.is_closing()
             else 0
         )
         buffered = getattr(reader, "_buffer", b"")  # StreamReader keeps no public count

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import struct
 import time
 from pathlib import Path
 from typing import Any
@@ -175,3 +176,62 @@ def test_a_client_that_stops_reading_holds_a_bounded_buffer_and_is_not_read(
             assert stats["input"] <= 1 << 17
         finally:
             slow.close()
+
+
+# --- item 5: connections.max.idle.ms ------------------------------------------------------------
+
+
+def closed_within(sock: socket.socket, seconds: float) -> bool:
+    """True when the broker closes ``sock`` within ``seconds`` (nothing is read from it)."""
+    sock.settimeout(seconds)
+    try:
+        while sock.recv(1 << 16):
+            pass
+        return True
+    except (ConnectionResetError, BrokenPipeError):
+        return True
+    except TimeoutError:
+        return False
+
+
+def test_idle_half_sent_and_non_reading_connections_are_closed(tmp_path: Path) -> None:
+    # Kafka's Selector closes a connection that moves no byte for connections.max.idle.ms:
+    # silent, stuck mid-request, or not reading its response; a client that talks stays.
+    config = {"connections.max.idle.ms": "300"}
+    with Broker(tmp_path / "data", config=config) as broker:
+        broker.create_topic("t", 1)
+        writer = Client(broker.port)
+        for i in range(16):  # 8 MiB to fetch
+            writer.call(produce_request("t", batch([bytes([65 + i]) * (512 * 1024)])), 9)
+        silent = socket.create_connection(("127.0.0.1", broker.port), timeout=5)
+        half = socket.create_connection(("127.0.0.1", broker.port), timeout=5)
+        half.sendall(struct.pack(">i", 100) + b"\x00\x12")  # 2 of 100 bytes, then nothing
+        slow = socket.socket()
+        slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 32 * 1024)
+        slow.connect(("127.0.0.1", broker.port))
+        slow.sendall(ClientConnection("slow").send(fetch_request("t", 0), 9))
+        try:
+            for _ in range(10):  # the talking client, 1.5 s in all, idle at most 150 ms
+                assert writer.call(message_class("ApiVersionsRequest")(), 0).error_code == 0
+                time.sleep(0.15)
+            assert closed_within(silent, 5)
+            assert closed_within(half, 5)
+            assert closed_within(slow, 5)
+            assert writer.call(message_class("ApiVersionsRequest")(), 0).error_code == 0
+            (only,) = broker.connections()
+            assert only["requests"] == 27
+        finally:
+            for s in (silent, half, slow):
+                s.close()
+            writer.close()
+
+
+def test_idle_connections_stay_open_under_the_default(tmp_path: Path) -> None:
+    with Broker(tmp_path / "data") as broker:
+        silent = socket.create_connection(("127.0.0.1", broker.port), timeout=5)
+        try:
+            assert not closed_within(silent, 0.5)  # 10 minutes by default
+            default = broker.call(lambda state: state.broker_config("connections.max.idle.ms"))
+            assert default == "600000"
+        finally:
+            silent.close()
