@@ -25,6 +25,7 @@ read in 64 KiB chunks and written through the SSL transport), then the rest. A l
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import functools
 import logging
@@ -37,7 +38,7 @@ from typing import Any, Final
 
 from kwire.broker._apis import CLOSE_CONNECTION, HANDLERS, Deferred, dispatch
 from kwire.broker._context import RequestContext
-from kwire.broker._data import api_versions_response
+from kwire.broker._data import api_versions_response, validation_jobs
 from kwire.broker._fetch import ConvertedRecords, FileRecords
 from kwire.broker._metrics import broker_metrics
 from kwire.broker._routing import DISCONNECT, Faults, error_response
@@ -170,6 +171,9 @@ class KafkaServer:
         #: (silent, stuck mid-request, or not reading its response) is closed (-1: never)
         self.max_idle_ms = state.broker_int("connections.max.idle.ms")
         self._reaper: asyncio.Task[None] | None = None
+        #: Kafka's request handler threads (``num.io.threads``), for the costly pure work of a
+        #: request; each connection has one request at a time, so its queue is bounded too
+        self._workers: concurrent.futures.ThreadPoolExecutor | None = None
         self.listeners = (
             list(listeners)
             if listeners is not None
@@ -244,6 +248,9 @@ class KafkaServer:
                 with contextlib.suppress(asyncio.CancelledError):
                     await background
         self._reaper = None
+        if self._workers is not None:
+            self._workers.shutdown(wait=False, cancel_futures=True)
+            self._workers = None
         for server in self._servers:
             with contextlib.suppress(Exception):
                 await server.wait_closed()
@@ -483,6 +490,7 @@ class KafkaServer:
                     continue
             conn.handling = True
             try:
+                await self._work_ahead(ctx, request.message)
                 outcome = dispatch(self.state, ctx, request.message)
                 parked = 0
                 if isinstance(outcome, Deferred):
@@ -502,6 +510,26 @@ class KafkaServer:
                 log.info("closing %s: a request without response failed", conn.address)
                 return
             await self._send(writer, outcome, api_version, correlation_id, conn)
+
+    async def _work_ahead(self, ctx: RequestContext, message: Any) -> None:
+        """Run a request's costly pure work (a Produce's compressed records: decompression and
+        the record walk) on the worker pool, so other connections are served meanwhile (Kafka's
+        request handler threads); the handler finds the results in ``ctx.validated``."""
+        jobs = validation_jobs(self.state, ctx, message)
+        if not jobs:
+            return
+        loop = asyncio.get_running_loop()
+        pool = self._pool()
+        results = await asyncio.gather(*(loop.run_in_executor(pool, job) for _, job in jobs))
+        ctx.validated = {key: result for (key, _), result in zip(jobs, results, strict=True)}
+
+    def _pool(self) -> concurrent.futures.ThreadPoolExecutor:
+        if self._workers is None:
+            self._workers = concurrent.futures.ThreadPoolExecutor(
+                max_workers=self.state.broker_int("num.io.threads"),
+                thread_name_prefix=f"kwire-io-{self.node_id}",
+            )
+        return self._workers
 
     async def _wait(self, deferred: Deferred) -> Any:
         event = asyncio.Event()

@@ -97,6 +97,7 @@ from kwire.log._txnindex import AbortedTxn, TransactionIndex, encode_aborted_txn
 from kwire.log._writer import TMP_SUFFIX, _fsync_dir, _write_file
 from kwire.records import (
     AppendOrigin,
+    AppendResult,
     Batch,
     BatchReader,
     TopicConfig,
@@ -976,7 +977,7 @@ class LiveLog:
         if self._closed:
             raise ValueError(f"{self.path}: the log is closed")
 
-    def append_as_leader(
+    def validate_for_append(
         self,
         records: bytes | bytearray | memoryview,
         *,
@@ -984,12 +985,11 @@ class LiveLog:
         leader_epoch: int = 0,
         origin: AppendOrigin = AppendOrigin.CLIENT,
         produce_version: int | None = None,
-    ) -> LogAppendInfo:
-        """``UnifiedLog.appendAsLeader``; see the module doc. Raises ``AppendError`` (records)
-        or ``LogError`` / ``ProducerStateError`` before anything is written."""
-        self._check_open()
-        self._now_ms = now_ms
-        result = validate_and_assign(
+    ) -> AppendResult:
+        """``LogValidator`` for a client append at the current log end, without appending:
+        pure computation on the log's config (safe from a worker thread; the expensive part of
+        a compressed append: decompression and the record walk). Raises ``AppendError``."""
+        return validate_and_assign(
             records,
             next_offset=self.log_end_offset,
             now_ms=now_ms,
@@ -999,6 +999,32 @@ class LiveLog:
             produce_version=produce_version,
             compiled=self.compiled_validation,
         )
+
+    def append_as_leader(
+        self,
+        records: bytes | bytearray | memoryview,
+        *,
+        now_ms: int,
+        leader_epoch: int = 0,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
+        produce_version: int | None = None,
+        validated: AppendResult | None = None,
+    ) -> LogAppendInfo:
+        """``UnifiedLog.appendAsLeader``; see the module doc. Raises ``AppendError`` (records)
+        or ``LogError`` / ``ProducerStateError`` before anything is written. ``validated`` is
+        ``validate_for_append``'s result for these records, computed ahead (elsewhere than the
+        caller's thread); its offsets move to the log end when appends came in between."""
+        self._check_open()
+        self._now_ms = now_ms
+        result = validated.relocated(self.log_end_offset) if validated is not None else None
+        if result is None:
+            result = self.validate_for_append(
+                records,
+                now_ms=now_ms,
+                leader_epoch=leader_epoch,
+                origin=origin,
+                produce_version=produce_version,
+            )
         if result.last_offset < 0:
             return LogAppendInfo(-1, -1, -1, -1, -1, self.log_start_offset, 0)
         data = result.records

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import struct
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from kwire.protocol import (
     message_class,
     struct_class,
 )
-from kwire.records import Compression, read_batches
+from kwire.records import Compression, build_batch, read_batches
 
 NOW = 1_700_000_000_000
 
@@ -235,3 +236,93 @@ def test_idle_connections_stay_open_under_the_default(tmp_path: Path) -> None:
             assert default == "600000"
         finally:
             silent.close()
+
+
+# --- item 6: costly validation off the event loop -----------------------------------------------
+
+
+def bomb(megabytes: int) -> bytes:
+    """A gzip batch of ``megabytes`` 1 MiB zero values: ~1 KB on the wire per MiB inside."""
+    zeros = bytes(1 << 20)
+    return build_batch([(None, NOW, None, zeros)] * megabytes, 2, Compression.GZIP)
+
+
+def test_other_connections_are_served_while_a_bomb_is_validated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Kafka validates on its request handler threads: a batch that takes long to decompress
+    # holds one of them, not the network threads. Here the bomb's validation is held until the
+    # other connection has been answered, which happens only if it runs off the event loop.
+    from kwire.log import _live
+
+    started, answered = threading.Event(), threading.Event()
+    held: list[bool] = []
+    real = _live.validate_and_assign
+
+    def held_validation(records: Any, **kwargs: Any) -> Any:
+        if len(memoryview(records)) > 10_000 and not started.is_set():
+            started.set()
+            held.append(answered.wait(10))
+        return real(records, **kwargs)
+
+    monkeypatch.setattr(_live, "validate_and_assign", held_validation)
+    with Broker(tmp_path / "data") as broker:
+        broker.create_topic("t", 1)
+        attacker, other = Client(broker.port), Client(broker.port)
+        try:
+            other.call(message_class("ApiVersionsRequest")(), 0)
+            attacker.send(produce_request("t", bomb(16)), 9)
+            assert started.wait(10)  # the bomb's validation has started (and waits)
+            reply = other.call(message_class("ApiVersionsRequest")(), 0)
+            assert reply.error_code == 0
+            answered.set()
+            part = attacker.receive().message.responses[0].partition_responses[0]
+            assert (part.error_code, part.base_offset) == (0, 0)
+            assert held == [True]  # the validation waited for the other answer, and got it
+            assert broker.end_offsets("t") == [16]
+        finally:
+            answered.set()
+            attacker.close()
+            other.close()
+
+
+def test_a_bomb_beyond_the_decompression_bound_is_refused(tmp_path: Path) -> None:
+    # decompression stops at 64 MiB (kwire's bound, DEFAULT_MAX_DECOMPRESSED_SIZE): the batch
+    # is refused as corrupt, never decompressed whole, and the connection stays usable
+    with Broker(tmp_path / "data") as broker:
+        broker.create_topic("t", 1)
+        client = Client(broker.port)
+        try:
+            response = client.call(produce_request("t", bomb(80)), 9)
+            part = response.responses[0].partition_responses[0]
+            assert part.error_code == ErrorCode.CORRUPT_MESSAGE
+            ok = client.call(produce_request("t", batch([b"x"], compression=Compression.GZIP)), 9)
+            assert ok.responses[0].partition_responses[0].base_offset == 0
+        finally:
+            client.close()
+
+
+def test_validation_done_ahead_moves_to_the_log_end(tmp_path: Path) -> None:
+    # Records validated off the loop at log end 0 while another append lands first: v2 keeps
+    # the base offset outside the CRC, so the validated batch is appended at offset 1, intact.
+    from kwire.broker._data import validation_jobs
+
+    state = make_state(tmp_path / "d")
+    try:
+        state.create_topic("t", 1)
+        request = produce_request("t", batch([b"a", b"b"], compression=Compression.GZIP))
+        ctx = RequestContext(0, 9, 1, "test")
+        jobs = validation_jobs(state, ctx, request)
+        assert [key for key, _ in jobs] == [(0, 0)]
+        ahead = {key: job() for key, job in jobs}
+        produce(state, "t", batch([b"first"]))
+        ctx.validated = ahead
+        response = HANDLERS[0][0](state, ctx, request)
+        part = response.responses[0].partition_responses[0]
+        assert (part.error_code, part.base_offset) == (0, 1)
+        records = sent_records(raw_fetch(state, 12), 12)
+        batches = list(read_batches(records))  # CRCs verified
+        assert [(b.base_offset, b.last_offset) for b in batches] == [(0, 0), (1, 2)]
+        assert [bytes(r.value) for b in batches for r in b.records()] == [b"first", b"a", b"b"]
+    finally:
+        state.close()
