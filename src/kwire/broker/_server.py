@@ -281,8 +281,10 @@ class KafkaServer:
                     conn.address,
                     self.max_idle_ms,
                 )
-                if conn.transport is not None:
-                    conn.transport.abort()  # also ends a sendfile stuck on a full socket
+                # cancel first, abort after (in _serve): an abort during loop.sendfile leaves
+                # asyncio 3.11's transport half reset; a cancel unwinds the sendfile, then the
+                # abort drops what the client never read instead of waiting for it to drain
+                conn.expired = True
                 task.cancel()
 
     # --- one connection -----------------------------------------------------------------------
@@ -305,14 +307,17 @@ class KafkaServer:
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         except asyncio.CancelledError:
-            pass
+            conn.expired = True  # stopping, or closed for idleness: do not wait for the client
         except Exception:
             log.exception("connection %s failed", address)
         finally:
             closed()
             self._connections.discard(task)
             self._open.pop(task, None)
-            writer.close()
+            if conn.expired:
+                writer.transport.abort()
+            else:
+                writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
             if not conn.logged and conn.requests:
@@ -689,6 +694,7 @@ class _Connection:
         self.logged = False
         self.last_active = time.monotonic()  # the last byte in or out
         self.handling = False  # a request of this connection is with the broker
+        self.expired = False  # closed by the broker without waiting for unsent output
         self.reader: asyncio.StreamReader | None = None
         self.transport: asyncio.WriteTransport | None = None
 
