@@ -8,7 +8,7 @@ attack is measured beside the same numbers without it, in the same run:
   20 ms sleep wakes with the switch interval at 1 s);
 * slow readers: a 64 MiB topic (v2 batches of 1 MiB, uncompressed); 8 connections each send a
   Fetch (v9, then v12) for 100 MB from offset 0 with a 4 KiB receive buffer and never read. The
-  broker's RSS (VmRSS, sampled every 50 ms for 3 s) is reported beside its idle RSS, and a
+  broker's RSS (VmRSS, sampled every 50 ms for 8 s) is reported beside its idle RSS, and a
   well-behaved client's produce round trip (acks=1, one 100-byte record) beside its value alone;
 * compression bombs: two connections loop a Produce of one gzip batch of 60 MiB of zeros (~60 KB
   on the wire); the well-behaved client's produce round trips, p50/p99, beside the same without.
@@ -236,7 +236,7 @@ def slow_readers(port: int, pid: int) -> dict[str, Any]:
         samples: list[float] = []
 
         def sample(stop: threading.Event = stop, samples: list[float] = samples) -> None:
-            end = time.monotonic() + 3.0
+            end = time.monotonic() + 8.0
             while time.monotonic() < end:
                 samples.append(rss_mb(pid))
                 time.sleep(0.05)
