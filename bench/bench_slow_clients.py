@@ -259,6 +259,7 @@ def bombs(port: int) -> dict[str, Any]:
     frame = produce_request("bombed", bomb)
     admin = Raw(port)
     create_topic(admin, "bombed")
+    create_topic(admin, "small")  # (already there after slow_readers)
     admin.close()
     result: dict[str, Any] = {"bomb_bytes": len(bomb)}
     result["produce_alone_ms"] = produce_latencies(port, 500)
