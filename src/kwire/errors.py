@@ -24,10 +24,12 @@ __all__ = [
     "LOG_ERRORS",
     "AppendError",
     "CorruptRecordError",
+    "DataDirLockedError",
     "DecodeError",
     "EncodeError",
     "FastPathError",
     "FastPathFallbackWarning",
+    "KafkaStorageError",
     "KwireError",
     "LogError",
     "OffsetOutOfRangeError",
@@ -62,6 +64,7 @@ LOG_ERRORS: Final = frozenset(
         "INVALID_TXN_STATE",
         "TRANSACTION_COORDINATOR_FENCED",
         "UNKNOWN_PRODUCER_ID",
+        "KAFKA_STORAGE_ERROR",
     }
 )
 
@@ -240,3 +243,33 @@ class OffsetOutOfRangeError(LogError):
 
     def __init__(self, error_name: str = "OFFSET_OUT_OF_RANGE", message: str = "") -> None:
         super().__init__(error_name, message)
+
+
+class KafkaStorageError(LogError):
+    """An I/O error on a log directory (KAFKA_STORAGE_ERROR, 56): Kafka's
+    ``KafkaStorageException``. The directory ``log_dir`` is offline from then on: every log in it
+    refuses to read or write until the process restarts and recovers it (``LogDirFailureChannel``)."""
+
+    def __init__(
+        self, error_name: str = "KAFKA_STORAGE_ERROR", message: str = "", log_dir: str = ""
+    ) -> None:
+        super().__init__(error_name, message)
+        self.log_dir = log_dir
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.error_name, self.message, self.log_dir))
+
+
+class DataDirLockedError(KwireError):
+    """Another broker (another process, or another ``Broker`` in this one) holds the data
+    directory's ``.lock``; Kafka's ``LogManager.lockLogDirs`` refuses to start the same way."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__(
+            f"Failed to acquire lock on file .lock in {path}. A Kafka instance in another "
+            "process or thread is using this directory."
+        )
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.path,))

@@ -16,7 +16,7 @@
  *       property (acks=1, enable.idempotence=false, linger.ms=5, ...). Without "idempotent" or
  *       "transactional" enable.idempotence is false.
  *       -> {"acks": [{"index", "partition", "offset", "timestamp"} | {"index", "error"}], "error": null}
- *   consume <bootstrap> <topic> <expected-count> <timeout-ms> [read_committed] [name=value ...]
+ *   consume <bootstrap> <topic> <expected-count> <timeout-ms> [read_committed] [seek=<offset>] [name=value ...]
  *       assign() every partition (no group), seekToBeginning, poll until expected-count records or
  *       the deadline.
  *       -> {"records": [{"partition", "offset", "timestamp", "timestampType", "key", "value",
@@ -54,9 +54,12 @@ import org.apache.kafka.clients.admin.CreateTopicsResult;
 import org.apache.kafka.clients.admin.DescribeClusterResult;
 import org.apache.kafka.clients.admin.ListOffsetsResult;
 import org.apache.kafka.clients.admin.LogDirDescription;
+import org.apache.kafka.clients.admin.NewPartitionReassignment;
 import org.apache.kafka.clients.admin.NewPartitions;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.admin.PartitionReassignment;
+import org.apache.kafka.clients.admin.QuorumInfo;
 import org.apache.kafka.clients.admin.RecordsToDelete;
 import org.apache.kafka.clients.admin.ReplicaInfo;
 import org.apache.kafka.clients.admin.TopicDescription;
@@ -68,11 +71,13 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.ElectionType;
 import org.apache.kafka.common.KafkaFuture;
 import org.apache.kafka.common.Node;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.TopicPartitionInfo;
+import org.apache.kafka.common.TopicPartitionReplica;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeader;
@@ -86,10 +91,13 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Collections;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
+import java.util.Set;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
@@ -249,9 +257,12 @@ public class ClientsProgram {
         props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         props.put(ConsumerConfig.REQUEST_TIMEOUT_MS_CONFIG, "10000");
         props.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "20000");
+        long seek = -1;  // seek=<offset>: start there (every partition) instead of the beginning
         for (int a = 5; a < args.length; a++) {
             if (args[a].equals("read_committed")) {
                 props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+            } else if (args[a].startsWith("seek=")) {
+                seek = Long.parseLong(args[a].substring(5));
             } else if (args[a].contains("=")) {
                 int eq = args[a].indexOf('=');
                 props.put(args[a].substring(0, eq), args[a].substring(eq + 1));
@@ -270,7 +281,13 @@ public class ClientsProgram {
                 partitions.add(new TopicPartition(topic, info.partition()));
             }
             consumer.assign(partitions);
-            consumer.seekToBeginning(partitions);
+            if (seek < 0) {
+                consumer.seekToBeginning(partitions);
+            } else {
+                for (TopicPartition tp : partitions) {
+                    consumer.seek(tp, seek);
+                }
+            }
             int seen = 0;
             while (seen < expected && System.currentTimeMillis() < deadline) {
                 ConsumerRecords<byte[], byte[]> polled = consumer.poll(Duration.ofMillis(200));
@@ -443,9 +460,88 @@ public class ClientsProgram {
             }
             case "createPartitions": {
                 Map<String, NewPartitions> request = new HashMap<>();
-                request.put(op.get("topic").asText(), NewPartitions.increaseTo(op.get("count").asInt()));
+                int count = op.get("count").asInt();
+                request.put(op.get("topic").asText(), op.has("assignments")
+                    ? NewPartitions.increaseTo(count, intLists(op.get("assignments")))
+                    : NewPartitions.increaseTo(count));
                 get(admin.createPartitions(request).all());
                 return F.booleanNode(true);
+            }
+            case "electLeaders": {
+                Set<TopicPartition> partitions = new HashSet<>();
+                for (JsonNode p : op.get("partitions")) {
+                    partitions.add(new TopicPartition(p.get(0).asText(), p.get(1).asInt()));
+                }
+                ElectionType type = ElectionType.valueOf(op.path("type").asText("PREFERRED"));
+                Map<TopicPartition, Optional<Throwable>> found =
+                    get(admin.electLeaders(type, partitions).partitions());
+                ObjectNode o = F.objectNode();
+                for (Map.Entry<TopicPartition, Optional<Throwable>> e : found.entrySet()) {
+                    o.put(e.getKey().toString(), e.getValue().map(ClientsProgram::describe).orElse(null));
+                }
+                return o;
+            }
+            case "alterPartitionReassignments": {
+                Map<TopicPartition, Optional<NewPartitionReassignment>> request = new HashMap<>();
+                for (JsonNode p : op.get("partitions")) {
+                    TopicPartition tp = new TopicPartition(p.get(0).asText(), p.get(1).asInt());
+                    request.put(tp, p.get(2).isNull() ? Optional.empty()
+                        : Optional.of(new NewPartitionReassignment(intList(p.get(2)))));
+                }
+                ObjectNode o = F.objectNode();
+                for (Map.Entry<TopicPartition, KafkaFuture<Void>> e
+                        : admin.alterPartitionReassignments(request).values().entrySet()) {
+                    try {
+                        get(e.getValue());
+                        o.putNull(e.getKey().toString());
+                    } catch (Exception ex) {
+                        o.put(e.getKey().toString(), describe(ex));
+                    }
+                }
+                return o;
+            }
+            case "listPartitionReassignments": {
+                ObjectNode o = F.objectNode();
+                for (Map.Entry<TopicPartition, PartitionReassignment> e
+                        : get(admin.listPartitionReassignments().reassignments()).entrySet()) {
+                    ArrayNode replicas = o.putArray(e.getKey().toString());
+                    e.getValue().replicas().forEach(replicas::add);
+                }
+                return o;
+            }
+            case "describeMetadataQuorum": {
+                QuorumInfo quorum = get(admin.describeMetadataQuorum().quorumInfo());
+                ObjectNode o = F.objectNode();
+                o.put("leaderId", quorum.leaderId());
+                o.put("leaderEpoch", quorum.leaderEpoch());
+                o.put("highWatermark", quorum.highWatermark());
+                ArrayNode voters = o.putArray("voters");
+                for (QuorumInfo.ReplicaState r : quorum.voters()) {
+                    voters.addObject().put("id", r.replicaId()).put("logEndOffset", r.logEndOffset());
+                }
+                ArrayNode observers = o.putArray("observers");
+                for (QuorumInfo.ReplicaState r : quorum.observers()) {
+                    observers.addObject().put("id", r.replicaId()).put("logEndOffset", r.logEndOffset());
+                }
+                return o;
+            }
+            case "alterReplicaLogDirs": {
+                Map<TopicPartitionReplica, String> request = new HashMap<>();
+                for (JsonNode r : op.get("replicas")) {
+                    request.put(new TopicPartitionReplica(r.get(0).asText(), r.get(1).asInt(), r.get(2).asInt()),
+                        r.get(3).asText());
+                }
+                ObjectNode o = F.objectNode();
+                for (Map.Entry<TopicPartitionReplica, KafkaFuture<Void>> e
+                        : admin.alterReplicaLogDirs(request).values().entrySet()) {
+                    try {
+                        get(e.getValue());
+                        o.putNull(e.getKey().toString());
+                    } catch (Exception ex) {
+                        o.put(e.getKey().toString(), describe(ex));
+                    }
+                }
+                return o;
             }
             case "deleteRecords": {
                 TopicPartition tp = new TopicPartition(op.get("topic").asText(), op.get("partition").asInt());
@@ -522,6 +618,18 @@ public class ClientsProgram {
             default:
                 throw new IllegalArgumentException("unknown admin op " + name);
         }
+    }
+
+    static List<Integer> intList(JsonNode array) {
+        List<Integer> out = new ArrayList<>();
+        array.forEach(n -> out.add(n.asInt()));
+        return out;
+    }
+
+    static List<List<Integer>> intLists(JsonNode array) {
+        List<List<Integer>> out = new ArrayList<>();
+        array.forEach(n -> out.add(intList(n)));
+        return out;
     }
 
     static String describe(Throwable e) {

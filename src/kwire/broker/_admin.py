@@ -30,6 +30,7 @@ from kwire.broker._acl import (
     authorized_operations,
     config_resource_error,
 )
+from kwire.broker._alter_replica_log_dirs import log_dirs
 from kwire.broker._apis import register
 from kwire.broker._config import (
     BROKER_CONFIGS,
@@ -44,7 +45,7 @@ from kwire.broker._config import (
 )
 from kwire.broker._context import RequestContext
 from kwire.broker._data import NO_OPERATIONS
-from kwire.broker._routing import leader_error, live_nodes
+from kwire.broker._routing import leader_error, live_nodes, serving_node
 from kwire.broker._state import BrokerError, BrokerState, Topic, validate_topic_name
 from kwire.log import OffsetOutOfRangeError
 from kwire.protocol import ErrorCode, message_class, struct_class
@@ -200,9 +201,11 @@ def _topic_config_error(configs: Mapping[str, str | None]) -> _ApiError | None:
 
 
 def _check_manual_assignment(
-    state: BrokerState, replicas: Sequence[int], replication_factor: int | None
-) -> None:
-    """``ReplicationControlManager.validateManualPartitionAssignment`` for a one-node cluster."""
+    state: BrokerState, replicas: Sequence[int], replication_factor: int | None, index: int
+) -> int:
+    """``ReplicationControlManager.validateManualPartitionAssignment``, then the leader the
+    controller picks for partition ``index``: the first replica that is not fenced (every
+    node of an in-process cluster is registered, a stopped one fenced)."""
     if not replicas:
         raise _ApiError(
             ErrorCode.INVALID_REPLICA_ASSIGNMENT,
@@ -210,7 +213,7 @@ def _check_manual_assignment(
         )
     previous: int | None = None
     for broker_id in sorted(replicas):
-        if broker_id != state.node_id:
+        if broker_id not in state.nodes:
             raise _ApiError(
                 ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                 f"The manual partition assignment includes broker {broker_id}, but no such "
@@ -229,6 +232,14 @@ def _check_manual_assignment(
             "replica(s), but this is not consistent with previous partitions, which have "
             f"{replication_factor} replica(s).",
         )
+    for broker_id in replicas:
+        if broker_id in state.live_brokers:
+            return broker_id
+    raise _ApiError(
+        ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+        f"All brokers specified in the manual partition assignment for partition {index} are "
+        "fenced or in controlled shutdown.",
+    )
 
 
 def _placement_error(replication_factor: int, brokers: int = 1) -> _ApiError:
@@ -244,8 +255,11 @@ def _placement_error(replication_factor: int, brokers: int = 1) -> _ApiError:
 # --- CreateTopics -----------------------------------------------------------------------------
 
 
-def _plan_topic(state: BrokerState, topic: Any, configs: Mapping[str, str]) -> tuple[int, int]:
-    """(partitions, replication factor) for one new topic; raises ``_ApiError`` (createTopic)."""
+def _plan_topic(
+    state: BrokerState, topic: Any, configs: Mapping[str, str]
+) -> tuple[int, int, list[int] | None]:
+    """(partitions, replication factor, the leaders of a manual assignment) for one new topic;
+    raises ``_ApiError`` (``ReplicationControlManager.createTopic``)."""
     if topic.assignments:
         if topic.replication_factor != -1:
             raise _ApiError(
@@ -260,22 +274,26 @@ def _plan_topic(state: BrokerState, topic: Any, configs: Mapping[str, str]) -> t
             )
         seen: set[int] = set()
         factor: int | None = None
+        leaders: dict[int, int] = {}
         for assignment in topic.assignments:
-            if assignment.partition_index in seen:
+            index = assignment.partition_index
+            if index in seen:
                 raise _ApiError(
                     ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                    "Found multiple manual partition assignments for partition "
-                    f"{assignment.partition_index}",
+                    f"Found multiple manual partition assignments for partition {index}",
                 )
-            _check_manual_assignment(state, assignment.broker_ids, factor)
+            leaders[index] = _check_manual_assignment(state, assignment.broker_ids, factor, index)
             factor = len(assignment.broker_ids)
-            seen.add(assignment.partition_index)
+            seen.add(index)
         if any(i not in seen for i in range(len(seen))):
             raise _ApiError(
                 ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                 "partitions should be a consecutive 0-based integer sequence",
             )
-        return len(seen), factor or 1
+        if factor is not None and factor > 1:
+            # One replica per partition, in an in-process cluster too (its storage is shared).
+            raise _placement_error(factor, len(state.live_brokers))
+        return len(seen), factor or 1, [leaders[i] for i in range(len(seen))]
     if topic.replication_factor < -1 or topic.replication_factor == 0:
         raise _ApiError(
             ErrorCode.INVALID_REPLICATION_FACTOR,
@@ -297,7 +315,7 @@ def _plan_topic(state: BrokerState, topic: Any, configs: Mapping[str, str]) -> t
     if factor > 1:
         # One replica per partition, in an in-process cluster too (its storage is shared).
         raise _placement_error(factor, len(state.live_brokers))
-    return partitions, factor
+    return partitions, factor, None
 
 
 def _created_result(
@@ -354,12 +372,12 @@ def _create_topic(state: BrokerState, topic: Any, validate_only: bool) -> Any:
         if error is not None:
             raise error
         configs = {k: v for k, v in requested.items() if v is not None}
-        partitions, factor = _plan_topic(state, topic, configs)
+        partitions, factor, leaders = _plan_topic(state, topic, configs)
         if validate_only:
             topic_id = uuid.uuid4()
         else:
             try:
-                created = state.create_topic(name, partitions, configs)
+                created = state.create_topic(name, partitions, configs, leaders=leaders)
             except BrokerError as exc:
                 raise _from_broker_error(exc) from None
             topic_id = created.topic_id
@@ -371,7 +389,7 @@ def _create_topic(state: BrokerState, topic: Any, validate_only: bool) -> Any:
             error_message=exc.message,
             num_partitions=-1,
             replication_factor=-1,
-            configs=None,
+            configs=[],  # Kafka's default: an empty array, not null (FieldSpec.fieldDefault)
         )
     return _created_result(state, name, topic_id, partitions, factor, configs)
 
@@ -413,7 +431,7 @@ def _topic_error_result(name: str, error: ErrorCode, message: str | None) -> Any
         error_message=message,
         num_partitions=-1,
         replication_factor=-1,
-        configs=None,
+        configs=[],
     )
 
 
@@ -534,7 +552,9 @@ def handle_delete_topics(state: BrokerState, ctx: RequestContext, request: Any) 
 # --- CreatePartitions -------------------------------------------------------------------------
 
 
-def _check_new_partitions(state: BrokerState, wanted: Any) -> Topic:
+def _check_new_partitions(state: BrokerState, wanted: Any) -> tuple[Topic, list[int] | None]:
+    """The topic and the leaders of the new partitions when ``wanted`` assigns them
+    (``ReplicationControlManager.createPartitions``)."""
     topic = state.topics.get(wanted.name)
     if topic is None:
         raise _ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
@@ -555,9 +575,12 @@ def _check_new_partitions(state: BrokerState, wanted: Any) -> Topic:
                 f"Attempted to add {additional} additional partition(s), but only "
                 f"{len(wanted.assignments)} assignment(s) were specified.",
             )
-        for assignment in wanted.assignments:
-            _check_manual_assignment(state, assignment.broker_ids, 1)
-    return topic
+        # Every partition of a kwire topic has one replica: the factor new ones must match.
+        return topic, [
+            _check_manual_assignment(state, assignment.broker_ids, 1, current + i)
+            for i, assignment in enumerate(wanted.assignments)
+        ]
+    return topic, None
 
 
 @register(37, 0, 3)
@@ -583,9 +606,9 @@ def handle_create_partitions(state: BrokerState, ctx: RequestContext, request: A
             )
             continue
         try:
-            topic = _check_new_partitions(state, wanted)
+            topic, leaders = _check_new_partitions(state, wanted)
             if not request.validate_only:
-                state.create_partitions(topic.name, wanted.count)
+                state.create_partitions(topic.name, wanted.count, leaders)
         except _ApiError as exc:
             results.append(
                 CREATE_PARTITIONS_RESULT(
@@ -629,14 +652,23 @@ def _config_entry(resolved: ResolvedConfig, read_only: bool, include_synonyms: b
     )
 
 
-def _broker_configs(state: BrokerState) -> dict[str, ResolvedConfig]:
-    """The node's configs; the node id and data dir as this node runs with them."""
+def _broker_configs(state: BrokerState, node: int) -> dict[str, ResolvedConfig]:
+    """The node's configs; its id, data dir and listeners as this node runs with them (Kafka
+    shows them as the server.properties it was started with: ``STATIC_BROKER_CONFIG``)."""
     resolved = resolve_broker_configs(state.static_config)
+    endpoints = state.live_brokers.get(node) or {}
     actual = {
-        "broker.id": str(state.node_id),
-        "node.id": str(state.node_id),
+        "broker.id": str(node),
+        "node.id": str(node),
         "log.dirs": state.path,
+        "process.roles": "broker,controller",  # a combined-mode KRaft node (_metadata_log)
+        "advertised.listeners": ",".join(
+            f"{name}://{host}:{port}" for name, (host, port) in endpoints.items()
+        ),
     }
+    if "PLAINTEXT" in endpoints:
+        # used when no ``listeners`` is given: the PLAINTEXT listener, bound where advertised
+        actual["listeners"] = f"PLAINTEXT://{state.host}:{endpoints['PLAINTEXT'][1]}"
     for name, value in actual.items():
         if name in resolved and name not in state.static_config:
             source = ConfigSource.STATIC_BROKER_CONFIG
@@ -673,7 +705,9 @@ def _loggers() -> dict[str, logging.Logger]:
     return found
 
 
-def _describe_resource(state: BrokerState, resource: Any, include_synonyms: bool) -> list[Any]:
+def _describe_resource(
+    state: BrokerState, node: int, resource: Any, include_synonyms: bool
+) -> list[Any]:
     kind, name = resource.resource_type, resource.resource_name
     if kind == RESOURCE_TOPIC:
         try:
@@ -689,15 +723,14 @@ def _describe_resource(state: BrokerState, resource: Any, include_synonyms: bool
         if not name:
             return []  # the cluster-wide dynamic defaults: kwire keeps none
         broker = _broker_id(name, "Broker id must be an integer, but it is: ")
-        if broker != state.node_id:
+        if broker != node:
             raise _ApiError(
                 ErrorCode.INVALID_REQUEST,
-                f"Unexpected broker id, expected {state.node_id} or empty string, but received "
-                f"{name}",
+                f"Unexpected broker id, expected {node} or empty string, but received {name}",
             )
         return [
             _config_entry(r, r.name not in DYNAMIC_BROKER_CONFIGS, include_synonyms)
-            for r in _broker_configs(state).values()
+            for r in _broker_configs(state, node).values()
         ]
     if kind == RESOURCE_BROKER_LOGGER:
         if not name:
@@ -744,7 +777,9 @@ def handle_describe_configs(state: BrokerState, ctx: RequestContext, request: An
             denied = config_resource_error(state, ctx, resource, "DESCRIBE_CONFIGS")
             if denied is not None:
                 raise _ApiError(denied)
-            entries = _describe_resource(state, resource, include_synonyms)
+            entries = _describe_resource(
+                state, serving_node(state, ctx), resource, include_synonyms
+            )
         except _ApiError as exc:
             results.append(
                 DESCRIBE_CONFIGS_RESULT(
@@ -1080,10 +1115,12 @@ def handle_describe_cluster(state: BrokerState, ctx: RequestContext, request: An
 
 @register(35, 0, 5)
 def handle_describe_log_dirs(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
-    """DescribeLogDirs (``ReplicaManager.describeLogDirs``): the one data directory."""
+    """DescribeLogDirs (``ReplicaManager.describeLogDirs``): the one data directory and the
+    replicas this node holds in it (in an in-process cluster, the partitions it leads)."""
     if not authorize(state, ctx, "DESCRIBE", CLUSTER, "kafka-cluster"):
         error = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         return DESCRIBE_LOG_DIRS_RESPONSE(throttle_time_ms=0, error_code=error, results=[])
+    node = serving_node(state, ctx)
     wanted: set[tuple[str, int]] | None = None
     if request.topics is not None:
         wanted = {(t.topic, p) for t in request.topics for p in t.partitions}
@@ -1097,11 +1134,11 @@ def handle_describe_log_dirs(state: BrokerState, ctx: RequestContext, request: A
                 is_future_key=False,
             )
             for p in topic.partitions
-            if wanted is None or (topic.name, p.index) in wanted
+            if p.leader_id == node and (wanted is None or (topic.name, p.index) in wanted)
         ]
         if parts:
             topics.append(DESCRIBE_LOG_DIRS_TOPIC(name=topic.name, partitions=parts))
-    path = os.path.abspath(state.path)
+    (path,) = log_dirs(state)
     try:
         stat = os.statvfs(path)
     except OSError:

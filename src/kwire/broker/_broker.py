@@ -5,12 +5,20 @@ runs that loop in a daemon thread and returns once the listener is bound, so syn
 code and programs get a Kafka in a few milliseconds; ``start_async`` runs it in the caller's
 loop. Everything that touches the state runs on the broker's loop (admin helpers hop there), so
 no lock is needed.
+
+A full or failing disk stops the broker as it stops Kafka's: an I/O error takes the data
+directory offline (``kwire.log.LogDirFailureChannel``); the request that met it, and any
+answered before the stop, get KAFKA_STORAGE_ERROR; then, as ``LogManager.handleLogDirFailure``
+halts a broker whose every log directory failed, the listeners close without writing anything
+more (no checkpoint, no clean-shutdown marker), so the next start recovers the logs and cuts
+any torn write. ``failed_log_dir`` names the directory; ``wait_halted`` waits for the stop.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import logging
 import os
 import threading
 from collections.abc import Callable, Mapping
@@ -26,6 +34,8 @@ from kwire.protocol.releases import NEWEST, parse_release
 __all__ = ["Broker"]
 
 T = TypeVar("T")
+
+log = logging.getLogger("kwire.broker")
 
 
 class Broker:
@@ -68,6 +78,10 @@ class Broker:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._stopped: asyncio.Event | None = None
+        #: The data directory whose I/O error stopped the broker (None: no failure).
+        self.failed_log_dir: str | None = None
+        self._halting: asyncio.Task[None] | None = None
+        self._halted: asyncio.Event | None = None
 
     # --- facts --------------------------------------------------------------------------------
 
@@ -123,6 +137,7 @@ class Broker:
         self.state = state
         self._server = server
         self._loop = asyncio.get_running_loop()
+        self._watch_log_dir(state)
         await self._start_metrics(server)
 
     async def stop_async(self) -> None:
@@ -137,6 +152,39 @@ class Broker:
         if state is not None:
             state.close()
         self.state = None
+
+    def _watch_log_dir(self, state: BrokerState) -> None:
+        self._halted = asyncio.Event()
+        state.data_dir.failures.on_offline(self._log_dir_failed)
+
+    def _log_dir_failed(self, log_dir: str) -> None:
+        """``ReplicaManager.handleLogDirFailure``: with its only log directory offline, the
+        broker stops (Kafka's ``Exit.halt``); called on the broker's loop by the failing call,
+        so its response (KAFKA_STORAGE_ERROR) is written before the stop begins."""
+        log.critical("Shutdown broker because all log dirs in %s have failed", log_dir)
+        self.failed_log_dir = log_dir
+        loop = self._loop
+        if loop is None or self._halting is not None:
+            return
+        self._halting = loop.create_task(self._halt())
+
+    async def _halt(self) -> None:
+        try:
+            if self._stopped is not None and self._thread is not None:
+                self._stopped.set()  # started with ``start``: its thread stops the broker
+            else:
+                await self.stop_async()
+        finally:
+            if self._halted is not None:
+                self._halted.set()
+
+    async def wait_halted(self) -> str:
+        """Wait until an I/O error has stopped the broker; the failed log directory."""
+        if self._halted is None:
+            raise RuntimeError("the broker is not running")
+        await self._halted.wait()
+        assert self.failed_log_dir is not None
+        return self.failed_log_dir
 
     # --- threaded -----------------------------------------------------------------------------
 

@@ -179,6 +179,7 @@ class Cluster(Broker):
         self._server = nodes[self.node_ids[0]]
         self._loop = asyncio.get_running_loop()
         self._housekeeper = asyncio.create_task(housekeep(state))
+        self._watch_log_dir(state)
         await self._start_metrics(self._server)
 
     async def stop_async(self) -> None:

@@ -297,6 +297,18 @@ BROKER_CONFIGS: Final[Mapping[str, ConfigDef]] = {
         ConfigDef("broker.id", _T.INT, "-1", read_only=True),
         ConfigDef("node.id", _T.INT, "-1", read_only=True),
         ConfigDef("broker.rack", _T.STRING, None, read_only=True),
+        # SocketServerConfigs and KRaftConfigs: what a tool reads to reach or describe the node
+        ConfigDef("listeners", _T.STRING, "PLAINTEXT://:9092", read_only=True),
+        ConfigDef("advertised.listeners", _T.STRING, None, read_only=True),
+        ConfigDef(  # SocketServerConfigs' default: a HashMap of SecurityProtocol.values(), in its order
+            "listener.security.protocol.map",
+            _T.STRING,
+            "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT",
+            read_only=True,
+        ),
+        ConfigDef("inter.broker.listener.name", _T.STRING, None, read_only=True),
+        ConfigDef("security.inter.broker.protocol", _T.STRING, "PLAINTEXT", read_only=True),
+        ConfigDef("process.roles", _T.LIST, "", read_only=True),
     )
 }
 

@@ -31,7 +31,7 @@ from kwire.broker._context import RequestContext
 from kwire.broker._routing import leader_error, live_nodes, node_endpoints
 from kwire.broker._state import BrokerError, BrokerState, Partition, Topic, validate_topic_name
 from kwire.errors import KwireError
-from kwire.log import ProducerStateError
+from kwire.log import KafkaStorageError, ProducerStateError
 from kwire.protocol import ZERO_UUID, ErrorCode, message_class, struct_class
 from kwire.records import AppendError, AppendResult
 
@@ -421,6 +421,9 @@ def append_to_partition(
         return response
     except ProducerStateError as exc:
         return _produce_error(index, ErrorCode(exc.error_code), str(exc))
+    except KafkaStorageError as exc:
+        # ReplicaManager.appendToLocalLog: the log directory went offline (now or before).
+        return _produce_error(index, ErrorCode.KAFKA_STORAGE_ERROR, exc.message)
     except KwireError as exc:
         return _produce_error(index, ErrorCode.CORRUPT_MESSAGE, str(exc))
     if not info.duplicate and info.last_offset >= 0:

@@ -39,7 +39,13 @@ from kwire.broker._data import check_leader_epoch
 from kwire.broker._routing import leader_error, node_endpoints, serving_node
 from kwire.broker._state import BrokerState, Partition
 from kwire.errors import KwireError, UnsupportedCodecError
-from kwire.log import FileSlice, OffsetOutOfRangeError, batch_formats, read_batch_chunks
+from kwire.log import (
+    FileSlice,
+    KafkaStorageError,
+    OffsetOutOfRangeError,
+    batch_formats,
+    read_batch_chunks,
+)
 from kwire.protocol import ZERO_UUID, ErrorCode, RecordsReference, message_class, struct_class
 from kwire.records import Compression, convert_for_fetch, magic_for_fetch_version
 
@@ -345,7 +351,9 @@ class _FetchPlan:
             log_start_offset=-1,
             aborted_transactions=None,
             preferred_read_replica=-1,
-            records=None,
+            # Empty, never null, on every error path (FetchResponse.partitionResponse:
+            # MemoryRecords.EMPTY): librdkafka rejects a null record set and never resets.
+            records=b"",
         )
         partition = self.state.partition(cp.topic, cp.partition) if cp.topic else None
         if cp.topic and not authorize(self.state, self.ctx, "READ", TOPIC, cp.topic):
@@ -391,6 +399,10 @@ class _FetchPlan:
             )
         except OffsetOutOfRangeError:
             out.error_code = int(ErrorCode.OFFSET_OUT_OF_RANGE)
+            return out, 0
+        except KafkaStorageError:  # the log dir is offline (ReplicaManager.readFromLog)
+            out.error_code = int(ErrorCode.KAFKA_STORAGE_ERROR)
+            out.records = b""
             return out, 0
         if self.isolation == READ_COMMITTED and self.version >= 4:
             aborted = live.aborted_transactions(cp.fetch_offset, cp.fetch_offset + 1 + data.size)

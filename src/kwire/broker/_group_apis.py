@@ -867,12 +867,28 @@ def handle_consumer_group_describe(state: BrokerState, ctx: RequestContext, requ
             ]
         )
 
+    # KafkaApis.handleConsumerGroupDescribe: a group the principal may not describe is
+    # GROUP_AUTHORIZATION_FAILED whether it exists or not, listed before the described ones.
+    denied = []
     out = []
     for group_id in request.group_ids:
-        group = consumer.group(group_id)
         if not authorize(state, ctx, "DESCRIBE", GROUP, group_id):
-            group = None
-        elif request.include_authorized_operations:  # KIP-430
+            denied.append(
+                CG_DESCRIBED_GROUP(
+                    error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED),
+                    error_message=None,
+                    group_id=group_id,
+                    group_state="",
+                    group_epoch=0,
+                    assignment_epoch=0,
+                    assignor_name="",
+                    members=[],
+                    authorized_operations=NO_OPERATIONS,
+                )
+            )
+            continue
+        group = consumer.group(group_id)
+        if request.include_authorized_operations:  # KIP-430
             ops = authorized_operations(state, ctx, GROUP, group_id)
         if group is None:
             holder = coordinator.groups.get(group_id)
@@ -923,7 +939,7 @@ def handle_consumer_group_describe(state: BrokerState, ctx: RequestContext, requ
                 authorized_operations=ops,
             )
         )
-    return CG_DESCRIBE_RESPONSE(throttle_time_ms=0, groups=out)
+    return CG_DESCRIBE_RESPONSE(throttle_time_ms=0, groups=denied + out)
 
 
 def _committed_partitions(cls: Any, rows: Any) -> list[Any]:

@@ -65,6 +65,7 @@ from kwire.log import (
     METADATA_RECORD_TYPES,
     LiveLog,
     LogConfig,
+    LogDirFailureChannel,
     MetadataRecord,
     PartitionImage,
     TopicImage,
@@ -791,12 +792,20 @@ class MetadataLog:
         now_ms: int,
         host: str = "127.0.0.1",
         port: int = 9092,
+        failure_channel: LogDirFailureChannel | None = None,
     ) -> MetadataLog:
+        """Open ``__cluster_metadata`` in ``root``; ``failure_channel`` is the data directory's
+        (an I/O error of the metadata log takes the directory offline)."""
         root = os.fspath(root)
         level = metadata_version_for(release)
         node = NodeInfo(node_id, _kafka_uuid(directory_id), level, host, port)
         config = LogConfig(retention_ms=-1, retention_bytes=-1)
-        live = LiveLog.open(os.path.join(root, METADATA_PARTITION_DIR), config, now_ms=now_ms)
+        live = LiveLog.open(
+            os.path.join(root, METADATA_PARTITION_DIR),
+            config,
+            now_ms=now_ms,
+            failure_channel=failure_channel,
+        )
         quorum_path = os.path.join(root, METADATA_PARTITION_DIR, QUORUM_STATE)
         state = read_quorum_state(quorum_path)
         previous = max(int(state.get("leaderEpoch", 0)) if state else 0, live.latest_epoch or 0)

@@ -7,9 +7,11 @@ of a SASL listener is a sans-IO state machine (``INITIAL`` -> ``HANDSHAKE`` -> `
 SaslAuthenticate are accepted; anything else closes the connection, as Kafka's
 ``IllegalSaslStateException`` does. A SaslHandshake v0 switches to the pre-KIP-152 exchange of raw
 size-prefixed tokens; v1 to SaslAuthenticate requests (KIP-152 error responses). Re-authentication
-(KIP-368) starts with a SaslHandshake on an authenticated connection; with
-``connections.max.reauth.ms`` > 0 the SaslAuthenticate response carries the session lifetime and
-the server closes a connection whose session expired.
+(KIP-368) starts with a SaslHandshake on an authenticated connection. Every completed exchange
+(SaslAuthenticate of any version, or raw tokens) starts a session of ``connections.max.reauth.ms``,
+cut to the credential's own expiry (an OAUTHBEARER token's ``exp``), or of that expiry alone when
+the config is 0; the SaslAuthenticate response (v1+) carries it and the server closes a connection
+whose session expired.
 
 Failures keep Kafka's wording: a ``SaslAuthenticationError`` raised with ``generic=True`` (Kafka's
 plain ``SaslException``: SCRAM's bad proof or unknown user) is answered with "Authentication failed
@@ -30,7 +32,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import hmac
 import json
 import re
@@ -47,6 +48,7 @@ from kwire.broker._metadata_log import ScramCredential
 from kwire.broker._security import listener_config
 from kwire.broker._state import BrokerState
 from kwire.protocol import ErrorCode, message_class, struct_class
+from kwire.protocol import _scram as scram
 
 __all__ = [
     "MECHANISM_IDS",
@@ -65,7 +67,7 @@ __all__ = [
 SASL_HANDSHAKE: Final = 17
 SASL_AUTHENTICATE: Final = 36
 API_VERSIONS: Final = 18
-SCRAM_MECHANISMS: Final = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
+SCRAM_MECHANISMS: Final = scram.SCRAM_HASHES
 #: ScramMechanism's wire ids (DescribeUserScramCredentials, AlterUserScramCredentials).
 MECHANISM_IDS: Final = mlog.SCRAM_MECHANISMS
 _MECHANISM_WIRE: Final = {name: key for key, name in MECHANISM_IDS.items()}
@@ -165,25 +167,16 @@ class PlainServer:
 # --- SCRAM ------------------------------------------------------------------------------------
 
 
-def _hmac(algorithm: str, key: bytes, data: bytes) -> bytes:
-    return hmac.new(key, data, algorithm).digest()
-
-
 def credential_from_salted(
     mechanism: str, salt: bytes, salted_password: bytes, iterations: int
 ) -> ScramCredential:
     """``ScramFormatter``: ClientKey, StoredKey = H(ClientKey), ServerKey from SaltedPassword."""
-    algorithm = SCRAM_MECHANISMS[mechanism]
-    client_key = _hmac(algorithm, salted_password, b"Client Key")
-    stored_key = hashlib.new(algorithm, client_key).digest()
-    server_key = _hmac(algorithm, salted_password, b"Server Key")
-    return ScramCredential(salt, stored_key, server_key, iterations)
-
-
-def salted_password(mechanism: str, password: str, salt: bytes, iterations: int) -> bytes:
-    """RFC 5802's Hi(): PBKDF2 with the mechanism's HMAC (Kafka does not SASLprep)."""
-    return hashlib.pbkdf2_hmac(
-        SCRAM_MECHANISMS[mechanism], password.encode("utf-8"), salt, iterations
+    key = scram.client_key(mechanism, salted_password)
+    return ScramCredential(
+        salt,
+        scram.stored_key(mechanism, key),
+        scram.server_key(mechanism, salted_password),
+        iterations,
     )
 
 
@@ -192,7 +185,7 @@ def scram_credential(
 ) -> ScramCredential:
     salt = salt if salt is not None else secrets.token_bytes(32)
     return credential_from_salted(
-        mechanism, salt, salted_password(mechanism, password, salt, iterations), iterations
+        mechanism, salt, scram.salted_password(mechanism, password, salt, iterations), iterations
     )
 
 
@@ -223,7 +216,6 @@ class ScramServer:
         nonce: Callable[[], str] = lambda: secrets.token_urlsafe(24),
     ) -> None:
         self.mechanism = mechanism
-        self.algorithm = SCRAM_MECHANISMS[mechanism]
         self._lookup = lookup
         self._nonce = nonce
         self._step = 0
@@ -292,15 +284,15 @@ class ScramServer:
         auth_message = ",".join(
             (self._client_first_bare, self._server_first, found.group("bare"))
         ).encode("utf-8")
-        signature = _hmac(self.algorithm, credential.stored_key, auth_message)
+        signature = scram.hmac_digest(self.mechanism, credential.stored_key, auth_message)
         if len(proof) != len(signature):
             raise SaslAuthenticationError("Invalid client credentials", generic=True)
         client_key = bytes(a ^ b for a, b in zip(proof, signature, strict=True))
         if not hmac.compare_digest(
-            hashlib.new(self.algorithm, client_key).digest(), credential.stored_key
+            scram.stored_key(self.mechanism, client_key), credential.stored_key
         ):
             raise SaslAuthenticationError("Invalid client credentials", generic=True)
-        server_signature = _hmac(self.algorithm, credential.server_key, auth_message)
+        server_signature = scram.hmac_digest(self.mechanism, credential.server_key, auth_message)
         self._step = 2
         return b"v=" + base64.b64encode(server_signature)
 
@@ -573,6 +565,8 @@ class SaslAuthenticator:
         self.principal: str | None = None
         self.mechanism: str | None = None
         self.expires_at_ms: int | None = None
+        #: What the SaslAuthenticate response (v1+) tells the client (0: no limit).
+        self.session_lifetime_ms = 0
         self._server: SaslServer | None = None
         self._reauth = False
 
@@ -658,7 +652,8 @@ class SaslAuthenticator:
                 close=True,
                 delay_ms=self.config.failed_delay_ms,
             )
-        lifetime = self._session_lifetime() if self.state == "COMPLETE" and version >= 1 else 0
+        # the lifetime was set when the exchange completed; the field exists from v1
+        lifetime = self.session_lifetime_ms if self.state == "COMPLETE" and version >= 1 else 0
         return SaslStep(
             AUTHENTICATE_RESPONSE(
                 error_code=0,
@@ -699,23 +694,27 @@ class SaslAuthenticator:
             self.principal = principal
             self.state = "COMPLETE"
             self._reauth = False
-            self._credential_expiry = server.expires_at_ms
+            self._start_session(server.expires_at_ms)
         return challenge
 
-    def _session_lifetime(self) -> int:
-        """KIP-368: ``connections.max.reauth.ms``, cut to the credential's expiry."""
+    def _start_session(self, credential_expiry_ms: int | None) -> None:
+        """KIP-368, on every path that completes an exchange (SaslAuthenticate of any version,
+        raw tokens): ``connections.max.reauth.ms``, cut to the credential's own expiry, or that
+        expiry alone when the config is 0 (``SaslServerAuthenticator.ReauthInfo.
+        calcCompletionTimesAndReturnSessionLifetimeMs``). No config and no expiry: no limit."""
         assert self.mechanism is not None
         max_reauth = self.config.reauth_ms.get(self.mechanism, 0)
-        if max_reauth <= 0:
-            self.expires_at_ms = None
-            return 0
         now = self._now_ms()
-        lifetime = max_reauth
-        expiry = getattr(self, "_credential_expiry", None)
-        if expiry is not None:
-            lifetime = max(0, min(lifetime, expiry - now))
-        self.expires_at_ms = now + lifetime
-        return lifetime
+        if credential_expiry_ms is None and max_reauth <= 0:
+            self.session_lifetime_ms, self.expires_at_ms = 0, None
+            return
+        if credential_expiry_ms is None:
+            lifetime = max_reauth
+        elif max_reauth <= 0:
+            lifetime = max(0, credential_expiry_ms - now)
+        else:
+            lifetime = max(0, min(credential_expiry_ms - now, max_reauth))
+        self.session_lifetime_ms, self.expires_at_ms = lifetime, now + lifetime
 
     def _public_message(self, exc: SaslAuthenticationError) -> str:
         if exc.generic:

@@ -61,7 +61,7 @@ from kwire.broker._security import (
     server_ssl_context,
 )
 from kwire.broker._state import BrokerState
-from kwire.errors import KwireError
+from kwire.errors import KafkaStorageError, KwireError
 from kwire.protocol import (
     ErrorCode,
     KafkaMessage,
@@ -495,14 +495,20 @@ class KafkaServer:
                     await self._send(writer, response, api_version, correlation_id, conn)
                     continue
             conn.handling = True
+            parked = 0
             try:
                 await self._work_ahead(ctx, request.message)
                 outcome = dispatch(self.state, ctx, request.message)
-                parked = 0
                 if isinstance(outcome, Deferred):
                     parked = time.perf_counter_ns()
                     outcome = await self._wait(outcome)
                     parked = time.perf_counter_ns() - parked
+            except KafkaStorageError:
+                # The log directory is offline: KafkaApis.handleError answers the request's error
+                # response (the connection stays open), the coordinators NOT_COORDINATOR.
+                outcome = error_response(
+                    api_key, api_version, request.message, storage_error(api_key, request.message)
+                )
             finally:
                 conn.handling = False
                 conn.last_active = time.monotonic()
@@ -602,6 +608,22 @@ def _lower_priority() -> None:
 
 #: How much lower than the loop's the workers' scheduling priority is (nice levels).
 _WORKER_NICE: Final = 10
+
+
+#: Group and transaction coordinator APIs: an append to their internal topic that fails with
+#: KAFKA_STORAGE_ERROR answers NOT_COORDINATOR (GroupMetadataManager.storeOffsets / storeGroup,
+#: TransactionStateManager.appendTransactionToLog), so the client looks for the coordinator again.
+_COORDINATOR_APIS: Final = frozenset({8, 11, 13, 14, 24, 25, 26, 28, 42, 47, 68})
+_INIT_PRODUCER_ID: Final = 22
+
+
+def storage_error(api_key: int, request: Any) -> ErrorCode:
+    """The error a request answers when the log directory is offline."""
+    if api_key in _COORDINATOR_APIS or (
+        api_key == _INIT_PRODUCER_ID and getattr(request, "transactional_id", None) is not None
+    ):
+        return ErrorCode.NOT_COORDINATOR
+    return ErrorCode.KAFKA_STORAGE_ERROR
 
 
 async def housekeep(state: BrokerState) -> None:

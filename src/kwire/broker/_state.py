@@ -37,7 +37,7 @@ from kwire.broker._config import (
     validate_topic_configs,
 )
 from kwire.broker._releases import Personality
-from kwire.log import DataDir, LiveLog
+from kwire.log import DataDir, KafkaStorageError, LiveLog
 from kwire.protocol import ErrorCode
 from kwire.records import AppendOrigin
 
@@ -157,6 +157,13 @@ class Topic:
     @property
     def internal(self) -> bool:
         return self.name in INTERNAL_TOPICS
+
+
+def _first_leaders(first: int, leaders: Sequence[int] | None) -> dict[int, tuple[int, int]] | None:
+    """Chosen leaders of partitions ``first``, ``first + 1``, ... at leader epoch 0."""
+    if leaders is None:
+        return None
+    return {first + i: (leader, 0) for i, leader in enumerate(leaders)}
 
 
 class BrokerState:
@@ -321,9 +328,15 @@ class BrokerState:
         return None
 
     def create_topic(
-        self, name: str, partitions: int | None = None, configs: Mapping[str, str] | None = None
+        self,
+        name: str,
+        partitions: int | None = None,
+        configs: Mapping[str, str] | None = None,
+        *,
+        leaders: Sequence[int] | None = None,
     ) -> Topic:
-        """Create a topic (Kafka's checks first); ``partitions`` defaults to ``num.partitions``."""
+        """Create a topic (Kafka's checks first); ``partitions`` defaults to ``num.partitions``;
+        ``leaders``: each partition's leader (a manual assignment), else round-robin."""
         count = (
             partitions
             if partitions is not None and partitions > 0
@@ -334,13 +347,18 @@ class BrokerState:
         topic = Topic(name, uuid.uuid4(), configs)
         self.topics[name] = topic
         self.topics_by_id[topic.topic_id] = topic
-        self._add_partitions(topic, count)
+        self._add_partitions(topic, count, _first_leaders(0, leaders), new=True)
         self._write_metadata()
         log.info("created topic %s with %d partitions", name, count)
         return topic
 
     def _add_partitions(
-        self, topic: Topic, count: int, leaders: Mapping[int, tuple[int, int]] | None = None
+        self,
+        topic: Topic,
+        count: int,
+        leaders: Mapping[int, tuple[int, int]] | None = None,
+        *,
+        new: bool = False,
     ) -> None:
         """Open the logs of partitions up to ``count``; ``leaders`` (index -> (leader, epoch),
         from the metadata log) keeps a leader that is live, else leaders go round-robin."""
@@ -355,6 +373,7 @@ class BrokerState:
                 now_ms=now,
                 topic_id=topic.topic_id.bytes,
                 producer_id_expiration_ms=expiration,
+                new=new,
             )
             # The only replica is the whole ISR: as a leader becoming leader (Kafka's
             # maybeIncrementLeaderHW), the high watermark moves from the checkpoint to the log end.
@@ -423,9 +442,12 @@ class BrokerState:
                 if target != -1:
                     self.move_leader(partition, target)
 
-    def create_partitions(self, name: str, count: int) -> None:
+    def create_partitions(
+        self, name: str, count: int, leaders: Sequence[int] | None = None
+    ) -> None:
+        """Grow a topic to ``count`` partitions; ``leaders``: the new ones' leaders."""
         topic = self.topics[name]
-        self._add_partitions(topic, count)
+        self._add_partitions(topic, count, _first_leaders(len(topic.partitions), leaders))
         self._write_metadata()
 
     def delete_topic(self, name: str) -> None:
@@ -452,6 +474,11 @@ class BrokerState:
         """What replaying ``__cluster_metadata`` gave, kept current by every append."""
         return self._metadata.image
 
+    @property
+    def metadata_log(self) -> mlog.MetadataLog:
+        """``__cluster_metadata-0`` and its quorum (leader, epoch) as this node leads it."""
+        return self._metadata
+
     def append_metadata(self, records: list[mlog.Record]) -> None:
         """Append ``records`` to ``__cluster_metadata`` as one batch and fsync it (then they are
         in ``metadata_image``): a change is durable before it is answered."""
@@ -470,10 +497,30 @@ class BrokerState:
     def write_checkpoints(self) -> None:
         self.data_dir.write_checkpoints([p.log for p in self.iter_partitions()])
 
+    @property
+    def offline(self) -> bool:
+        """An I/O error took the data directory offline (``LogDirFailureChannel``): every log
+        answers KAFKA_STORAGE_ERROR until the process restarts and recovers it."""
+        return self.data_dir.offline
+
     def close(self) -> None:
-        """Flush, checkpoint and close every log, and mark the shutdown clean (no recovery next)."""
-        self._write_metadata(close=True)
-        self.data_dir.close([p.log for p in self.iter_partitions()])
+        """Flush, checkpoint and close every log, and mark the shutdown clean (no recovery next).
+        An offline data directory only has its descriptors closed (Kafka's halt writes nothing):
+        the next start recovers every log."""
+        logs = [p.log for p in self.iter_partitions()]
+        if self.offline:
+            self._metadata.close()
+            self.data_dir.close(logs)
+            return
+        try:
+            self._write_metadata(close=True)
+        except KafkaStorageError:
+            log.error("the metadata log failed at shutdown; the next start recovers")
+            self._metadata.close()
+        try:
+            self.data_dir.close(logs)
+        except KafkaStorageError:
+            log.error("a log failed at shutdown; the next start recovers")
 
     # --- persistence --------------------------------------------------------------------------
 
@@ -525,6 +572,7 @@ class BrokerState:
             now_ms=self.now_ms(),
             host=self.host,
             port=self.port,
+            failure_channel=self.data_dir.failures,
         )
         image = self._metadata.image
         migrate = isinstance(topics, dict) and bool(topics) and not image.topics

@@ -42,7 +42,7 @@ from typing import Any, Final, NamedTuple
 
 from kwire.broker._state import BrokerError, BrokerState, Partition, partition_for
 from kwire.errors import KwireError
-from kwire.log import LogError, ProducerStateError
+from kwire.log import KafkaStorageError, LogError, ProducerStateError
 from kwire.protocol import ErrorCode
 from kwire.records import AppendError, build_batch, build_end_txn_marker
 
@@ -244,6 +244,10 @@ class TransactionCoordinator:
             partition = self._log_partition(meta.transactional_id)
             records = build_batch([(0, now_ms, key, value)], 2)
             _append(self.state, partition, records, now_ms)
+        except KafkaStorageError as exc:
+            # TransactionStateManager.appendTransactionToLog: the log dir is offline
+            log.warning("could not write the state of %s: %s", meta.transactional_id, exc)
+            raise _Failed(ErrorCode.NOT_COORDINATOR) from None
         except (BrokerError, KwireError, LogError, ProducerStateError, AppendError) as exc:
             log.warning("could not write the state of %s: %s", meta.transactional_id, exc)
             raise _Failed(ErrorCode.COORDINATOR_NOT_AVAILABLE) from None

@@ -306,9 +306,12 @@ def handle_describe_transactions(state: BrokerState, ctx: RequestContext, reques
             out.transaction_state = ""
             out.producer_id, out.producer_epoch = NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         else:
+            # KafkaApis.handleDescribeTransactionsRequest: only the topics the principal may
+            # describe (the others' names stay hidden)
             by_topic: dict[str, list[int]] = {}
             for topic, index in sorted(found.partitions):
-                by_topic.setdefault(topic, []).append(index)
+                if authorize(state, ctx, "DESCRIBE", TOPIC, topic):
+                    by_topic.setdefault(topic, []).append(index)
             out.topics = [DESCRIBE_TXN_TOPIC(topic=t, partitions=ps) for t, ps in by_topic.items()]
             out.transaction_state = found.state.kafka_name
             out.transaction_timeout_ms = found.timeout_ms

@@ -9,6 +9,7 @@ import signal
 import sys
 
 EXIT_OK = 0
+EXIT_FAILURE = 1  # the data directory is another broker's, or failed (an I/O error) while serving
 EXIT_USAGE = 2
 
 
@@ -77,6 +78,7 @@ def _parse_config(items: list[str]) -> dict[str, str]:
 
 def run(args: argparse.Namespace) -> int:
     from kwire.broker import Broker, Cluster, ConfigError
+    from kwire.errors import DataDirLockedError
     from kwire.protocol.releases import NEWEST
 
     logging.basicConfig(
@@ -119,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"kwire broker: {exc}", file=sys.stderr)
         return EXIT_USAGE
 
-    async def main() -> None:
+    async def main() -> int:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -145,15 +147,32 @@ def run(args: argparse.Namespace) -> int:
                 f"kwire broker metrics on http://127.0.0.1:{broker.metrics_port}/metrics",
                 flush=True,
             )
+        stopping = asyncio.ensure_future(stop.wait())
+        halted = asyncio.ensure_future(broker.wait_halted())
         try:
-            await stop.wait()
+            await asyncio.wait({stopping, halted}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            if args.report_removed_in is not None:
+            stopping.cancel()
+            halted.cancel()
+            if args.report_removed_in is not None and broker.running:
                 _print_removed(broker.removed_version_report(), args.report_removed_in)
             await broker.stop_async()
+        if broker.failed_log_dir is not None:
+            # Kafka's Exit.halt(1) when its log directories have failed
+            print(
+                f"kwire broker: stopped: the data dir {broker.failed_log_dir} failed (I/O error);"
+                " the next start recovers it",
+                file=sys.stderr,
+                flush=True,
+            )
+            return EXIT_FAILURE
+        return EXIT_OK
 
-    asyncio.run(main())
-    return EXIT_OK
+    try:
+        return asyncio.run(main())
+    except DataDirLockedError as exc:
+        print(f"kwire broker: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
 
 
 def _print_removed(uses: list[dict[str, object]], release: str) -> None:

@@ -49,7 +49,14 @@ from kwire.log._datadir import (
     meta_properties_node_id,
     read_offset_checkpoint,
 )
-from kwire.log._errors import LogError, OffsetOutOfRangeError, ProducerStateError
+from kwire.log._errors import (
+    DataDirLockedError,
+    KafkaStorageError,
+    LogError,
+    OffsetOutOfRangeError,
+    ProducerStateError,
+)
+from kwire.log._failure import LogDirFailureChannel
 from kwire.log._files import MappedFile, list_log_dir, open_segment, read_small_file
 from kwire.log._index import (
     OffsetIndex,
@@ -143,14 +150,17 @@ __all__ = [
     "CleanerStats",
     "CleaningRound",
     "DataDir",
+    "DataDirLockedError",
     "EpochEntry",
     "FetchDataInfo",
     "FileSlice",
+    "KafkaStorageError",
     "LastRecord",
     "LiveLog",
     "LogAppendInfo",
     "LogCleaner",
     "LogConfig",
+    "LogDirFailureChannel",
     "LogError",
     "LogToClean",
     "LogWriter",

@@ -318,7 +318,16 @@ class LogCleaner:
     # -- Cleaner -----------------------------------------------------------------------------
 
     def clean(self, ltc: LogToClean, now_ms: int) -> CleanResult:
-        """``Cleaner.doClean``: build the offset map, rewrite the segments below its end."""
+        """``Cleaner.doClean``: build the offset map, rewrite the segments below its end. An I/O
+        error takes the log directory offline (``CleanerThread``: "Failed to clean up log"),
+        raised as ``KafkaStorageError``; the cleaned files left behind are deleted at the next
+        start."""
+        try:
+            return self._clean(ltc, now_ms)
+        except OSError as exc:
+            raise ltc.log._storage_failure("cleaning the log", exc) from exc
+
+    def _clean(self, ltc: LogToClean, now_ms: int) -> CleanResult:
         live = ltc.log
         segments = live._segments
         before = len(segments)

@@ -16,23 +16,34 @@ the partition logs (``LiveLog``) with what they say:
   offset of each compacted log (``LogCleanerManager``; read and written for the cleaner by
   ``read_cleaner_checkpoint`` / ``write_cleaner_checkpoint``);
 - ``.kafka_cleanshutdown``: written by ``close`` after every log is closed and checkpointed, and
-  removed at open; while it exists, logs skip the recovery of segments past their recovery point.
+  removed at open; while it exists, logs skip the recovery of segments past their recovery point;
+- ``failures`` (``LogDirFailureChannel``): an I/O error in any file of the directory (a log, a
+  checkpoint, ``__cluster_metadata``) takes it offline (``KafkaStorageError``). An offline
+  directory writes no checkpoint and no clean-shutdown marker (Kafka checkpoints live
+  directories only), so the next start recovers every log past its recovery point.
+- ``.lock``: held (``DirLock``) from the start of ``open`` to the end of ``close``, before any
+  other file is read or written; a second broker on the directory gets ``DataDirLockedError``.
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
+import logging
 import os
 import time
 import uuid
 from collections.abc import Iterable, Mapping
 from typing import Final
 
-from kwire.errors import DecodeError
+from kwire.errors import DecodeError, KafkaStorageError
+from kwire.log._failure import LogDirFailureChannel
 from kwire.log._layout import TopicPartition, parse_partition_dir
-from kwire.log._live import LiveLog, LogConfig
+from kwire.log._live import LiveLog, LogConfig, read_topic_id
+from kwire.log._lock import DirLock
 from kwire.log._writer import _fsync_dir
+
+log = logging.getLogger("kwire.log")
 
 __all__ = [
     "CLEANER_OFFSET_CHECKPOINT",
@@ -97,13 +108,19 @@ def read_offset_checkpoint(text: str) -> dict[TopicPartition, int]:
 
 
 def _write_atomic(path: str, text: str) -> None:
-    # CheckpointFile.write: <file>.tmp, flush + fsync, atomic move, then the directory.
+    # CheckpointFile.write: <file>.tmp, flush + fsync, atomic move, then the directory. On an
+    # error the old file stays whole; the temporary one is removed.
     tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8", newline="\n") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
     _fsync_dir(os.path.dirname(path))
 
 
@@ -152,14 +169,24 @@ class DataDir:
     """One broker data directory; see the module doc. Open with ``DataDir.open``."""
 
     def __init__(
-        self, path: str, cluster_id: str, node_id: int, directory_id: str, clean: bool
+        self,
+        path: str,
+        cluster_id: str,
+        node_id: int,
+        directory_id: str,
+        clean: bool,
+        lock: DirLock | None = None,
     ) -> None:
         self.path = path
+        #: The directory's ``.lock`` (``open`` takes it; ``close`` lets it go).
+        self.lock = lock
         self.cluster_id = cluster_id
         self.node_id = node_id
         self.directory_id = directory_id
         #: Whether the previous run ended with ``close`` (``.kafka_cleanshutdown`` was present).
         self.had_clean_shutdown = clean
+        #: Takes the directory offline on an I/O error (shared with every log opened here).
+        self.failures = LogDirFailureChannel()
         self.recovery_points = self._read(RECOVERY_POINT_CHECKPOINT)
         self.log_start_offsets = self._read(LOG_START_OFFSET_CHECKPOINT)
         self.high_watermarks = self._read(REPLICATION_OFFSET_CHECKPOINT)
@@ -170,6 +197,17 @@ class DataDir:
         accepts the stored one (or makes a random one for a new directory)."""
         root = os.path.abspath(os.fspath(path))
         os.makedirs(root, exist_ok=True)
+        lock = DirLock.acquire(root)
+        try:
+            return cls._open_locked(root, lock, cluster_id, node_id)
+        except BaseException:
+            lock.release()
+            raise
+
+    @classmethod
+    def _open_locked(
+        cls, root: str, lock: DirLock, cluster_id: str | None, node_id: int
+    ) -> DataDir:
         meta_path = os.path.join(root, META_PROPERTIES)
         if os.path.exists(meta_path):
             with open(meta_path, encoding="utf-8") as f:
@@ -205,7 +243,7 @@ class DataDir:
             _write_atomic(meta_path, text)
         marker = os.path.join(root, CLEAN_SHUTDOWN_FILE)
         clean = os.path.exists(marker)
-        self = cls(root, cluster_id, node_id, directory_id, clean)
+        self = cls(root, cluster_id, node_id, directory_id, clean, lock)
         if clean:
             os.remove(marker)
             _fsync_dir(root)
@@ -218,6 +256,17 @@ class DataDir:
         except FileNotFoundError:
             return {}
 
+    @property
+    def offline(self) -> bool:
+        """An I/O error took the directory offline (until the process restarts)."""
+        return self.failures.is_offline(self.path)
+
+    def _write_checkpoint(self, name: str, text: str) -> None:
+        """``CheckpointFile.write``: an I/O error takes the directory offline."""
+        self.failures.check(self.path)
+        with self.failures.guard(self.path, f"Error while writing {name} in dir {self.path}"):
+            _write_atomic(os.path.join(self.path, name), text)
+
     def read_cleaner_checkpoint(self) -> dict[TopicPartition, int]:
         """The log cleaner's ``cleaner-offset-checkpoint`` (empty when absent)."""
         return self._read(CLEANER_OFFSET_CHECKPOINT)
@@ -225,7 +274,7 @@ class DataDir:
     def write_cleaner_checkpoint(self, offsets: Mapping[TopicPartition, int]) -> None:
         """Replace ``cleaner-offset-checkpoint`` (entries sorted by topic and partition)."""
         text = encode_offset_checkpoint(dict(sorted(offsets.items())))
-        _write_atomic(os.path.join(self.path, CLEANER_OFFSET_CHECKPOINT), text)
+        self._write_checkpoint(CLEANER_OFFSET_CHECKPOINT, text)
 
     def partition_dirs(self) -> list[TopicPartition]:
         """The ``<topic>-<partition>`` folders (``-delete``/``-future``/``-stray`` ones skipped)."""
@@ -244,11 +293,24 @@ class DataDir:
         now_ms: int,
         topic_id: bytes | None = None,
         producer_id_expiration_ms: int | None = None,
+        new: bool = False,
     ) -> LiveLog:
-        """Open (or create) a partition's log with its checkpointed offsets."""
+        """Open (or create) a partition's log with its checkpointed offsets. ``new``: the
+        partition of a topic being created; a folder of the same name whose
+        ``partition.metadata`` holds another topic id is a stray, left by a creation that
+        failed half-way (an I/O error before the topic was recorded): it is renamed
+        ``<topic>-<partition>.<uuid>-stray``, as Kafka renames the stray logs it finds."""
         tp = TopicPartition(topic, partition)
+        folder = os.path.join(self.path, f"{topic}-{partition}")
+        if new and topic_id is not None:
+            found = read_topic_id(folder)
+            if found is not None and found != topic_id:
+                stray = f"{folder}.{uuid.uuid4().hex}-stray"
+                log.warning("%s holds another topic id: renamed %s", folder, stray)
+                with self.failures.guard(self.path, f"Error while renaming {folder}"):
+                    os.replace(folder, stray)
         return LiveLog.open(
-            os.path.join(self.path, f"{topic}-{partition}"),
+            folder,
             config,
             now_ms=now_ms,
             recovery_point=self.recovery_points.get(tp, 0),
@@ -257,10 +319,14 @@ class DataDir:
             high_watermark=self.high_watermarks.get(tp),
             clean_shutdown=self.had_clean_shutdown,
             producer_id_expiration_ms=producer_id_expiration_ms,
+            failure_channel=self.failures,
         )
 
     def write_checkpoints(self, logs: Iterable[LiveLog]) -> None:
-        """Write the three checkpoints from ``logs`` (the partitions this directory holds)."""
+        """Write the three checkpoints from ``logs`` (the partitions this directory holds); none
+        while the directory is offline (Kafka checkpoints its live directories only)."""
+        if self.offline:
+            return
         items = sorted(logs, key=lambda lg: (lg.topic, lg.partition))
         recovery = {TopicPartition(lg.topic, lg.partition): lg.recovery_point for lg in items}
         starts = {
@@ -274,14 +340,35 @@ class DataDir:
             (LOG_START_OFFSET_CHECKPOINT, starts),
             (REPLICATION_OFFSET_CHECKPOINT, hws),
         ):
-            _write_atomic(os.path.join(self.path, name), encode_offset_checkpoint(offsets))
+            self._write_checkpoint(name, encode_offset_checkpoint(offsets))
         self.recovery_points, self.log_start_offsets, self.high_watermarks = recovery, starts, hws
 
+    def abandon(self) -> None:
+        """Let the ``.lock`` go and nothing else: what a killed process leaves behind (for tests
+        that simulate a crash in one process; a real broker calls ``close``)."""
+        if self.lock is not None:
+            self.lock.release()
+
     def close(self, logs: Iterable[LiveLog]) -> None:
-        """Clean shutdown: close every log, write the checkpoints, then the clean marker."""
-        items = list(logs)
-        for lg in items:
-            lg.close()
-        self.write_checkpoints(items)
-        with contextlib.suppress(FileExistsError):
-            _write_atomic(os.path.join(self.path, CLEAN_SHUTDOWN_FILE), '{"version":0}')
+        """Clean shutdown: close every log, write the checkpoints, then the clean marker. An
+        offline directory only has its logs' descriptors closed: no checkpoint, no marker, so the
+        next start recovers; a log that fails now raises its ``KafkaStorageError`` (after the
+        other logs are closed)."""
+        try:
+            items = list(logs)
+            failed: KafkaStorageError | None = None
+            for lg in items:
+                try:
+                    lg.close()
+                except KafkaStorageError as exc:
+                    failed = failed or exc
+            if failed is not None:
+                raise failed
+            if self.offline:
+                log.error("%s is offline: its logs are recovered at the next start", self.path)
+                return
+            self.write_checkpoints(items)
+            with contextlib.suppress(FileExistsError):
+                self._write_checkpoint(CLEAN_SHUTDOWN_FILE, '{"version":0}')
+        finally:
+            self.abandon()  # the .lock goes last, whatever happened

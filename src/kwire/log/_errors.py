@@ -11,13 +11,22 @@ from typing import Final
 
 from kwire.errors import (
     LOG_ERRORS,
+    DataDirLockedError,
+    KafkaStorageError,
     LogError,
     OffsetOutOfRangeError,
     ProducerStateError,
     kafka_error_code,
 )
 
-__all__ = ["LOG_ERROR_CODES", "LogError", "OffsetOutOfRangeError", "ProducerStateError"]
+__all__ = [
+    "LOG_ERROR_CODES",
+    "DataDirLockedError",
+    "KafkaStorageError",
+    "LogError",
+    "OffsetOutOfRangeError",
+    "ProducerStateError",
+]
 
 #: Kafka's ``org.apache.kafka.common.protocol.Errors`` codes the log can return.
 LOG_ERROR_CODES: Final[Mapping[str, int]] = {

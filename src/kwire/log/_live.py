@@ -37,12 +37,19 @@ from its event loop). Which Kafka class each part follows:
   watermark; as Kafka, the active segment may go too when it is old enough, after a roll, so the
   log always keeps one (empty) segment. Deleted segments are renamed ``*.deleted`` and removed
   after ``file.delete.delay.ms``; their descriptors stay open until then so fetches in flight
-  can finish.
+  can finish;
+- I/O errors (``UnifiedLog.maybeHandleIOException``): an ``OSError`` in any operation takes the
+  log directory offline (``LogDirFailureChannel``, ``_failure.py``) and leaves as
+  ``KafkaStorageError``; every log of that directory then refuses to read or write, and ``close``
+  only releases descriptors, so the next start recovers. A failed append is never half-applied:
+  the segment and its indexes are cut back to their sizes before it (best effort; where that
+  fails too, recovery at the next start truncates the torn tail, as ``LogLoader`` does).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import mmap
 import os
@@ -53,9 +60,9 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType, TracebackType
-from typing import Final, Literal, NamedTuple
+from typing import Concatenate, Final, Literal, NamedTuple, ParamSpec, TypeVar
 
-from kwire.errors import KwireError
+from kwire.errors import KafkaStorageError, KwireError
 from kwire.log._checkpoint import (
     encode_leader_epoch_checkpoint,
     encode_partition_metadata,
@@ -63,6 +70,7 @@ from kwire.log._checkpoint import (
     read_partition_metadata,
 )
 from kwire.log._errors import LogError, OffsetOutOfRangeError
+from kwire.log._failure import LogDirFailureChannel
 from kwire.log._index import (
     OFFSET_INDEX_ENTRY_SIZE,
     TIME_INDEX_ENTRY_SIZE,
@@ -132,6 +140,29 @@ _EARLIEST_LOCAL_TIMESTAMP: Final = -4
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _storage(
+    action: str,
+) -> Callable[[Callable[Concatenate[LiveLog, _P], _R]], Callable[Concatenate[LiveLog, _P], _R]]:
+    """``UnifiedLog.maybeHandleIOException``: an ``OSError`` in the wrapped operation takes the
+    log directory offline and leaves as ``KafkaStorageError`` ("Error while <action> ...")."""
+
+    def wrap(fn: Callable[Concatenate[LiveLog, _P], _R]) -> Callable[Concatenate[LiveLog, _P], _R]:
+        @functools.wraps(fn)
+        def run(self: LiveLog, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+            try:
+                return fn(self, *args, **kwargs)
+            except OSError as exc:
+                raise self._storage_failure(action, exc) from exc
+
+        return run
+
+    return wrap
 
 
 @dataclass(frozen=True)
@@ -490,6 +521,10 @@ class LiveLog:
         self._now_ms = 0
         self._pending_deletes: list[tuple[int, _Segment, list[str]]] = []
         self._closed = False
+        #: The directory holding the partition folder (Kafka's ``parentDir``) and the channel that
+        #: takes it offline on an I/O error (shared by every log of a ``DataDir``).
+        self.log_dir = ""
+        self._failures = LogDirFailureChannel()
 
     # -- opening and loading ---------------------------------------------------------------------
 
@@ -506,6 +541,7 @@ class LiveLog:
         high_watermark: int | None = None,
         clean_shutdown: bool = False,
         producer_id_expiration_ms: int | None = None,
+        failure_channel: LogDirFailureChannel | None = None,
     ) -> LiveLog:
         """Open (or create) the partition folder ``path`` (``<data dir>/<topic>-<partition>``).
 
@@ -514,6 +550,8 @@ class LiveLog:
         segments past the recovery point. ``high_watermark`` defaults to the log end offset.
         ``producer_id_expiration_ms`` (Kafka's ``producer.id.expiration.ms``) lets producer ids
         expire: at load (from the snapshot) and in ``remove_expired_producers``.
+        ``failure_channel`` is the log directory's (``DataDir.failures``): an I/O error of this
+        log takes every log of the directory offline (``KafkaStorageError``).
         """
         self = cls()
         self.path = os.path.abspath(os.fspath(path))
@@ -525,8 +563,29 @@ class LiveLog:
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self._now_ms = now_ms
         self._last_flush_ms = now_ms
+        self.log_dir = os.path.dirname(self.path)
+        if failure_channel is not None:
+            self._failures = failure_channel
         if topic_id is not None and len(topic_id) != 16:
             raise ValueError("topic_id is 16 bytes")
+        self._failures.check(self.log_dir)
+        try:
+            self._open(topic_id, now_ms, recovery_point, log_start_offset, clean_shutdown)
+        except OSError as exc:
+            # LogManager.getOrCreateLog / loadLog: "Error while creating/loading log ..."
+            raise self._storage_failure("loading the log", exc) from exc
+        hw = self.log_end_offset if high_watermark is None else high_watermark
+        self.high_watermark = hw
+        return self
+
+    def _open(
+        self,
+        topic_id: bytes | None,
+        now_ms: int,
+        recovery_point: int,
+        log_start_offset: int,
+        clean_shutdown: bool,
+    ) -> None:
         os.makedirs(self.path, exist_ok=True)
         existing = read_topic_id(self.path)
         if topic_id is not None and existing is not None and existing != topic_id:
@@ -542,9 +601,6 @@ class LiveLog:
             for seg in self._segments:
                 seg.close()
             raise
-        hw = self.log_end_offset if high_watermark is None else high_watermark
-        self.high_watermark = hw
-        return self
 
     def _load(
         self, now_ms: int, recovery_point: int, log_start_offset: int, clean_shutdown: bool
@@ -976,6 +1032,39 @@ class LiveLog:
     def _check_open(self) -> None:
         if self._closed:
             raise ValueError(f"{self.path}: the log is closed")
+        self._failures.check(self.log_dir)
+
+    @property
+    def offline(self) -> bool:
+        """The log directory went offline (an I/O error): the log neither reads nor writes."""
+        return self._failures.is_offline(self.log_dir)
+
+    def _storage_failure(self, action: str, exc: OSError) -> KafkaStorageError:
+        return self._failures.mark_offline(
+            self.log_dir,
+            f"Error while {action} for {self.topic}-{self.partition} in dir {self.log_dir}",
+            exc,
+        )
+
+    def _undo_append(
+        self, seg: _Segment, log_size: int, offsets: int, times: int, txns: int
+    ) -> None:
+        """Cut the files a failed append wrote back to their sizes before it (best effort: the
+        directory is offline already, and recovery at the next start truncates a torn tail)."""
+        txn_size = sum(len(encode_aborted_txn(t)) for t in seg.txns[:txns])
+        for fd, size in (
+            (seg.fd, log_size),
+            (seg.index_fd, offsets * OFFSET_INDEX_ENTRY_SIZE),
+            (seg.time_fd, times * TIME_INDEX_ENTRY_SIZE),
+            (seg.txn_fd, txn_size),
+        ):
+            if fd is None:
+                continue
+            try:
+                if os.fstat(fd).st_size > size:
+                    os.ftruncate(fd, size)
+            except OSError as exc:
+                log.warning("%s: could not undo a failed append: %s", self.path, exc)
 
     def validate_for_append(
         self,
@@ -1000,6 +1089,7 @@ class LiveLog:
             compiled=self.compiled_validation,
         )
 
+    @_storage("appending records")
     def append_as_leader(
         self,
         records: bytes | bytearray | memoryview,
@@ -1069,6 +1159,26 @@ class LiveLog:
         # maybeRoll, then LogSegment.append
         seg = self._maybe_roll(size, result.max_timestamp, result.last_offset, now_ms)
         position = seg.size
+        undo = (seg, position, len(seg.indexer.offsets), len(seg.indexer.timestamps), len(seg.txns))
+        try:
+            return self._append_to(seg, data, size, batches, result, updates, completed, now_ms)
+        except (OSError, KafkaStorageError):  # the latter from a nested flush
+            self._undo_append(*undo)
+            raise
+
+    def _append_to(
+        self,
+        seg: _Segment,
+        data: bytes | bytearray | memoryview,
+        size: int,
+        batches: list[Batch],
+        result: AppendResult,
+        updates: dict[int, ProducerAppendInfo],
+        completed: list[CompletedTxn],
+        now_ms: int,
+    ) -> LogAppendInfo:
+        """``LogSegment.append`` and what follows it: the file writes of one append."""
+        position = seg.size
         _write_all(seg.fd, data)
         index = bytearray()
         timeindex = bytearray()
@@ -1137,6 +1247,7 @@ class LiveLog:
             self.roll(now_ms)
         return self._segments[-1]
 
+    @_storage("rolling the log")
     def maybe_roll(self, now_ms: int) -> None:
         """Timer work: roll after ``segment.ms``, delete the files of segments deleted more than
         ``file.delete.delay.ms`` ago."""
@@ -1153,12 +1264,14 @@ class LiveLog:
                 self.roll(now_ms)
         self._delete_pending(now_ms)
 
+    @_storage("flushing the log")
     def maybe_flush(self, now_ms: int) -> None:
         """Timer work: fsync when ``flush.ms`` passed since the last flush (LogManager's flusher)."""
         self._check_open()
         if now_ms - self._last_flush_ms >= self.config.flush_ms:
             self.flush(now_ms)
 
+    @_storage("rolling the log")
     def roll(self, now_ms: int | None = None) -> None:
         """``UnifiedLog.roll``: start a new segment at the log end offset (no-op when empty)."""
         self._check_open()
@@ -1184,6 +1297,7 @@ class LiveLog:
                 seg.fsync()
         self.recovery_point = max(self.recovery_point, upto)
 
+    @_storage("flushing the log")
     def flush(self, now_ms: int | None = None) -> None:
         """fsync what was appended and advance the recovery point to the log end offset."""
         self._check_open()
@@ -1228,6 +1342,7 @@ class LiveLog:
                 yield batch
                 offset = batch.last_offset + 1
 
+    @_storage("reading the log")
     def read(
         self,
         offset: int,
@@ -1307,6 +1422,7 @@ class LiveLog:
                 epoch = e.epoch
         return epoch
 
+    @_storage("reading the log")
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int, int] | None:
         """``UnifiedLog.fetchOffsetByTimestamp``: (offset, timestamp, leader epoch) of the first
         record with timestamp >= ``timestamp``; -2 (earliest), -4 (earliest local), -1 (latest)
@@ -1341,6 +1457,7 @@ class LiveLog:
                         return (record.offset, record.timestamp, batch.partition_leader_epoch)
         return None
 
+    @_storage("reading the log")
     def max_timestamp_and_offset(self) -> tuple[int, int, int] | None:
         """ListOffsets MAX_TIMESTAMP (-3): (offset, timestamp, leader epoch) of the first record
         holding the log's largest timestamp; None when the log has no timestamps."""
@@ -1363,6 +1480,7 @@ class LiveLog:
         off = best.indexer.offset_of_max_timestamp
         return (off, target, self._epoch_for_offset(off))
 
+    @_storage("writing the leader epoch checkpoint")
     def assign_leader_epoch(self, epoch: int) -> None:
         """A new leader epoch starts at the log end offset (``UnifiedLog
         .maybeAssignEpochStartOffset``, called when a replica becomes leader); checkpointed."""
@@ -1376,6 +1494,7 @@ class LiveLog:
 
     # -- deletion --------------------------------------------------------------------------------
 
+    @_storage("deleting records")
     def delete_records_before(self, offset: int) -> int:
         """DeleteRecords: move the log start offset to ``offset`` (at most the high watermark),
         delete the segments wholly below it; returns the new log start offset."""
@@ -1426,6 +1545,7 @@ class LiveLog:
             out.append(seg)
         return out
 
+    @_storage("deleting segments")
     def enforce_retention(self, now_ms: int) -> int:
         """``deleteOldSegments``: log start offset, ``retention.bytes``, ``retention.ms``; returns
         how many segments were deleted."""
@@ -1480,6 +1600,7 @@ class LiveLog:
 
     # -- compaction (the cleaner writes the files, the log swaps them in) ------------------------
 
+    @_storage("replacing segments")
     def replace_segments(
         self,
         old_bases: list[int],
@@ -1539,19 +1660,47 @@ class LiveLog:
         """``UnifiedLog.close``: final time index entry, producer snapshot, fsync, descriptors."""
         if self._closed:
             return
-        active = self._segments[-1]
-        active.write_time_entry()
-        self._take_snapshot(self.log_end_offset)
-        self.flush()
+        if self.offline:
+            # LogManager.handleLogDirFailure closes the handlers only: nothing is written to a
+            # failed directory, and the next start recovers it.
+            self._close_handlers()
+            return
+        try:
+            active = self._segments[-1]
+            active.write_time_entry()
+            self._take_snapshot(self.log_end_offset)
+            self.flush()
+            for seg in self._segments:
+                seg.fsync()
+                seg.close()
+            _fsync_dir(self.path)
+            self._delete_pending(None)
+        except OSError as exc:
+            self._close_handlers()
+            raise self._storage_failure("closing the log", exc) from exc
+        except KafkaStorageError:
+            self._close_handlers()
+            raise
+        self._closed = True
+
+    def _close_handlers(self) -> None:
+        """``UnifiedLog.closeHandlers``: release every descriptor, write nothing."""
         for seg in self._segments:
-            seg.fsync()
             seg.close()
-        _fsync_dir(self.path)
-        self._delete_pending(None)
+        for _due, seg, _files in self._pending_deletes:
+            seg.close()
+        self._pending_deletes = []
         self._closed = True
 
     def delete(self) -> None:
         """Close and remove the folder (renamed ``<topic>-<p>.<uuid>-delete`` first, as Kafka)."""
+        self._failures.check(self.log_dir)
+        try:
+            self._delete()
+        except OSError as exc:
+            raise self._storage_failure("deleting the log", exc) from exc
+
+    def _delete(self) -> None:
         if not self._closed:
             for seg in self._segments:
                 seg.close()

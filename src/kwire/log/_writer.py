@@ -33,6 +33,8 @@ bookkeeping in memory (the segment's ``.log`` is streamed to disk, its indexes a
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import re
 from dataclasses import dataclass, field
@@ -86,28 +88,37 @@ def _check_topic(topic: str) -> None:
 
 
 def _fsync_dir(path: str) -> None:
+    """``Utils.flushDir``: an I/O error is raised (a renamed file may not be durable), except on
+    platforms and file systems that cannot open or fsync a directory."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:  # pragma: no cover - platforms without directory fds
         return
     try:
         os.fsync(fd)
-    except OSError:  # pragma: no cover
-        pass
+    except OSError as exc:
+        if exc.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EBADF):
+            raise
     finally:
         os.close(fd)
 
 
 def _write_file(path: str, data: bytes | str, fsync: bool = True) -> None:
-    """Write ``path + TMP_SUFFIX``, fsync it, rename it to ``path``."""
+    """Write ``path + TMP_SUFFIX``, fsync it, rename it to ``path`` (on an error the old file is
+    left as it was and the temporary file removed)."""
     tmp = path + TMP_SUFFIX
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    with open(tmp, "wb") as f:
-        f.write(raw)
-        f.flush()
-        if fsync:
-            os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(raw)
+            f.flush()
+            if fsync:
+                os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
 
 
 @dataclass

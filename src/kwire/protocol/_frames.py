@@ -235,6 +235,11 @@ class ClientConnection:
         self._ready: list[bytes] = []
 
     @property
+    def next_correlation_id(self) -> int:
+        """The correlation id the next ``send`` will use (to match an answer to its caller)."""
+        return self._next_id
+
+    @property
     def pending(self) -> dict[int, tuple[KafkaMessage, int]]:
         """Requests awaiting a response: correlation id -> (request, version)."""
         return dict(self._pending)

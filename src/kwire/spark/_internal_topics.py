@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any
 from kwire.errors import OptionError
 from kwire.spark._options import ReadOptions, parse_read_options
 from kwire.spark._plan import SegmentSplit, SplitGroup
-from kwire.spark._schema import CORRUPT_RECORD, arrow_schema
-from kwire.spark._source import KafkaLogReader, plan_scan, read_partition, schema_for
+from kwire.spark._schema import CORRUPT_RECORD, arrow_schema, schema_for
+from kwire.spark._source import KafkaLogReader, plan_scan, read_partition
 
 if TYPE_CHECKING:
     import pyarrow as pa

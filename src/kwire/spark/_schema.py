@@ -15,8 +15,11 @@ from kwire.records._columnar import RECORD_COLUMNS, records_arrow_schema, record
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from pyspark.sql.types import StructType
 
-__all__ = ["CORRUPT_RECORD", "RECORD_COLUMNS", "arrow_schema", "spark_ddl"]
+    from kwire.spark._options import ReadOptions
+
+__all__ = ["CORRUPT_RECORD", "RECORD_COLUMNS", "arrow_schema", "schema_for", "spark_ddl"]
 
 CORRUPT_RECORD = "_corrupt_record"
 
@@ -38,3 +41,17 @@ def arrow_schema(columns: Sequence[str]) -> pa.Schema:
         else:
             fields.append(records_arrow_schema([name]).field(0))
     return pa.schema(fields)
+
+
+def schema_for(options: ReadOptions) -> str | StructType:
+    """The source's schema under ``columns``, ``includeHeaders`` and ``mode``."""
+    if options.columns is None and options.include_headers:
+        return spark_ddl(corrupt_record=options.mode == "PERMISSIVE")
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    names = list(options.columns or RECORD_COLUMNS)
+    if options.columns is None and options.mode == "PERMISSIVE":
+        names.append(CORRUPT_RECORD)
+    if not options.include_headers:
+        names = [n for n in names if n != "headers"]
+    return from_arrow_schema(arrow_schema(names))

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
+from kwire.client import default_partition
 from kwire.errors import KwireError
 from kwire.log._layout import parse_partition_dir
 from kwire.records import Batch, BatchBuilder, Compression, read_batches
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.types import StructType
 
-__all__ = ["KafkaLogWriter", "TaskCommit", "murmur2", "write_kafka_log"]
+__all__ = ["KafkaLogWriter", "TaskCommit", "write_kafka_log"]
 
 log = logging.getLogger("kwire.spark")
 
@@ -60,41 +61,6 @@ _CODECS = {
     "lz4": Compression.LZ4,
     "zstd": Compression.ZSTD,
 }
-
-
-def murmur2(data: bytes) -> int:
-    """Kafka's ``Utils.murmur2`` (the default partitioner's hash), as a signed 32-bit int."""
-    m, r = 0x5BD1E995, 24
-    length = len(data)
-    h = (0x9747B28C ^ length) & 0xFFFFFFFF
-    i = 0
-    while length - i >= 4:
-        k = int.from_bytes(data[i : i + 4], "little")
-        k = (k * m) & 0xFFFFFFFF
-        k ^= k >> r
-        k = (k * m) & 0xFFFFFFFF
-        h = (h * m) & 0xFFFFFFFF
-        h ^= k
-        i += 4
-    rest = length - i
-    if rest == 3:
-        h ^= data[i + 2] << 16
-    if rest >= 2:
-        h ^= data[i + 1] << 8
-    if rest >= 1:
-        h ^= data[i]
-        h = (h * m) & 0xFFFFFFFF
-    h ^= h >> 13
-    h = (h * m) & 0xFFFFFFFF
-    h ^= h >> 15
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
-def default_partition(key: bytes | None, num_partitions: int, counter: int) -> int:
-    """Kafka's default partitioner for a keyed record; round robin (by ``counter``) without key."""
-    if key is None:
-        return counter % num_partitions
-    return (murmur2(key) & 0x7FFFFFFF) % num_partitions
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from kwire.spark._plan import (
     pack_splits,
     plan_splits,
 )
-from kwire.spark._schema import CORRUPT_RECORD, RECORD_COLUMNS, arrow_schema, spark_ddl
+from kwire.spark._schema import schema_for
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -102,20 +102,6 @@ def _extension(source: KafkaLogDataSource) -> Any:
             path, options
         )
     return source.__dict__["_kwire_extension"]
-
-
-def schema_for(options: ReadOptions) -> str | StructType:
-    """The source's schema under ``columns``, ``includeHeaders`` and ``mode``."""
-    if options.columns is None and options.include_headers:
-        return spark_ddl(corrupt_record=options.mode == "PERMISSIVE")
-    from pyspark.sql.pandas.types import from_arrow_schema
-
-    names = list(options.columns or RECORD_COLUMNS)
-    if options.columns is None and options.mode == "PERMISSIVE":
-        names.append(CORRUPT_RECORD)
-    if not options.include_headers:
-        names = [n for n in names if n != "headers"]
-    return from_arrow_schema(arrow_schema(names))
 
 
 def _millis(value: Any) -> float | None:
@@ -303,5 +289,9 @@ class KafkaLogReader(DataSourceReader):  # type: ignore[misc]
 
 
 def register(spark: SparkSession) -> None:
-    """Make ``spark.read.format("kafka-log")`` and ``df.write.format("kafka-log")`` available."""
+    """Make ``spark.read.format("kafka-log")``, ``df.write.format("kafka-log")`` and
+    ``spark.read.format("kafka-wire")`` available."""
+    from kwire.spark._wire_source import KafkaWireDataSource
+
     spark.dataSource.register(KafkaLogDataSource)
+    spark.dataSource.register(KafkaWireDataSource)

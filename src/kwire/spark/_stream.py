@@ -259,14 +259,14 @@ def snapshot(
     return result
 
 
-def _to_json(offsets: dict[TP, int]) -> Offsets:
+def offsets_to_json(offsets: dict[TP, int]) -> Offsets:
     out: Offsets = {}
     for (topic, partition), offset in sorted(offsets.items()):
         out.setdefault(topic, {})[str(partition)] = offset
     return out
 
 
-def _from_json(doc: Offsets) -> dict[TP, int]:
+def offsets_from_json(doc: Offsets) -> dict[TP, int]:
     return {(t, int(p)): int(o) for t, parts in doc.items() for p, o in parts.items()}
 
 
@@ -364,11 +364,11 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 self._data_loss(topic, partition, wanted, ends.log_start)
                 wanted = ends.log_start
             start[(topic, partition)] = wanted
-        log.info("kwire: streaming %s from %s", self.uri, _to_json(start))
-        return _to_json(start)
+        log.info("kwire: streaming %s from %s", self.uri, offsets_to_json(start))
+        return offsets_to_json(start)
 
     def latestOffset(self, start: Offsets, limit: ReadLimit) -> Offsets:
-        begin = _from_json(start)
+        begin = offsets_from_json(start)
         snap = self._snapshot()
         end: dict[TP, int] = {}
         for tp in set(begin) | set(snap):
@@ -379,7 +379,7 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             end[tp] = max(s, e)
         if isinstance(limit, ReadMaxRows):
             end = rate_limit(begin, end, limit.max_rows)
-        return _to_json(end)
+        return offsets_to_json(end)
 
     def getDefaultReadLimit(self) -> ReadLimit:
         if self.options.max_offsets_per_trigger is not None:
@@ -387,11 +387,11 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadAllAvailable()
 
     def reportLatestOffset(self) -> Offsets:
-        return _to_json({tp: p.end for tp, p in self._snapshot().items()})
+        return offsets_to_json({tp: p.end for tp, p in self._snapshot().items()})
 
     def prepareForTriggerAvailableNow(self) -> None:
         self._target_ends = {tp: p.end for tp, p in self._snapshot().items()}
-        log.info("kwire: Trigger.AvailableNow reads up to %s", _to_json(self._target_ends))
+        log.info("kwire: Trigger.AvailableNow reads up to %s", offsets_to_json(self._target_ends))
 
     def _data_loss(self, topic: str, partition: int, wanted: int, log_start: int) -> None:
         message = (
@@ -405,7 +405,7 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         log.warning("kwire: skipping lost data: %s", message)
 
     def partitions(self, start: Offsets, end: Offsets) -> list[SegmentSplit | SplitGroup]:
-        begin, stop = _from_json(start), _from_json(end)
+        begin, stop = offsets_from_json(start), offsets_from_json(end)
         fs, root = resolve(self.uri)
         files = list_files(fs, root)
         log_starts = {

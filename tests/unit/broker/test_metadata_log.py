@@ -204,6 +204,7 @@ def test_producer_ids_never_repeat_after_a_kill(tmp_path: Path) -> None:
             pid = state.allocate_producer_id()
             assert pid not in seen
             seen.add(pid)
+        state.data_dir.abandon()  # the kill also lets the directory's .lock go
     assert len(seen) == 15
     blocks = [m for n, _, m in raw_records(log_bytes(root)) if n == "ProducerIdsRecord"]
     assert len(blocks) == 3  # one block of 1000 per run, not one record per id
@@ -221,6 +222,7 @@ def test_a_torn_tail_of_the_metadata_log_is_recovered(tmp_path: Path) -> None:
     size_after = os.path.getsize(path)
     with open(path, "r+b") as f:
         f.truncate(size_before + (size_after - size_before) // 2)
+    state.data_dir.abandon()  # the kill also lets the directory's .lock go
     again = make_state(root)
     try:
         assert sorted(again.topics) == ["kept"] and again.topics["kept"].topic_id == topic_id

@@ -25,11 +25,11 @@ from kwire.broker._sasl import (
     SaslConfig,
     ScramServer,
     ScramStore,
-    salted_password,
     scram_credential,
     scram_store,
 )
 from kwire.protocol import ErrorCode, message_class
+from kwire.protocol._scram import salted_password
 
 GENERIC = (
     "Authentication failed during authentication due to invalid credentials with SASL mechanism {}"

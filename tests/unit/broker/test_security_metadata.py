@@ -25,9 +25,10 @@ from kwire.broker._acl import (
     AclBinding,
     authorizer,
 )
-from kwire.broker._sasl import salted_password, scram_credential, scram_store
+from kwire.broker._sasl import scram_credential, scram_store
 from kwire.broker._state import BrokerState
 from kwire.protocol import ErrorCode, message_class, struct_class
+from kwire.protocol._scram import salted_password
 from kwire.records import read_batches
 
 NOW = 1_700_000_000_000

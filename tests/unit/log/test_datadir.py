@@ -38,9 +38,11 @@ def test_meta_properties(tmp_path: Path) -> None:
         "node.id": "3",
         "version": "1",
     }
+    d.close([])
     again = DataDir.open(tmp_path / "data", cluster_id=None, node_id=3)
     assert again.cluster_id == "abcdefghijklmnopqrstuv"
     assert again.directory_id == d.directory_id
+    again.close([])
     with pytest.raises(ValueError, match="node id"):
         DataDir.open(tmp_path / "data", cluster_id=None, node_id=4)
     with pytest.raises(ValueError, match=r"cluster\.id"):

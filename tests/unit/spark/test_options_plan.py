@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from kwire.client import default_partition, murmur2
 from kwire.errors import OptionError
 from kwire.log import LogWriter, ReadCommittedFilter
 from kwire.records import BatchBuilder, build_end_txn_marker
@@ -21,7 +22,6 @@ from kwire.spark._options import (
 from kwire.spark._plan import SegmentSplit, plan_splits
 from kwire.spark._read import frame_cut, read_split
 from kwire.spark._schema import arrow_schema
-from kwire.spark._sink import default_partition, murmur2
 
 T0 = 1_700_000_000_000
 

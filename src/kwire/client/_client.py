@@ -1,0 +1,424 @@
+"""The asyncio client: metadata, offsets and fetches routed to partition leaders, with Kafka's retries.
+
+``AsyncKafkaClient`` keeps one ``BrokerConnection`` per broker and a ``ClusterMetadata``. Every
+call retries what Kafka's Java client retries (``kwire.client._errors``): an error meaning stale
+metadata refreshes it first, a lost connection is reopened, and the wait between tries grows
+exponentially from ``retry.backoff.ms`` to ``retry.backoff.max.ms`` with 20% jitter (KIP-580),
+until ``request.timeout.ms`` (per try) and the caller's deadline run out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+from collections.abc import AsyncGenerator, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from kwire.client._config import ClientConfig
+from kwire.client._connection import BrokerConnection
+from kwire.client._errors import INVALID_METADATA, RETRIABLE, ClientError, KafkaApiError
+from kwire.client._fetch import (
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+    FetchedRange,
+    FetchPosition,
+    fetch_request,
+    parse_fetch_response,
+)
+from kwire.client._metadata import BrokerAddress, ClusterMetadata, metadata_request
+from kwire.client._produce import (
+    CODECS,
+    IdempotentSequences,
+    build_batch_for,
+    parse_produce_response,
+    produce_request,
+)
+from kwire.errors import OffsetOutOfRangeError
+from kwire.protocol import ErrorCode, message_class, struct_class
+from kwire.records import BatchBuilder
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = ["EARLIEST", "LATEST", "AsyncKafkaClient", "Backoff"]
+
+#: ListOffsets timestamps with a meaning (Kafka's ``ListOffsetsRequest``).
+EARLIEST = -2
+LATEST = -1
+
+
+class Backoff:
+    """Kafka's ``ExponentialBackoff``: base * 2^attempts, capped, with +-jitter (KIP-580)."""
+
+    def __init__(self, base_ms: int, max_ms: int, rng: random.Random | None = None) -> None:
+        self.base_ms = max(base_ms, 1)
+        self.max_ms = max(max_ms, self.base_ms)
+        self.rng = rng or random.Random()
+
+    def delay(self, attempts: int) -> float:
+        """Seconds to wait before try ``attempts + 1``."""
+        exp = min(self.base_ms * (2**attempts), self.max_ms)
+        jitter = 1 + self.rng.uniform(-0.2, 0.2)
+        return float(exp * jitter / 1000)
+
+
+class AsyncKafkaClient:
+    """A client of one Kafka cluster. Use ``async with``, or ``await close()``."""
+
+    def __init__(self, config: ClientConfig, *, rng: random.Random | None = None) -> None:
+        self.config = config
+        self.metadata = ClusterMetadata()
+        self.backoff = Backoff(config.retry_backoff_ms, config.retry_backoff_max_ms, rng)
+        self._connections: dict[str, BrokerConnection] = {}
+        self._bootstrapped = False
+
+    async def __aenter__(self) -> AsyncKafkaClient:
+        await self.refresh_metadata()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        connections, self._connections = self._connections, {}
+        for conn in connections.values():
+            await conn.close()
+
+    # ---- connections ---------------------------------------------------------------------------
+    async def _connection(self, host: str, port: int) -> BrokerConnection:
+        key = f"{host}:{port}"
+        conn = self._connections.get(key)
+        if conn is None or conn.closed:
+            conn = await BrokerConnection.open(host, port, self.config)
+            self._connections[key] = conn
+        return conn
+
+    async def _any_connection(self) -> BrokerConnection:
+        """A connection to a known broker, else to a bootstrap server (each tried in turn)."""
+        candidates = [(b.host, b.port) for b in self.metadata.brokers.values()]
+        candidates += list(self.config.bootstrap_servers)
+        errors = []
+        for host, port in dict.fromkeys(candidates):
+            try:
+                return await self._connection(host, port)
+            except ClientError as exc:
+                if not exc.retriable:
+                    raise  # refused credentials: another broker refuses them too
+                errors.append(str(exc))
+        raise ClientError("no broker reachable: " + "; ".join(errors))
+
+    async def _retrying(self, attempt: Any, deadline_s: float | None = None) -> Any:
+        """Run ``attempt()`` until it succeeds, retrying retriable failures with backoff."""
+        deadline = time.monotonic() + (
+            deadline_s if deadline_s is not None else self.config.request_timeout_ms / 1000 * 2
+        )
+        tries = 0
+        while True:
+            try:
+                return await attempt()
+            except KafkaApiError as exc:
+                if not exc.retriable or time.monotonic() >= deadline:
+                    raise
+                if exc.error in INVALID_METADATA:
+                    await self._refresh_quietly()
+            except ClientError as exc:
+                if not exc.retriable or time.monotonic() >= deadline:
+                    raise
+                await self._refresh_quietly()
+            await asyncio.sleep(self.backoff.delay(tries))
+            tries += 1
+
+    async def _refresh_quietly(self) -> None:
+        with contextlib.suppress(ClientError):  # the next attempt says what is wrong
+            await self._metadata_once(None)
+
+    # ---- metadata ------------------------------------------------------------------------------
+    async def _metadata_once(self, topics: list[str] | None) -> ClusterMetadata:
+        conn = await self._any_connection()
+        version = conn.versions.pick("MetadataRequest")
+        response = await conn.request(metadata_request(topics, version), version, check=False)
+        self.metadata = ClusterMetadata.from_response(response)
+        return self.metadata
+
+    async def refresh_metadata(self, topics: list[str] | None = None) -> ClusterMetadata:
+        """Metadata of ``topics`` (None: every topic), retried while the cluster is unreachable."""
+        return await self._retrying(lambda: self._metadata_once(topics))  # type: ignore[no-any-return]
+
+    async def _leader(self, topic: str, partition: int) -> tuple[BrokerAddress, BrokerConnection]:
+        leader = self.metadata.leader(topic, partition)
+        if leader is None:
+            await self._metadata_once(None)
+            leader = self.metadata.leader(topic, partition)
+        if leader is None:
+            error = self.metadata.topic_errors.get(topic)
+            if error is None and partition not in self.metadata.partitions.get(topic, {}):
+                error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            raise KafkaApiError(
+                error or ErrorCode.LEADER_NOT_AVAILABLE, f"leader of {topic}-{partition}"
+            )
+        return leader, await self._connection(leader.host, leader.port)
+
+    # ---- ListOffsets ---------------------------------------------------------------------------
+    async def list_offsets(
+        self,
+        partitions: Iterable[tuple[str, int]],
+        timestamp: int,
+        *,
+        read_committed: bool | None = None,
+    ) -> dict[tuple[str, int], int]:
+        """The offset of ``timestamp`` (or EARLIEST / LATEST) per partition, from its leader.
+
+        A timestamp after the last record answers -1, as Kafka's ``offsetsForTimes`` (None there).
+        ``read_committed`` (default: the config's isolation.level): LATEST is the last stable offset.
+        """
+        committed = self.config.read_committed if read_committed is None else read_committed
+        out: dict[tuple[str, int], int] = {}
+        for topic, partition in partitions:
+
+            async def one(topic: str = topic, partition: int = partition) -> int:
+                _, conn = await self._leader(topic, partition)
+                return await self._list_offset(conn, topic, partition, timestamp, committed)
+
+            out[(topic, partition)] = await self._retrying(one)
+        return out
+
+    async def _list_offset(
+        self, conn: BrokerConnection, topic: str, partition: int, timestamp: int, committed: bool
+    ) -> int:
+        cls = message_class("ListOffsetsRequest")
+        version = conn.versions.pick("ListOffsetsRequest")
+        if version == 0 and timestamp >= 0:
+            raise ClientError(
+                f"the broker at {conn.address} has ListOffsets v0 only: no offsets by timestamp"
+            )
+        part = struct_class(cls, "topics", "partitions")(
+            partition_index=partition, timestamp=timestamp
+        )
+        if version == 0:
+            part.max_num_offsets = 1
+        if version >= 4:
+            part.current_leader_epoch = self.metadata.leader_epoch(topic, partition)
+        extra: dict[str, Any] = {}
+        if version >= 2:
+            extra["isolation_level"] = READ_COMMITTED if committed else READ_UNCOMMITTED
+        request = cls(
+            replica_id=-1,
+            topics=[struct_class(cls, "topics")(name=topic, partitions=[part])],
+            **extra,
+        )
+        response = await conn.request(request, version, check=False)
+        for t in response.topics:
+            for p in t.partitions:
+                if p.partition_index != partition:
+                    continue
+                if p.error_code:
+                    raise KafkaApiError(
+                        ErrorCode(p.error_code), f"ListOffsets of {topic}-{partition}"
+                    )
+                if version == 0:
+                    return int(p.old_style_offsets[0]) if p.old_style_offsets else -1
+                return int(p.offset)
+        raise ClientError(f"ListOffsets answer from {conn.address} lacks {topic}-{partition}")
+
+    # ---- Fetch ---------------------------------------------------------------------------------
+    async def fetch_range(
+        self,
+        topic: str,
+        partition: int,
+        start: int,
+        end: int,
+        *,
+        columns: Sequence[str],
+        read_committed: bool | None = None,
+        fail_on_data_loss: bool = True,
+    ) -> AsyncGenerator[pa.RecordBatch, None]:
+        """Rows of ``topic``-``partition`` with offsets in ``[start, end)``, as Arrow batches.
+
+        Each fetch goes to the partition's current leader; a moved leader is found again. If the
+        log start has passed ``start`` (retention, DeleteRecords), ``fail_on_data_loss`` raises
+        ``OffsetOutOfRangeError`` naming the partition and the offsets; otherwise reading goes on
+        from the log start. Reading stops at ``end`` or at the partition's high watermark (last
+        stable offset under read_committed), whichever comes first.
+        """
+        committed = self.config.read_committed if read_committed is None else read_committed
+        position = start
+        empty_answers = 0
+        while position < end:
+            fetched = await self._fetch_one(topic, partition, position, committed)
+            if fetched.error == ErrorCode.OFFSET_OUT_OF_RANGE:
+                earliest = (await self.list_offsets([(topic, partition)], EARLIEST))[
+                    (topic, partition)
+                ]
+                if earliest > position:
+                    if fail_on_data_loss:
+                        raise OffsetOutOfRangeError(
+                            message=f"{topic}-{partition}: offsets {position} to {earliest - 1} are no "
+                            f"longer in the log (its start is {earliest}); set failOnDataLoss "
+                            "to false to read on from there"
+                        )
+                    position = earliest
+                    continue
+                raise OffsetOutOfRangeError(
+                    message=f"{topic}-{partition}: offset {position} is past the log end"
+                )
+            if fetched.error != ErrorCode.NONE:
+                raise KafkaApiError(fetched.error, f"Fetch of {topic}-{partition} at {position}")
+            limit = fetched.last_stable_offset if committed else fetched.high_watermark
+            result = FetchedRange.from_partition(
+                fetched,
+                start=position,
+                end=end,
+                columns=columns,
+                read_committed=committed,
+            )
+            if result.rows.num_rows:
+                yield result.rows
+            if result.next_offset > position:
+                position = result.next_offset
+                empty_answers = 0
+            elif limit >= 0 and position >= limit:
+                return  # nothing more to read before the high watermark / LSO
+            else:
+                empty_answers += 1
+                if empty_answers > 3:
+                    raise ClientError(
+                        f"Fetch of {topic}-{partition} at {position} returned no whole batch "
+                        f"{empty_answers} times (a batch larger than max.partition.fetch.bytes?)"
+                    )
+
+    async def _fetch_one(self, topic: str, partition: int, offset: int, committed: bool) -> Any:
+        async def attempt() -> Any:
+            _, conn = await self._leader(topic, partition)
+            version = conn.versions.pick("FetchRequest")
+            if version >= 13 and topic not in self.metadata.topic_ids:
+                version = 12
+            position = FetchPosition(
+                topic, partition, offset, self.metadata.leader_epoch(topic, partition)
+            )
+            request = fetch_request(
+                [position],
+                version,
+                self.metadata,
+                isolation_level=READ_COMMITTED if committed else READ_UNCOMMITTED,
+                # min_bytes 1: answered as soon as there is data (some brokers, tansu among
+                # them, answer a max_wait_ms of 0 with no partitions at all)
+                max_wait_ms=self.config.fetch_max_wait_ms,
+                max_bytes=self.config.fetch_max_bytes,
+                partition_max_bytes=self.config.max_partition_fetch_bytes,
+            )
+            response = await conn.request(request, version)
+            for fetched in parse_fetch_response(response, version, self.metadata):
+                if fetched.partition == partition:
+                    if fetched.error in RETRIABLE:
+                        raise KafkaApiError(fetched.error, f"Fetch of {topic}-{partition}")
+                    return fetched
+            raise ClientError(f"Fetch answer from {conn.address} lacks {topic}-{partition}")
+
+        return await self._retrying(attempt)
+
+    # ---- Produce -------------------------------------------------------------------------------
+    async def init_producer_id(self) -> IdempotentSequences:
+        """A new idempotent producer id and epoch (InitProducerId, no transactional id).
+
+        With ``enable.idempotence=false``, or a broker before 0.11 (no InitProducerId), the
+        producer is not idempotent: producer id -1, and retries may duplicate, as in Kafka.
+        """
+        if not self.config.enable_idempotence:
+            return IdempotentSequences()
+
+        async def attempt() -> IdempotentSequences:
+            conn = await self._any_connection()
+            cls = message_class("InitProducerIdRequest")
+            if cls.API_KEY is None or not conn.versions.has(cls.API_KEY):
+                return IdempotentSequences()
+            version = conn.versions.pick("InitProducerIdRequest")
+            extra: dict[str, Any] = (
+                {"producer_id": -1, "producer_epoch": -1} if version >= 3 else {}
+            )
+            request = cls(transactional_id=None, transaction_timeout_ms=60_000, **extra)
+            response = await conn.request(request, version)
+            return IdempotentSequences(response.producer_id, response.producer_epoch)
+
+        return await self._retrying(attempt)  # type: ignore[no-any-return]
+
+    async def produce(
+        self,
+        topic: str,
+        partition: int,
+        records: Sequence[tuple[bytes | None, bytes | None, Any, int]],
+        *,
+        sequences: IdempotentSequences | None = None,
+    ) -> int:
+        """Append ``(key, value, headers, timestamp_ms)`` records as one batch; its base offset.
+
+        The batch is built once per record format and resent unchanged on retriable errors, so
+        with ``sequences`` (an idempotent producer) a retry of a batch the broker already has is
+        answered with the first append's offset, never appended twice.
+        """
+        if not records:
+            raise ValueError("produce needs at least one record")
+        if topic not in self.metadata.partitions:
+            await self._metadata_once(None)
+        built: dict[int, tuple[bytes, int]] = {}
+
+        async def attempt() -> int:
+            _, conn = await self._leader(topic, partition)
+            version = conn.versions.pick("ProduceRequest")
+            if version >= 13 and topic not in self.metadata.topic_ids:
+                version = 12
+            magic = 2 if version >= 3 else 1 if version == 2 else 0
+            if magic not in built:
+                built[magic] = self._build(topic, partition, records, magic, sequences)
+            data, _ = built[magic]
+            request = produce_request(
+                {(topic, partition): data},
+                version,
+                acks=self.config.acks,
+                timeout_ms=self.config.request_timeout_ms,
+                metadata=self.metadata,
+            )
+            response = await conn.request(request, version)
+            result = parse_produce_response(response, version, self.metadata).get(
+                (topic, partition)
+            )
+            if result is None:
+                raise ClientError(f"Produce answer from {conn.address} lacks {topic}-{partition}")
+            if result.error == ErrorCode.DUPLICATE_SEQUENCE_NUMBER:
+                return -1  # appended by an earlier try (brokers before 1.0 say so this way)
+            if result.error != ErrorCode.NONE:
+                raise KafkaApiError(result.error, f"Produce to {topic}-{partition}", result.message)
+            return int(result.base_offset)
+
+        offset: int = await self._retrying(attempt)
+        if sequences is not None and sequences.producer_id >= 0:
+            sequences.acknowledged(topic, partition, len(records))
+        return offset
+
+    def _build(
+        self,
+        topic: str,
+        partition: int,
+        records: Sequence[tuple[bytes | None, bytes | None, Any, int]],
+        magic: int,
+        sequences: IdempotentSequences | None,
+    ) -> tuple[bytes, int]:
+        if magic == 2:
+            return build_batch_for(
+                records,
+                compression=self.config.compression_type,
+                sequences=sequences,
+                topic=topic,
+                partition=partition,
+            )
+
+        codec = self.config.compression_type
+        if codec == "zstd":
+            raise ClientError(f"the broker's Produce v{magic} has no zstd (magic 2 only)")
+        builder = BatchBuilder(magic, CODECS[codec])
+        for key, value, headers, timestamp in records:
+            if headers:
+                raise ClientError(f"magic {magic} (an old broker) has no record headers")
+            builder.append(timestamp=timestamp if magic else -1, key=key, value=value)
+        return builder.build(), len(builder)
