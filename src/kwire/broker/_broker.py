@@ -281,6 +281,14 @@ class Broker:
 
         self.call(lambda state: set_scram_password(state, user, password, mechanism, iterations))
 
+    def connections(self) -> list[dict[str, Any]]:
+        """Each open client connection: peer address, requests read, and the bytes held for it
+        (``output`` unsent, ``input`` read but not yet handled)."""
+        server = self._server
+        if server is None:
+            raise RuntimeError("the broker is not running")
+        return self.call(lambda _state: server.connection_stats())
+
     def topics(self) -> dict[str, int]:
         """Topic name -> partition count."""
         return self.call(lambda state: {t.name: len(t.partitions) for t in state.topics.values()})

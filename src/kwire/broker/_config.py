@@ -244,6 +244,8 @@ BROKER_CONFIGS: Final[Mapping[str, ConfigDef]] = {
         ConfigDef("default.replication.factor", _T.INT, "1"),
         ConfigDef("message.max.bytes", _T.INT, "1048588", check=_int_range(0)),
         ConfigDef("socket.request.max.bytes", _T.INT, "104857600", check=_int_range(1)),
+        ConfigDef("connections.max.idle.ms", _T.LONG, "600000", read_only=True),
+        ConfigDef("num.io.threads", _T.INT, "8", check=_int_range(1), read_only=True),
         ConfigDef("log.dirs", _T.STRING, None, read_only=True),
         ConfigDef("log.cleanup.policy", _T.LIST, "delete", check=_cleanup_policy),
         ConfigDef("compression.type", _T.STRING, "producer"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["RequestContext"]
 
@@ -26,3 +27,6 @@ class RequestContext:
     #: The node whose listener received the request (an in-process cluster has several);
     #: ``None``: the state's own node (``BrokerState.node_id``).
     node_id: int | None = None
+    #: Work done for this request before its handler ran, off the event loop: a Produce's
+    #: records validated ahead (``_data.validation_jobs``), by (topic, partition) position.
+    validated: dict[tuple[int, int], Any] | None = None

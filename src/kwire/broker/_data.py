@@ -10,8 +10,12 @@ partition gets NOT_LEADER_OR_FOLLOWER (``_routing``).
 
 from __future__ import annotations
 
+import functools
 import re
+import struct
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Final
 
 from kwire.broker._acl import (
@@ -29,11 +33,12 @@ from kwire.broker._state import BrokerError, BrokerState, Partition, Topic, vali
 from kwire.errors import KwireError
 from kwire.log import KafkaStorageError, ProducerStateError
 from kwire.protocol import ZERO_UUID, ErrorCode, message_class, struct_class
-from kwire.records import AppendError
+from kwire.records import AppendError, AppendResult
 
 __all__ = [
     "CLUSTER_OPERATIONS",
     "TOPIC_OPERATIONS",
+    "Prevalidated",
     "check_leader_epoch",
     "handle_api_versions",
     "handle_init_producer_id",
@@ -42,7 +47,11 @@ __all__ = [
     "handle_offset_for_leader_epoch",
     "handle_produce",
     "topic_by_id_or_name",
+    "validation_jobs",
 ]
+
+PRODUCE: Final = 0
+_INT32: Final = struct.Struct(">i")
 
 #: KIP-511's pattern for the client software name and version in ApiVersions v3+.
 _SOFTWARE: Final = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
@@ -284,11 +293,107 @@ def _produce_error(index: int, error: ErrorCode, message: str | None = None) -> 
     )
 
 
+@dataclass(frozen=True)
+class Prevalidated:
+    """One partition's Produce records validated ahead, off the event loop: what
+    ``LiveLog.validate_for_append`` returned (or raised), and what it was computed against, so
+    the handler uses it only if the log, its config and the leader epoch are still the same."""
+
+    log: Any
+    config: Any
+    leader_epoch: int
+    outcome: AppendResult | Exception
+
+
+def _compressed(records: Any) -> bool:
+    """Whether any batch (header only) of a Produce's records is compressed."""
+    view = memoryview(records).cast("B") if not isinstance(records, bytes) else records
+    position, end = 0, len(view)
+    while position + 23 <= end:
+        length = _INT32.unpack_from(view, position + 8)[0]
+        magic = view[position + 16]
+        attributes = view[position + 22] if magic >= 2 else view[position + 17]
+        if attributes & 0x07:
+            return True
+        if length <= 0:
+            return False
+        position += 12 + length
+    return False
+
+
+def validation_jobs(
+    state: BrokerState, ctx: RequestContext, request: Any
+) -> list[tuple[tuple[int, int], Callable[[], Prevalidated]]]:
+    """The costly part of a Produce, as jobs a server may run on worker threads before the
+    handler: validating compressed records (decompression and the record walk; Kafka does it
+    on its pool of request handler threads). Keys are (topic, partition) positions in the
+    request; the handler finds the results in ``ctx.validated``. Only partitions the handler
+    will append to (known, led here, writable by the principal) get a job."""
+    if ctx.api_key != PRODUCE or request.acks not in (0, 1, -1):
+        return []
+    version = ctx.api_version
+    jobs: list[tuple[tuple[int, int], Callable[[], Prevalidated]]] = []
+    for ti, topic_data in enumerate(request.topic_data):
+        topic = topic_by_id_or_name(state, topic_data.name, topic_data.topic_id, version >= 13)
+        if topic is None or topic.internal:
+            continue
+        if not authorize(state, ctx, "WRITE", TOPIC, topic.name):
+            continue
+        for pi, pdata in enumerate(topic_data.partition_data):
+            records = pdata.records
+            if not records or not _compressed(records):
+                continue
+            partition = state.partition(topic.name, pdata.index)
+            if partition is None or leader_error(state, ctx, partition) is not ErrorCode.NONE:
+                continue
+            jobs.append(
+                (
+                    (ti, pi),
+                    functools.partial(
+                        _validate_ahead,
+                        partition.log,
+                        records,
+                        partition.leader_epoch,
+                        state.now_ms(),
+                        version,
+                    ),
+                )
+            )
+    return jobs
+
+
+def _validate_ahead(
+    log: Any, records: Any, leader_epoch: int, now_ms: int, version: int
+) -> Prevalidated:
+    config = log.config
+    outcome: AppendResult | Exception
+    try:
+        outcome = log.validate_for_append(
+            records, now_ms=now_ms, leader_epoch=leader_epoch, produce_version=version
+        )
+    except (KwireError, ProducerStateError) as exc:
+        outcome = exc
+    return Prevalidated(log, config, leader_epoch, outcome)
+
+
 def append_to_partition(
-    state: BrokerState, partition: Partition, records: Any, version: int, now_ms: int
+    state: BrokerState,
+    partition: Partition,
+    records: Any,
+    version: int,
+    now_ms: int,
+    validated: Prevalidated | None = None,
 ) -> Any:
     """Append one partition's records; the ``PartitionProduceResponse`` Kafka would send."""
     index = partition.index
+    ahead: AppendResult | Exception | None = None
+    if (
+        validated is not None
+        and validated.log is partition.log
+        and validated.config is partition.log.config
+        and validated.leader_epoch == partition.leader_epoch
+    ):
+        ahead = validated.outcome
     if partition.topic.internal:
         return _produce_error(
             index,
@@ -298,11 +403,14 @@ def append_to_partition(
     if records is None:
         records = b""
     try:
+        if isinstance(ahead, Exception):
+            raise ahead
         info = partition.log.append_as_leader(
             records,
             now_ms=now_ms,
             leader_epoch=partition.leader_epoch,
             produce_version=version,
+            validated=ahead,
         )
     except AppendError as exc:
         response = _produce_error(index, ErrorCode(exc.error_code), exc.message)
@@ -350,12 +458,13 @@ def handle_produce(state: BrokerState, ctx: RequestContext, request: Any) -> Any
         blanket = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     responses = []
     moved: set[int] = set()  # the leaders NOT_LEADER_OR_FOLLOWER answers point to (KIP-951)
-    for topic_data in request.topic_data:
+    ahead = ctx.validated or {}
+    for ti, topic_data in enumerate(request.topic_data):
         topic = topic_by_id_or_name(state, topic_data.name, topic_data.topic_id, by_id)
         name = topic.name if topic is not None else topic_data.name
         denied = name is not None and not authorize(state, ctx, "WRITE", TOPIC, name)
         parts = []
-        for pdata in topic_data.partition_data:
+        for pi, pdata in enumerate(topic_data.partition_data):
             if blanket is not None:
                 parts.append(_produce_error(pdata.index, blanket))
                 continue
@@ -375,7 +484,10 @@ def handle_produce(state: BrokerState, ctx: RequestContext, request: Any) -> Any
             if leader_error(state, ctx, partition) is not ErrorCode.NONE:
                 parts.append(_not_leader(pdata.index, partition, version, moved))
                 continue
-            parts.append(append_to_partition(state, partition, pdata.records, version, now))
+            validated = ahead.get((ti, pi))
+            parts.append(
+                append_to_partition(state, partition, pdata.records, version, now, validated)
+            )
         responses.append(
             PRODUCE_TOPIC(
                 name=topic_data.name, topic_id=topic_data.topic_id, partition_responses=parts

@@ -22,11 +22,13 @@ Approach, after Kafka's ``KafkaApis.handleFetchRequest``, ``FetchSessionCache`` 
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
+import struct
 import uuid
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -37,11 +39,17 @@ from kwire.broker._data import check_leader_epoch
 from kwire.broker._routing import leader_error, node_endpoints, serving_node
 from kwire.broker._state import BrokerState, Partition
 from kwire.errors import KwireError, UnsupportedCodecError
-from kwire.log import FileSlice, KafkaStorageError, OffsetOutOfRangeError
+from kwire.log import (
+    FileSlice,
+    KafkaStorageError,
+    OffsetOutOfRangeError,
+    batch_formats,
+    read_batch_chunks,
+)
 from kwire.protocol import ZERO_UUID, ErrorCode, RecordsReference, message_class, struct_class
-from kwire.records import convert_for_fetch
+from kwire.records import Compression, convert_for_fetch, magic_for_fetch_version
 
-__all__ = ["FetchSessionCache", "FileRecords", "handle_fetch"]
+__all__ = ["ConvertedRecords", "FetchSessionCache", "FileRecords", "handle_fetch"]
 
 FETCH_RESPONSE: Final = message_class("FetchResponse")
 FETCH_TOPIC: Final = struct_class(FETCH_RESPONSE, "responses")
@@ -79,6 +87,60 @@ class FileRecords(RecordsReference):
         for s in self.slices:
             os.close(s.fd)
         self.slices = []
+
+
+#: Source bytes converted at a time by a lazy down-conversion, and the largest fetch converted
+#: whole up front (Kafka converts in 16 KiB reads; bigger chunks cost fewer Python calls).
+CONVERT_CHUNK: Final = 1 << 18
+
+
+class ConvertedRecords(FileRecords):
+    """Records down-converted while they are sent, a chunk at a time (Kafka's
+    ``LazyDownConversionRecords`` and ``LazyDownConversionRecordsSend``).
+
+    The frame needs its size before the first byte goes out, and converted bytes are known
+    only once converted: as Kafka does, the size is the larger of the stored size and the first
+    converted chunk (so the client always gets a whole first batch), the output is cut at that
+    size (the client drops a partial batch at the end) or, when the conversion came out
+    smaller, ends with a fake batch header (offset -1) whose length runs past the frame, which
+    the client drops too. Memory: one chunk, never the whole response.
+    """
+
+    def __init__(self, slices: list[FileSlice], fetch_version: int, first_offset: int) -> None:
+        super().__init__(slices)
+        self.fetch_version = fetch_version
+        self.first_offset = first_offset
+        self._source = read_batch_chunks(self.slices, CONVERT_CHUNK)
+        self._first = self._convert(next(self._source, b""))  # errors surface here, up front
+        self.stored_bytes = self.nbytes
+        self.nbytes = max(self.nbytes, len(self._first))
+
+    def _convert(self, chunk: bytes) -> bytes:
+        if not chunk:
+            return b""
+        converted = convert_for_fetch(chunk, self.fetch_version, first_offset=self.first_offset)
+        return bytes(converted.records)
+
+    def chunks(self) -> Iterator[bytes]:
+        """The converted bytes, exactly ``nbytes`` of them, a chunk at a time."""
+        remaining = self.nbytes
+        first, self._first = self._first, b""
+        pending: Iterator[bytes] = iter([first])
+        for chunk in itertools.chain(pending, map(self._convert, self._source)):
+            if remaining <= 0:
+                return
+            piece = chunk[:remaining]
+            remaining -= len(piece)
+            if piece:
+                yield piece
+        if remaining > 0:
+            yield (_OVERFLOW.pack(-1, remaining + 1) + bytes(max(remaining - 12, 0)))[:remaining]
+
+    def to_bytes(self) -> bytes:
+        return b"".join(self.chunks())
+
+
+_OVERFLOW: Final = struct.Struct(">qi")  # a batch header: offset -1, a length past the frame
 
 
 # --- sessions ---------------------------------------------------------------------------------
@@ -354,11 +416,27 @@ class _FetchPlan:
         return out, size
 
     def _records_for_version(self, partition: Partition, data: Any, out: Any) -> tuple[Any, int]:
-        """Zero copy from v10 (every magic and codec readable); older versions may need conversion."""
+        """Zero copy whenever the version reads every stored batch as it is: from v10 always,
+        below when the batches' magic is one the version reads (Kafka's ``hasMatchingMagic``,
+        checked on the headers alone); else a down-conversion, lazy beyond one chunk."""
         if self.version >= 10:
             records = FileRecords(data.slices)
             return records, records.nbytes
+        formats = batch_formats(data.slices)
+        if any(codec == Compression.ZSTD for _, codec in formats):
+            out.error_code = int(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)  # zstd needs v10+
+            return b"", 0
+        if all(magic <= magic_for_fetch_version(self.version) for magic, _ in formats):
+            records = FileRecords(data.slices)
+            return records, records.nbytes
+        enabled = partition.topic.configs.get("message.downconversion.enable", "true")
+        if enabled.lower() != "true":
+            out.error_code = int(ErrorCode.UNSUPPORTED_VERSION)
+            return b"", 0
         try:
+            if data.size > CONVERT_CHUNK:
+                lazy = ConvertedRecords(data.slices, self.version, data.first_offset)
+                return lazy, lazy.nbytes
             converted = convert_for_fetch(
                 data.read_bytes(), self.version, first_offset=data.first_offset
             )
@@ -368,11 +446,6 @@ class _FetchPlan:
         except KwireError:
             out.error_code = int(ErrorCode.CORRUPT_MESSAGE)
             return b"", 0
-        if converted.batches_converted:
-            enabled = partition.topic.configs.get("message.downconversion.enable", "true")
-            if enabled.lower() != "true":
-                out.error_code = int(ErrorCode.UNSUPPORTED_VERSION)
-                return b"", 0
         converted_bytes = bytes(converted.records)
         return converted_bytes, len(converted_bytes)
 

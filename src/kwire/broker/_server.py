@@ -25,20 +25,22 @@ read in 64 KiB chunks and written through the SSL transport), then the rest. A l
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import functools
 import logging
 import os
 import ssl
 import struct
+import threading
 import time
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any, Final
 
 from kwire.broker._apis import CLOSE_CONNECTION, HANDLERS, Deferred, dispatch
 from kwire.broker._context import RequestContext
-from kwire.broker._data import api_versions_response
-from kwire.broker._fetch import FileRecords
+from kwire.broker._data import api_versions_response, validation_jobs
+from kwire.broker._fetch import ConvertedRecords, FileRecords
 from kwire.broker._metrics import broker_metrics
 from kwire.broker._routing import DISCONNECT, Faults, error_response
 from kwire.broker._sasl import (
@@ -166,6 +168,13 @@ class KafkaServer:
         self.running = False  # listening (between start and stop)
         self.bound: dict[str, int] = {}  # listener name -> bound port
         self.max_request_bytes = state.broker_int("socket.request.max.bytes")
+        #: Kafka's ``connections.max.idle.ms``: a connection that moves no byte for this long
+        #: (silent, stuck mid-request, or not reading its response) is closed (-1: never)
+        self.max_idle_ms = state.broker_int("connections.max.idle.ms")
+        self._reaper: asyncio.Task[None] | None = None
+        #: Kafka's request handler threads (``num.io.threads``), for the costly pure work of a
+        #: request; each connection has one request at a time, so its queue is bounded too
+        self._workers: concurrent.futures.ThreadPoolExecutor | None = None
         self.listeners = (
             list(listeners)
             if listeners is not None
@@ -176,6 +185,7 @@ class KafkaServer:
         self._servers: list[asyncio.Server] = []
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
+        self._open: dict[asyncio.Task[None], _Connection] = {}
         self._waiters = _Waiters()
         self._housekeeping: asyncio.Task[None] | None = None
         state.on_notify(self._waiters.wake)
@@ -219,6 +229,8 @@ class KafkaServer:
         )
         if self._run_housekeeping:
             self._housekeeping = asyncio.create_task(self._housekeep())
+        if self.max_idle_ms >= 0:
+            self._reaper = asyncio.create_task(self._close_idle())
         self.running = True
 
     async def stop(self) -> None:
@@ -231,16 +243,50 @@ class KafkaServer:
         for task in list(self._connections):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        if self._housekeeping is not None:
-            self._housekeeping.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._housekeeping
+        for background in (self._housekeeping, self._reaper):
+            if background is not None:
+                background.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await background
+        self._reaper = None
+        if self._workers is not None:
+            self._workers.shutdown(wait=False, cancel_futures=True)
+            self._workers = None
         for server in self._servers:
             with contextlib.suppress(Exception):
                 await server.wait_closed()
 
+    def connection_stats(self) -> list[dict[str, Any]]:
+        """Each open connection: its peer, requests read, and the bytes the broker holds for it
+        (``output``: queued in the transport, unsent; ``input``: read from the socket, not yet
+        handled). Call on the server's loop."""
+        return [conn.stats() for conn in self._open.values()]
+
     async def _housekeep(self) -> None:
         await housekeep(self.state)
+
+    async def _close_idle(self) -> None:
+        """Kafka's ``Selector`` idle expiry: close each connection whose last byte in or out
+        is older than ``connections.max.idle.ms``. Time spent handling its request (a long
+        poll included) is the broker's, not the client's, and does not count."""
+        idle_s = self.max_idle_ms / 1000.0
+        tick = min(max(idle_s / 4, 0.01), 1.0)
+        while True:
+            await asyncio.sleep(tick)
+            now = time.monotonic()
+            for task, conn in list(self._open.items()):
+                if conn.handling or now - conn.last_active <= idle_s:
+                    continue
+                log.info(
+                    "closing %s: idle for more than connections.max.idle.ms (%d)",
+                    conn.address,
+                    self.max_idle_ms,
+                )
+                # cancel first, abort after (in _serve): an abort during loop.sendfile leaves
+                # asyncio 3.11's transport half reset; a cancel unwinds the sendfile, then the
+                # abort drops what the client never read instead of waiting for it to drain
+                conn.expired = True
+                task.cancel()
 
     # --- one connection -----------------------------------------------------------------------
 
@@ -253,6 +299,8 @@ class KafkaServer:
         peer = writer.get_extra_info("peername")
         address = f"{peer[0]}:{peer[1]}" if peer else "?"
         conn = _Connection(address, listener)
+        conn.reader, conn.transport = reader, writer.transport
+        self._open[task] = conn
         closed = self.metrics.connected(conn)
         try:
             self._secure(conn, writer)
@@ -260,13 +308,17 @@ class KafkaServer:
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         except asyncio.CancelledError:
-            pass
+            conn.expired = True  # stopping, or closed for idleness: do not wait for the client
         except Exception:
             log.exception("connection %s failed", address)
         finally:
             closed()
             self._connections.discard(task)
-            writer.close()
+            self._open.pop(task, None)
+            if conn.expired:
+                writer.transport.abort()
+            else:
+                writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
             if not conn.logged and conn.requests:
@@ -338,9 +390,11 @@ class KafkaServer:
         mute_ms = 0
         while True:
             if mute_ms:  # KIP-219: a throttled channel is muted after its response went out
+                conn.handling = True
                 await asyncio.sleep(mute_ms / 1000.0)
-                mute_ms = 0
+                conn.handling, conn.last_active, mute_ms = False, time.monotonic(), 0
             head = await reader.readexactly(4)
+            conn.last_active = time.monotonic()
             (size,) = _SIZE.unpack(head)
             sasl = conn.sasl
             limit = self.max_request_bytes
@@ -357,7 +411,7 @@ class KafkaServer:
                     limit,
                 )
                 return
-            body = await reader.readexactly(size)
+            body = await _read_body(reader, size, conn)
             started = time.perf_counter_ns()
             if sasl is not None and sasl.raw_tokens:  # after a SaslHandshake v0
                 if not await self._sasl_reply(writer, conn, sasl.raw_token(body), 0, 0):
@@ -379,7 +433,7 @@ class KafkaServer:
                     response = api_versions_response(self.state, ErrorCode.UNSUPPORTED_VERSION)
                     if not self.state.personality.kip511:
                         response.api_keys = []
-                    await self._send(writer, response, 0, correlation_id)
+                    await self._send(writer, response, 0, correlation_id, conn)
                     continue
                 log.warning(
                     "closing %s: API key %d version %d is not served by Kafka %s",
@@ -438,10 +492,12 @@ class KafkaServer:
                 if fault.error is not None:
                     error = ErrorCode(int(fault.error))
                     response = error_response(api_key, api_version, request.message, error)
-                    await self._send(writer, response, api_version, correlation_id)
+                    await self._send(writer, response, api_version, correlation_id, conn)
                     continue
+            conn.handling = True
             parked = 0
             try:
+                await self._work_ahead(ctx, request.message)
                 outcome = dispatch(self.state, ctx, request.message)
                 if isinstance(outcome, Deferred):
                     parked = time.perf_counter_ns()
@@ -453,6 +509,9 @@ class KafkaServer:
                 outcome = error_response(
                     api_key, api_version, request.message, storage_error(api_key, request.message)
                 )
+            finally:
+                conn.handling = False
+                conn.last_active = time.monotonic()
             # metrics and quotas: sets throttle_time_ms, returns how long to mute (_metrics)
             mute_ms = self.metrics.request(
                 conn, ctx, request.message, outcome, size, started, parked
@@ -462,7 +521,28 @@ class KafkaServer:
             if outcome is CLOSE_CONNECTION:
                 log.info("closing %s: a request without response failed", conn.address)
                 return
-            await self._send(writer, outcome, api_version, correlation_id)
+            await self._send(writer, outcome, api_version, correlation_id, conn)
+
+    async def _work_ahead(self, ctx: RequestContext, message: Any) -> None:
+        """Run a request's costly pure work (a Produce's compressed records: decompression and
+        the record walk) on the worker pool, so other connections are served meanwhile (Kafka's
+        request handler threads); the handler finds the results in ``ctx.validated``."""
+        jobs = validation_jobs(self.state, ctx, message)
+        if not jobs:
+            return
+        loop = asyncio.get_running_loop()
+        pool = self._pool()
+        results = await asyncio.gather(*(loop.run_in_executor(pool, job) for _, job in jobs))
+        ctx.validated = {key: result for (key, _), result in zip(jobs, results, strict=True)}
+
+    def _pool(self) -> concurrent.futures.ThreadPoolExecutor:
+        if self._workers is None:
+            self._workers = concurrent.futures.ThreadPoolExecutor(
+                max_workers=self.state.broker_int("num.io.threads"),
+                thread_name_prefix=f"kwire-io-{self.node_id}",
+                initializer=_lower_priority,
+            )
+        return self._workers
 
     async def _wait(self, deferred: Deferred) -> Any:
         event = asyncio.Event()
@@ -483,23 +563,51 @@ class KafkaServer:
             self._waiters.remove(deferred.keys, event)
 
     async def _send(
-        self, writer: asyncio.StreamWriter, message: Any, version: int, correlation_id: int
+        self,
+        writer: asyncio.StreamWriter,
+        message: Any,
+        version: int,
+        correlation_id: int,
+        conn: _Connection | None = None,
     ) -> None:
         _, pieces = encode_response_pieces(message, version, correlation_id)
         loop = asyncio.get_running_loop()
+
+        def progressed() -> None:
+            if conn is not None:
+                conn.last_active = time.monotonic()
+
         try:
             for piece in pieces:
-                if isinstance(piece, FileRecords):
+                if isinstance(piece, ConvertedRecords):
+                    for chunk in piece.chunks():  # one converted chunk in memory at a time
+                        writer.write(chunk)
+                        await writer.drain()
+                        progressed()
+                elif isinstance(piece, FileRecords):
                     await writer.drain()
                     for s in piece.slices:
-                        await _sendfile(loop, writer, s.fd, s.position, s.size)
+                        await _sendfile(loop, writer, s.fd, s.position, s.size, progressed)
                 else:
                     writer.write(piece)
             await writer.drain()
+            progressed()
         finally:
             for piece in pieces:
                 if isinstance(piece, FileRecords):
                     piece.close()
+
+
+def _lower_priority() -> None:
+    """A worker thread yields the CPU to the event loop's thread: what a worker does is one
+    connection's costly work, what the loop does is every connection's I/O (on Linux a thread
+    has its own nice value; elsewhere this does nothing)."""
+    with contextlib.suppress(AttributeError, OSError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), _WORKER_NICE)
+
+
+#: How much lower than the loop's the workers' scheduling priority is (nice levels).
+_WORKER_NICE: Final = 10
 
 
 #: Group and transaction coordinator APIs: an append to their internal topic that fails with
@@ -553,8 +661,34 @@ async def housekeep(state: BrokerState) -> None:
 _TLS_CHUNK: Final = 1 << 16
 
 
+async def _read_body(reader: asyncio.StreamReader, size: int, conn: _Connection) -> bytes:
+    """A request body, each arrival of bytes marking the connection active (a large request
+    that is still coming in is not idle)."""
+    if size <= _TLS_CHUNK:
+        body = await reader.readexactly(size)
+        conn.last_active = time.monotonic()
+        return body
+    out = bytearray()
+    while len(out) < size:
+        piece = await reader.read(min(size - len(out), _TLS_CHUNK))
+        if not piece:
+            raise asyncio.IncompleteReadError(bytes(out), size)
+        out += piece
+        conn.last_active = time.monotonic()
+    return bytes(out)
+
+
+#: Bytes per ``sendfile`` call: between calls the connection is marked active.
+_SENDFILE_STEP: Final = 1 << 20
+
+
 async def _sendfile(
-    loop: asyncio.AbstractEventLoop, writer: asyncio.StreamWriter, fd: int, offset: int, count: int
+    loop: asyncio.AbstractEventLoop,
+    writer: asyncio.StreamWriter,
+    fd: int,
+    offset: int,
+    count: int,
+    progressed: Callable[[], None],
 ) -> None:
     """``sendfile`` a slice of a segment (a plain copy only where the transport cannot)."""
     if writer.get_extra_info("ssl_object") is not None:
@@ -567,13 +701,19 @@ async def _sendfile(
                 raise ConnectionError(f"segment ended {count} bytes early")
             writer.write(chunk)
             await writer.drain()
+            progressed()
             offset += len(chunk)
             count -= len(chunk)
         return
     with os.fdopen(os.dup(fd), "rb", buffering=0) as file:
-        sent = await loop.sendfile(writer.transport, file, offset, count, fallback=True)
-    if sent != count:
-        raise ConnectionError(f"sent {sent} of {count} record bytes")
+        while count > 0:
+            step = min(count, _SENDFILE_STEP)
+            sent = await loop.sendfile(writer.transport, file, offset, step, fallback=True)
+            if sent != step:
+                raise ConnectionError(f"sent {sent} of {step} record bytes")
+            progressed()
+            offset += step
+            count -= step
 
 
 class _Connection:
@@ -588,6 +728,26 @@ class _Connection:
         self.software: tuple[str, str] | None = None
         self.requests = 0
         self.logged = False
+        self.last_active = time.monotonic()  # the last byte in or out
+        self.handling = False  # a request of this connection is with the broker
+        self.expired = False  # closed by the broker without waiting for unsent output
+        self.reader: asyncio.StreamReader | None = None
+        self.transport: asyncio.WriteTransport | None = None
+
+    def stats(self) -> dict[str, Any]:
+        transport, reader = self.transport, self.reader
+        output = (
+            transport.get_write_buffer_size()
+            if transport is not None and not transport.is_closing()
+            else 0
+        )
+        buffered = getattr(reader, "_buffer", b"")  # StreamReader keeps no public count
+        return {
+            "address": self.address,
+            "requests": self.requests,
+            "output": output,
+            "input": len(buffered),
+        }
 
     def log(self) -> None:
         self.logged = True

@@ -84,6 +84,8 @@ from kwire.log._live import (
     LiveLog,
     LogAppendInfo,
     LogConfig,
+    batch_formats,
+    read_batch_chunks,
     read_topic_id,
 )
 from kwire.log._metadata_records import (
@@ -191,6 +193,7 @@ __all__ = [
     "TopicImage",
     "TopicPartition",
     "TransactionIndex",
+    "batch_formats",
     "build_offset_map",
     "clean_batches",
     "collect_aborted_transactions",
@@ -215,6 +218,7 @@ __all__ = [
     "parse_partition_dir",
     "parse_segment_file_name",
     "partitions_from_paths",
+    "read_batch_chunks",
     "read_leader_epoch_checkpoint",
     "read_offset_checkpoint",
     "read_partition_metadata",

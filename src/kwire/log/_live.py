@@ -113,7 +113,16 @@ from kwire.records import (
     validate_and_assign,
 )
 
-__all__ = ["FetchDataInfo", "FileSlice", "LiveLog", "LogAppendInfo", "LogConfig", "read_topic_id"]
+__all__ = [
+    "FetchDataInfo",
+    "FileSlice",
+    "LiveLog",
+    "LogAppendInfo",
+    "LogConfig",
+    "batch_formats",
+    "read_batch_chunks",
+    "read_topic_id",
+]
 
 log = logging.getLogger("kwire.log")
 
@@ -273,6 +282,51 @@ class LogAppendInfo:
     in_place: bool = True
     recompressed: bool = False
     size: int = 0
+
+
+def batch_formats(slices: list[FileSlice]) -> set[tuple[int, int]]:
+    """(magic, compression codec) of every batch in ``slices``, from their headers alone
+    (Kafka's ``FileRecords.hasMatchingMagic``: the fetch path decides whether to convert
+    without reading the records)."""
+    found: set[tuple[int, int]] = set()
+    for s in slices:
+        position, end = s.position, s.position + s.size
+        while position + _LOG_OVERHEAD + 10 <= end:
+            raw = os.pread(s.fd, 23, position)
+            if len(raw) < _LOG_OVERHEAD + 6:
+                break
+            length = struct.unpack_from(">i", raw, 8)[0]
+            magic = raw[16]
+            # v2: attributes (int16) at 21; v0/v1: attributes (int8) at 17 after the crc at 12
+            attributes = struct.unpack_from(">h", raw, 21)[0] if magic >= 2 else raw[17]
+            found.add((magic, attributes & 0x07))
+            position += _LOG_OVERHEAD + max(length, 0)
+            if length <= 0:
+                break
+    return found
+
+
+def read_batch_chunks(slices: list[FileSlice], chunk_bytes: int) -> Iterator[bytes]:
+    """The batches in ``slices``, read whole, about ``chunk_bytes`` at a time (one batch larger
+    than that is one chunk): what a lazy down-conversion reads, never all of it at once."""
+    for s in slices:
+        position, end = s.position, s.position + s.size
+        while position < end:
+            take = 0
+            while position + take + _LOG_OVERHEAD <= end:
+                raw = os.pread(s.fd, _LOG_OVERHEAD, position + take)
+                if len(raw) < _LOG_OVERHEAD:
+                    break
+                size = _LOG_OVERHEAD + max(struct.unpack_from(">i", raw, 8)[0], 0)
+                if take and take + size > chunk_bytes:
+                    break
+                take += min(size, end - position - take)
+                if take >= chunk_bytes:
+                    break
+            if take == 0:  # a trailing partial header: send it as it is
+                take = end - position
+            yield _pread_exact(s.fd, take, position)
+            position += take
 
 
 def _pread_exact(fd: int, size: int, position: int) -> bytes:
@@ -1012,8 +1066,7 @@ class LiveLog:
             except OSError as exc:
                 log.warning("%s: could not undo a failed append: %s", self.path, exc)
 
-    @_storage("appending records")
-    def append_as_leader(
+    def validate_for_append(
         self,
         records: bytes | bytearray | memoryview,
         *,
@@ -1021,12 +1074,11 @@ class LiveLog:
         leader_epoch: int = 0,
         origin: AppendOrigin = AppendOrigin.CLIENT,
         produce_version: int | None = None,
-    ) -> LogAppendInfo:
-        """``UnifiedLog.appendAsLeader``; see the module doc. Raises ``AppendError`` (records)
-        or ``LogError`` / ``ProducerStateError`` before anything is written."""
-        self._check_open()
-        self._now_ms = now_ms
-        result = validate_and_assign(
+    ) -> AppendResult:
+        """``LogValidator`` for a client append at the current log end, without appending:
+        pure computation on the log's config (safe from a worker thread; the expensive part of
+        a compressed append: decompression and the record walk). Raises ``AppendError``."""
+        return validate_and_assign(
             records,
             next_offset=self.log_end_offset,
             now_ms=now_ms,
@@ -1036,6 +1088,33 @@ class LiveLog:
             produce_version=produce_version,
             compiled=self.compiled_validation,
         )
+
+    @_storage("appending records")
+    def append_as_leader(
+        self,
+        records: bytes | bytearray | memoryview,
+        *,
+        now_ms: int,
+        leader_epoch: int = 0,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
+        produce_version: int | None = None,
+        validated: AppendResult | None = None,
+    ) -> LogAppendInfo:
+        """``UnifiedLog.appendAsLeader``; see the module doc. Raises ``AppendError`` (records)
+        or ``LogError`` / ``ProducerStateError`` before anything is written. ``validated`` is
+        ``validate_for_append``'s result for these records, computed ahead (elsewhere than the
+        caller's thread); its offsets move to the log end when appends came in between."""
+        self._check_open()
+        self._now_ms = now_ms
+        result = validated.relocated(self.log_end_offset) if validated is not None else None
+        if result is None:
+            result = self.validate_for_append(
+                records,
+                now_ms=now_ms,
+                leader_epoch=leader_epoch,
+                origin=origin,
+                produce_version=produce_version,
+            )
         if result.last_offset < 0:
             return LogAppendInfo(-1, -1, -1, -1, -1, self.log_start_offset, 0)
         data = result.records

@@ -8,7 +8,9 @@ The validation itself lives in ``_append`` and its three path modules.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
+import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
@@ -28,6 +30,7 @@ __all__ = [
 ]
 
 LONG_MAX: Final = (1 << 63) - 1
+_INT64: Final = struct.Struct(">q")
 #: Kafka's default ``max.message.bytes`` (1 MiB + the 12-byte log overhead).
 DEFAULT_MAX_MESSAGE_BYTES: Final = 1024 * 1024 + 12
 
@@ -192,6 +195,35 @@ class AppendResult:
     def next_offset(self) -> int:
         """The log end offset after this append."""
         return self.last_offset + 1 if self.last_offset >= 0 else -1
+
+    def relocated(self, next_offset: int) -> AppendResult | None:
+        """The same append with offsets assigned from ``next_offset`` instead: v2 batches keep
+        their base offset outside the CRC, so validation done ahead (off the broker's event loop)
+        still holds when other appends came first. None when a batch is magic 0/1 (offsets
+        inside a compressed wrapper) and validation must run again."""
+        if self.first_offset < 0 or next_offset == self.first_offset:
+            return self
+        if self.magic < 2 or any(b[16] < 2 for b in self.batches):
+            return None
+        delta = next_offset - self.first_offset
+        buf = bytearray(self.records)
+        views: list[memoryview] = []
+        position = 0
+        whole = memoryview(buf)
+        for batch in self.batches:
+            base = _INT64.unpack_from(buf, position)[0]
+            _INT64.pack_into(buf, position, base + delta)
+            views.append(whole[position : position + len(batch)])
+            position += len(batch)
+        shallow = self.shallow_offset_of_max_timestamp
+        return dataclasses.replace(
+            self,
+            records=buf,
+            batches=tuple(views),
+            first_offset=self.first_offset + delta,
+            last_offset=self.last_offset + delta,
+            shallow_offset_of_max_timestamp=shallow + delta if shallow >= 0 else shallow,
+        )
 
     @property
     def recompressed(self) -> bool:
