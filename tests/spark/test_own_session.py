@@ -79,3 +79,61 @@ def test_a_reused_dataframe_means_the_same_rows_in_every_query(
         "view all": want["all"],
         "latest": want["latest"],
     }
+
+
+def _docs_job(root: Path) -> str:
+    """docs/spark.md's opening example with the user's own session (its comment's other path),
+    and a view: nothing set but what a user writes."""
+    return f"""
+        import json
+        from pyspark.sql import SparkSession
+        import kwire.spark
+
+        spark = SparkSession.builder.appName("my job").getOrCreate()
+        kwire.spark.register(spark)                # adds the "kafka-log" format
+
+        df = spark.read.format("kafka-log").load({str(root)!r})
+        df.where("topic = 'orders'").groupBy("partition").count().show()
+        by_partition = {{r["partition"]: r["count"] for r in
+                        df.where("topic = 'orders'").groupBy("partition").count().collect()}}
+        latest = spark.read.format("kafka-log").option("view", "latest").load({str(root)!r})
+        print(json.dumps({{"all": df.count(), "orders": by_partition,
+                          "latest": latest.count(), "master": spark.sparkContext.master}}))
+        spark.stop()
+        """
+
+
+def _expected(summary: SampleSummary) -> dict[str, Any]:
+    orders = {
+        name.rsplit("-", 1)[1]: p.records
+        for name, p in summary.partitions.items()
+        if name.startswith("orders-")
+    }
+    return {"all": summary.records, "orders": orders}
+
+
+def test_register_makes_a_plain_own_session_work(
+    user_job: Job, sample: tuple[Path, SampleSummary]
+) -> None:
+    """No spark.sql.python.filterPushdown.enabled, no PYSPARK_PYTHON, the venv not activated:
+    register() points kwire's Python workers at the interpreter that registered it (local master)."""
+    root, summary = sample
+    out = user_job(
+        _docs_job(root).replace(
+            'SparkSession.builder.appName("my job")',
+            'SparkSession.builder.master("local[2]").appName("my job")',
+        )
+    )
+    assert {k: out[k] for k in ("all", "orders")} == _expected(summary)
+    assert out["latest"] > 0
+
+
+def test_spark_submit_runs_the_readme_job(
+    user_job: Job, sample: tuple[Path, SampleSummary]
+) -> None:
+    """README: `spark-submit --master ... my_job.py`, my_job.py calling kwire.spark.register(spark)."""
+    root, summary = sample
+    out = user_job(_docs_job(root), submit=True)
+    assert out["master"] == "local[2]"
+    assert {k: out[k] for k in ("all", "orders")} == _expected(summary)
+    assert out["latest"] > 0

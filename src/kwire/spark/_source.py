@@ -18,6 +18,7 @@ source (spark/_stream.py). Writing: see spark/_sink.py.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -190,5 +191,32 @@ class KafkaLogReader(DataSourceReader):  # type: ignore[misc]
 
 
 def register(spark: SparkSession) -> None:
-    """Make ``spark.read.format("kafka-log")`` and ``df.write.format("kafka-log")`` available."""
-    spark.dataSource.register(KafkaLogDataSource)
+    """Make ``spark.read.format("kafka-log")`` and ``df.write.format("kafka-log")`` available.
+
+    The source needs no session setting. Its Python workers run the interpreter PySpark recorded
+    when the source was registered: PYSPARK_PYTHON, else ``python3`` from the PATH, which outside
+    an activated environment is not the one kwire is installed in. On a local master, with neither
+    PYSPARK_PYTHON nor ``spark.pyspark.python`` given, kwire's workers run this interpreter (its
+    function alone: the session's other Python functions are left as they are). On a cluster the
+    executors' Python is the user's to give (``spark.pyspark.python``, ``--archives``).
+    """
+    import sys
+
+    sc = spark.sparkContext
+    own_python = (
+        (sc.master or "").startswith("local")
+        and "PYSPARK_PYTHON" not in os.environ
+        and not sc.getConf().get("spark.pyspark.python")
+    )
+    saved_exec, saved_env = sc.pythonExec, dict(sc.environment)
+    if own_python:
+        sc.pythonExec = sys.executable
+        numba_cache = os.environ.get("NUMBA_CACHE_DIR")
+        if numba_cache and "NUMBA_CACHE_DIR" not in sc.environment:
+            sc.environment["NUMBA_CACHE_DIR"] = numba_cache
+    try:
+        spark.dataSource.register(KafkaLogDataSource)  # captures pythonExec and the environment
+    finally:
+        sc.pythonExec = saved_exec
+        sc.environment.clear()
+        sc.environment.update(saved_env)
