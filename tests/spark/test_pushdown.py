@@ -78,7 +78,7 @@ def test_where_is_spark_and_the_options_skip_what_they_exclude(
         o for o in range(21_600) if start <= T0 + o * STEP_MS + (-7_000 if o % 7 == 3 else 0) < end
     )
 
-    # no filter pushdown (it cannot be made safe on PySpark 4.0-4.3): Spark filters every record
+    # no filter pushdown (it cannot be made safe on PySpark 4.1-4.3): Spark filters every record
     metrics = tmp_path / "where"
     rows = _query(spark, big_log, metrics).where(where).select("offset")
     assert sorted(r["offset"] for r in rows.collect()) == expected

@@ -7,7 +7,7 @@ requested schema (it is pickled to every executor); `partitions()` runs on the d
 splits from a listing and the index files (spark/_plan.py); `read()` runs on executors and yields
 Arrow record batches (spark/_read.py). PySpark passes Python sources the full schema even when a
 query uses fewer columns (no column pruning): a user schema or the `columns` option is how a
-query decodes fewer. The reader has no `pushFilters`: PySpark 4.0-4.3 keeps the partitions one
+query decodes fewer. The reader has no `pushFilters`: PySpark 4.1-4.3 keeps the partitions one
 query planned with its pushed filters on the relation and reuses them for the DataFrame's next
 query (PythonScanBuilder stores its read info on the provider-scoped PythonDataSourceV2), which
 would return that query's rows for every later one; the options (subscribe, assign, offsets,
