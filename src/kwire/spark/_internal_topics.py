@@ -185,7 +185,7 @@ class LatestReader(KafkaLogReader):
     """The last record per key in each topic-partition, tombstones dropped."""
 
     def partitions(self) -> list[SegmentSplit | SplitGroup]:
-        splits, _ = plan_scan(self.uri, self.options, self.pushdown)
+        splits, _ = plan_scan(self.uri, self.options)
         groups: dict[tuple[str, int], list[SegmentSplit]] = {}
         for split in splits:
             groups.setdefault((split.topic, split.partition), []).append(split)

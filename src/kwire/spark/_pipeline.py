@@ -1,16 +1,18 @@
 """The pipeline jobs behind `kwire pipeline` and `kwire run`: export a Kafka log directory to a
 table format, and convert a log directory to another record format, both on Spark.
 
-export: `spark.read.format("kafka-log")` -> Spark's Parquet writer, so record data flows from
-executors to files and never through the driver. Delta and Iceberg need no Spark jars: Spark
-writes Parquet files, then `deltalake.convert_to_deltalake` (delta-rs) writes a Delta log over
-them, or pyiceberg registers them (`Table.add_files`) in a table of a local SQLite catalog; in
-both cases the data files are not rewritten. Timestamps are written as INT64 microseconds
-(`spark.sql.parquet.outputTimestampType`), and Iceberg gets int instead of tinyint/smallint
-(it has no 8/16-bit integers).
+export: `spark.read.format("kafka-log")` -> Spark's Parquet writer (or the arrow engine's tasks),
+so record data flows from executors to files and never through the driver. The files go to a
+folder of the run's own; Delta and Iceberg need no Spark jars: delta-rs commits the files (a new
+table, or an overwrite commit on the existing one), or pyiceberg registers them (`add_files`) in a
+table of a local SQLite catalog; the data files are not rewritten. Timestamps are written as INT64
+microseconds (`spark.sql.parquet.outputTimestampType`), and Iceberg gets int instead of
+tinyint/smallint (it has no 8/16-bit integers).
 
-An existing Iceberg table is replaced in one commit (a transaction that deletes its rows and adds
-the new files, written to a folder of their own), never dropped and recreated.
+Nothing is destroyed: an output that exists and is not a table of the asked format is refused
+(Spark's errorifexists), as are input and output that overlap; a full re-export writes a new table
+version (Delta overwrite commit, Iceberg delete+add transaction) and leaves the previous version's
+files to the user's retention (VACUUM, expire_snapshots), so time travel keeps working.
 
 export --incremental (Delta, Iceberg): exactly once. The table's own commit records the offset
 reached in every topic-partition (`kwire.offsets` in the Delta commit's metadata, beside an app
@@ -158,6 +160,98 @@ def read_log(spark: SparkSession, path: str, options: dict[str, str] | None = No
     return reader.load(to_uri(path))
 
 
+def _local(uri: str) -> str | None:
+    """The real local path of a URI (symlinks resolved), or None for an object store."""
+    if "://" in uri and not uri.startswith("file://"):
+        return None
+    return os.path.realpath(uri.removeprefix("file://"))
+
+
+def overlaps(input_path: str, output: str) -> bool:
+    """Whether one path is the other or lies inside it."""
+    a, b = to_uri(input_path), to_uri(output)
+    la, lb = _local(a), _local(b)
+    if (la is None) != (lb is None):
+        return False
+    x, y = (la, lb) if la is not None and lb is not None else (a.rstrip("/"), b.rstrip("/"))
+    sep = os.sep if la is not None else "/"
+    return x == y or x.startswith(y.rstrip(sep) + sep) or y.startswith(x.rstrip(sep) + sep)
+
+
+def table_kind(output: str) -> str | None:
+    """What ``output`` holds: None (nothing, or an empty folder), ``delta``, ``iceberg``,
+    ``parquet`` (only Parquet files and Spark's markers), or ``other``."""
+    import pyarrow.fs as pafs
+
+    fs, root = resolve(to_uri(output))
+    info = fs.get_file_info(root)
+    if info.type == pafs.FileType.NotFound:
+        return None
+    if info.type != pafs.FileType.Directory:
+        return "other"
+    entries = fs.get_file_info(pafs.FileSelector(root, recursive=False))
+    names = {e.base_name: e.type for e in entries}
+    if not names:
+        return None
+    if "_delta_log" in names:
+        return "delta"
+    if "catalog.db" in names or "kwire.db" in names:  # the SQLite catalog, the table's metadata
+        return "iceberg"
+    if _iceberg_table_at(to_uri(output)):  # an object-store table, its catalog a local file
+        return "iceberg"
+    if all(
+        (t == pafs.FileType.File and (n.endswith(".parquet") or n.startswith(("_", "."))))
+        or (t == pafs.FileType.Directory and n.startswith("_kwire_run-"))
+        for n, t in names.items()
+    ):
+        return "parquet"
+    return "other"
+
+
+def _iceberg_table_at(uri: str) -> bool:
+    """Whether the catalog of an object-store output (``$KWIRE_ICEBERG_CATALOG``) holds its table."""
+    db = os.environ.get(ICEBERG_CATALOG_ENV)
+    if "://" not in uri or uri.startswith("file://") or not db or not os.path.exists(db):
+        return False
+    from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
+
+    try:
+        table = _iceberg_catalog(uri).load_table(ICEBERG_TABLE)
+    except (NoSuchTableError, NoSuchNamespaceError):
+        return False
+    return str(table.location()).rstrip("/").startswith(uri.rstrip("/"))
+
+
+def check_paths(input_path: str, output: str, fmt: str) -> None:
+    """Refuse an export that could destroy data: input and output overlapping, or an output that
+    exists and is not a ``fmt`` table (Spark's errorifexists; a table of that format is the
+    export's own and gets a new version)."""
+    if overlaps(input_path, output):
+        raise KwireError(f"--output {output} overlaps --input {input_path}: choose another output")
+    kind = table_kind(output)
+    if kind is not None and kind != fmt:
+        held = "files that are not a table" if kind == "other" else f"a {kind} table"
+        raise KwireError(
+            f"--output {output} exists and is not a {fmt} table (it holds {held}): choose a new "
+            "path, or remove it yourself"
+        )
+
+
+def _replace_parquet(out_uri: str, data_uri: str) -> None:
+    """Parquet has no versions: the run folder's files replace the output's Parquet files (and
+    only those; the check before the export made sure the output holds nothing else)."""
+    import pyarrow.fs as pafs
+
+    fs, root = resolve(out_uri)
+    _, staged = resolve(data_uri)
+    for entry in fs.get_file_info(pafs.FileSelector(root, recursive=False)):
+        if entry.type == pafs.FileType.File:
+            fs.delete_file(entry.path)
+    for path in list_files(fs, staged):
+        fs.move(path, f"{root.rstrip('/')}/{path.rsplit('/', 1)[-1]}")
+    fs.delete_dir(staged)
+
+
 def _for_iceberg(df: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
@@ -196,14 +290,22 @@ def export(
         return export_incremental(
             spark, input_path, output, fmt, options=options, progress=progress
         )
+    check_paths(input_path, output, fmt)
     result = JobResult(f"export to {fmt}" + (" (arrow)" if engine == "arrow" else ""))
     result.input_bytes = _log_bytes(to_uri(input_path))
     reports = tempfile.mkdtemp(prefix="kwire-skipped-")
     read_options = {"reportPath": reports, **(options or {})}
-    out_uri = to_uri(output)
-    # Iceberg: a new data folder per run, so the table's current files stay until the atomic swap
+    out_uri = to_uri(output).rstrip("/")
+    # A new data folder per run: the table's current files stay until the new version is
+    # committed (and after it, for time travel, until the user's own retention removes them).
+    # Parquet has no versions: its run folder ("_"-prefixed, which readers skip) replaces the
+    # previous files once written.
     run = f"run-{int(time.time() * 1000)}-{os.getpid()}"
-    data_uri = f"{out_uri.rstrip('/')}/data/{run}" if fmt == "iceberg" else out_uri
+    data_uri = {
+        "iceberg": f"{out_uri}/data/{run}",
+        "delta": f"{out_uri}/{run}",
+        "parquet": f"{out_uri}/_kwire_{run}",
+    }[fmt]
     try:
         started = time.perf_counter()
         if engine == "arrow":
@@ -214,11 +316,14 @@ def export(
             if fmt == "iceberg":
                 df = _for_iceberg(df)
             with track_progress(spark, progress):
-                df.write.mode("overwrite").parquet(data_uri)
+                df.write.mode("errorifexists").parquet(data_uri)
+        _drop_markers(data_uri)
         if fmt == "delta":
-            _to_delta(out_uri)
+            _commit_full_delta(out_uri, data_uri)
         elif fmt == "iceberg":
             result.notes.append(_to_iceberg(out_uri, data_uri))
+        else:
+            _replace_parquet(out_uri, data_uri)
         result.seconds = time.perf_counter() - started
         result.records = count_output(spark, output, fmt)
         result.output_bytes = _dir_bytes(out_uri)
@@ -235,8 +340,6 @@ def _export_arrow(
     reader = source_reader(input_path, options)
     parts = reader.partitions()  # on the driver: listings and index files only
     fs, root = resolve(data_uri)
-    with suppress(FileNotFoundError):
-        fs.delete_dir(root)
     fs.create_dir(root, recursive=True)
     if parts:
         jobs = list(enumerate(parts))
@@ -297,19 +400,45 @@ def _collect_reports(result: JobResult, reports: str) -> None:
     shutil.rmtree(reports, ignore_errors=True)
 
 
-def _to_delta(uri: str) -> None:
+def _drop_markers(data_uri: str) -> None:
+    """Spark's ``_SUCCESS`` and ``.crc`` files are not Parquet files of the table."""
+    fs, root = resolve(data_uri)
+    for path in list_files(fs, root):
+        if path.rsplit("/", 1)[-1].startswith(("_", ".")):
+            fs.delete_file(path)
+
+
+def _commit_full_delta(out_uri: str, data_uri: str) -> None:
+    """The files of ``data_uri`` as the table's content: a new table, or an overwrite commit on
+    the existing one (its previous versions stay readable until the user's VACUUM)."""
     try:
-        from deltalake import convert_to_deltalake
+        import pyarrow.parquet as pq
+        from deltalake import DeltaTable, Schema
+        from deltalake.exceptions import TableNotFoundError
+        from deltalake.transaction import AddAction, create_table_with_add_actions
     except ImportError as exc:  # pragma: no cover - the lake extra
         raise KwireError(
             "Delta export needs the deltalake package: pip install 'kwire[lake]'"
         ) from exc
-    fs, root = resolve(uri)
-    for path in list_files(fs, root):  # Spark's markers are not Parquet files
-        name = path.rsplit("/", 1)[-1]
-        if name.startswith(("_", ".")):
-            fs.delete_file(path)
-    convert_to_deltalake(uri, mode="error")
+    fs, root = resolve(out_uri)
+    _, data_root = resolve(data_uri)
+    files = sorted(p for p in list_files(fs, data_root) if p.endswith(".parquet"))
+    if not files:
+        raise KwireError("nothing to commit to Delta: the export wrote no Parquet file")
+    now = int(time.time() * 1000)
+    actions: list[Any] = []
+    for path in files:
+        meta = pq.read_metadata(path, filesystem=fs)
+        size = int(fs.get_file_info(path).size or 0)
+        rel = path[len(root.rstrip("/")) + 1 :]
+        actions.append(AddAction(rel, size, {}, now, True, json_stats(meta.num_rows)))
+    schema = pq.read_schema(files[0], filesystem=fs)
+    try:
+        table = DeltaTable(out_uri)
+    except TableNotFoundError:
+        create_table_with_add_actions(out_uri, Schema.from_arrow(schema), actions, mode="error")
+    else:
+        table.create_write_transaction(actions, "overwrite", schema)
 
 
 ICEBERG_CATALOG_ENV = "KWIRE_ICEBERG_CATALOG"  # the local SQLite file of an object-store table
@@ -365,7 +494,8 @@ ICEBERG_TABLE = "kwire.records"
 def _to_iceberg(uri: str, data_uri: str) -> str:
     """Register the Parquet files of ``data_uri`` as table kwire.records; an existing table is
     replaced in one atomic commit (a transaction deleting its rows and adding the new files), never
-    dropped and recreated, so readers see the old table or the new one."""
+    dropped and recreated, so readers see the old table or the new one, and the old snapshot's
+    files are left for time travel."""
     try:
         import pyarrow.parquet as pq
         from pyiceberg.exceptions import NamespaceAlreadyExistsError, NoSuchTableError
@@ -394,15 +524,8 @@ def _to_iceberg(uri: str, data_uri: str) -> str:
         with table.transaction() as tx:
             tx.delete(AlwaysTrue())
             tx.add_files(file_paths=files)
-    # the files of earlier exports are no longer referenced by the table's current snapshot
-    data_root = os.path.dirname(root.rstrip("/"))
-    for name in os.listdir(data_root):
-        old = os.path.join(data_root, name)
-        if old.rstrip("/") != root.rstrip("/"):
-            if os.path.isdir(old):
-                shutil.rmtree(old, ignore_errors=True)
-            elif name.endswith(".parquet"):
-                os.unlink(old)
+    # the previous snapshots keep their files: time travel reads them until the user expires
+    # those snapshots (pyiceberg's expire_snapshots, then an orphan-file cleanup)
     return f"Iceberg table {ICEBERG_TABLE} in the SQLite catalog {os.path.join(uri, 'catalog.db')}"
 
 
@@ -511,6 +634,8 @@ def convert_log(
     codec = None if compression is None else Compression[compression.upper()]
     in_uri = to_uri(input_path)
     out = os.path.abspath(output)
+    if overlaps(input_path, output):
+        raise KwireError(f"--output {output} overlaps --input {input_path}: choose another output")
     if "://" in output:
         raise KwireError("convert writes a local log directory: give a local --output")
     if os.path.isdir(out) and any(Path(out).iterdir()):
@@ -700,6 +825,7 @@ def export_incremental(
         k.lower().startswith(("startingoffsets", "startingtimestamp")) for k in options
     ):
         raise KwireError("--incremental chooses the starting offsets itself")
+    check_paths(input_path, output, fmt)
     out_uri = to_uri(output).rstrip("/")
     result = JobResult(f"incremental export to {fmt}")
     result.input_bytes = _log_bytes(to_uri(input_path))

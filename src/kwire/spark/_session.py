@@ -205,8 +205,6 @@ def get_session(
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
-        # kafka-log's pushFilters (Spark 4.1+): predicates on topic, partition, offset, timestamp
-        "spark.sql.python.filterPushdown.enabled": "true",
         "spark.executorEnv.PYSPARK_PYTHON": os.environ["PYSPARK_PYTHON"],
         "spark.executorEnv.NUMBA_CACHE_DIR": os.environ["NUMBA_CACHE_DIR"],
         "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={_log4j2_file(log_level)}",

@@ -7,19 +7,19 @@ requested schema (it is pickled to every executor); `partitions()` runs on the d
 splits from a listing and the index files (spark/_plan.py); `read()` runs on executors and yields
 Arrow record batches (spark/_read.py). PySpark passes Python sources the full schema even when a
 query uses fewer columns (no column pruning): a user schema or the `columns` option is how a
-query decodes fewer. `pushFilters` (Spark 4.1+, on when spark.sql.python.filterPushdown.enabled)
-turns predicates on topic, partition, offset and timestamp into a `Pushdown` the planner uses to
-skip segments and positions; every filter is still handed back to Spark, which evaluates it
-over the rows read, so pushdown only ever reads less. `streamReader()` is the streaming source
-(spark/_stream.py). Writing: see spark/_sink.py.
+query decodes fewer. The reader has no `pushFilters`: PySpark 4.1-4.3 keeps the partitions one
+query planned with its pushed filters on the relation and reuses them for the DataFrame's next
+query (PythonScanBuilder stores its read info on the provider-scoped PythonDataSourceV2), which
+would return that query's rows for every later one; the options (subscribe, assign, offsets,
+timestamps) skip what a scan need not read, per DataFrame. `streamReader()` is the streaming
+source (spark/_stream.py). Writing: see spark/_sink.py.
 """
 
 from __future__ import annotations
 
 import logging
-import math
-from collections.abc import Iterable, Iterator, Sequence
-from datetime import UTC, datetime
+import os
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
@@ -29,7 +29,6 @@ from kwire.spark._fs import join_uri, list_files, read_bytes, resolve, to_uri
 from kwire.spark._options import ReadOptions, parse_read_options, parse_write_options
 from kwire.spark._plan import (
     PlanStats,
-    Pushdown,
     SegmentSplit,
     SplitGroup,
     pack_splits,
@@ -40,12 +39,11 @@ from kwire.spark._schema import schema_for
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import SparkSession
-    from pyspark.sql.datasource import Filter
     from pyspark.sql.types import StructType
 
     from kwire.spark._stream import KafkaLogStreamReader
 
-__all__ = ["FORMAT", "KafkaLogDataSource", "KafkaLogReader", "pushdown_from_filters", "register"]
+__all__ = ["FORMAT", "KafkaLogDataSource", "KafkaLogReader", "register"]
 
 log = logging.getLogger("kwire.spark")
 
@@ -104,112 +102,7 @@ def _extension(source: KafkaLogDataSource) -> Any:
     return source.__dict__["_kwire_extension"]
 
 
-def _millis(value: Any) -> float | None:
-    """A pushed timestamp literal in milliseconds (aware datetimes; naive ones are UTC)."""
-    if isinstance(value, datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=UTC)
-        return float(value.timestamp()) * 1000.0
-    return None
-
-
-def _intersect(a: frozenset[Any] | None, b: Iterable[Any]) -> frozenset[Any]:
-    values = frozenset(b)
-    return values if a is None else a & values
-
-
-def pushdown_from_filters(filters: Sequence[Filter]) -> Pushdown:
-    """What Spark's pushed filters (an AND) let a scan skip; filters kwire cannot use are ignored
-    (Spark evaluates every filter anyway)."""
-    from pyspark.sql.datasource import (
-        EqualTo,
-        GreaterThan,
-        GreaterThanOrEqual,
-        In,
-        LessThan,
-        LessThanOrEqual,
-    )
-
-    topics: frozenset[str] | None = None
-    partitions: frozenset[int] | None = None
-    lo: dict[str, float] = {}  # column -> smallest value that may match (inclusive)
-    hi: dict[str, float] = {}  # column -> exclusive upper bound
-
-    def raise_lo(name: str, value: float) -> None:
-        lo[name] = max(lo.get(name, -math.inf), value)
-
-    def lower_hi(name: str, value: float) -> None:
-        hi[name] = min(hi.get(name, math.inf), value)
-
-    for f in filters:
-        ref = getattr(f, "attribute", None)
-        if not isinstance(ref, tuple) or len(ref) != 1:
-            continue
-        name = ref[0]
-        if name == "topic":
-            if isinstance(f, EqualTo) and isinstance(f.value, str):
-                topics = _intersect(topics, [f.value])
-            elif isinstance(f, In):
-                topics = _intersect(topics, [v for v in f.value if isinstance(v, str)])
-            continue
-        if name == "partition" and isinstance(f, (EqualTo, In)):
-            values = [f.value] if isinstance(f, EqualTo) else list(f.value)
-            partitions = _intersect(partitions, [v for v in values if isinstance(v, int)])
-            continue
-        if name not in ("offset", "timestamp", "partition"):
-            continue
-        if isinstance(f, In):
-            numbers = [_number(name, v) for v in f.value]
-            if numbers and None not in numbers:
-                raise_lo(name, math.ceil(min(n for n in numbers if n is not None)))
-                lower_hi(name, math.floor(max(n for n in numbers if n is not None)) + 1)
-            continue
-        value = _number(name, getattr(f, "value", None))
-        if value is None:
-            continue
-        # integer domains (offsets, partitions, timestamps in ms): bounds as [lo, hi)
-        if isinstance(f, EqualTo):
-            raise_lo(name, math.ceil(value))
-            lower_hi(name, math.floor(value) + 1)
-        elif isinstance(f, GreaterThan):
-            raise_lo(name, math.floor(value) + 1)
-        elif isinstance(f, GreaterThanOrEqual):
-            raise_lo(name, math.ceil(value))
-        elif isinstance(f, LessThan):
-            lower_hi(name, math.ceil(value))
-        elif isinstance(f, LessThanOrEqual):
-            lower_hi(name, math.floor(value) + 1)
-    if "partition" in lo or "partition" in hi:
-        p_lo, p_hi = lo.get("partition", 0), hi.get("partition", math.inf)
-        if p_hi != math.inf:
-            wanted = range(max(0, int(p_lo)), int(p_hi))
-            partitions = _intersect(partitions, wanted)
-
-    def bound(table: dict[str, float], name: str) -> int | None:
-        value = table.get(name)
-        return None if value is None or math.isinf(value) else int(value)
-
-    return Pushdown(
-        topics=topics,
-        partitions=partitions,
-        offset_lo=bound(lo, "offset"),
-        offset_hi=bound(hi, "offset"),
-        timestamp_lo=bound(lo, "timestamp"),
-        timestamp_hi=bound(hi, "timestamp"),
-    )
-
-
-def _number(column: str, value: Any) -> float | None:
-    if column == "timestamp":
-        return _millis(value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        return None
-    return float(value)
-
-
-def plan_scan(
-    uri: str, options: ReadOptions, pushdown: Pushdown | None = None
-) -> tuple[list[SegmentSplit], PlanStats]:
+def plan_scan(uri: str, options: ReadOptions) -> tuple[list[SegmentSplit], PlanStats]:
     """The splits of a scan of ``uri`` (driver side: a listing and index files)."""
     fs, root = resolve(uri)
     files = list_files(fs, root)
@@ -221,7 +114,7 @@ def plan_scan(
         return join_uri(uri, path)
 
     stats = PlanStats()
-    splits = plan_splits(files, options, read_file, uri_of, pushdown=pushdown, stats=stats)
+    splits = plan_splits(files, options, read_file, uri_of, stats=stats)
     return splits, stats
 
 
@@ -248,15 +141,10 @@ class KafkaLogReader(DataSourceReader):  # type: ignore[misc]
         self.uri = to_uri(path)
         self.options = options
         self.schema = schema
-        self.pushdown: Pushdown | None = None
         self._target: pa.Schema | None = None
 
-    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
-        self.pushdown = pushdown_from_filters(filters)
-        return filters  # Spark still evaluates them all: kwire only skips what cannot match
-
     def partitions(self) -> list[SegmentSplit | SplitGroup]:
-        splits, stats = plan_scan(self.uri, self.options, self.pushdown)
+        splits, stats = plan_scan(self.uri, self.options)
         log.info(
             "kwire: scan of %s plans %d splits, %d of %d log bytes (%d index bytes read)",
             self.uri,
@@ -289,9 +177,36 @@ class KafkaLogReader(DataSourceReader):  # type: ignore[misc]
 
 
 def register(spark: SparkSession) -> None:
-    """Make ``spark.read.format("kafka-log")``, ``df.write.format("kafka-log")`` and
-    ``spark.read.format("kafka-wire")`` available."""
+    """Make ``spark.read.format("kafka-log")``, ``df.write.format("kafka-log")`` and the
+    ``kafka-wire`` source and sink available.
+
+    The source needs no session setting. Its Python workers run the interpreter PySpark recorded
+    when the source was registered: PYSPARK_PYTHON, else ``python3`` from the PATH, which outside
+    an activated environment is not the one kwire is installed in. On a local master, with neither
+    PYSPARK_PYTHON nor ``spark.pyspark.python`` given, kwire's workers run this interpreter (its
+    function alone: the session's other Python functions are left as they are). On a cluster the
+    executors' Python is the user's to give (``spark.pyspark.python``, ``--archives``).
+    """
+    import sys
+
+    sc = spark.sparkContext
+    own_python = (
+        (sc.master or "").startswith("local")
+        and "PYSPARK_PYTHON" not in os.environ
+        and not sc.getConf().get("spark.pyspark.python")
+    )
+    saved_exec, saved_env = sc.pythonExec, dict(sc.environment)
+    if own_python:
+        sc.pythonExec = sys.executable
+        numba_cache = os.environ.get("NUMBA_CACHE_DIR")
+        if numba_cache and "NUMBA_CACHE_DIR" not in sc.environment:
+            sc.environment["NUMBA_CACHE_DIR"] = numba_cache
     from kwire.spark._wire_source import KafkaWireDataSource
 
-    spark.dataSource.register(KafkaLogDataSource)
-    spark.dataSource.register(KafkaWireDataSource)
+    try:  # each registration captures pythonExec and the environment
+        spark.dataSource.register(KafkaLogDataSource)
+        spark.dataSource.register(KafkaWireDataSource)
+    finally:
+        sc.pythonExec = saved_exec
+        sc.environment.clear()
+        sc.environment.update(saved_env)
