@@ -231,11 +231,23 @@ def plan_scan(
     def read_file(path: str) -> memoryview:
         return read_bytes(fs, path)
 
+    def read_tail(path: str, start: int) -> memoryview:
+        return read_bytes(fs, path, start)
+
     def uri_of(path: str) -> str:
         return join_uri(uri, path)
 
     stats = PlanStats()
-    splits = plan_splits(files, options, read_file, uri_of, pushdown=pushdown, stats=stats)
+    splits = plan_splits(
+        files,
+        options,
+        read_file,
+        uri_of,
+        pushdown=pushdown,
+        stats=stats,
+        read_tail=read_tail,
+        must_exist=uri,
+    )
     return splits, stats
 
 
@@ -290,6 +302,8 @@ class KafkaLogReader(DataSourceReader):  # type: ignore[misc]
                     "index_bytes": stats.index_bytes,
                     "planned_bytes": stats.planned_bytes,
                     "splits": stats.splits,
+                    "check_bytes": stats.check_bytes,
+                    "lost_offsets": stats.lost_offsets,
                 },
             )
         return pack_splits(splits, self.options.max_split_bytes)
