@@ -137,6 +137,16 @@ def track_progress(
         callback(total, total)
 
 
+def selected_bytes(input_path: str, options: Mapping[str, str]) -> int:
+    """The ``.log`` bytes a read with these options selects (its planned byte ranges: topics,
+    partitions and offset bounds applied), what a job's input is measured by."""
+    from kwire.spark._options import parse_read_options
+    from kwire.spark._source import plan_scan
+
+    _, stats = plan_scan(to_uri(input_path), parse_read_options(options))
+    return stats.planned_bytes
+
+
 def _log_bytes(uri: str) -> int:
     fs, root = resolve(uri)
     return sum(size for path, size in list_files(fs, root).items() if path.endswith(".log"))
@@ -197,7 +207,7 @@ def export(
             spark, input_path, output, fmt, options=options, progress=progress
         )
     result = JobResult(f"export to {fmt}" + (" (arrow)" if engine == "arrow" else ""))
-    result.input_bytes = _log_bytes(to_uri(input_path))
+    result.input_bytes = selected_bytes(input_path, options or {})
     reports = tempfile.mkdtemp(prefix="kwire-skipped-")
     read_options = {"reportPath": reports, **(options or {})}
     out_uri = to_uri(output)
@@ -702,7 +712,6 @@ def export_incremental(
         raise KwireError("--incremental chooses the starting offsets itself")
     out_uri = to_uri(output).rstrip("/")
     result = JobResult(f"incremental export to {fmt}")
-    result.input_bytes = _log_bytes(to_uri(input_path))
     committed = _committed_offsets(out_uri, fmt)
     starting = _starting_offsets(input_path, dict(options or {}), committed)
     reports = tempfile.mkdtemp(prefix="kwire-skipped-")
@@ -714,6 +723,8 @@ def export_incremental(
     }
     if not starting:
         read_options["subscribe"] = "__kwire_nothing__"
+    else:
+        result.input_bytes = selected_bytes(input_path, read_options)
     reader = source_reader(input_path, read_options)
     run = uuid.uuid4().hex[:12]
     started = time.perf_counter()

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 from pyspark.sql.datasource import InputPartition
 
-from kwire.errors import DecodeError, OffsetOutOfRangeError, OptionError
+from kwire.errors import DecodeError, KwireError, OffsetOutOfRangeError, OptionError
 from kwire.log import (
     CLEANER_OFFSET_CHECKPOINT,
     LOG_START_OFFSET_CHECKPOINT,
@@ -579,6 +579,24 @@ def check_subscribed_exist(
         )
 
 
+def check_one_copy(options: ReadOptions, pdirs: Sequence[PartitionDir]) -> None:
+    """A selected topic-partition in two folders (a directory holding several copies of a data
+    dir) would be read twice, every record a duplicate: refuse, naming the folders. A broker
+    keeps a partition in one log dir only (a replica being moved is ``<name>-future``)."""
+    seen: dict[tuple[str, int], str] = {}
+    for pdir in pdirs:
+        tp = (pdir.topic, pdir.partition)
+        if not options.wants(*tp):
+            continue
+        if tp in seen:
+            raise KwireError(
+                f"{tp[0]}-{tp[1]} is in more than one folder ({seen[tp]} and {pdir.path}): the "
+                "path holds several copies of a data dir, whose records would be read twice. "
+                "Load one copy's directory, or select the topics with subscribe / assign."
+            )
+        seen[tp] = pdir.path
+
+
 def plan_splits(
     files: dict[str, int],
     options: ReadOptions,
@@ -602,6 +620,7 @@ def plan_splits(
     check_named_partitions(options, [(p.topic, p.partition) for p in pdirs])
     if must_exist is not None:
         check_subscribed_exist(options, [(p.topic, p.partition) for p in pdirs], must_exist)
+    check_one_copy(options, pdirs)
     if pushdown is not None and pushdown.empty:
         return []
     starts = dir_checkpoints(files, read_file, LOG_START_OFFSET_CHECKPOINT)

@@ -134,20 +134,32 @@ class _SplitReader:
         self.pending: list[pa.RecordBatch] = []
 
     # ---- rows --------------------------------------------------------------------------------
+    @property
+    def where(self) -> str:
+        """What a FAILFAST error names: the topic-partition and the segment file."""
+        return f"{self.split.topic}-{self.split.partition}, segment {self.split.uri}"
+
     def decode(self, view: memoryview, base: int, *, verify_crc: bool) -> Any:
         split = self.split
         strict = self.options.mode == "FAILFAST"
-        return decode_columnar(
-            view,
-            columns=self.columns,
-            verify_crc=verify_crc,
-            allow_truncated_tail=not strict,
-            on_corrupt="raise" if strict else "skip",
-            topic=split.topic,
-            partition=split.partition,
-            segment=split.name,
-            position_base=base,
-        )
+        try:
+            return decode_columnar(
+                view,
+                columns=self.columns,
+                verify_crc=verify_crc,
+                allow_truncated_tail=not strict,
+                on_corrupt="raise" if strict else "skip",
+                topic=split.topic,
+                partition=split.partition,
+                segment=split.name,
+                position_base=base,
+            )
+        except DecodeError as exc:
+            if not strict:
+                raise
+            # the decoder knows the byte position and batch; the file and partition are ours
+            where = f"{self.where}, {exc.context}" if exc.context else self.where
+            raise type(exc)(exc.reason, offset=exc.offset, path=exc.path, context=where) from None
 
     def select(self, table: pa.RecordBatch, dropped: list[int]) -> pa.RecordBatch:
         """Apply the bounds, control and read_committed masks to decoded rows."""
@@ -235,7 +247,8 @@ class _SplitReader:
     ) -> Iterator[pa.RecordBatch]:
         self.stats.skip(position, length, reason)
         if self.options.mode == "FAILFAST":
-            raise CorruptRecordError(reason, offset=position, context=f"segment {self.split.uri}")
+            at = "" if batch_offset is None else f", batch base offset {batch_offset}"
+            raise CorruptRecordError(reason, offset=position, context=f"{self.where}{at}")
         if self.options.mode == "PERMISSIVE" and self.with_corrupt:
             yield self.marker(position, reason, batch_offset)
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -50,6 +51,26 @@ __all__ = ["FORMAT", "KafkaLogDataSource", "KafkaLogReader", "pushdown_from_filt
 log = logging.getLogger("kwire.spark")
 
 FORMAT = "kafka-log"
+LOG_LEVEL_ENV = "KWIRE_LOG_LEVEL"
+
+
+def _log_to_stderr() -> None:
+    """Planning runs in a Python worker Spark starts (not in the driver's Python process), where
+    the driver's logging setup does not reach: ``KWIRE_LOG_LEVEL=INFO`` in the environment (which
+    Spark's workers inherit; ``spark.executorEnv.KWIRE_LOG_LEVEL`` for executors) sends kwire's
+    log records at that level to the process's stderr, which Spark passes through."""
+    level = os.environ.get(LOG_LEVEL_ENV, "").upper()
+    root = logging.getLogger("kwire")
+    if not level or any(getattr(h, "_kwire", False) for h in root.handlers):
+        return
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler._kwire = True  # type: ignore[attr-defined]
+    root.addHandler(handler)
+    root.setLevel(level)
+
+
+_log_to_stderr()
 
 
 def _path(options: Any) -> str:

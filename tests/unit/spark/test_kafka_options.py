@@ -187,3 +187,15 @@ def test_starting_timestamp_without_a_match_follows_the_strategy(tmp_path: Path)
         _stream(tmp_path, startingTimestamp=late).initialOffset()
     lenient = _stream(tmp_path, startingTimestamp=late, startingOffsetsByTimestampStrategy="latest")
     assert lenient.initialOffset() == {"t": {"0": 20}}
+
+
+def test_several_copies_of_a_data_dir_are_refused(tmp_path: Path) -> None:
+    from kwire.errors import KwireError
+
+    _write(tmp_path / "copy-a", "orders", 0, 20)
+    _write(tmp_path / "copy-b", "orders", 0, 20)
+    _write(tmp_path / "copy-b", "other", 0, 10)
+    with pytest.raises(KwireError, match=r"orders-0 is in more than one folder .*copy-a.*copy-b"):
+        _plan(tmp_path)
+    # selecting what is in one copy only reads it once
+    assert {s.topic for s in _plan(tmp_path, subscribe="other")} == {"other"}  # type: ignore[attr-defined]
