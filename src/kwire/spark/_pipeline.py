@@ -570,10 +570,31 @@ def convert_log(
         for what, count in item["losses"].items():
             losses[what] = losses.get(what, 0) + count
     shutil.rmtree(staging, ignore_errors=True)
+    _carry_checkpoints(fs, files, out)
     result.seconds = time.perf_counter() - started
     result.output_bytes = _log_bytes(out)
     result.notes.extend(f"{count} {what}" for what, count in sorted(losses.items()))
     return result
+
+
+def _carry_checkpoints(fs: Any, files: dict[str, int], out: str) -> None:
+    """The data dir files that say what the records are (the log start, after DeleteRecords;
+    how far the cleaner compacted) go with the converted partitions, so a reader of ``out``
+    sees the same log starts and takes compaction gaps for what they are."""
+    from kwire.log import (
+        CLEANER_OFFSET_CHECKPOINT,
+        LOG_START_OFFSET_CHECKPOINT,
+        encode_offset_checkpoint,
+    )
+    from kwire.spark._fs import read_bytes
+    from kwire.spark._plan import dir_checkpoints
+
+    for name in (LOG_START_OFFSET_CHECKPOINT, CLEANER_OFFSET_CHECKPOINT):
+        merged = {}
+        for entries in dir_checkpoints(files, lambda p: read_bytes(fs, p), name).values():
+            merged.update(entries)
+        if merged:
+            Path(out, name).write_text(encode_offset_checkpoint(merged))
 
 
 # ---- incremental, exactly-once export ----------------------------------------------------------

@@ -66,6 +66,11 @@ ReadFile = Callable[[str], bytes | memoryview]
 ReadTail = Callable[[str, int], bytes | memoryview]
 
 
+# The most of a segment the planner reads to find where it ends when its offset index does not
+# say (no .index, or a truncated file): beyond this the join to the next segment is not checked.
+UNINDEXED_CHECK_BYTES = 16 << 20
+
+
 @dataclass(frozen=True)
 class SegmentSplit(InputPartition):  # type: ignore[misc]
     """One unit of work: bytes [start, end) of one segment, plus what to keep from them.
@@ -372,14 +377,18 @@ class _PartitionPlanner:
         self.stats.lost_offsets += hi - lo
         self.stats.lost.append(f"{name}: {detail}")
 
-    def _next_offset(self, seg: SegmentFiles) -> int:
+    def _next_offset(self, seg: SegmentFiles) -> int | None:
         """The offset after the segment's last whole batch, from its last offset index entry on
         (a few KiB: the index interval and one batch). A truncated file reads from the last entry
-        that is still inside it, or from its start."""
+        that is still inside it, or from its start; None (unknown) rather than read more than
+        UNINDEXED_CHECK_BYTES of a segment without a usable index."""
         size = seg.size
         entries = self.index(seg).entries
         inside = [e.position for e in entries if size is None or e.position < size]
-        for start in dict.fromkeys([*inside[-1:], 0]):
+        starts = [*inside[-1:]]
+        if size is not None and size <= UNINDEXED_CHECK_BYTES:
+            starts.append(0)
+        for start in dict.fromkeys(starts):
             nxt = None
             try:
                 view = self.read_tail(seg.log, start)
@@ -389,7 +398,7 @@ class _PartitionPlanner:
                 pass  # unreadable from here on: the batches before count
             if nxt is not None:
                 return nxt
-        return seg.base_offset
+        return seg.base_offset if size is not None and size <= UNINDEXED_CHECK_BYTES else None
 
     def _check_joins(
         self,
@@ -409,6 +418,8 @@ class _PartitionPlanner:
             if i == end_ts_segment:
                 break  # the scan stops inside this segment
             nxt, following = self._next_offset(segments[i]), segments[i + 1]
+            if nxt is None:
+                continue  # no index to find its end by: not checked
             lo, hi = max(nxt, lo_bound), following.base_offset
             if self.cleaned_to is not None:
                 lo = max(lo, self.cleaned_to)
