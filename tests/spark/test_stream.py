@@ -305,7 +305,11 @@ def test_starting_offsets_and_limits(tmp_path: Path) -> None:
     assert json_start == {"t": {"0": 42, "1": 0}}
     with pytest.raises(OptionError, match=r"every TopicPartition.*t-1"):
         _reader(tmp_path, startingOffsets='{"t": {"0": 42}}').initialOffset()
-    ts = _reader(tmp_path, startingTimestamp=str(1_700_000_000_000 + 57_500)).initialOffset()
+    ts = _reader(
+        tmp_path,
+        startingTimestamp=str(1_700_000_000_000 + 57_500),
+        startingOffsetsByTimestampStrategy="latest",
+    ).initialOffset()
     assert ts == {"t": {"0": 58, "1": 20}}  # the first record at/after it; none: the end
     with pytest.raises(OptionError, match="endingOffsets"):
         _reader(tmp_path, endingOffsets="latest")

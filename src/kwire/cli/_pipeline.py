@@ -11,9 +11,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
+import os
+import signal
 import sys
+import threading
+import warnings
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -22,6 +27,7 @@ if TYPE_CHECKING:
 EXIT_OK = 0
 EXIT_PROBLEMS = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -83,50 +89,60 @@ def register(subparsers: Any) -> None:
 
 @contextmanager
 def progress_bar(label: str, enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
-    """A rich progress bar fed with (done, total) Spark tasks; None when disabled."""
+    """A rich progress bar fed with (done, total) Spark tasks; None when disabled.
+
+    Python warnings raised meanwhile (deltalake's, pyiceberg's...) would be printed through the
+    live bar: they are held back and printed once each after it."""
     if not enabled:
         yield None
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        transient=False,
-    ) as bar:
-        task = bar.add_task(f"{label} (Spark tasks)", total=None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        try:
+            with Progress(
+                "[progress.description]{task.description}",
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                transient=False,
+            ) as bar:
+                task = bar.add_task(f"{label} (Spark tasks)", total=None)
 
-        def update(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
+                def update(done: int, total: int) -> None:
+                    bar.update(task, completed=done, total=total)
 
-        yield update
+                yield update
+        finally:
+            held = list(caught)
+    shown: set[tuple[str, str]] = set()
+    for w in held:
+        key = (w.category.__name__, str(w.message))
+        if key not in shown:
+            shown.add(key)
+            print(f"warning: {key[0]}: {key[1]}", file=sys.stderr)
 
 
 def print_results(results: list[JobResult]) -> None:
+    """One block per job, a row per measure: fits 80 columns whatever the numbers."""
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title="kwire pipeline")
-    for column in ("job", "records", "input", "output", "time", "records/s", "MB/s", "skipped"):
-        table.add_column(column, justify="left" if column == "job" else "right")
+    console = Console()
     for r in results:
-        table.add_row(
-            r.name,
-            f"{r.records:,}",
-            f"{r.input_bytes / 1e6:,.2f} MB",
-            f"{r.output_bytes / 1e6:,.2f} MB",
-            f"{r.seconds:,.1f} s",
-            f"{r.records_per_second:,.0f}",
-            f"{r.mb_per_second:,.2f}",
-            f"{r.skipped_bytes:,} B",
-        )
-    console = Console(width=None if sys.stdout.isatty() else 120)
-    console.print(table)
-    for r in results:
+        table = Table(title=f"kwire pipeline: {r.name}", show_header=False, title_justify="left")
+        table.add_column("measure", style="bold")
+        table.add_column("value", justify="right")
+        table.add_row("records", f"{r.records:,}")
+        table.add_row("input (selected)", f"{r.input_bytes / 1e6:,.2f} MB")
+        table.add_row("output", f"{r.output_bytes / 1e6:,.2f} MB")
+        table.add_row("time", f"{r.seconds:,.1f} s")
+        table.add_row("rate", f"{r.records_per_second:,.0f} records/s, {r.mb_per_second:,.2f} MB/s")
+        table.add_row("skipped", f"{r.skipped_bytes:,} B")
+        console.print(table)
         for note in r.notes:
-            console.print(f"  {r.name}: {note}")
+            console.print(f"  {note}")
         for problem in r.problems[:10]:
             console.print(f"  [yellow]skipped[/yellow] {problem}")
 
@@ -175,18 +191,19 @@ def _export(args: argparse.Namespace) -> int:
     except OptionError as exc:
         print(f"kwire pipeline: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    spark = get_session(args.master, app_name="kwire pipeline export", log_level="FATAL")
-    with progress_bar(f"export to {args.format}", not args.json) as update, spark_errors():
-        result = export(
-            spark,
-            args.input,
-            args.output,
-            args.format,
-            options=options,
-            progress=update,
-            engine=args.engine,
-            incremental=args.incremental,
-        )
+    with clean_interrupt():
+        spark = get_session(args.master, app_name="kwire pipeline export", log_level="FATAL")
+        with progress_bar(f"export to {args.format}", not args.json) as update, spark_errors():
+            result = export(
+                spark,
+                args.input,
+                args.output,
+                args.format,
+                options=options,
+                progress=update,
+                engine=args.engine,
+                incremental=args.incremental,
+            )
     _report(args, result)
     return EXIT_OK if not result.skipped_bytes else EXIT_PROBLEMS
 
@@ -195,19 +212,90 @@ def _convert(args: argparse.Namespace) -> int:
     from kwire.spark import get_session
     from kwire.spark._pipeline import convert_log
 
-    spark = get_session(args.master, app_name="kwire pipeline convert", log_level="FATAL")
-    with progress_bar("convert", not args.json) as update, spark_errors():
-        result = convert_log(
-            spark,
-            args.input,
-            args.output,
-            magic=args.magic,
-            compression=args.compression,
-            segment_bytes=args.segment_bytes,
-            progress=update,
-        )
+    with clean_interrupt():
+        spark = get_session(args.master, app_name="kwire pipeline convert", log_level="FATAL")
+        with progress_bar("convert", not args.json) as update, spark_errors():
+            result = convert_log(
+                spark,
+                args.input,
+                args.output,
+                magic=args.magic,
+                compression=args.compression,
+                segment_bytes=args.segment_bytes,
+                progress=update,
+            )
     _report(args, result)
     return EXIT_OK if not result.skipped_bytes else EXIT_PROBLEMS
+
+
+def _interrupted_by(exc: BaseException | None) -> bool:
+    seen = 0
+    while exc is not None and seen < 20:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return False
+
+
+@contextmanager
+def clean_interrupt() -> Iterator[None]:
+    """Ctrl-C stops the command with one line and exit code 130.
+
+    Left alone, a SIGINT in a Spark job raises through py4j's socket reads, SparkContext's own
+    handler calls back into the JVM from inside that read, and py4j logs every failure with its
+    traceback: pages of them. Here SIGINT stays ours while the command runs (the SparkContext's
+    attempt to take it is ignored): the first one turns logging off and raises
+    KeyboardInterrupt, and whatever escapes after it ends the process with one line: the JVM is
+    asked to stop (SIGTERM: its shutdown hooks remove its temporary files) and ``os._exit``
+    skips the atexit hooks that would talk to it."""
+    interrupted = threading.Event()
+    real_signal = signal.signal
+
+    def on_sigint(signum: int, frame: object) -> None:
+        interrupted.set()
+        logging.disable(logging.CRITICAL)  # py4j logs each broken call with a traceback
+        raise KeyboardInterrupt
+
+    def keep_ours(signum: int, handler: Any) -> Any:
+        if signum == signal.SIGINT:
+            return on_sigint
+        return real_signal(signum, handler)
+
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGINT)
+    if main:
+        real_signal(signal.SIGINT, on_sigint)
+        signal.signal = keep_ours  # type: ignore[assignment]
+    try:
+        yield
+    except BaseException as exc:
+        if not (interrupted.is_set() or _interrupted_by(exc)):
+            raise
+        logging.disable(logging.CRITICAL)
+        _stop_jvm()
+        print("kwire pipeline: interrupted", file=sys.stderr)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(EXIT_INTERRUPTED)
+    finally:
+        if main:
+            signal.signal = real_signal
+            if previous is not None:
+                real_signal(signal.SIGINT, previous)
+
+
+def _stop_jvm() -> None:
+    """SIGTERM to the JVM PySpark launched (if any) and wait briefly for it."""
+    from pyspark import SparkContext
+
+    gateway = getattr(SparkContext, "_gateway", None)
+    proc = getattr(gateway, "proc", None)
+    if proc is None:
+        return
+    with suppress(OSError):
+        proc.terminate()
+    with suppress(Exception):
+        proc.wait(timeout=30)
 
 
 @contextmanager

@@ -43,6 +43,8 @@ from kwire.log._compaction import (
     clean_batches,
 )
 from kwire.log._datadir import (
+    CLEANER_OFFSET_CHECKPOINT,
+    LOG_START_OFFSET_CHECKPOINT,
     META_PROPERTIES,
     DataDir,
     encode_offset_checkpoint,
@@ -135,9 +137,11 @@ from kwire.log._txnindex import (
 from kwire.log._writer import LogWriter
 
 __all__ = [
+    "CLEANER_OFFSET_CHECKPOINT",
     "CLUSTER_METADATA_DIR",
     "CLUSTER_METADATA_TOPIC",
     "DEFAULT_MAX_MESSAGE_SIZE",
+    "LOG_START_OFFSET_CHECKPOINT",
     "METADATA_FRAME_VERSION",
     "METADATA_RECORD_TYPES",
     "META_PROPERTIES",

@@ -23,6 +23,8 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kwire.log._datadir import CLEANER_OFFSET_CHECKPOINT, encode_offset_checkpoint
+from kwire.log._layout import TopicPartition
 from kwire.log._writer import LogWriter
 from kwire.records import BatchBuilder, Compression, build_end_txn_marker
 
@@ -306,6 +308,10 @@ def _compacted(root: Path, summary: SampleSummary, rng: random.Random, n: int, s
         offset += rng.randrange(0, 4)  # whole batches cleaned away
         batch_no += 1
     part.close()
+    # Kafka's cleaner records how far it cleaned (LogCleanerManager): gaps below that offset are
+    # compaction, not lost data, to a reader of the directory.
+    checkpoint = {TopicPartition("users-compacted", 0): offset}
+    (root / CLEANER_OFFSET_CHECKPOINT).write_text(encode_offset_checkpoint(checkpoint))
 
 
 def write_sample(

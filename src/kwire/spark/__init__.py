@@ -14,12 +14,19 @@ one task. pyspark and pyarrow are needed only here (the ``spark`` extra).
 from kwire.errors import OptionError
 from kwire.log import SampleSummary, write_sample
 from kwire.spark._read import ScanMetrics, scan_metrics
-from kwire.spark._session import JavaInstall, find_java, get_session, prepare_environment
+from kwire.spark._session import (
+    SESSION_DEFAULTS,
+    JavaInstall,
+    find_java,
+    get_session,
+    prepare_environment,
+)
 from kwire.spark._sink import write_kafka_log
 from kwire.spark._source import FORMAT, KafkaLogDataSource, register
 
 __all__ = [
     "FORMAT",
+    "SESSION_DEFAULTS",
     "JavaInstall",
     "KafkaLogDataSource",
     "OptionError",

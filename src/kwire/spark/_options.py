@@ -10,18 +10,29 @@ directory by changing only the format and the path:
   failOnDataLoss                         fail (default) or warn when offsets were deleted
   includeHeaders                         the headers column (kwire's default: true)
   maxOffsetsPerTrigger                   streaming: offsets per micro-batch, prorated
-plus kwire's own: isolationLevel, includeControl, mode, maxSplitBytes, verifyCrc, reportPath,
+  minOffsetsPerTrigger / maxTriggerDelay  streaming: wait for this many offsets, at most this long
+  startingOffsetsByTimestampStrategy     error (default) or latest when no record is at or after
+                                         a starting timestamp
+  kafka.isolation.level                  read_uncommitted (default) or read_committed
+plus kwire's own: isolationLevel (an alias of kafka.isolation.level), includeControl, mode,
+maxSplitBytes, verifyCrc, reportPath,
 columns (decode only these), metricsPath (bytes read per scan), timestampSkewMs (how far a
 partition's timestamps may go back, for pushed timestamp upper bounds), streamEnd
 (auto, highWatermark or logEnd: where a micro-batch may read up to).
 Precedence is Spark's: a timestamp option beats the ByTimestamp JSON, which beats the offsets.
 Streaming queries (`parse_read_options(..., streaming=True)`) default startingOffsets to latest
-and refuse the ending options, as Spark's Kafka source.
+and refuse the ending options, as Spark's Kafka source. Validation follows Spark's
+KafkaSourceProvider (validateGeneralOptions, validateBatchOptions, checkOffsetLimitValidity): at
+most one of subscribe / subscribePattern / assign (kwire reads every topic but Kafka's internal
+ones when none is given), no -1 (latest) in a batch startingOffsets, no start after its end. An
+option no reader knows is warned about once (logger kwire.spark), with the closest known name.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
+import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -31,12 +42,116 @@ from kwire.log import CLUSTER_METADATA_TOPIC
 
 __all__ = ["EARLIEST", "LATEST", "ReadOptions", "WriteOptions", "parse_read_options"]
 
+log = logging.getLogger("kwire.spark")
+
 EARLIEST = -2
 LATEST = -1
 
 MODES = ("PERMISSIVE", "DROPMALFORMED", "FAILFAST")
 ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 DEFAULT_SPLIT_BYTES = 128 << 20  # Spark's spark.sql.files.maxPartitionBytes default
+
+TIMESTAMP_STRATEGIES = ("error", "latest")
+#: Kafka's internal topics (Topic.isInternal, and the KRaft metadata log): read only when named,
+#: as a Kafka consumer's pattern subscription leaves them out (exclude.internal.topics)
+INTERNAL_TOPICS = frozenset(
+    {CLUSTER_METADATA_TOPIC, "__consumer_offsets", "__transaction_state", "__share_group_state"}
+)
+
+#: Every option a kafka-log read understands (kwire's, Spark's Kafka source's, the Schema
+#: Registry decoding's and the internal-topic views'), as documented.
+READ_OPTION_NAMES = (
+    "path",
+    "paths",
+    "startingOffsets",
+    "endingOffsets",
+    "startingTimestamp",
+    "endingTimestamp",
+    "startingOffsetsByTimestamp",
+    "endingOffsetsByTimestamp",
+    "startingOffsetsByTimestampStrategy",
+    "subscribe",
+    "subscribePattern",
+    "assign",
+    "failOnDataLoss",
+    "includeHeaders",
+    "maxOffsetsPerTrigger",
+    "minOffsetsPerTrigger",
+    "maxTriggerDelay",
+    "kafka.isolation.level",
+    "isolationLevel",
+    "includeControl",
+    "mode",
+    "maxSplitBytes",
+    "verifyCrc",
+    "reportPath",
+    "columns",
+    "metricsPath",
+    "timestampSkewMs",
+    "streamEnd",
+    "view",
+    "valueFormat",
+    "keyFormat",
+    "valueSubject",
+    "keySubject",
+    "valueMessage",
+    "keyMessage",
+    "valueSchemaIdHeader",
+    "keySchemaIdHeader",
+    "schemaRegistryUrl",
+    "schemasTopic",
+    "schemasPath",
+)
+#: The same, lower-cased as Spark hands them over, to their documented spelling.
+READ_OPTIONS = {name.lower(): name for name in READ_OPTION_NAMES}
+
+#: Spark Kafka source options that mean nothing without a broker: accepted, said to be ignored.
+IGNORED_OPTIONS = frozenset(
+    name.lower()
+    for name in (
+        "minPartitions",
+        "maxRecordsPerPartition",
+        "groupIdPrefix",
+        "kafkaConsumer.pollTimeoutMs",
+        "fetchOffset.numRetries",
+        "fetchOffset.retryIntervalMs",
+    )
+)
+_WARNED: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    if message not in _WARNED:
+        _WARNED.add(message)
+        log.warning("kwire: %s", message)
+
+
+def warn_unknown_options(options: Mapping[str, str]) -> None:
+    """Warn (once per process and option) about options no kafka-log reader reads."""
+    for name in options:
+        key = str(name).lower()
+        if key in READ_OPTIONS:
+            continue
+        if key in IGNORED_OPTIONS or key.startswith("kafka."):
+            _warn_once(f"option {name}: has no effect on a log directory (ignored)")
+            continue
+        close = difflib.get_close_matches(key, READ_OPTIONS, n=1, cutoff=0.75)
+        hint = f"; did you mean {READ_OPTIONS[close[0]]}?" if close else ""
+        _warn_once(f"option {name}: unknown to kafka-log, ignored{hint}")
+
+
+_DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|min|h|d)?\s*$", re.IGNORECASE)
+_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def parse_duration_ms(name: str, raw: str) -> int:
+    """A duration as Spark's JavaUtils.timeStringAsMs reads it: "15m", "30s", "500ms", "1h"
+    (a bare number is milliseconds)."""
+    match = _DURATION.match(raw)
+    if match is None:
+        raise OptionError(f"option {name}: expected a duration such as 15m, 30s or 500ms")
+    return int(match.group(1)) * _UNIT_MS[(match.group(2) or "ms").lower()]
+
 
 # A bound per (topic, partition); a key of None stands for "every partition".
 Bounds = dict[tuple[str, int] | None, int]
@@ -143,6 +258,10 @@ class ReadOptions:
     metrics_path: str | None = None
     timestamp_skew_ms: int | None = None
     max_offsets_per_trigger: int | None = None
+    min_offsets_per_trigger: int | None = None
+    max_trigger_delay_ms: int = 15 * 60_000  # Spark's default, 15m
+    #: startingOffsetsByTimestampStrategy: "error" (Spark's default) or "latest"
+    timestamp_strategy: str = "error"
     stream_end: str = "auto"
     #: JSON per-partition options whose partitions must match the subscribed ones (Spark's rule)
     named_partitions: tuple[tuple[str, frozenset[tuple[str, int]]], ...] = ()
@@ -155,13 +274,14 @@ class ReadOptions:
     def wants(self, topic: str, partition: int) -> bool:
         """Whether the subscribe/subscribePattern/assign options select this topic-partition.
 
-        ``__cluster_metadata`` (a KRaft node's metadata log) is no topic to Kafka's clients: it is
-        read only when ``subscribe`` or ``assign`` name it."""
+        Kafka's internal topics (``__consumer_offsets``, ``__transaction_state``, and
+        ``__cluster_metadata``, a KRaft node's metadata log) are read only when ``subscribe`` or
+        ``assign`` name them, as a consumer's pattern subscription leaves them out."""
         if self.assign is not None and (topic, partition) not in self.assign:
             return False
         if self.topics is not None and topic not in self.topics:
             return False
-        if topic == CLUSTER_METADATA_TOPIC and self.topics is None and self.assign is None:
+        if topic in INTERNAL_TOPICS and self.topics is None and self.assign is None:
             return False
         return self.topic_pattern is None or re.fullmatch(self.topic_pattern, topic) is not None
 
@@ -184,25 +304,42 @@ def _named(name: str, bounds: Bounds | None) -> tuple[str, frozenset[tuple[str, 
 
 def parse_read_options(options: Mapping[str, str], *, streaming: bool = False) -> ReadOptions:
     """Parse and check the options of a batch read, or of a streaming one (``streaming``)."""
+    warn_unknown_options(options)
     mode = (_get(options, "mode") or "PERMISSIVE").upper()
     if mode not in MODES:
         raise OptionError(f"option mode: expected one of {', '.join(MODES)}, got {mode!r}")
-    isolation = (_get(options, "isolationLevel") or "read_uncommitted").lower()
-    if isolation not in ISOLATION_LEVELS:
-        raise OptionError(f"option isolationLevel: expected one of {', '.join(ISOLATION_LEVELS)}")
+    isolation = _isolation(options)
     starting = _parse_offsets(options, "startingOffsets", LATEST if streaming else EARLIEST)
     if streaming:
         for name in ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp"):
             if _get(options, name) is not None:
                 raise OptionError(f"option {name}: not valid in streaming queries")
-    elif starting.get(None) == LATEST:
-        raise OptionError('option startingOffsets: "latest" is not allowed for a batch query')
+    else:
+        if starting.get(None) == LATEST:
+            raise OptionError('option startingOffsets: "latest" is not allowed for a batch query')
+        for key, value in starting.items():
+            if key is not None and value == LATEST:
+                raise OptionError(
+                    f"option startingOffsets: {key[0]}-{key[1]} can't be latest (-1) for batch "
+                    "queries (Spark's rule)"
+                )
+        for name in ("maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay"):
+            if _get(options, name) is not None:
+                _warn_once(f"option {name}: ignored in batch queries")
     ending = _parse_offsets(options, "endingOffsets", LATEST)
     if ending.get(None) == EARLIEST or any(
         v == EARLIEST for k, v in ending.items() if k is not None
     ):
         raise OptionError('option endingOffsets: "earliest" (-2) is not allowed for a batch query')
+    strategies = [n for n in ("subscribe", "subscribePattern", "assign") if _get(options, n)]
+    if len(strategies) > 1:
+        raise OptionError(
+            "Only one of the following options can be specified: subscribe, subscribePattern, "
+            f"assign (given: {', '.join(strategies)})"
+        )
     subscribe = _get(options, "subscribe")
+    if subscribe is not None and not any(t.strip() for t in subscribe.split(",")):
+        raise OptionError(f"option subscribe: no topics to subscribe to in {subscribe!r}")
     assign_raw = _get(options, "assign")
     assign: frozenset[tuple[str, int]] | None = None
     if assign_raw is not None:
@@ -212,6 +349,8 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool = False) -
         except (json.JSONDecodeError, AttributeError, TypeError, ValueError):
             raise OptionError('option assign: expected {"topic": [0, 1]}') from None
     pattern = _get(options, "subscribePattern")
+    if pattern is not None and not pattern.strip():
+        raise OptionError("option subscribePattern: the pattern to subscribe to is empty")
     if pattern is not None:
         try:
             re.compile(pattern)
@@ -239,7 +378,24 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool = False) -
                 f"option columns: expected a comma list of {', '.join(RECORD_COLUMNS)}"
                 f"{'; unknown: ' + ', '.join(unknown) if unknown else ''}"
             )
+    if not streaming:
+        _check_start_before_end(starting, ending, starting_ts, ending_ts)
     max_offsets = _get(options, "maxOffsetsPerTrigger")
+    min_offsets = _get(options, "minOffsetsPerTrigger")
+    max_n = None if max_offsets is None else _parse_int(options, "maxOffsetsPerTrigger", 1)
+    min_n = None if min_offsets is None else _parse_int(options, "minOffsetsPerTrigger", 1)
+    if min_n is not None and max_n is not None and min_n > max_n:
+        raise OptionError(
+            f"The value of minOffsetPerTrigger({min_n}) is higher than the "
+            f"maxOffsetsPerTrigger({max_n})."
+        )
+    delay_raw = _get(options, "maxTriggerDelay")
+    delay = 15 * 60_000 if delay_raw is None else parse_duration_ms("maxTriggerDelay", delay_raw)
+    strategy = (_get(options, "startingOffsetsByTimestampStrategy") or "error").lower()
+    if strategy not in TIMESTAMP_STRATEGIES:
+        raise OptionError(
+            f"option startingOffsetsByTimestampStrategy: expected error or latest, got {strategy!r}"
+        )
     stream_end = _get(options, "streamEnd") or "auto"
     if stream_end not in STREAM_ENDS:
         raise OptionError(f"option streamEnd: expected one of {', '.join(STREAM_ENDS)}")
@@ -267,12 +423,61 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool = False) -
         timestamp_skew_ms=None
         if skew is None
         else _parse_int(options, "timestampSkewMs", 0, minimum=0),
-        max_offsets_per_trigger=None
-        if max_offsets is None
-        else _parse_int(options, "maxOffsetsPerTrigger", 1),
+        max_offsets_per_trigger=max_n,
+        min_offsets_per_trigger=min_n,
+        max_trigger_delay_ms=delay,
+        timestamp_strategy=strategy,
         stream_end=stream_end,
         named_partitions=tuple(n for n in named if n is not None),
     )
+
+
+def _isolation(options: Mapping[str, str]) -> str:
+    """kafka.isolation.level (Spark passes kafka.* to its consumer), or kwire's isolationLevel."""
+    spark_name = _get(options, "kafka.isolation.level")
+    kwire_name = _get(options, "isolationLevel")
+    if spark_name is not None and kwire_name is not None and spark_name != kwire_name:
+        raise OptionError(
+            f"options kafka.isolation.level ({spark_name}) and isolationLevel ({kwire_name}) differ"
+        )
+    isolation = (spark_name or kwire_name or "read_uncommitted").lower()
+    if isolation not in ISOLATION_LEVELS:
+        raise OptionError(
+            f"option kafka.isolation.level (isolationLevel): expected one of "
+            f"{', '.join(ISOLATION_LEVELS)}, got {isolation!r}"
+        )
+    return isolation
+
+
+def _check_start_before_end(
+    starting: Bounds, ending: Bounds, starting_ts: Bounds | None, ending_ts: Bounds | None
+) -> None:
+    """Spark's checkOffsetLimitValidity: two per-partition options of the same kind name the same
+    partitions, and no start is after its end."""
+    pairs = []
+    if starting_ts is None and ending_ts is None:
+        pairs.append(("offset", starting, ending))
+    if starting_ts is not None and ending_ts is not None:
+        pairs.append(("timestamp", starting_ts, ending_ts))
+    for kind, start, end in pairs:
+        if None in start or None in end:
+            continue
+        if set(start) != set(end):
+            raise OptionError(
+                f"the starting and ending {kind}s name different partitions: "
+                f"{_tps(start)} and {_tps(end)}"
+            )
+        for key, first in start.items():
+            last = end[key]
+            if key is not None and first >= 0 and last >= 0 and first > last:
+                raise OptionError(
+                    f"the starting {kind} {first} is greater than the ending {kind} {last} "
+                    f"for topic partition {key[0]}-{key[1]}"
+                )
+
+
+def _tps(bounds: Bounds) -> str:
+    return "[" + ", ".join(f"{k[0]}-{k[1]}" for k in sorted(k for k in bounds if k)) + "]"
 
 
 @dataclass(frozen=True)

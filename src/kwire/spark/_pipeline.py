@@ -139,6 +139,16 @@ def track_progress(
         callback(total, total)
 
 
+def selected_bytes(input_path: str, options: Mapping[str, str]) -> int:
+    """The ``.log`` bytes a read with these options selects (its planned byte ranges: topics,
+    partitions and offset bounds applied), what a job's input is measured by."""
+    from kwire.spark._options import parse_read_options
+    from kwire.spark._source import plan_scan
+
+    _, stats = plan_scan(to_uri(input_path), parse_read_options(options))
+    return stats.planned_bytes
+
+
 def _log_bytes(uri: str) -> int:
     fs, root = resolve(uri)
     return sum(size for path, size in list_files(fs, root).items() if path.endswith(".log"))
@@ -292,7 +302,7 @@ def export(
         )
     check_paths(input_path, output, fmt)
     result = JobResult(f"export to {fmt}" + (" (arrow)" if engine == "arrow" else ""))
-    result.input_bytes = _log_bytes(to_uri(input_path))
+    result.input_bytes = selected_bytes(input_path, options or {})
     reports = tempfile.mkdtemp(prefix="kwire-skipped-")
     read_options = {"reportPath": reports, **(options or {})}
     out_uri = to_uri(output).rstrip("/")
@@ -685,10 +695,31 @@ def convert_log(
         for what, count in item["losses"].items():
             losses[what] = losses.get(what, 0) + count
     shutil.rmtree(staging, ignore_errors=True)
+    _carry_checkpoints(fs, files, out)
     result.seconds = time.perf_counter() - started
     result.output_bytes = _log_bytes(out)
     result.notes.extend(f"{count} {what}" for what, count in sorted(losses.items()))
     return result
+
+
+def _carry_checkpoints(fs: Any, files: dict[str, int], out: str) -> None:
+    """The data dir files that say what the records are (the log start, after DeleteRecords;
+    how far the cleaner compacted) go with the converted partitions, so a reader of ``out``
+    sees the same log starts and takes compaction gaps for what they are."""
+    from kwire.log import (
+        CLEANER_OFFSET_CHECKPOINT,
+        LOG_START_OFFSET_CHECKPOINT,
+        encode_offset_checkpoint,
+    )
+    from kwire.spark._fs import read_bytes
+    from kwire.spark._plan import dir_checkpoints
+
+    for name in (LOG_START_OFFSET_CHECKPOINT, CLEANER_OFFSET_CHECKPOINT):
+        merged = {}
+        for entries in dir_checkpoints(files, lambda p: read_bytes(fs, p), name).values():
+            merged.update(entries)
+        if merged:
+            Path(out, name).write_text(encode_offset_checkpoint(merged))
 
 
 # ---- incremental, exactly-once export ----------------------------------------------------------
@@ -828,7 +859,6 @@ def export_incremental(
     check_paths(input_path, output, fmt)
     out_uri = to_uri(output).rstrip("/")
     result = JobResult(f"incremental export to {fmt}")
-    result.input_bytes = _log_bytes(to_uri(input_path))
     committed = _committed_offsets(out_uri, fmt)
     starting = _starting_offsets(input_path, dict(options or {}), committed)
     reports = tempfile.mkdtemp(prefix="kwire-skipped-")
@@ -840,6 +870,8 @@ def export_incremental(
     }
     if not starting:
         read_options["subscribe"] = "__kwire_nothing__"
+    else:
+        result.input_bytes = selected_bytes(input_path, read_options)
     reader = source_reader(input_path, read_options)
     run = uuid.uuid4().hex[:12]
     started = time.perf_counter()

@@ -38,17 +38,22 @@ from dataclasses import dataclass, field
 
 from pyspark.sql.datasource import InputPartition
 
-from kwire.errors import OffsetOutOfRangeError, OptionError
+from kwire.errors import DecodeError, KwireError, OffsetOutOfRangeError, OptionError
 from kwire.log import (
+    CLEANER_OFFSET_CHECKPOINT,
+    LOG_START_OFFSET_CHECKPOINT,
     AbortedTxn,
     OffsetIndex,
     PartitionDir,
     SegmentFiles,
     TimeIndex,
+    TopicPartition,
     TransactionIndex,
     partitions_from_paths,
+    read_offset_checkpoint,
     split_ranges,
 )
+from kwire.records import read_batches
 from kwire.spark._options import EARLIEST, LATEST, ReadOptions, bound_for
 
 __all__ = ["PlanStats", "Pushdown", "SegmentSplit", "plan_splits"]
@@ -57,6 +62,13 @@ log = logging.getLogger("kwire.spark")
 
 # Reads a whole (small) index file: (path) -> bytes. The driver passes a pyarrow-backed reader.
 ReadFile = Callable[[str], bytes | memoryview]
+# Reads a file from a position to its end: (path, start) -> bytes (a segment's tail).
+ReadTail = Callable[[str, int], bytes | memoryview]
+
+
+# The most of a segment the planner reads to find where it ends when its offset index does not
+# say (no .index, or a truncated file): beyond this the join to the next segment is not checked.
+UNINDEXED_CHECK_BYTES = 16 << 20
 
 
 @dataclass(frozen=True)
@@ -82,6 +94,8 @@ class SegmentSplit(InputPartition):  # type: ignore[misc]
     aborted: tuple[tuple[int, int, int], ...] | None = field(default=None)
     # a streaming split over a live log: bytes after end_offset are not written yet (a torn tail)
     live: bool = False
+    # the partition's last segment: if no record reaches start_timestamp here, none does
+    final: bool = False
 
     @property
     def name(self) -> str:
@@ -128,12 +142,17 @@ class Pushdown:
 
 @dataclass
 class PlanStats:
-    """What planning saw: the log bytes of the selected partitions and index bytes it read."""
+    """What planning saw: the log bytes of the selected partitions, the index bytes it read, the
+    segment tail bytes it read to check that segments join up, and the offsets it found lost
+    (skipped with failOnDataLoss=false)."""
 
     log_bytes: int = 0
     index_bytes: int = 0
     planned_bytes: int = 0
     splits: int = 0
+    check_bytes: int = 0
+    lost_offsets: int = 0
+    lost: list[str] = field(default_factory=list)
 
 
 def _max_timestamp(timeindex: TimeIndex | None) -> int | None:
@@ -149,9 +168,19 @@ class _PartitionPlanner:
         to_uri: Callable[[str], str],
         pushdown: Pushdown | None = None,
         stats: PlanStats | None = None,
+        *,
+        read_tail: ReadTail | None = None,
+        log_start: int | None = None,
+        cleaned_to: int | None = None,
     ) -> None:
         self.pdir = pdir
         self.options = options
+        # Kafka's log start: the first segment's base, or the log-start-offset-checkpoint entry
+        # when higher (DeleteRecords, retention inside a segment: UnifiedLog.logStartOffset)
+        first = pdir.segments[0].base_offset if pdir.segments else 0
+        self.log_start = first if log_start is None else max(first, log_start)
+        # the log cleaner's first dirty offset: gaps below it are compaction, not lost data
+        self.cleaned_to = cleaned_to
         self.pushdown = pushdown or Pushdown()
         self.stats = stats if stats is not None else PlanStats()
         self.to_uri = to_uri
@@ -161,7 +190,13 @@ class _PartitionPlanner:
             self.stats.index_bytes += len(data)
             return data
 
+        def tail_counted(path: str, start: int) -> bytes | memoryview:
+            data = read_tail(path, start) if read_tail else memoryview(read_file(path))[start:]
+            self.stats.check_bytes += len(data)
+            return data
+
         self.read_file = read_counted
+        self.read_tail = tail_counted
         self._indexes: dict[int, OffsetIndex] = {}
         self._timeindexes: dict[int, TimeIndex | None] = {}
 
@@ -222,10 +257,14 @@ class _PartitionPlanner:
         offset: int | None = None
         if start_ts is None:
             wanted = bound_for(opts.starting_offsets, topic, partition, EARLIEST)
-            if 0 <= wanted < segments[0].base_offset:
-                self._data_loss(wanted, segments[0].base_offset)
-                wanted = segments[0].base_offset
+            if 0 <= wanted < self.log_start:
+                self._data_loss(wanted, self.log_start, "the log starts at", self.log_start)
+                wanted = self.log_start
+            elif wanted < 0 and self.log_start > segments[0].base_offset:
+                wanted = self.log_start  # earliest is the log start, as Kafka's ListOffsets
             offset = wanted if wanted >= 0 else None
+        elif self.log_start > segments[0].base_offset:
+            offset = self.log_start  # no record below the log start, whatever the timestamps
         lo = self.pushdown.offset_lo
         if lo is not None and (offset is None or offset < lo):
             offset = lo
@@ -274,6 +313,7 @@ class _PartitionPlanner:
         ):
             return []
 
+        self._check_joins(segments, first, last, start_offset, end_offset, end_ts_segment)
         aborted_by_segment = self._aborted(segments) if opts.read_committed else None
         splits: list[SegmentSplit] = []
         for i in range(first, last + 1):
@@ -318,21 +358,76 @@ class _PartitionPlanner:
                         start_timestamp=start_ts if i == first else None,
                         end_timestamp=end_ts if i == end_ts_segment else None,
                         aborted=aborted,
+                        final=i == len(segments) - 1,
                     )
                 )
         return splits
 
-    def _data_loss(self, wanted: int, first: int) -> None:
-        """Offsets [wanted, first) were deleted (retention, DeleteRecords) or never existed here."""
+    def _data_loss(self, lo: int, hi: int, why: str, where: int | str) -> None:
+        """Offsets [lo, hi) of the requested range are not in the log: fail (failOnDataLoss, the
+        default, as Spark's Kafka source) or count them and go on (warned once, by plan_splits)."""
         name = f"{self.pdir.topic}-{self.pdir.partition}"
-        message = (
-            f"{name}: offsets {wanted} to {first - 1} are not in the log any more (it starts at "
-            f"{first}): data was lost, as retention or DeleteRecords removed it, or the topic was "
-            'recreated. Set the option "failOnDataLoss" to "false" to skip them with a warning.'
-        )
+        detail = f"offsets {lo} to {hi - 1} are not in the log ({why} {where})"
         if self.options.fail_on_data_loss:
-            raise OffsetOutOfRangeError(message=message)
-        log.warning("kwire: skipping lost data: %s", message)
+            raise OffsetOutOfRangeError(
+                message=f"{name}: {detail}: data was lost (retention or DeleteRecords removed it, "
+                "a segment file is missing or truncated, or the topic was recreated). Set the "
+                'option "failOnDataLoss" to "false" to skip them with a warning.'
+            )
+        self.stats.lost_offsets += hi - lo
+        self.stats.lost.append(f"{name}: {detail}")
+
+    def _next_offset(self, seg: SegmentFiles) -> int | None:
+        """The offset after the segment's last whole batch, from its last offset index entry on
+        (a few KiB: the index interval and one batch). A truncated file reads from the last entry
+        that is still inside it, or from its start; None (unknown) rather than read more than
+        UNINDEXED_CHECK_BYTES of a segment without a usable index."""
+        size = seg.size
+        entries = self.index(seg).entries
+        inside = [e.position for e in entries if size is None or e.position < size]
+        starts = [*inside[-1:]]
+        if size is not None and size <= UNINDEXED_CHECK_BYTES:
+            starts.append(0)
+        for start in dict.fromkeys(starts):
+            nxt = None
+            try:
+                view = self.read_tail(seg.log, start)
+                for batch in read_batches(view, verify_crc=False, allow_truncated_tail=True):
+                    nxt = batch.last_offset + 1
+            except (DecodeError, FileNotFoundError):
+                pass  # unreadable from here on: the batches before count
+            if nxt is not None:
+                return nxt
+        return seg.base_offset if size is not None and size <= UNINDEXED_CHECK_BYTES else None
+
+    def _check_joins(
+        self,
+        segments: Sequence[SegmentFiles],
+        first: int,
+        last: int,
+        start_offset: int | None,
+        end_offset: int | None,
+        end_ts_segment: int | None,
+    ) -> None:
+        """Kafka rolls a segment at the log end, so each segment starts where the one before it
+        ends: a gap between them inside the requested range is a missing or truncated segment
+        (below the cleaner's checkpoint, it is compaction)."""
+        lo_bound = start_offset if start_offset is not None else -1
+        hi_bound = end_offset if end_offset is not None else None
+        for i in range(max(first, 0), min(last + 1, len(segments) - 1)):
+            if i == end_ts_segment:
+                break  # the scan stops inside this segment
+            nxt, following = self._next_offset(segments[i]), segments[i + 1]
+            if nxt is None:
+                continue  # no index to find its end by: not checked
+            lo, hi = max(nxt, lo_bound), following.base_offset
+            if self.cleaned_to is not None:
+                lo = max(lo, self.cleaned_to)
+            if hi_bound is not None:
+                hi = min(hi, hi_bound)
+            if lo < hi:
+                names = f"{_name(segments[i].log)} and {_name(following.log)}"
+                self._data_loss(lo, hi, "missing between segments", names)
 
     def _prune_before(
         self, segments: Sequence[SegmentFiles], first: int, last: int, start_pos: int, ts: int
@@ -454,6 +549,65 @@ def _tps(tps: set[tuple[str, int]] | frozenset[tuple[str, int]]) -> str:
     return "[" + ", ".join(f"{t}-{p}" for t, p in sorted(tps)) + "]"
 
 
+def _name(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
+
+def _parent(path: str) -> str:
+    return path.rstrip("/").rsplit("/", 1)[0] if "/" in path else ""
+
+
+def dir_checkpoints(
+    files: dict[str, int], read_file: ReadFile, name: str
+) -> dict[str, dict[TopicPartition, int]]:
+    """Per data dir (the folder holding partition folders): its checkpoint file ``name``. One
+    that cannot be read right now (being replaced) counts as absent."""
+    out: dict[str, dict[TopicPartition, int]] = {}
+    for path in files:
+        if _name(path) == name:
+            try:
+                out[_parent(path)] = read_offset_checkpoint(bytes(read_file(path)).decode())
+            except (DecodeError, UnicodeDecodeError, FileNotFoundError):
+                continue
+    return out
+
+
+def check_subscribed_exist(
+    options: ReadOptions, found: Sequence[tuple[str, int]], where: str
+) -> None:
+    """A batch read of topics or partitions that are not there fails, as Spark's Kafka source
+    fails on an unknown topic (its admin client's describeTopics / listOffsets); a pattern that
+    matches nothing reads nothing."""
+    topics = {t for t, _ in found}
+    missing = sorted((options.topics or frozenset()) - topics)
+    if options.assign is not None:
+        missing += sorted(f"{t}-{p}" for t, p in options.assign - set(found))
+    if missing:
+        there = ", ".join(sorted(t for t in topics if not t.startswith("__"))[:20]) or "none"
+        raise OptionError(
+            f"UnknownTopicOrPartitionException: {', '.join(missing)} not found in {where} "
+            f"(topics there: {there})"
+        )
+
+
+def check_one_copy(options: ReadOptions, pdirs: Sequence[PartitionDir]) -> None:
+    """A selected topic-partition in two folders (a directory holding several copies of a data
+    dir) would be read twice, every record a duplicate: refuse, naming the folders. A broker
+    keeps a partition in one log dir only (a replica being moved is ``<name>-future``)."""
+    seen: dict[tuple[str, int], str] = {}
+    for pdir in pdirs:
+        tp = (pdir.topic, pdir.partition)
+        if not options.wants(*tp):
+            continue
+        if tp in seen:
+            raise KwireError(
+                f"{tp[0]}-{tp[1]} is in more than one folder ({seen[tp]} and {pdir.path}): the "
+                "path holds several copies of a data dir, whose records would be read twice. "
+                "Load one copy's directory, or select the topics with subscribe / assign."
+            )
+        seen[tp] = pdir.path
+
+
 def plan_splits(
     files: dict[str, int],
     options: ReadOptions,
@@ -462,22 +616,51 @@ def plan_splits(
     *,
     pushdown: Pushdown | None = None,
     stats: PlanStats | None = None,
+    read_tail: ReadTail | None = None,
+    must_exist: str | None = None,
 ) -> list[SegmentSplit]:
-    """Splits for every selected topic-partition found in a listing ``{path: size}``."""
+    """Splits for every selected topic-partition found in a listing ``{path: size}``.
+
+    Data loss inside the requested range (offsets below the log start asked for by
+    startingOffsets, a gap between segments) raises ``OffsetOutOfRangeError`` under
+    failOnDataLoss, or is counted in ``stats`` and warned about once. ``must_exist`` (a batch read: the path, for the message): the
+    topics and partitions subscribe and assign name must be there."""
     splits: list[SegmentSplit] = []
     stats = stats if stats is not None else PlanStats()
     pdirs = partitions_from_paths(sorted(files), files)
     check_named_partitions(options, [(p.topic, p.partition) for p in pdirs])
+    if must_exist is not None:
+        check_subscribed_exist(options, [(p.topic, p.partition) for p in pdirs], must_exist)
+    check_one_copy(options, pdirs)
     if pushdown is not None and pushdown.empty:
         return []
+    starts = dir_checkpoints(files, read_file, LOG_START_OFFSET_CHECKPOINT)
+    cleaned = dir_checkpoints(files, read_file, CLEANER_OFFSET_CHECKPOINT)
     for pdir in pdirs:
         if options.wants(pdir.topic, pdir.partition) and (
             pushdown is None or pushdown.wants(pdir.topic, pdir.partition)
         ):
             stats.log_bytes += sum(s.size or 0 for s in pdir.segments)
-            splits.extend(
-                _PartitionPlanner(pdir, options, read_file, to_uri, pushdown, stats).plan()
+            parent, tp = _parent(pdir.path), pdir.topic_partition
+            planner = _PartitionPlanner(
+                pdir,
+                options,
+                read_file,
+                to_uri,
+                pushdown,
+                stats,
+                read_tail=read_tail,
+                log_start=starts.get(parent, {}).get(tp),
+                cleaned_to=cleaned.get(parent, {}).get(tp),
             )
+            splits.extend(planner.plan())
     stats.splits = len(splits)
     stats.planned_bytes = sum(s.end - s.start for s in splits)
+    if stats.lost:
+        log.warning(
+            "kwire: failOnDataLoss=false: skipping %d lost offsets: %s%s",
+            stats.lost_offsets,
+            "; ".join(stats.lost[:5]),
+            f" (and {len(stats.lost) - 5} more)" if len(stats.lost) > 5 else "",
+        )
     return splits

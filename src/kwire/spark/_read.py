@@ -28,6 +28,7 @@ included, are not yet written as far as the query is concerned, never corruption
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import struct
@@ -36,7 +37,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kwire.errors import CorruptRecordError, DecodeError
+from kwire.errors import CorruptRecordError, DecodeError, OffsetOutOfRangeError
 from kwire.log import ReadCommittedFilter, scan_batches
 from kwire.records import read_batches
 from kwire.records._columnar import decode_columnar, decode_to_arrow
@@ -65,10 +66,12 @@ class SplitStats:
     records: int = 0
     bytes_read: int = 0
     skipped_bytes: int = 0
+    malformed: int = 0  # regions or batches reported (dropped, or marked in PERMISSIVE)
     problems: list[str] = field(default_factory=list)
 
     def skip(self, position: int, length: int, reason: str) -> None:
         self.skipped_bytes += length
+        self.malformed += 1
         if len(self.problems) < 20:
             self.problems.append(f"{length} bytes at position {position}: {reason}")
 
@@ -131,20 +134,32 @@ class _SplitReader:
         self.pending: list[pa.RecordBatch] = []
 
     # ---- rows --------------------------------------------------------------------------------
+    @property
+    def where(self) -> str:
+        """What a FAILFAST error names: the topic-partition and the segment file."""
+        return f"{self.split.topic}-{self.split.partition}, segment {self.split.uri}"
+
     def decode(self, view: memoryview, base: int, *, verify_crc: bool) -> Any:
         split = self.split
         strict = self.options.mode == "FAILFAST"
-        return decode_columnar(
-            view,
-            columns=self.columns,
-            verify_crc=verify_crc,
-            allow_truncated_tail=not strict,
-            on_corrupt="raise" if strict else "skip",
-            topic=split.topic,
-            partition=split.partition,
-            segment=split.name,
-            position_base=base,
-        )
+        try:
+            return decode_columnar(
+                view,
+                columns=self.columns,
+                verify_crc=verify_crc,
+                allow_truncated_tail=not strict,
+                on_corrupt="raise" if strict else "skip",
+                topic=split.topic,
+                partition=split.partition,
+                segment=split.name,
+                position_base=base,
+            )
+        except DecodeError as exc:
+            if not strict:
+                raise
+            # the decoder knows the byte position and batch; the file and partition are ours
+            where = f"{self.where}, {exc.context}" if exc.context else self.where
+            raise type(exc)(exc.reason, offset=exc.offset, path=exc.path, context=where) from None
 
     def select(self, table: pa.RecordBatch, dropped: list[int]) -> pa.RecordBatch:
         """Apply the bounds, control and read_committed masks to decoded rows."""
@@ -232,7 +247,8 @@ class _SplitReader:
     ) -> Iterator[pa.RecordBatch]:
         self.stats.skip(position, length, reason)
         if self.options.mode == "FAILFAST":
-            raise CorruptRecordError(reason, offset=position, context=f"segment {self.split.uri}")
+            at = "" if batch_offset is None else f", batch base offset {batch_offset}"
+            raise CorruptRecordError(reason, offset=position, context=f"{self.where}{at}")
         if self.options.mode == "PERMISSIVE" and self.with_corrupt:
             yield self.marker(position, reason, batch_offset)
 
@@ -343,6 +359,20 @@ class _SplitReader:
             pos += length
         yield from self.pending
         self.pending.clear()
+        if (
+            split.start_timestamp is not None
+            and not self.started
+            and split.final
+            and split.end_offset is None
+            and self.options.timestamp_strategy == "error"
+        ):
+            # Spark's startingOffsetsByTimestampStrategy=error (its default): no record of the
+            # partition is at or after the starting timestamp
+            raise OffsetOutOfRangeError(
+                message=f"No offset matched from request of topic-partition {split.topic}-"
+                f"{split.partition} and timestamp {split.start_timestamp}. Set the option "
+                '"startingOffsetsByTimestampStrategy" to "latest" to read nothing from it.'
+            )
 
 
 def read_split(
@@ -358,7 +388,12 @@ def read_split(
             write_metrics(
                 options.metrics_path,
                 f"split-{split.topic}-{split.partition}-{split.base_offset}-{split.start}",
-                {"bytes_read": stats.bytes_read, "records": stats.records},
+                {
+                    "bytes_read": stats.bytes_read,
+                    "records": stats.records,
+                    "skipped_bytes": stats.skipped_bytes,
+                    "malformed": stats.malformed,
+                },
             )
         if stats.skipped_bytes or stats.problems:
             log.warning(
@@ -421,7 +456,11 @@ def write_metrics(metrics_path: str, name: str, doc: dict[str, int]) -> None:
 @dataclass(frozen=True)
 class ScanMetrics:
     """What scans that had ``metricsPath`` set did: bytes executors read from ``.log`` files,
-    index bytes the planner read, and the log bytes of the partitions they selected."""
+    index bytes the planner read, and the log bytes of the partitions they selected; what was
+    lost or malformed: offsets skipped with failOnDataLoss=false (``lost_offsets``), and bytes
+    and regions that could not be read as records (``skipped_bytes``, ``malformed``: dropped
+    by DROPMALFORMED, marked by PERMISSIVE). ``check_bytes``: segment tails the planner read to
+    check that segments join up."""
 
     bytes_read: int
     index_bytes: int
@@ -429,6 +468,10 @@ class ScanMetrics:
     planned_bytes: int
     splits: int
     records: int
+    check_bytes: int = 0
+    lost_offsets: int = 0
+    skipped_bytes: int = 0
+    malformed: int = 0
 
     @property
     def fraction_read(self) -> float:
@@ -441,9 +484,7 @@ def scan_metrics(metrics_path: str) -> ScanMetrics:
     import pyarrow.fs as pafs
 
     fs, root = resolve(metrics_path)
-    totals = dict.fromkeys(
-        ("bytes_read", "index_bytes", "log_bytes", "planned_bytes", "splits", "records"), 0
-    )
+    totals = dict.fromkeys((f.name for f in dataclasses.fields(ScanMetrics)), 0)
     try:
         infos = fs.get_file_info(pafs.FileSelector(root, recursive=False))
     except FileNotFoundError:

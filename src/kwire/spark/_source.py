@@ -48,6 +48,26 @@ __all__ = ["FORMAT", "KafkaLogDataSource", "KafkaLogReader", "register"]
 log = logging.getLogger("kwire.spark")
 
 FORMAT = "kafka-log"
+LOG_LEVEL_ENV = "KWIRE_LOG_LEVEL"
+
+
+def _log_to_stderr() -> None:
+    """Planning runs in a Python worker Spark starts (not in the driver's Python process), where
+    the driver's logging setup does not reach: ``KWIRE_LOG_LEVEL=INFO`` in the environment (which
+    Spark's workers inherit; ``spark.executorEnv.KWIRE_LOG_LEVEL`` for executors) sends kwire's
+    log records at that level to the process's stderr, which Spark passes through."""
+    level = os.environ.get(LOG_LEVEL_ENV, "").upper()
+    root = logging.getLogger("kwire")
+    if not level or any(getattr(h, "_kwire", False) for h in root.handlers):
+        return
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler._kwire = True  # type: ignore[attr-defined]
+    root.addHandler(handler)
+    root.setLevel(level)
+
+
+_log_to_stderr()
 
 
 def _path(options: Any) -> str:
@@ -110,11 +130,22 @@ def plan_scan(uri: str, options: ReadOptions) -> tuple[list[SegmentSplit], PlanS
     def read_file(path: str) -> memoryview:
         return read_bytes(fs, path)
 
+    def read_tail(path: str, start: int) -> memoryview:
+        return read_bytes(fs, path, start)
+
     def uri_of(path: str) -> str:
         return join_uri(uri, path)
 
     stats = PlanStats()
-    splits = plan_splits(files, options, read_file, uri_of, stats=stats)
+    splits = plan_splits(
+        files,
+        options,
+        read_file,
+        uri_of,
+        stats=stats,
+        read_tail=read_tail,
+        must_exist=uri,
+    )
     return splits, stats
 
 
@@ -164,6 +195,8 @@ class KafkaLogReader(DataSourceReader):  # type: ignore[misc]
                     "index_bytes": stats.index_bytes,
                     "planned_bytes": stats.planned_bytes,
                     "splits": stats.splits,
+                    "check_bytes": stats.check_bytes,
+                    "lost_offsets": stats.lost_offsets,
                 },
             )
         return pack_splits(splits, self.options.max_split_bytes)

@@ -27,6 +27,9 @@ subscribed partition), startingTimestamp / startingOffsetsByTimestamp (the first
 timestamp at or after it, Kafka's offsetsForTimes; none: the end); partitions and topics that
 appear later (subscribe, subscribePattern) are read from offset 0; maxOffsetsPerTrigger splits the
 limit over partitions in proportion to what each has (KafkaMicroBatchStream.rateLimit);
+minOffsetsPerTrigger and maxTriggerDelay skip triggers while fewer offsets are new, up to the delay
+(KafkaMicroBatchStream.delayBatch); startingOffsetsByTimestampStrategy (error, the default, or
+latest) decides a partition without a record at or after the starting timestamp.
 failOnDataLoss (default true) fails a batch whose start was deleted by retention, naming the
 partition and offsets; false skips to the log start with a warning. Trigger.AvailableNow
 records the ends when the query starts (`prepareForTriggerAvailableNow`) and never goes past them.
@@ -38,6 +41,7 @@ import dataclasses
 import logging
 import math
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -332,6 +336,7 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target_ends: dict[TP, int] | None = None  # Trigger.AvailableNow
         self._last_ends: dict[TP, int] = {}
         self._arrow: pa.Schema | None = None
+        self._last_trigger: float | None = None  # monotonic time of the last batch that ran
 
     # ---- driver ------------------------------------------------------------------------------
     def _snapshot(self) -> dict[TP, PartitionEnds]:
@@ -353,6 +358,12 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             )
             if ts >= 0:
                 found = offset_for_timestamp(fs, ends.pdir, ts, ends.end)
+                if found is None and opts.timestamp_strategy == "error":
+                    raise OffsetOutOfRangeError(
+                        message=f"No offset matched from request of topic-partition {topic}-"
+                        f"{partition} and timestamp {ts}. Set the option "
+                        '"startingOffsetsByTimestampStrategy" to "latest" to start at its end.'
+                    )
                 start[(topic, partition)] = ends.end if found is None else found
                 continue
             wanted = bound_for(opts.starting_offsets, topic, partition, LATEST)
@@ -379,7 +390,28 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             end[tp] = max(s, e)
         if isinstance(limit, ReadMaxRows):
             end = rate_limit(begin, end, limit.max_rows)
+        if self._delay_batch(begin, end):
+            return offsets_to_json({tp: begin.get(tp, 0) for tp in end})
         return offsets_to_json(end)
+
+    def _delay_batch(self, begin: dict[TP, int], end: dict[TP, int]) -> bool:
+        """minOffsetsPerTrigger / maxTriggerDelay, as KafkaMicroBatchStream.delayBatch: skip the
+        trigger while fewer offsets than the minimum are new, until maxTriggerDelay has passed
+        since the last batch that ran (not under Trigger.AvailableNow, which must finish)."""
+        minimum = self.options.min_offsets_per_trigger
+        if minimum is None or self._target_ends is not None:
+            return False
+        now = time.monotonic()
+        if self._last_trigger is None or (now - self._last_trigger) * 1000 >= (
+            self.options.max_trigger_delay_ms
+        ):
+            self._last_trigger = now
+            return False
+        new = sum(max(0, e - begin.get(tp, 0)) for tp, e in end.items())
+        if new < minimum:
+            return True
+        self._last_trigger = now
+        return False
 
     def getDefaultReadLimit(self) -> ReadLimit:
         if self.options.max_offsets_per_trigger is not None:
@@ -441,7 +473,12 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         def read_file(path: str) -> memoryview:
             return read_bytes(fs, path)
 
-        splits = plan_splits(files, opts, read_file, lambda p: join_uri(self.uri, p))
+        def read_tail(path: str, start: int) -> memoryview:
+            return read_bytes(fs, path, start)
+
+        splits = plan_splits(
+            files, opts, read_file, lambda p: join_uri(self.uri, p), read_tail=read_tail
+        )
         live = [dataclasses.replace(s, live=True) for s in splits]
         return pack_splits(live, self.options.max_split_bytes)
 

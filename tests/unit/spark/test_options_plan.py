@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kwire.client import default_partition, murmur2
-from kwire.errors import OptionError
+from kwire.errors import OffsetOutOfRangeError, OptionError
 from kwire.log import LogWriter, ReadCommittedFilter
 from kwire.records import BatchBuilder, build_end_txn_marker
 from kwire.spark._fs import list_files, read_bytes, resolve
@@ -91,7 +91,10 @@ def test_the_metadata_log_is_read_only_when_named() -> None:
     assert parse_read_options({}).wants("orders", 0)
     assert not parse_read_options({}).wants("__cluster_metadata", 0)
     assert not parse_read_options({"subscribePattern": ".*"}).wants("__cluster_metadata", 0)
-    assert parse_read_options({"subscribePattern": ".*"}).wants("__consumer_offsets", 3)
+    # Kafka's other internal topics too, as a consumer's pattern subscription
+    # (exclude.internal.topics) leaves them out
+    assert not parse_read_options({"subscribePattern": ".*"}).wants("__consumer_offsets", 3)
+    assert parse_read_options({"subscribe": "__consumer_offsets"}).wants("__consumer_offsets", 3)
     assert parse_read_options({"subscribe": "__cluster_metadata"}).wants("__cluster_metadata", 0)
     assigned = parse_read_options({"assign": '{"__cluster_metadata": [0]}'})
     assert assigned.wants("__cluster_metadata", 0)
@@ -180,8 +183,14 @@ def test_plan_timestamps_pick_the_segment_with_the_first_match(tmp_path: Path) -
     late = _plan(tmp_path, startingTimestamp=str(T0 + 10_000))
     last_base = max(s.base_offset for s in _plan(tmp_path))
     assert [s.base_offset for s in late] == [last_base]
-    opts = parse_read_options({"startingTimestamp": str(T0 + 10_000)})
+    opts = parse_read_options(
+        {"startingTimestamp": str(T0 + 10_000), "startingOffsetsByTimestampStrategy": "latest"}
+    )
     assert [b for b in read_split(late[0], opts, arrow_schema(["offset"])) if b.num_rows] == []
+    # Spark's default strategy, error: no record at or after the timestamp fails, naming it
+    opts = parse_read_options({"startingTimestamp": str(T0 + 10_000)})
+    with pytest.raises(OffsetOutOfRangeError, match=r"No offset matched .* t-0 and timestamp"):
+        list(read_split(late[0], opts, arrow_schema(["offset"])))
 
 
 def test_plan_read_committed_carries_aborted_transactions(tmp_path: Path) -> None:

@@ -88,6 +88,11 @@ def test_crc_failure_keeps_rows_in_permissive_only(tmp_path: Path) -> None:
     assert len(rows) == 15 and [r["offset"] for r in marked] == [5, 6, 7, 8, 9]
     assert "crc" in str(marked[0][CORRUPT_RECORD]).lower()
     assert [r["offset"] for r in _read(log, mode="DROPMALFORMED")] == [*range(5), *range(10, 15)]
+    # FAILFAST names the topic-partition, the segment file, the byte position and the batch
+    with pytest.raises(CorruptRecordError) as failed:
+        _read(log, mode="FAILFAST")
+    message = str(failed.value)
+    assert f"t-0, segment {log}" in message and "base offset 5" in message, message
 
 
 def test_zero_filled_and_truncated_tails_with_report(tmp_path: Path) -> None:
