@@ -93,6 +93,7 @@ def _resolve(
     default: int,
     earliest: Mapping[tuple[str, int], int],
     latest: Mapping[tuple[str, int], int],
+    strategy: str = "latest",
 ) -> dict[tuple[str, int], int]:
     """Each partition's offset from a per-partition/global offset or timestamp option."""
     out: dict[tuple[str, int], int] = {}
@@ -100,6 +101,12 @@ def _resolve(
         if timestamps is not None:
             ts = bound_for(timestamps, tp[0], tp[1], -1)
             found = client.list_offsets([tp], ts)[tp] if ts >= 0 else -1
+            if found < 0 and strategy == "error":
+                # Spark's KafkaOffsetReader: startingOffsetsByTimestampStrategy=error
+                raise OptionError(
+                    f"kafka-wire: no record of {tp[0]}-{tp[1]} has a timestamp at or after "
+                    f"{ts}; set startingOffsetsByTimestampStrategy to latest to start at the end"
+                )
             out[tp] = latest[tp] if found < 0 else found  # no record at/after ts: the end
             continue
         value = bound_for(offsets, tp[0], tp[1], default)
