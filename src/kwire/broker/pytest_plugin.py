@@ -14,6 +14,12 @@ config={"num.partitions": "3"})`` to choose the release personality and broker s
 ``kwire_cluster`` is an in-process cluster of three brokers (``kwire.broker.Cluster``: node ids
 1..3, each on its own free port, one shared data directory); ``@pytest.mark.kwire_cluster(nodes=5,
 kafka_version=..., config=...)`` chooses its settings.
+
+Loading this plugin costs nothing: it imports no other kwire module (its parent packages load
+their names lazily), and it takes kwire off pytest's assertion-rewriting list (pytest marks every
+package of a ``pytest11`` distribution, pytest-dev/pytest#2419; kwire has no assertions to
+rewrite, and rewritten modules are parsed from source instead of loaded from bytecode). The
+first fixture used in a session pays for ``import kwire.broker``, once.
 """
 
 from __future__ import annotations
@@ -26,6 +32,17 @@ import pytest
 
 if TYPE_CHECKING:
     from kwire.broker import Broker, Cluster
+
+
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    # before any conftest imports kwire; ``_must_rewrite`` is pytest's (no public way to unmark)
+    hook = getattr(early_config.pluginmanager, "rewrite_hook", None)
+    marked = getattr(hook, "_must_rewrite", None)
+    if isinstance(marked, set) and "kwire" in marked:
+        marked.discard("kwire")
+        cache = getattr(hook, "_marked_for_rewrite_cache", None)
+        if isinstance(cache, dict):
+            cache.clear()
 
 
 def pytest_configure(config: pytest.Config) -> None:
