@@ -9,8 +9,8 @@ import time
 from typing import Any
 
 import pytest
-from confluent_kafka import ConfigResource, Consumer, Producer
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
 TEST_SETTINGS = {
     "group.initial.rebalance.delay.ms": "0",
@@ -21,7 +21,7 @@ TEST_SETTINGS = {
 
 def broker_configs(bootstrap: str) -> dict[str, str]:
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    resource = ConfigResource(ConfigResource.Type.BROKER, "1")
+    resource = ConfigResource(ResourceType.BROKER, "1")
     entries = admin.describe_configs([resource], request_timeout=20)[resource].result(timeout=20)
     return {name: entry.value for name, entry in entries.items() if name in TEST_SETTINGS}
 
