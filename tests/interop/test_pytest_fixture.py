@@ -72,3 +72,11 @@ def test_the_cli_keeps_kafkas_production_defaults(broker_cli: Any) -> None:
         "offsets.topic.num.partitions": "50",
         "transaction.state.log.num.partitions": "50",
     }
+
+
+@pytest.mark.kwire_broker(config={"no.such.setting": "1"})
+def test_the_marker_warns_of_an_unknown_setting(
+    kwire_broker: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    warnings = [r.getMessage() for r in caplog.get_records("setup") if r.levelname == "WARNING"]
+    assert warnings == ["The configuration 'no.such.setting' was supplied but isn't a known config."]

@@ -27,6 +27,8 @@ __all__ = [
     "ConfigSource",
     "ConfigType",
     "ResolvedConfig",
+    "check_broker_config",
+    "is_known_broker_config",
     "log_config",
     "resolve_broker_configs",
     "resolve_topic_configs",
@@ -387,3 +389,84 @@ def log_config(overrides: Mapping[str, str], static: Mapping[str, str]) -> LogCo
     if "message.timestamp.difference.max.ms" not in overrides:
         props.pop("message.timestamp.difference.max.ms", None)
     return LogConfig.from_properties(props)
+
+
+#: Broker settings kwire reads beyond ``BROKER_CONFIGS`` (coordinators, listeners, security,
+#: quotas), and those of Kafka's ``config/server.properties`` it accepts and has no use for (one
+#: process, one log directory, no threads to size): none of these is warned about.
+_OTHER_KNOWN: Final = frozenset(
+    {
+        "advertised.listeners",
+        "allow.everyone.if.no.acl.found",
+        "authorizer.class.name",
+        "auto.create.topics.enable",
+        "connection.failed.authentication.delay.ms",
+        "connections.max.reauth.ms",
+        "controller.listener.names",
+        "controller.quorum.bootstrap.servers",
+        "controller.quorum.voters",
+        "default.replication.factor",
+        "group.consumer.assignors",
+        "group.consumer.heartbeat.interval.ms",
+        "group.consumer.max.size",
+        "group.consumer.session.timeout.ms",
+        "group.max.session.timeout.ms",
+        "group.max.size",
+        "group.min.session.timeout.ms",
+        "inter.broker.listener.name",
+        "listener.security.protocol.map",
+        "listeners",
+        "log.dir",
+        "log.dirs",
+        "log.retention.check.interval.ms",
+        "metadata.log.dir",
+        "min.insync.replicas",
+        "num.io.threads",
+        "num.network.threads",
+        "num.partitions",
+        "num.recovery.threads.per.data.dir",
+        "offset.metadata.max.bytes",
+        "offsets.topic.replication.factor",
+        "process.roles",
+        "quota.window.num",
+        "quota.window.size.seconds",
+        "sasl.enabled.mechanisms",
+        "sasl.server.max.receive.size",
+        "share.coordinator.state.topic.min.isr",
+        "share.coordinator.state.topic.replication.factor",
+        "socket.receive.buffer.bytes",
+        "socket.request.max.bytes",
+        "socket.send.buffer.bytes",
+        "super.users",
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+        "transaction.max.timeout.ms",
+        "transaction.remove.expired.transaction.cleanup.interval.ms",
+        "transaction.state.log.min.isr",
+        "transaction.state.log.replication.factor",
+        "transaction.state.log.segment.bytes",
+        "transactional.id.expiration.ms",
+    }
+)
+#: Families Kafka defines by prefix (``listener.name.<listener>.<config>``) or by the dozen.
+_KNOWN_PREFIXES: Final = ("listener.name.", "ssl.", "sasl.")
+
+
+def is_known_broker_config(name: str) -> bool:
+    """Whether Kafka would know ``name`` as a broker setting (else it warns, and so does kwire)."""
+    if name in BROKER_CONFIGS or name in _OTHER_KNOWN or name.startswith(_KNOWN_PREFIXES):
+        return True
+    return any(d.synonym == name for d in TOPIC_CONFIGS.values())
+
+
+def check_broker_config(static: Mapping[str, str]) -> list[str]:
+    """Validate the values of known broker settings (``ConfigError``, Kafka's wording) and return
+    Kafka's warning for each unknown one (``AbstractConfig.logUnused``: Kafka starts anyway)."""
+    for name, value in static.items():
+        definition = BROKER_CONFIGS.get(name)
+        if definition is not None:
+            definition.validate(value)
+    return [
+        f"The configuration '{name}' was supplied but isn't a known config."
+        for name in static
+        if not is_known_broker_config(name)
+    ]
