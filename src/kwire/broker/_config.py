@@ -21,6 +21,7 @@ from kwire.records import magic_for_message_format_version
 
 __all__ = [
     "BROKER_CONFIGS",
+    "KWIRE_CONFIGS",
     "TOPIC_CONFIGS",
     "ConfigDef",
     "ConfigError",
@@ -447,13 +448,28 @@ _OTHER_KNOWN: Final = frozenset(
         "transactional.id.expiration.ms",
     }
 )
+#: kwire's own broker settings (not Kafka's: DescribeConfigs does not list them).
+KWIRE_CONFIGS: Final[Mapping[str, ConfigDef]] = {
+    d.name: d
+    for d in (
+        # the numba-compiled walk of compressed batches on append (kwire.records._append_scan):
+        # "false" (default) never loads numba, "auto" loads it in the background at the first
+        # batch of 8+ records, "true" at the first append. docs/broker.md has the trade-off:
+        # 2-6x cheaper validation of large batches for about 110 MB more resident memory.
+        ConfigDef(
+            "kwire.append.compiled.walk", _T.STRING, "false", check=_one_of("false", "auto", "true")
+        ),
+    )
+}
 #: Families Kafka defines by prefix (``listener.name.<listener>.<config>``) or by the dozen.
 _KNOWN_PREFIXES: Final = ("listener.name.", "ssl.", "sasl.")
 
 
 def is_known_broker_config(name: str) -> bool:
     """Whether Kafka would know ``name`` as a broker setting (else it warns, and so does kwire)."""
-    if name in BROKER_CONFIGS or name in _OTHER_KNOWN or name.startswith(_KNOWN_PREFIXES):
+    if name in BROKER_CONFIGS or name in KWIRE_CONFIGS or name in _OTHER_KNOWN:
+        return True
+    if name.startswith(_KNOWN_PREFIXES):
         return True
     return any(d.synonym == name for d in TOPIC_CONFIGS.values())
 
@@ -462,7 +478,7 @@ def check_broker_config(static: Mapping[str, str]) -> list[str]:
     """Validate the values of known broker settings (``ConfigError``, Kafka's wording) and return
     Kafka's warning for each unknown one (``AbstractConfig.logUnused``: Kafka starts anyway)."""
     for name, value in static.items():
-        definition = BROKER_CONFIGS.get(name)
+        definition = BROKER_CONFIGS.get(name) or KWIRE_CONFIGS.get(name)
         if definition is not None:
             definition.validate(value)
     return [

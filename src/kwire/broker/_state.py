@@ -26,7 +26,7 @@ import time
 import uuid
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol
+from typing import Any, Final, Literal, Protocol
 
 from kwire._wire import java_string_hash
 from kwire.broker import _metadata_log as mlog
@@ -226,6 +226,12 @@ class BrokerState:
         return int(value)
 
     @property
+    def compiled_append_walk(self) -> bool | Literal["auto"]:
+        """``kwire.append.compiled.walk``: numba's walk on append, off unless asked for."""
+        value = self.static_config.get("kwire.append.compiled.walk", "false").lower()
+        return "auto" if value == "auto" else value == "true"
+
+    @property
     def auto_create_topics(self) -> bool:
         return (self.broker_config("auto.create.topics.enable") or "true").lower() == "true"
 
@@ -347,6 +353,7 @@ class BrokerState:
         config = log_config(topic.configs, self.static_config)
         now = self.now_ms()
         expiration = self.broker_int("producer.id.expiration.ms")
+        walk = self.compiled_append_walk
         for index in range(len(topic.partitions), count):
             live = self.data_dir.open_log(
                 topic.name,
@@ -360,6 +367,7 @@ class BrokerState:
             # maybeIncrementLeaderHW), the high watermark moves from the checkpoint to the log end.
             # Records appended before a crash but never acknowledged become visible, as in Kafka.
             live.high_watermark = live.log_end_offset
+            live.compiled_validation = walk
             leader, epoch = (leaders or {}).get(index, (-1, 0))
             if leader not in self.live_brokers:
                 leader = self.place_leader()
