@@ -76,9 +76,10 @@ _loading = False
 
 def __getattr__(name: str) -> Any:
     global _loading
-    # probes (``__wrapped__``...) do not load the broker; nor does a submodule imported while it
-    # loads (``from kwire.broker import _metadata_log``): the import system then imports it
-    if name.startswith("__") or _loading:
+    # Only a public name loads the broker. Any other (a submodule being imported, as in
+    # ``from kwire.broker import _metadata_log``; probes such as ``__wrapped__``) is left to the
+    # import system, so that a submodule imported first imports only what it needs.
+    if name not in __all__ or _loading:
         raise AttributeError(f"module 'kwire.broker' has no attribute {name!r}")
     _loading = True
     try:
@@ -87,7 +88,4 @@ def __getattr__(name: str) -> Any:
         _loading = False
     namespace = globals()
     namespace.update((n, getattr(everything, n)) for n in __all__)
-    try:
-        return namespace[name]  # a public name, or a submodule the load imported
-    except KeyError:
-        raise AttributeError(f"module 'kwire.broker' has no attribute {name!r}") from None
+    return namespace[name]

@@ -88,3 +88,17 @@ def test_kwire_modules_are_not_rewritten_by_pytest(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "2 passed" in done.stdout
+
+
+def test_a_broker_submodule_imported_first_then_the_package(tmp_path: Path) -> None:
+    # the package loads lazily: a submodule first must still import, and the first public name
+    # must still register every handler
+    code = (
+        "import kwire.broker._state, kwire.broker._apis as apis\n"
+        "before = len(apis.HANDLERS)\n"
+        "from kwire.broker import Broker, implemented_versions\n"
+        "print(before < len(apis.HANDLERS) == len(implemented_versions()))"
+    )
+    done = _run([sys.executable, "-c", code], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True"
