@@ -34,10 +34,12 @@ from kwire.broker._apis import register
 from kwire.broker._config import (
     BROKER_CONFIGS,
     TOPIC_CONFIGS,
+    ConfigDef,
     ConfigError,
     ConfigSource,
     ConfigType,
     ResolvedConfig,
+    listed_in,
     resolve_broker_configs,
     resolve_topic_configs,
     validate_topic_configs,
@@ -312,6 +314,8 @@ def _created_result(
     for config_name, resolved in sorted(
         resolve_topic_configs(configs, state.static_config).items()
     ):
+        if not listed_in(config_name, state.personality.release):
+            continue
         sensitive = _sensitive(resolved)
         entries.append(
             CREATE_TOPICS_CONFIG(
@@ -629,20 +633,43 @@ def _config_entry(resolved: ResolvedConfig, read_only: bool, include_synonyms: b
     )
 
 
+#: The node's listeners as DescribeConfigs shows them (read-only in kwire: no dynamic listeners).
+_LISTENER_CONFIGS: Final = {
+    name: ConfigDef(name, ConfigType.LIST, None, read_only=True)
+    for name in ("listeners", "advertised.listeners")
+}
+
+
 def _broker_configs(state: BrokerState) -> dict[str, ResolvedConfig]:
-    """The node's configs; the node id and data dir as this node runs with them."""
-    resolved = resolve_broker_configs(state.static_config)
+    """The node's configs, as its release lists them; the node id, data dir and listeners as
+    this node runs with them."""
+    release = state.personality.release
+    resolved = {
+        name: r
+        for name, r in resolve_broker_configs(state.static_config).items()
+        if listed_in(name, release)
+    }
+    endpoints = ",".join(
+        f"{listener}://{host}:{port}"
+        for listener, (host, port) in state.live_brokers.get(state.node_id, {}).items()
+    )
     actual = {
         "broker.id": str(state.node_id),
         "node.id": str(state.node_id),
         "log.dirs": state.path,
+        "listeners": endpoints,
+        "advertised.listeners": endpoints,
     }
     for name, value in actual.items():
-        if name in resolved and name not in state.static_config:
-            source = ConfigSource.STATIC_BROKER_CONFIG
-            resolved[name] = ResolvedConfig(
-                name, value, source, BROKER_CONFIGS[name], ((name, value, source),)
-            )
+        definition = BROKER_CONFIGS.get(name) or _LISTENER_CONFIGS[name]
+        source = ConfigSource.STATIC_BROKER_CONFIG
+        if name in state.static_config:
+            value = state.static_config[name]
+        elif name in resolved or name in _LISTENER_CONFIGS:
+            pass
+        else:
+            continue
+        resolved[name] = ResolvedConfig(name, value, source, definition, ((name, value, source),))
     return resolved
 
 
@@ -684,7 +711,12 @@ def _describe_resource(state: BrokerState, resource: Any, include_synonyms: bool
         if topic is None:
             raise _ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         resolved = resolve_topic_configs(topic.configs, state.static_config)
-        return [_config_entry(r, False, include_synonyms) for r in resolved.values()]
+        release = state.personality.release
+        return [
+            _config_entry(r, False, include_synonyms)
+            for r in resolved.values()
+            if listed_in(r.name, release)
+        ]
     if kind == RESOURCE_BROKER:
         if not name:
             return []  # the cluster-wide dynamic defaults: kwire keeps none
@@ -696,7 +728,11 @@ def _describe_resource(state: BrokerState, resource: Any, include_synonyms: bool
                 f"{name}",
             )
         return [
-            _config_entry(r, r.name not in DYNAMIC_BROKER_CONFIGS, include_synonyms)
+            _config_entry(
+                r,
+                r.name not in DYNAMIC_BROKER_CONFIGS or r.definition.read_only,
+                include_synonyms,
+            )
             for r in _broker_configs(state).values()
         ]
     if kind == RESOURCE_BROKER_LOGGER:

@@ -30,6 +30,7 @@ __all__ = [
     "ResolvedConfig",
     "check_broker_config",
     "is_known_broker_config",
+    "listed_in",
     "log_config",
     "resolve_broker_configs",
     "resolve_topic_configs",
@@ -448,6 +449,27 @@ _OTHER_KNOWN: Final = frozenset(
         "transactional.id.expiration.ms",
     }
 )
+#: Configs a Kafka release removed (its DescribeConfigs no longer lists them) -> that release:
+#: 4.0 dropped the message formats v0 and v1 (KIP-724), down-conversion with the Fetch versions
+#: that needed it (KIP-896), and the timestamp difference bound (KIP-937: before/after instead).
+REMOVED_IN: Final[Mapping[str, tuple[int, int]]] = {
+    "message.format.version": (4, 0),
+    "log.message.format.version": (4, 0),
+    "message.downconversion.enable": (4, 0),
+    "log.message.downconversion.enable": (4, 0),
+    "message.timestamp.difference.max.ms": (4, 0),
+    "log.message.timestamp.difference.max.ms": (4, 0),
+}
+
+
+def listed_in(name: str, release: str) -> bool:
+    """Whether Kafka ``release`` (a personality name, ``"3.9"``) still has config ``name``."""
+    removed = REMOVED_IN.get(name)
+    if removed is None:
+        return True
+    return tuple(int(p) for p in release.split(".")[:2]) < removed
+
+
 #: kwire's own broker settings (not Kafka's: DescribeConfigs does not list them).
 KWIRE_CONFIGS: Final[Mapping[str, ConfigDef]] = {
     d.name: d
