@@ -317,7 +317,16 @@ class RecordBatch(Batch):
 
 
 #: Zigzag decoding of every raw varint value below 2**14 (one- and two-byte varints), by lookup.
-_UNZIGZAG: Final = [(raw >> 1) ^ -(raw & 1) for raw in range(1 << 14)]
+def _unzigzag_table() -> list[int]:
+    # even raw values are 0, 1, 2, ...; odd ones -1, -2, ...: two slice assignments, not 16,384
+    # Python-level steps at every import
+    table = [0] * (1 << 14)
+    table[0::2] = range(1 << 13)
+    table[1::2] = range(-1, -(1 << 13) - 1, -1)
+    return table
+
+
+_UNZIGZAG: Final = _unzigzag_table()
 
 
 def _iter_records(

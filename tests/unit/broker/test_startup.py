@@ -56,3 +56,9 @@ def test_small_zigzag_table_is_the_reference_encoding() -> None:
     assert len(_v2._SMALL) == _v2._SMALL_MAX - _v2._SMALL_MIN + 1
     for value in range(_v2._SMALL_MIN, _v2._SMALL_MAX + 1):
         assert _v2._SMALL[value + 1] == _v2._zigzag_slow(value), value
+
+
+def test_unzigzag_table_is_the_reference_decoding() -> None:
+    from kwire.records import _v2
+
+    assert [(raw >> 1) ^ -(raw & 1) for raw in range(1 << 14)] == _v2._UNZIGZAG
