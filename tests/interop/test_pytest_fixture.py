@@ -79,4 +79,6 @@ def test_the_marker_warns_of_an_unknown_setting(
     kwire_broker: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     warnings = [r.getMessage() for r in caplog.get_records("setup") if r.levelname == "WARNING"]
-    assert warnings == ["The configuration 'no.such.setting' was supplied but isn't a known config."]
+    assert warnings == [
+        "The configuration 'no.such.setting' was supplied but isn't a known config."
+    ]
