@@ -55,7 +55,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         formatter_class=_DefaultsHelp,
     )
     # every start-up failure is one line (argparse's own errors print the usage first)
-    parser.error = _usage_error  # type: ignore[method-assign]
+    parser.error = usage_error  # type: ignore[method-assign]
     parser.add_argument(
         "--data-dir", required=True, help="the log directory (log.dirs), created if missing"
     )
@@ -102,7 +102,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(func=run)
 
 
-def _usage_error(message: str) -> NoReturn:
+def usage_error(message: str) -> NoReturn:
+    """Print a usage error as one line and exit with status 2 (argparse prints the usage too)."""
     print(f"kwire broker: {message} (see kwire broker --help)", file=sys.stderr)
     raise SystemExit(EXIT_USAGE)
 

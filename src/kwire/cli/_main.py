@@ -41,6 +41,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     for name in _COMMANDS if only is None else (only,):
         module = importlib.import_module(f"kwire.cli._{name}")
         module.register(subparsers)
+        if only is not None and hasattr(module, "usage_error"):
+            # a command whose usage errors are one line (``kwire broker``): the top-level
+            # parser's own ("unrecognized arguments") too
+            parser.error = module.usage_error  # type: ignore[method-assign]
     return parser
 
 

@@ -177,3 +177,18 @@ def test_broker_helpers_raise_broker_error_for_unknown_topics(tmp_path: Path) ->
             broker.end_offsets("missing")
         with pytest.raises(BrokerError, match="UNKNOWN_TOPIC_OR_PARTITION"):
             broker.delete_topic("missing")
+
+
+def test_unknown_option_is_one_line(tmp_path: Path) -> None:
+    done = kwire_broker("--data-dir", str(tmp_path / "data"), "--bogus")
+    assert done.returncode == 2
+    assert "--bogus" in one_line(done)
+    assert not (tmp_path / "data").exists()
+
+
+def test_unknown_kafka_version_is_one_line(tmp_path: Path) -> None:
+    done = kwire_broker("--data-dir", str(tmp_path / "data"), "--kafka-version", "9.9")
+    assert done.returncode == 2
+    line = one_line(done)
+    assert "'9.9'" in line and "4.3" in line
+    assert not (tmp_path / "data").exists()
