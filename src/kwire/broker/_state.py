@@ -216,8 +216,24 @@ class BrokerState:
     def now_ms(self) -> int:
         return self.clock.now_ms()
 
+    def dynamic_broker_configs(self, resource: str) -> dict[str, str]:
+        """The dynamic broker configs of a BROKER resource (``""``: the cluster-wide default,
+        else a node id), as ConfigRecords in ``__cluster_metadata`` hold them."""
+        metadata = getattr(self, "_metadata", None)
+        return {} if metadata is None else metadata.image.broker_configs(resource)
+
+    @property
+    def broker_settings(self) -> dict[str, str]:
+        """The broker settings in force: static, under the cluster-wide dynamic defaults, under
+        this node's dynamic configs (Kafka's ``DynamicBrokerConfig`` precedence)."""
+        return {
+            **self.static_config,
+            **self.dynamic_broker_configs(""),
+            **self.dynamic_broker_configs(str(self.node_id)),
+        }
+
     def broker_config(self, name: str) -> str | None:
-        value = resolve_broker_configs(self.static_config)[name].value
+        value = resolve_broker_configs(self.broker_settings)[name].value
         return None if value is None else str(value)
 
     def broker_int(self, name: str) -> int:
@@ -350,7 +366,7 @@ class BrokerState:
     ) -> None:
         """Open the logs of partitions up to ``count``; ``leaders`` (index -> (leader, epoch),
         from the metadata log) keeps a leader that is live, else leaders go round-robin."""
-        config = log_config(topic.configs, self.static_config)
+        config = log_config(topic.configs, self.broker_settings)
         now = self.now_ms()
         expiration = self.broker_int("producer.id.expiration.ms")
         walk = self.compiled_append_walk
@@ -448,10 +464,26 @@ class BrokerState:
         """Replace a topic's overrides (validated by the caller) and reconfigure its logs."""
         topic = self.topics[name]
         topic.configs = dict(configs)
-        config = log_config(topic.configs, self.static_config)
+        config = log_config(topic.configs, self.broker_settings)
         for partition in topic.partitions:
             partition.log.update_config(config)
         self._write_metadata()
+
+    def set_dynamic_broker_configs(self, resource: str, configs: Mapping[str, str]) -> None:
+        """Replace the dynamic configs of a BROKER resource (validated by the caller): durable
+        as ConfigRecords first, then applied to every topic's logs (Kafka's
+        ``DynamicLogConfig.reconfigure``: a topic's own overrides still win)."""
+        old = self.dynamic_broker_configs(resource)
+        records = mlog.config_records(mlog.CONFIG_BROKER, resource, old, configs)
+        if not records:
+            return
+        self.append_metadata(records)
+        settings = self.broker_settings
+        for topic in self.topics.values():
+            config = log_config(topic.configs, settings)
+            for partition in topic.partitions:
+                partition.log.update_config(config)
+        log.info("dynamic broker configs of %r: %s", resource or "<default>", dict(configs))
 
     # --- the metadata log (SCRAM credentials, ACLs) -------------------------------------------
 
