@@ -206,6 +206,15 @@ class KwireNoNumbaServer(KwireServer):
     env = {"KWIRE_DISABLE_NUMBA": "1"}
 
 
+class KwireCompiledServer(KwireServer):
+    """kwire broker with the numba-compiled append walk (``kwire.append.compiled.walk=auto``)."""
+
+    name = "kwire-compiled"
+
+    def argv(self) -> list[str]:
+        return [*super().argv(), "--config", "kwire.append.compiled.walk=auto"]
+
+
 class TansuServer(Server):
     name = "tansu"
     binary: str = ""
@@ -619,6 +628,11 @@ def main(argv: list[str] | None = None) -> int:
         help="add a contender: kwire broker with KWIRE_DISABLE_NUMBA=1 (no numba import)",
     )
     ap.add_argument(
+        "--kwire-compiled",
+        action="store_true",
+        help="add a contender: kwire broker with kwire.append.compiled.walk=auto (numba)",
+    )
+    ap.add_argument(
         "--commit",
         help="benchmark this commit's src/ (git archive into .cache/), "
         "not the working tree (which other work may be changing)",
@@ -665,6 +679,8 @@ def main(argv: list[str] | None = None) -> int:
     servers: list[type[Server]] = [KwireServer]
     if args.kwire_no_numba:
         servers.append(KwireNoNumbaServer)
+    if args.kwire_compiled:
+        servers.append(KwireCompiledServer)
     if not args.no_tansu:
         path, info = find_tansu(args.tansu, ROOT / ".cache" / "calfkit")
         if path is None:

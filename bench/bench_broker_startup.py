@@ -1,7 +1,18 @@
-"""Start-up costs of ``kwire broker``: spawn to the first Metadata answer, idle RSS, the first
-CreateTopics + 1 KiB produce (confluent-kafka) and the RSS after it; median of ``--rounds``.
+"""Start-up costs of kwire's broker, each beside its floor, in one run; medians of ``--rounds``.
 
-    .venv/bin/python bench/bench_broker_startup.py [--rounds 5]
+    .venv/bin/python bench/bench_broker_startup.py [--rounds 7]
+
+* spawn: ``python -m kwire broker`` spawned to its first Metadata answer (a raw socket polled every
+  2 ms), against a minimal asyncio server spawned the same way by the same Python (it imports
+  asyncio, listens, and answers the same request with canned bytes: the floor of any Python
+  broker); idle RSS of both 0.5 s later; then CreateTopics + one 1 KiB produce (confluent-kafka)
+  and kwire's RSS after it;
+* fixture: in a fresh interpreter, ``from kwire.broker import Broker`` (what the pytest fixture's
+  first use pays), then ``Broker(dir).start()`` to the first Metadata answer for the first broker
+  and for a second one (a later test of the session);
+* plugin: a generated suite of 30 tests that use no broker, ``pytest -q`` with kwire's plugin
+  loaded (its ``pytest11`` entry point) and with ``-p no:kwire``, ``PYTHONDONTWRITEBYTECODE=1``;
+  wall time and CPU time (``--plugin-only`` runs just this part).
 
 Every broker listens on 127.0.0.1 on a free port and is stopped by its process id.
 """
@@ -9,10 +20,13 @@ Every broker listens on 127.0.0.1 on a free port and is stopped by its process i
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from pathlib import Path
 
@@ -20,53 +34,183 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_broker as bb  # the shared helpers of the broker benchmark
 
+#: The floor: asyncio, a listener, and a canned answer with the request's correlation id.
+MINIMAL_SERVER = textwrap.dedent(
+    """
+    import asyncio, sys
+    port, body = int(sys.argv[1]), bytes.fromhex(sys.argv[2])
 
-def measure(rounds: int) -> dict[str, list[float]]:
+    async def serve(reader, writer):
+        while True:
+            try:
+                size = int.from_bytes(await reader.readexactly(4), "big")
+                request = await reader.readexactly(size)
+            except asyncio.IncompleteReadError:
+                break
+            answer = request[4:8] + body
+            writer.write(len(answer).to_bytes(4, "big") + answer)
+            await writer.drain()
+        writer.close()
+
+    async def main():
+        server = await asyncio.start_server(serve, "127.0.0.1", port)
+        print("listening", flush=True)
+        await server.serve_forever()
+
+    asyncio.run(main())
+    """
+)
+
+FIXTURE_PATH = textwrap.dedent(
+    """
+    import sys, tempfile, time
+    sys.path.insert(0, sys.argv[1])
+    import bench_broker as bb
+    t0 = time.perf_counter()
+    from kwire.broker import Broker
+    t1 = time.perf_counter()
+    times = []
+    for n in range(2):
+        start = time.perf_counter()
+        broker = Broker(tempfile.mkdtemp(prefix="kwire-fixture-")).start()
+        bb.metadata_once(broker.port, 10.0)
+        times.append(time.perf_counter() - start)
+        broker.stop()
+    print((t1 - t0) * 1000, times[0] * 1000, times[1] * 1000)
+    """
+)
+
+
+def canned_metadata_body() -> str:
+    """A MetadataResponse v1 (one broker, no topics) without its size and correlation id."""
+    from kwire.protocol import message_class, struct_class
+
+    broker = struct_class("MetadataResponse", "brokers")(node_id=1, host="127.0.0.1", port=9092)
+    return message_class("MetadataResponse")(brokers=[broker], controller_id=1).encode(1).hex()
+
+
+def spawn(argv: list[str], port: int) -> tuple[float, float, subprocess.Popen[bytes]]:
+    started = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    bb.wait_metadata(port, proc)
+    spawn_ms = (time.perf_counter() - started) * 1000
+    time.sleep(0.5)
+    return spawn_ms, bb.rss_mb(proc.pid), proc
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    proc.wait(30)
+
+
+def measure_spawn(rounds: int) -> dict[str, list[float]]:
     from confluent_kafka import Producer
 
-    results: dict[str, list[float]] = {
-        "spawn_ms": [],
-        "idle_mb": [],
-        "first_ms": [],
-        "after_mb": [],
+    body = canned_metadata_body()
+    out: dict[str, list[float]] = {
+        k: [] for k in ("kwire_ms", "floor_ms", "kwire_mb", "floor_mb", "first_ms", "after_mb")
     }
+    for r in range(rounds):
+        for which in ("kwire", "floor") if r % 2 == 0 else ("floor", "kwire"):
+            port = bb.free_port()
+            if which == "floor":
+                ms, mb, proc = spawn([sys.executable, "-c", MINIMAL_SERVER, str(port), body], port)
+                stop(proc)
+                out["floor_ms"].append(ms)
+                out["floor_mb"].append(mb)
+                continue
+            data_dir = tempfile.mkdtemp(prefix="kwire-startup-")
+            argv = [sys.executable, "-m", "kwire", "broker", "--data-dir", data_dir]
+            ms, mb, proc = spawn([*argv, "--port", str(port)], port)
+            try:
+                out["kwire_ms"].append(ms)
+                out["kwire_mb"].append(mb)
+                first = time.perf_counter()
+                bootstrap = f"127.0.0.1:{port}"
+                bb.create_topic(bootstrap, "startup", 1)
+                producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+                producer.produce("startup", b"v" * 1024)
+                if producer.flush(30) != 0:
+                    raise RuntimeError("the first produce was not acknowledged")
+                out["first_ms"].append((time.perf_counter() - first) * 1000)
+                out["after_mb"].append(bb.rss_mb(proc.pid))
+                del producer  # librdkafka's threads end before the broker does
+            finally:
+                stop(proc)
+    return out
+
+
+def measure_fixture(rounds: int) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {"import_ms": [], "first_ms": [], "later_ms": []}
     for _ in range(rounds):
-        data_dir = tempfile.mkdtemp(prefix="kwire-startup-")
-        port = bb.free_port()
-        started = time.perf_counter()
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "kwire", "broker", "--data-dir", data_dir, "--port", str(port)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+        done = subprocess.run(
+            [sys.executable, "-c", FIXTURE_PATH, str(Path(__file__).resolve().parent)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
         )
-        try:
-            bb.wait_metadata(port, proc)
-            results["spawn_ms"].append((time.perf_counter() - started) * 1000)
-            time.sleep(0.5)
-            results["idle_mb"].append(bb.rss_mb(proc.pid))
-            first = time.perf_counter()
-            bootstrap = f"127.0.0.1:{port}"
-            bb.create_topic(bootstrap, "startup", 1)
-            producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
-            producer.produce("startup", b"v" * 1024)
-            if producer.flush(30) != 0:
-                raise RuntimeError("the first produce was not acknowledged")
-            results["first_ms"].append((time.perf_counter() - first) * 1000)
-            results["after_mb"].append(bb.rss_mb(proc.pid))
-        finally:
-            proc.terminate()
-            proc.wait(30)
-    return results
+        imported, first, later = map(float, done.stdout.split())
+        out["import_ms"].append(imported)
+        out["first_ms"].append(first)
+        out["later_ms"].append(later)
+    return out
+
+
+def measure_plugin(rounds: int) -> dict[str, list[float]]:
+    suite = Path(tempfile.mkdtemp(prefix="kwire-plugin-"))
+    (suite / "test_plain.py").write_text(
+        "import pytest\n\n\n@pytest.mark.parametrize('n', range(30))\n"
+        "def test_plain(n):\n    assert n * n >= 0\n"
+    )
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    base = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_plain.py"]
+    out: dict[str, list[float]] = {
+        "with_plugin_ms": [],
+        "without_ms": [],
+        "with_plugin_cpu_ms": [],
+        "without_cpu_ms": [],
+    }
+    for r in range(rounds):
+        order = ("with_plugin", "without") if r % 2 == 0 else ("without", "with_plugin")
+        for which in order:
+            argv = base if which == "with_plugin" else [*base, "-p", "no:kwire"]
+            cpu = _children_cpu()
+            started = time.perf_counter()
+            subprocess.run(argv, cwd=suite, env=env, capture_output=True, timeout=120, check=True)
+            out[f"{which}_ms"].append((time.perf_counter() - started) * 1000)
+            # CPU time (user + system) of the run: what a shared machine's load does not inflate
+            out[f"{which}_cpu_ms"].append((_children_cpu() - cpu) * 1000)
+    return out
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--plugin-only", action="store_true", help="only the plugin's overhead")
     args = parser.parse_args()
-    for name, values in measure(args.rounds).items():
+    print(f"# load average at start {os.getloadavg()}", flush=True)
+    results = {}
+    if not args.plugin_only:
+        results.update(measure_spawn(args.rounds))
+        results.update({f"fixture_{k}": v for k, v in measure_fixture(args.rounds).items()})
+    results.update({f"plugin_{k}": v for k, v in measure_plugin(args.rounds).items()})
+    for name, values in results.items():
         print(
-            f"{name:10} median {statistics.median(values):8.1f}   {[round(v, 1) for v in values]}"
+            f"{name:22} median {statistics.median(values):8.1f}   {[round(v, 1) for v in values]}"
         )
+    med = {k: statistics.median(v) for k, v in results.items()}
+    if not args.plugin_only:
+        print(f"spawn ratio kwire / floor: {med['kwire_ms'] / med['floor_ms']:.2f}x")
+    for unit in ("ms", "cpu_ms"):
+        overhead = med[f"plugin_with_plugin_{unit}"] / med[f"plugin_without_{unit}"] - 1
+        print(f"plugin overhead ({unit}): {overhead * 100:+.1f}%")
+    print(f"# load average at end {os.getloadavg()}", flush=True)
     return 0
 
 

@@ -194,3 +194,27 @@ def test_admin_client(broker: Any) -> None:
     assert {"java-admin-0", "java-admin-1", "java-admin-2-0"} <= set(log_dir["replicas"])
     assert "java-admin" not in results[8]["result"]
     assert "UnknownTopicOrPartitionException" in (results[9]["error"] or "")
+
+
+def test_admin_client_dynamic_broker_configs(broker: Any) -> None:
+    # kafka-configs --entity-type brokers --entity-default / --entity-name 1 --alter
+    results = java_admin(
+        broker.bootstrap,
+        {"op": "incrementalAlterConfigs", "broker": "", "set": {"log.retention.ms": "7000"}},
+        {"op": "incrementalAlterConfigs", "broker": "1", "set": {"log.segment.bytes": "2000000"}},
+        {"op": "describeConfigs", "broker": "1"},
+        {"op": "describeConfigs", "broker": ""},
+        {"op": "incrementalAlterConfigs", "broker": "1", "set": {"num.partitions": "3"}},
+    )
+    assert [r["error"] for r in results[:4]] == [None] * 4, results
+    node = results[2]["result"]
+    assert (node["log.retention.ms"]["value"], node["log.retention.ms"]["source"]) == (
+        "7000",
+        "DYNAMIC_DEFAULT_BROKER_CONFIG",
+    )
+    assert (node["log.segment.bytes"]["value"], node["log.segment.bytes"]["source"]) == (
+        "2000000",
+        "DYNAMIC_BROKER_CONFIG",
+    )
+    assert results[3]["result"]["log.retention.ms"]["value"] == "7000"
+    assert "Cannot update these configs dynamically" in results[4]["error"]

@@ -28,7 +28,7 @@
  *         {"op": "listTopics"}
  *         {"op": "describeTopics", "names": [...]}
  *         {"op": "describeConfigs", "topic": t} | {"op": "describeConfigs", "broker": "1"}
- *         {"op": "incrementalAlterConfigs", "topic": t, "set": {k: v}, "delete": [k]}
+ *         {"op": "incrementalAlterConfigs", "topic": t | "broker": id or "", "set": {k: v}, "delete": [k]}
  *         {"op": "createPartitions", "topic": t, "count": n}
  *         {"op": "deleteRecords", "topic": t, "partition": p, "offset": o}
  *         {"op": "listOffsets", "topic": t, "partition": p,
@@ -445,7 +445,9 @@ public class ClientsProgram {
                 return configJson(configs.get(resource));
             }
             case "incrementalAlterConfigs": {
-                ConfigResource resource = new ConfigResource(ConfigResource.Type.TOPIC, op.get("topic").asText());
+                ConfigResource resource = op.has("topic")
+                    ? new ConfigResource(ConfigResource.Type.TOPIC, op.get("topic").asText())
+                    : new ConfigResource(ConfigResource.Type.BROKER, op.get("broker").asText());
                 List<AlterConfigOp> alter = new ArrayList<>();
                 Iterator<Map.Entry<String, JsonNode>> it = op.path("set").fields();
                 while (it.hasNext()) {

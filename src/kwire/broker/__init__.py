@@ -14,47 +14,36 @@ A sans-IO core and an asyncio edge (see docs/broker.md):
 - ``personality(release)``: what a broker of any Kafka release from 0.8.0 to 4.3 advertises.
 """
 
-from kwire.broker import (  # noqa: F401  (handlers register themselves)
-    _acl,
-    _admin,
-    _alter_partition_reassignments,
-    _alter_replica_log_dirs,
-    _cleaner,
-    _data,
-    _describe_quorum,
-    _describe_topic_partitions,
-    _elect_leaders,
-    _fetch,
-    _group_apis,
-    _list_partition_reassignments,
-    _quotas,
-    _routing,
-    _sasl,
-    _txn_apis,
-)
-from kwire.broker._apis import HANDLERS, Deferred, implemented_versions
-from kwire.broker._broker import Broker
-from kwire.broker._cluster import Cluster
-from kwire.broker._config import (
-    BROKER_CONFIGS,
-    TOPIC_CONFIGS,
-    ConfigError,
-    ConfigSource,
-    ConfigType,
-)
-from kwire.broker._context import RequestContext
-from kwire.broker._metadata_log import dump_json as metadata_record_json
-from kwire.broker._releases import Personality, personality
-from kwire.broker._server import KafkaServer
-from kwire.broker._state import (
-    BrokerError,
-    BrokerState,
-    Clock,
-    ManualClock,
-    Partition,
-    SystemClock,
-    Topic,
-)
+# The package's own namespace is filled on first use (``__getattr__`` below): `import kwire.broker`
+# (which the pytest plugin's import implies) must not load the broker, 200+ ms and 100+ modules.
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kwire.broker._apis import HANDLERS, Deferred, implemented_versions
+    from kwire.broker._broker import Broker
+    from kwire.broker._cluster import Cluster
+    from kwire.broker._config import (
+        BROKER_CONFIGS,
+        TOPIC_CONFIGS,
+        ConfigError,
+        ConfigSource,
+        ConfigType,
+    )
+    from kwire.broker._context import RequestContext
+    from kwire.broker._metadata_log import dump_json as metadata_record_json
+    from kwire.broker._releases import Personality, personality
+    from kwire.broker._server import KafkaServer
+    from kwire.broker._state import (
+        BrokerError,
+        BrokerState,
+        Clock,
+        ManualClock,
+        Partition,
+        SystemClock,
+        Topic,
+    )
 
 __all__ = [
     "BROKER_CONFIGS",
@@ -80,3 +69,23 @@ __all__ = [
     "metadata_record_json",
     "personality",
 ]
+
+
+_loading = False
+
+
+def __getattr__(name: str) -> Any:
+    global _loading
+    # Only a public name loads the broker. Any other (a submodule being imported, as in
+    # ``from kwire.broker import _metadata_log``; probes such as ``__wrapped__``) is left to the
+    # import system, so that a submodule imported first imports only what it needs.
+    if name not in __all__ or _loading:
+        raise AttributeError(f"module 'kwire.broker' has no attribute {name!r}")
+    _loading = True
+    try:
+        import kwire.broker._everything as everything
+    finally:
+        _loading = False
+    namespace = globals()
+    namespace.update((n, getattr(everything, n)) for n in __all__)
+    return namespace[name]

@@ -39,6 +39,7 @@ from kwire.broker._config import (
     ConfigSource,
     ConfigType,
     ResolvedConfig,
+    listed_in,
     resolve_broker_configs,
     resolve_topic_configs,
     validate_topic_configs,
@@ -330,6 +331,8 @@ def _created_result(
     for config_name, resolved in sorted(
         resolve_topic_configs(configs, state.static_config).items()
     ):
+        if not listed_in(config_name, state.personality.release):
+            continue
         sensitive = _sensitive(resolved)
         entries.append(
             CREATE_TOPICS_CONFIG(
@@ -653,9 +656,27 @@ def _config_entry(resolved: ResolvedConfig, read_only: bool, include_synonyms: b
 
 
 def _broker_configs(state: BrokerState, node: int) -> dict[str, ResolvedConfig]:
-    """The node's configs; its id, data dir and listeners as this node runs with them (Kafka
-    shows them as the server.properties it was started with: ``STATIC_BROKER_CONFIG``)."""
-    resolved = resolve_broker_configs(state.static_config)
+    """The node's configs, as its release lists them, each from the most specific layer (this
+    node's dynamic configs, the cluster-wide dynamic defaults, the static ones, Kafka's
+    defaults) with the others as synonyms; its id, data dir and listeners as this node runs with
+    them (Kafka shows them as the server.properties it was started with: ``STATIC_BROKER_CONFIG``)."""
+    release = state.personality.release
+    resolved = {
+        name: r
+        for name, r in resolve_broker_configs(state.static_config).items()
+        if listed_in(name, release)
+    }
+    layers = (
+        (state.dynamic_broker_configs(str(node)), ConfigSource.DYNAMIC_BROKER_CONFIG),
+        (state.dynamic_broker_configs(""), ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+    )
+    for name, r in list(resolved.items()):
+        above = [(name, layer[name], source) for layer, source in layers if name in layer]
+        if above:
+            value, source = above[0][1], above[0][2]
+            resolved[name] = ResolvedConfig(
+                name, value, source, r.definition, (*above, *r.synonyms)
+            )
     endpoints = state.live_brokers.get(node) or {}
     actual = {
         "broker.id": str(node),
@@ -676,6 +697,16 @@ def _broker_configs(state: BrokerState, node: int) -> dict[str, ResolvedConfig]:
                 name, value, source, BROKER_CONFIGS[name], ((name, value, source),)
             )
     return resolved
+
+
+def _default_broker_configs(state: BrokerState) -> list[ResolvedConfig]:
+    """The cluster-wide dynamic defaults (the BROKER resource named ``""``)."""
+    source = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+    return [
+        ResolvedConfig(name, value, source, BROKER_CONFIGS[name], ((name, value, source),))
+        for name, value in sorted(state.dynamic_broker_configs("").items())
+        if name in BROKER_CONFIGS
+    ]
 
 
 def _broker_id(text: str, message: str) -> int:
@@ -717,11 +748,18 @@ def _describe_resource(
         topic = state.topics.get(name)
         if topic is None:
             raise _ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-        resolved = resolve_topic_configs(topic.configs, state.static_config)
-        return [_config_entry(r, False, include_synonyms) for r in resolved.values()]
+        resolved = resolve_topic_configs(topic.configs, state.broker_settings)
+        release = state.personality.release
+        return [
+            _config_entry(r, False, include_synonyms)
+            for r in resolved.values()
+            if listed_in(r.name, release)
+        ]
     if kind == RESOURCE_BROKER:
         if not name:
-            return []  # the cluster-wide dynamic defaults: kwire keeps none
+            return [
+                _config_entry(r, False, include_synonyms) for r in _default_broker_configs(state)
+            ]
         broker = _broker_id(name, "Broker id must be an integer, but it is: ")
         if broker != node:
             raise _ApiError(
@@ -729,7 +767,11 @@ def _describe_resource(
                 f"Unexpected broker id, expected {node} or empty string, but received {name}",
             )
         return [
-            _config_entry(r, r.name not in DYNAMIC_BROKER_CONFIGS, include_synonyms)
+            _config_entry(
+                r,
+                r.name not in DYNAMIC_BROKER_CONFIGS or r.definition.read_only,
+                include_synonyms,
+            )
             for r in _broker_configs(state, node).values()
         ]
     if kind == RESOURCE_BROKER_LOGGER:
@@ -835,8 +877,12 @@ def _check_common(resource: Any, nullable_op: bool) -> None:
         )
 
 
-def _check_broker_change(state: BrokerState, name: str, config_names: Sequence[str]) -> None:
-    """A broker resource: this node or the cluster default; kwire keeps no dynamic configs."""
+def _check_broker_change(
+    state: BrokerState, name: str, configs: Mapping[str, str], deleted: Sequence[str] = ()
+) -> None:
+    """A broker resource: this node or the cluster default (``""``); only configs Kafka lets
+    change without a restart, with values its definitions accept
+    (``ControllerConfigurationValidator``, ``DynamicBrokerConfig.validate``)."""
     if name:
         node = _java_int(name)
         if node is None:
@@ -848,18 +894,53 @@ def _check_broker_change(state: BrokerState, name: str, config_names: Sequence[s
                 ErrorCode.INVALID_REQUEST,
                 f"Unexpected broker id, expected {state.node_id}, but received {name}",
             )
-    static = [n for n in config_names if n in BROKER_CONFIGS and n not in DYNAMIC_BROKER_CONFIGS]
+    static = [n for n in [*configs, *deleted] if n not in DYNAMIC_BROKER_CONFIGS]
     if static:
         raise _ApiError(
             ErrorCode.INVALID_REQUEST,
             f"Cannot update these configs dynamically: {_scala_set(static)}",
         )
-    if config_names:
-        raise _ApiError(
-            ErrorCode.INVALID_REQUEST,
-            "kwire's broker keeps no dynamic broker configs; cannot update: "
-            f"{_scala_set(config_names)}",
-        )
+    for key, value in configs.items():
+        try:
+            BROKER_CONFIGS[key].validate(value)
+        except ConfigError as exc:
+            raise _ApiError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+
+
+def _incremental_broker(state: BrokerState, name: str, ops: Sequence[Any]) -> dict[str, str]:
+    """``ConfigurationControlManager.incrementalAlterConfigResource`` for a BROKER resource."""
+    current = state.dynamic_broker_configs(name)
+    merged: dict[str, str] = dict(current)
+    for op in ops:
+        key, value = op.name, op.value
+        if op.config_operation == OP_SET:
+            merged[key] = value
+        elif op.config_operation == OP_DELETE:
+            merged.pop(key, None)
+        else:  # APPEND, SUBTRACT
+            definition = BROKER_CONFIGS.get(key)
+            if definition is None or definition.type is not ConfigType.LIST:
+                raise _ApiError(
+                    ErrorCode.INVALID_CONFIG,
+                    f"Can't {_OP_NAMES[op.config_operation]} to key {key} because its type is "
+                    "not LIST.",
+                )
+            old = current.get(key, state.broker_config(key))
+            parts = [p for p in _java_split(old or "") if p]
+            for item in _java_split(value or ""):
+                if op.config_operation == OP_APPEND:
+                    if item not in parts:
+                        parts.append(item)
+                elif item in parts:
+                    parts.remove(item)
+            merged[key] = ",".join(parts)
+    _check_broker_change(
+        state,
+        name,
+        {op.name: merged[op.name] for op in ops if op.name in merged},
+        [op.name for op in ops if op.name not in merged],
+    )
+    return merged
 
 
 def _check_topic_resource(state: BrokerState, name: str, configs: Mapping[str, str]) -> Topic:
@@ -892,7 +973,10 @@ def _legacy_alter(state: BrokerState, resource: Any, validate_only: bool) -> Non
     _check_common(resource, nullable_op=False)
     kind, name = resource.resource_type, resource.resource_name
     if kind == RESOURCE_BROKER:
-        _check_broker_change(state, name, [c.name for c in resource.configs])
+        configs = {c.name: c.value for c in resource.configs}
+        _check_broker_change(state, name, configs)
+        if not validate_only:
+            state.set_dynamic_broker_configs(name, configs)
         return
     if kind != RESOURCE_TOPIC:
         raise _ApiError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {kind}")
@@ -1035,7 +1119,9 @@ def _incremental_alter(state: BrokerState, resource: Any, validate_only: bool) -
         _incremental_alter_logger(state, resource, validate_only)
         return
     if kind == RESOURCE_BROKER:
-        _check_broker_change(state, name, [c.name for c in resource.configs])
+        merged = _incremental_broker(state, name, resource.configs)
+        if not validate_only:
+            state.set_dynamic_broker_configs(name, merged)
         return
     if kind != RESOURCE_TOPIC:
         raise _ApiError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {kind}")

@@ -26,12 +26,16 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from kwire.broker._apis import STARTUP, implemented_versions
+from kwire.broker._config import check_broker_config
 from kwire.broker._releases import Personality, personality
 from kwire.broker._server import KafkaServer
-from kwire.broker._state import BrokerState, Clock, Topic
+from kwire.broker._state import BrokerError, BrokerState, Clock, Topic
+from kwire.protocol import ErrorCode
 from kwire.protocol.releases import NEWEST, parse_release
 
 __all__ = ["Broker"]
+
+log = logging.getLogger("kwire.broker")
 
 T = TypeVar("T")
 
@@ -43,7 +47,9 @@ class Broker:
 
     ``kafka_version`` picks the release personality (``"0.10.2"``, ``"2.0"``, ``"3.9"``,
     ``"4.3"``); ``config`` takes Kafka broker settings by name (``num.partitions``,
-    ``auto.create.topics.enable``, ``log.segment.bytes``, ...).
+    ``auto.create.topics.enable``, ``log.segment.bytes``, ...): a value Kafka would refuse
+    raises ``ConfigError`` here, before anything is written; an unknown name is logged as Kafka
+    does ("... was supplied but isn't a known config.") and otherwise ignored.
     """
 
     def __init__(
@@ -67,6 +73,8 @@ class Broker:
         )
         self.node_id = node_id
         self.config = dict(config or {})
+        for warning in check_broker_config(self.config):
+            log.warning("%s", warning)
         self.clock = clock
         #: ``GET /metrics`` on 127.0.0.1 (0: any free port; the bound one once started)
         self.metrics_port = metrics_port
@@ -270,7 +278,8 @@ class Broker:
         return self.call(lambda state: state.create_topic(name, partitions, config))
 
     def delete_topic(self, name: str) -> None:
-        self.call(lambda state: state.delete_topic(name))
+        """Delete a topic and its data (``BrokerError`` if there is none of that name)."""
+        self.call(lambda state: state.delete_topic(self._topic(state, name).name))
 
     def set_scram_password(
         self, user: str, password: str, mechanism: str = "SCRAM-SHA-512", iterations: int = 4096
@@ -295,7 +304,19 @@ class Broker:
 
     def end_offsets(self, topic: str) -> list[int]:
         """The high watermark of each partition of ``topic``."""
-        return self.call(lambda state: [p.high_watermark for p in state.topics[topic].partitions])
+        return self.call(
+            lambda state: [p.high_watermark for p in self._topic(state, topic).partitions]
+        )
+
+    @staticmethod
+    def _topic(state: BrokerState, name: str) -> Topic:
+        topic = state.topics.get(name)
+        if topic is None:  # Kafka's words for it (UnknownTopicOrPartitionException)
+            raise BrokerError(
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                f"This server does not host this topic: {name}",
+            )
+        return topic
 
     # --- metrics, quotas, upgrade readiness (_metrics, _quotas, _upgrade) ----------------------
 

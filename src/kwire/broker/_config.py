@@ -21,12 +21,16 @@ from kwire.records import magic_for_message_format_version
 
 __all__ = [
     "BROKER_CONFIGS",
+    "KWIRE_CONFIGS",
     "TOPIC_CONFIGS",
     "ConfigDef",
     "ConfigError",
     "ConfigSource",
     "ConfigType",
     "ResolvedConfig",
+    "check_broker_config",
+    "is_known_broker_config",
+    "listed_in",
     "log_config",
     "resolve_broker_configs",
     "resolve_topic_configs",
@@ -401,3 +405,120 @@ def log_config(overrides: Mapping[str, str], static: Mapping[str, str]) -> LogCo
     if "message.timestamp.difference.max.ms" not in overrides:
         props.pop("message.timestamp.difference.max.ms", None)
     return LogConfig.from_properties(props)
+
+
+#: Broker settings kwire reads beyond ``BROKER_CONFIGS`` (coordinators, listeners, security,
+#: quotas), and those of Kafka's ``config/server.properties`` it accepts and has no use for (one
+#: process, one log directory, no threads to size): none of these is warned about.
+_OTHER_KNOWN: Final = frozenset(
+    {
+        "advertised.listeners",
+        "allow.everyone.if.no.acl.found",
+        "authorizer.class.name",
+        "auto.create.topics.enable",
+        "connection.failed.authentication.delay.ms",
+        "connections.max.reauth.ms",
+        "controller.listener.names",
+        "controller.quorum.bootstrap.servers",
+        "controller.quorum.voters",
+        "default.replication.factor",
+        "group.consumer.assignors",
+        "group.consumer.heartbeat.interval.ms",
+        "group.consumer.max.size",
+        "group.consumer.session.timeout.ms",
+        "group.max.session.timeout.ms",
+        "group.max.size",
+        "group.min.session.timeout.ms",
+        "inter.broker.listener.name",
+        "listener.security.protocol.map",
+        "listeners",
+        "log.dir",
+        "log.dirs",
+        "log.retention.check.interval.ms",
+        "metadata.log.dir",
+        "min.insync.replicas",
+        "num.io.threads",
+        "num.network.threads",
+        "num.partitions",
+        "num.recovery.threads.per.data.dir",
+        "offset.metadata.max.bytes",
+        "offsets.topic.replication.factor",
+        "process.roles",
+        "quota.window.num",
+        "quota.window.size.seconds",
+        "sasl.enabled.mechanisms",
+        "sasl.server.max.receive.size",
+        "share.coordinator.state.topic.min.isr",
+        "share.coordinator.state.topic.replication.factor",
+        "socket.receive.buffer.bytes",
+        "socket.request.max.bytes",
+        "socket.send.buffer.bytes",
+        "super.users",
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+        "transaction.max.timeout.ms",
+        "transaction.remove.expired.transaction.cleanup.interval.ms",
+        "transaction.state.log.min.isr",
+        "transaction.state.log.replication.factor",
+        "transaction.state.log.segment.bytes",
+        "transactional.id.expiration.ms",
+    }
+)
+#: Configs a Kafka release removed (its DescribeConfigs no longer lists them) -> that release:
+#: 4.0 dropped the message formats v0 and v1 (KIP-724), down-conversion with the Fetch versions
+#: that needed it (KIP-896), and the timestamp difference bound (KIP-937: before/after instead).
+REMOVED_IN: Final[Mapping[str, tuple[int, int]]] = {
+    "message.format.version": (4, 0),
+    "log.message.format.version": (4, 0),
+    "message.downconversion.enable": (4, 0),
+    "log.message.downconversion.enable": (4, 0),
+    "message.timestamp.difference.max.ms": (4, 0),
+    "log.message.timestamp.difference.max.ms": (4, 0),
+}
+
+
+def listed_in(name: str, release: str) -> bool:
+    """Whether Kafka ``release`` (a personality name, ``"3.9"``) still has config ``name``."""
+    removed = REMOVED_IN.get(name)
+    if removed is None:
+        return True
+    return tuple(int(p) for p in release.split(".")[:2]) < removed
+
+
+#: kwire's own broker settings (not Kafka's: DescribeConfigs does not list them).
+KWIRE_CONFIGS: Final[Mapping[str, ConfigDef]] = {
+    d.name: d
+    for d in (
+        # the numba-compiled walk of compressed batches on append (kwire.records._append_scan):
+        # "false" (default) never loads numba, "auto" loads it in the background at the first
+        # batch of 8+ records, "true" at the first append. docs/broker.md has the trade-off:
+        # 2-6x cheaper validation of large batches for about 110 MB more resident memory.
+        ConfigDef(
+            "kwire.append.compiled.walk", _T.STRING, "false", check=_one_of("false", "auto", "true")
+        ),
+    )
+}
+#: Families Kafka defines by prefix (``listener.name.<listener>.<config>``) or by the dozen.
+_KNOWN_PREFIXES: Final = ("listener.name.", "ssl.", "sasl.")
+
+
+def is_known_broker_config(name: str) -> bool:
+    """Whether Kafka would know ``name`` as a broker setting (else it warns, and so does kwire)."""
+    if name in BROKER_CONFIGS or name in KWIRE_CONFIGS or name in _OTHER_KNOWN:
+        return True
+    if name.startswith(_KNOWN_PREFIXES):
+        return True
+    return any(d.synonym == name for d in TOPIC_CONFIGS.values())
+
+
+def check_broker_config(static: Mapping[str, str]) -> list[str]:
+    """Validate the values of known broker settings (``ConfigError``, Kafka's wording) and return
+    Kafka's warning for each unknown one (``AbstractConfig.logUnused``: Kafka starts anyway)."""
+    for name, value in static.items():
+        definition = BROKER_CONFIGS.get(name) or KWIRE_CONFIGS.get(name)
+        if definition is not None:
+            definition.validate(value)
+    return [
+        f"The configuration '{name}' was supplied but isn't a known config."
+        for name in static
+        if not is_known_broker_config(name)
+    ]

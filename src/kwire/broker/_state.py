@@ -26,7 +26,7 @@ import time
 import uuid
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol
+from typing import Any, Final, Literal, Protocol
 
 from kwire._wire import java_string_hash
 from kwire.broker import _metadata_log as mlog
@@ -223,14 +223,36 @@ class BrokerState:
     def now_ms(self) -> int:
         return self.clock.now_ms()
 
+    def dynamic_broker_configs(self, resource: str) -> dict[str, str]:
+        """The dynamic broker configs of a BROKER resource (``""``: the cluster-wide default,
+        else a node id), as ConfigRecords in ``__cluster_metadata`` hold them."""
+        metadata = getattr(self, "_metadata", None)
+        return {} if metadata is None else metadata.image.broker_configs(resource)
+
+    @property
+    def broker_settings(self) -> dict[str, str]:
+        """The broker settings in force: static, under the cluster-wide dynamic defaults, under
+        this node's dynamic configs (Kafka's ``DynamicBrokerConfig`` precedence)."""
+        return {
+            **self.static_config,
+            **self.dynamic_broker_configs(""),
+            **self.dynamic_broker_configs(str(self.node_id)),
+        }
+
     def broker_config(self, name: str) -> str | None:
-        value = resolve_broker_configs(self.static_config)[name].value
+        value = resolve_broker_configs(self.broker_settings)[name].value
         return None if value is None else str(value)
 
     def broker_int(self, name: str) -> int:
         value = self.broker_config(name)
         assert value is not None, name
         return int(value)
+
+    @property
+    def compiled_append_walk(self) -> bool | Literal["auto"]:
+        """``kwire.append.compiled.walk``: numba's walk on append, off unless asked for."""
+        value = self.static_config.get("kwire.append.compiled.walk", "false").lower()
+        return "auto" if value == "auto" else value == "true"
 
     @property
     def auto_create_topics(self) -> bool:
@@ -362,9 +384,10 @@ class BrokerState:
     ) -> None:
         """Open the logs of partitions up to ``count``; ``leaders`` (index -> (leader, epoch),
         from the metadata log) keeps a leader that is live, else leaders go round-robin."""
-        config = log_config(topic.configs, self.static_config)
+        config = log_config(topic.configs, self.broker_settings)
         now = self.now_ms()
         expiration = self.broker_int("producer.id.expiration.ms")
+        walk = self.compiled_append_walk
         for index in range(len(topic.partitions), count):
             live = self.data_dir.open_log(
                 topic.name,
@@ -379,6 +402,7 @@ class BrokerState:
             # maybeIncrementLeaderHW), the high watermark moves from the checkpoint to the log end.
             # Records appended before a crash but never acknowledged become visible, as in Kafka.
             live.high_watermark = live.log_end_offset
+            live.compiled_validation = walk
             leader, epoch = (leaders or {}).get(index, (-1, 0))
             if leader not in self.live_brokers:
                 leader = self.place_leader()
@@ -462,10 +486,26 @@ class BrokerState:
         """Replace a topic's overrides (validated by the caller) and reconfigure its logs."""
         topic = self.topics[name]
         topic.configs = dict(configs)
-        config = log_config(topic.configs, self.static_config)
+        config = log_config(topic.configs, self.broker_settings)
         for partition in topic.partitions:
             partition.log.update_config(config)
         self._write_metadata()
+
+    def set_dynamic_broker_configs(self, resource: str, configs: Mapping[str, str]) -> None:
+        """Replace the dynamic configs of a BROKER resource (validated by the caller): durable
+        as ConfigRecords first, then applied to every topic's logs (Kafka's
+        ``DynamicLogConfig.reconfigure``: a topic's own overrides still win)."""
+        old = self.dynamic_broker_configs(resource)
+        records = mlog.config_records(mlog.CONFIG_BROKER, resource, old, configs)
+        if not records:
+            return
+        self.append_metadata(records)
+        settings = self.broker_settings
+        for topic in self.topics.values():
+            config = log_config(topic.configs, settings)
+            for partition in topic.partitions:
+                partition.log.update_config(config)
+        log.info("dynamic broker configs of %r: %s", resource or "<default>", dict(configs))
 
     # --- the metadata log (SCRAM credentials, ACLs) -------------------------------------------
 

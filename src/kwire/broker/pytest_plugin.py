@@ -11,9 +11,23 @@ stopped when the test ends. Mark a test ``@pytest.mark.kwire_broker(kafka_versio
 config={"num.partitions": "3"})`` to choose the release personality and broker settings.
 ``kwire_broker_factory(**kwargs)`` starts more brokers (or restarts one on the same directory).
 
+Test settings: the fixtures start brokers with ``TEST_CONFIG`` under the given config, as Kafka's
+development ``config/server.properties`` and the client projects' test brokers (testcontainers,
+librdkafka's and franz-go's test clusters) do, so that a test waits for nothing: no initial
+rebalance delay (a consumer group's first assignment at once, not 3 s later), one-partition
+``__consumer_offsets`` and ``__transaction_state`` (not 50 partitions each to create and load).
+A marker's ``config`` overrides any of them; ``kwire broker`` and ``Broker(...)`` keep Kafka's
+production defaults.
+
 ``kwire_cluster`` is an in-process cluster of three brokers (``kwire.broker.Cluster``: node ids
 1..3, each on its own free port, one shared data directory); ``@pytest.mark.kwire_cluster(nodes=5,
 kafka_version=..., config=...)`` chooses its settings.
+
+Loading this plugin costs nothing: it imports no other kwire module (its parent packages load
+their names lazily), and it takes kwire off pytest's assertion-rewriting list (pytest marks every
+package of a ``pytest11`` distribution, pytest-dev/pytest#2419; kwire has no assertions to
+rewrite, and rewritten modules are parsed from source instead of loaded from bytecode). The
+first fixture used in a session pays for ``import kwire.broker``, once.
 """
 
 from __future__ import annotations
@@ -26,6 +40,28 @@ import pytest
 
 if TYPE_CHECKING:
     from kwire.broker import Broker, Cluster
+
+#: Broker settings of the fixtures' brokers (see the module doc); a marker's ``config`` wins.
+TEST_CONFIG: dict[str, str] = {
+    "group.initial.rebalance.delay.ms": "0",
+    "offsets.topic.num.partitions": "1",
+    "transaction.state.log.num.partitions": "1",
+}
+
+
+def _with_test_config(kwargs: dict[str, Any]) -> dict[str, Any]:
+    return {**kwargs, "config": {**TEST_CONFIG, **(kwargs.get("config") or {})}}
+
+
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    # before any conftest imports kwire; ``_must_rewrite`` is pytest's (no public way to unmark)
+    hook = getattr(early_config.pluginmanager, "rewrite_hook", None)
+    marked = getattr(hook, "_must_rewrite", None)
+    if isinstance(marked, set) and "kwire" in marked:
+        marked.discard("kwire")
+        cache = getattr(hook, "_marked_for_rewrite_cache", None)
+        if isinstance(cache, dict):
+            cache.clear()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -55,7 +91,7 @@ def kwire_broker_factory(tmp_path: Path) -> Iterator[Callable[..., Broker]]:
             data_dir = tmp_path / f"kwire-broker-{count}"
         kwargs.setdefault("host", "127.0.0.1")
         kwargs.setdefault("port", 0)
-        broker = Broker(data_dir, **kwargs)
+        broker = Broker(data_dir, **_with_test_config(kwargs))
         broker.start()
         started.append(broker)
         return broker
@@ -85,7 +121,7 @@ def kwire_cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cl
     kwargs: dict[str, Any] = dict(marker.kwargs) if marker is not None else {}
     kwargs.setdefault("host", "127.0.0.1")
     kwargs.setdefault("port", 0)
-    cluster = Cluster(tmp_path / "kwire-cluster", **kwargs)
+    cluster = Cluster(tmp_path / "kwire-cluster", **_with_test_config(kwargs))
     cluster.start()
     try:
         yield cluster

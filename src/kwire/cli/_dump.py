@@ -16,6 +16,11 @@ parse its output keep working:
   ``.snapshot``: ``producerId: .. producerEpoch: .. coordinatorEpoch: .. currentTxnFirstOffset: ..
   lastTimestamp: .. firstSequence: .. lastSequence: .. lastOffset: .. offsetDelta: .. timestamp: ..``.
 
+Beyond Kafka's tool, ``--files`` takes directories: a partition directory stands for its ``.log``
+segments (oldest first), a data directory for every partition's, sorted by topic and partition,
+with ``__consumer_offsets``, ``__transaction_state`` and ``__cluster_metadata`` decoded as their
+decoder options would (Kafka's tool says "Ignoring unknown file" to a directory).
+
 Where Kafka's tool crashes with a stack trace (a corrupt batch in the middle of a segment, a
 corrupt index), kwire reports what it skipped on stderr and goes on. ``--json`` prints one JSON
 object per line instead (every batch, record, index entry and problem, each with a ``type``).
@@ -33,7 +38,7 @@ import os
 import struct
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final, TextIO
 
 __all__ = ["register"]
@@ -45,6 +50,7 @@ from kwire.log import (
     MappedFile,
     TransactionIndex,
     offset_index_sanity_problem,
+    parse_partition_dir,
     read_producer_snapshot,
     read_small_file,
     scan_batches,
@@ -110,7 +116,9 @@ def register(subparsers: Any) -> None:
         "--files",
         required=True,
         metavar="file1,file2,...",
-        help="REQUIRED: the comma separated list of data and index log files to be dumped",
+        help="REQUIRED: the comma separated list of data and index log files to be dumped; a "
+        "partition directory stands for its .log segments, a data directory for every "
+        "partition's (internal topics decoded as by their decoder options)",
     )
     parser.add_argument(
         "--print-data-log",
@@ -516,6 +524,56 @@ def _resolve_decoder(name: str, out: _Out) -> Decoder:
     return _DECODERS[name]
 
 
+#: The decoder of each internal topic when a directory is dumped (as if its flag were given).
+_INTERNAL_DECODERS: Final = {
+    "__consumer_offsets": "offsets_decoder",
+    "__transaction_state": "transaction_log_decoder",
+    "__cluster_metadata": "cluster_metadata_decoder",
+}
+
+
+def _segments(directory: str) -> list[str]:
+    """A partition directory's ``.log`` segments, oldest first."""
+    logs = [
+        (base, name)
+        for name in os.listdir(directory)
+        if name.endswith(".log") and (base := segment_base_offset(name)) is not None
+    ]
+    return [os.path.join(directory, name) for _, name in sorted(logs)]
+
+
+def _directory_logs(directory: str) -> list[tuple[str, str | None]]:
+    """The segments a directory holds, with the decoder of an internal topic: a partition
+    directory's own, or (a data directory) every partition's, sorted by topic and partition."""
+    tp = parse_partition_dir(os.path.basename(os.path.normpath(directory)))
+    if tp is not None:
+        return [(f, _INTERNAL_DECODERS.get(tp.topic)) for f in _segments(directory)]
+    partitions = sorted(
+        (tp, os.path.join(directory, name))
+        for name in os.listdir(directory)
+        if (tp := parse_partition_dir(name)) is not None
+        and os.path.isdir(os.path.join(directory, name))
+    )
+    return [(f, _INTERNAL_DECODERS.get(tp.topic)) for tp, d in partitions for f in _segments(d)]
+
+
+def _dump_path(path: str, opts: _Options, out: _Out, report: _Report) -> None:
+    """A file, or every segment of a partition or data directory (kafka-dump-log takes files)."""
+    if not os.path.isdir(path):
+        _dump_file(path, opts, out, report)
+        return
+    logs = _directory_logs(path)
+    if not logs:
+        report.failed = True
+        out.problem(path, "no partition directories or log segments in it")
+    for file, decoder in logs:
+        if decoder is None:
+            _dump_file(file, opts, out, report)
+        else:
+            internal = replace(opts, special=[decoder], print_data=True, deep=True)
+            _dump_file(file, internal, out, report)
+
+
 def _dump(args: argparse.Namespace) -> int:
     opts = _options(args)
     for name in (opts.value_decoder, opts.key_decoder):
@@ -535,7 +593,7 @@ def _dump(args: argparse.Namespace) -> int:
     report = _Report()
     try:
         for file in opts.files:
-            _dump_file(file, opts, out, report)
+            _dump_path(file, opts, out, report)
         _print_report(report, out)
         sys.stdout.flush()
     except BrokenPipeError:

@@ -31,20 +31,33 @@ EXIT_DECODE_ERROR = 1
 EXIT_USAGE = 2
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every subcommand, or only of ``only`` (a start imports nothing else)."""
     parser = argparse.ArgumentParser(
         prog="kwire", description="Read, write, check and convert Apache Kafka's wire formats."
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
-    for name in _COMMANDS:
+    for name in _COMMANDS if only is None else (only,):
         module = importlib.import_module(f"kwire.cli._{name}")
         module.register(subparsers)
+        if only is not None and hasattr(module, "usage_error"):
+            # a command whose usage errors are one line (``kwire broker``): the top-level
+            # parser's own ("unrecognized arguments") too
+            parser.error = module.usage_error  # type: ignore[method-assign]
     return parser
 
 
+def _command(argv: Sequence[str]) -> str | None:
+    """The subcommand ``argv`` names (``kwire broker ...``), if it starts with one."""
+    modules = {name.replace("_", "-"): name for name in _COMMANDS}  # spec-check: _spec_check
+    return modules.get(argv[0]) if argv else None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    if argv is None:
+        argv = sys.argv[1:]
+    parser = build_parser(_command(argv))
     args = parser.parse_args(argv)
     try:
         code: int = args.func(args)

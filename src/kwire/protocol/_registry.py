@@ -42,6 +42,9 @@ class ProtocolRegistry:
         """Every message name, sorted."""
         return sorted(self._specs)
 
+    def _has(self, name: str) -> bool:
+        return name in self._specs
+
     def spec(self, name: str) -> MessageSpec:
         try:
             return self._specs[name]
@@ -65,7 +68,8 @@ class ProtocolRegistry:
             raise TypeError("give either a name or api_key= and kind=, not both")
         cls = self._classes.get(name)
         if cls is None:
-            self.spec(name)  # KeyError for unknown names
+            if not self._has(name):
+                raise KeyError(f"no message named {name!r}")
             cls = self._load(name)
             self._classes[name] = cls
         return cls
@@ -104,6 +108,10 @@ class _BundledRegistry(ProtocolRegistry):
     def names(self) -> list[str]:
         return sorted(self._modules)
 
+    def _has(self, name: str) -> bool:
+        # the generated index, not the specs: a name check must not parse 241 JSON files
+        return name in self._modules
+
     def spec(self, name: str) -> MessageSpec:
         try:
             return bundled_specs()[name]
@@ -120,11 +128,6 @@ class _BundledRegistry(ProtocolRegistry):
             cls = self._classes.get(name)
             if cls is not None:
                 return cls
-            if name not in self._modules:
-                raise KeyError(f"no message named {name!r}")
-            cls = self._import(name)
-            self._classes[name] = cls
-            return cls
         return super().message_class(name, api_key=api_key, kind=kind)
 
     def _import(self, name: str) -> type[KafkaMessage]:

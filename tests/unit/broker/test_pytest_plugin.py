@@ -1,0 +1,104 @@
+"""The pytest plugin (``pytest11`` entry point ``kwire.broker.pytest_plugin``) costs nothing until a
+test uses its fixtures: loading it imports no kwire module but itself (and its two empty parent
+packages), and kwire's modules are not rewritten by pytest's assertion rewriting.
+
+Each test runs a fresh interpreter (a pytest session of its own where pytest is involved), since
+this one has imported kwire long ago.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[3] / "src"
+#: the packages ``import kwire.broker.pytest_plugin`` cannot help executing (both import nothing)
+PLUGIN_ONLY = ["kwire", "kwire.broker", "kwire.broker.pytest_plugin"]
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(SRC), env.get("PYTHONPATH", "")])
+    return env
+
+
+def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        args, cwd=cwd, env=_env(), capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def test_importing_the_plugin_imports_no_other_kwire_module(tmp_path: Path) -> None:
+    code = (
+        "import sys, kwire.broker.pytest_plugin\n"
+        "print(sorted(m for m in sys.modules if m == 'kwire' or m.startswith('kwire.')))"
+    )
+    done = _run([sys.executable, "-c", code], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == repr(PLUGIN_ONLY)
+
+
+def _session(tmp_path: Path, test_source: str) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "test_probe.py").write_text(textwrap.dedent(test_source))
+    # the plugin is loaded through its entry point, as in any project that installed kwire
+    return _run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_probe.py"],
+        tmp_path,
+    )
+
+
+def test_a_session_that_uses_no_fixture_loads_only_the_plugin(tmp_path: Path) -> None:
+    done = _session(
+        tmp_path,
+        f"""
+        import sys
+
+        def test_nothing_of_kwire_loaded():
+            loaded = sorted(m for m in sys.modules if m == "kwire" or m.startswith("kwire."))
+            assert loaded == {PLUGIN_ONLY!r}
+        """,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_kwire_modules_are_not_rewritten_by_pytest(tmp_path: Path) -> None:
+    # the plugin and its two parent packages are loaded (and rewritten) before the plugin can
+    # say anything; every other kwire module must come from its bytecode, as outside pytest
+    done = _session(
+        tmp_path,
+        f"""
+        import sys
+        import kwire.records
+        from kwire.broker import Broker
+
+        def test_loaded_from_bytecode_not_rewritten():
+            loaded = [m for n, m in sys.modules.items() if n.startswith("kwire.")]
+            assert len(loaded) > 100
+            for module in loaded:
+                if module.__name__ not in {PLUGIN_ONLY!r}:
+                    assert type(module.__loader__).__name__ != "AssertionRewritingHook", module
+
+        def test_the_fixture_works(kwire_broker):
+            kwire_broker.create_topic("probe", partitions=2)
+            assert "probe" in kwire_broker.topics()
+        """,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 passed" in done.stdout
+
+
+def test_a_broker_submodule_imported_first_then_the_package(tmp_path: Path) -> None:
+    # the package loads lazily: a submodule first must still import, and the first public name
+    # must still register every handler
+    code = (
+        "import kwire.broker._state, kwire.broker._apis as apis\n"
+        "before = len(apis.HANDLERS)\n"
+        "from kwire.broker import Broker, implemented_versions\n"
+        "print(before < len(apis.HANDLERS) == len(implemented_versions()))"
+    )
+    done = _run([sys.executable, "-c", code], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True"
