@@ -35,6 +35,7 @@ from kwire.broker._apis import register
 from kwire.broker._config import (
     BROKER_CONFIGS,
     TOPIC_CONFIGS,
+    ConfigDef,
     ConfigError,
     ConfigSource,
     ConfigType,
@@ -907,10 +908,16 @@ def _check_broker_change(
             raise _ApiError(ErrorCode.INVALID_CONFIG, str(exc)) from None
 
 
-def _incremental_broker(state: BrokerState, name: str, ops: Sequence[Any]) -> dict[str, str]:
-    """``ConfigurationControlManager.incrementalAlterConfigResource`` for a BROKER resource."""
-    current = state.dynamic_broker_configs(name)
-    merged: dict[str, str] = dict(current)
+def _apply_incremental_ops(
+    current: Mapping[str, str],
+    ops: Sequence[Any],
+    definitions: Mapping[str, ConfigDef],
+    effective: Callable[[str, ConfigDef], str | None],
+) -> dict[str, str | None]:
+    """``ConfigurationControlManager.incrementalAlterConfigResource``'s merge: SET, DELETE, and
+    APPEND/SUBTRACT on LIST configs (over ``effective``, the value in force when the resource has
+    none of its own); anything else is INVALID_CONFIG."""
+    merged: dict[str, str | None] = dict(current)
     for op in ops:
         key, value = op.name, op.value
         if op.config_operation == OP_SET:
@@ -918,14 +925,16 @@ def _incremental_broker(state: BrokerState, name: str, ops: Sequence[Any]) -> di
         elif op.config_operation == OP_DELETE:
             merged.pop(key, None)
         else:  # APPEND, SUBTRACT
-            definition = BROKER_CONFIGS.get(key)
+            definition = definitions.get(key)
             if definition is None or definition.type is not ConfigType.LIST:
                 raise _ApiError(
                     ErrorCode.INVALID_CONFIG,
                     f"Can't {_OP_NAMES[op.config_operation]} to key {key} because its type is "
                     "not LIST.",
                 )
-            old = current.get(key, state.broker_config(key))
+            old = current.get(key)
+            if old is None:
+                old = effective(key, definition)
             parts = [p for p in _java_split(old or "") if p]
             for item in _java_split(value or ""):
                 if op.config_operation == OP_APPEND:
@@ -934,6 +943,21 @@ def _incremental_broker(state: BrokerState, name: str, ops: Sequence[Any]) -> di
                 elif item in parts:
                     parts.remove(item)
             merged[key] = ",".join(parts)
+    return merged
+
+
+def _incremental_broker(state: BrokerState, name: str, ops: Sequence[Any]) -> dict[str, str]:
+    """``ConfigurationControlManager.incrementalAlterConfigResource`` for a BROKER resource."""
+    merged = {
+        k: v
+        for k, v in _apply_incremental_ops(
+            state.dynamic_broker_configs(name),
+            ops,
+            BROKER_CONFIGS,
+            lambda key, _definition: state.broker_config(key),
+        ).items()
+        if v is not None
+    }
     _check_broker_change(
         state,
         name,
@@ -1025,33 +1049,12 @@ def _incremental_topic(
 ) -> tuple[Topic, dict[str, str]]:
     """``ConfigurationControlManager.incrementalAlterConfigResource`` for a topic."""
     found = state.topics.get(name)
-    current = dict(found.configs) if found is not None else {}
-    merged: dict[str, str | None] = dict(current)
-    for op in ops:
-        key, value = op.name, op.value
-        if op.config_operation == OP_SET:
-            merged[key] = value
-        elif op.config_operation == OP_DELETE:
-            merged.pop(key, None)
-        else:  # APPEND, SUBTRACT
-            definition = TOPIC_CONFIGS.get(key)
-            if definition is None or definition.type is not ConfigType.LIST:
-                raise _ApiError(
-                    ErrorCode.INVALID_CONFIG,
-                    f"Can't {_OP_NAMES[op.config_operation]} to key {key} because its type is "
-                    "not LIST.",
-                )
-            old = current.get(key)
-            if old is None:
-                old = definition.default
-            parts = [p for p in _java_split(old or "") if p]
-            for item in _java_split(value or ""):
-                if op.config_operation == OP_APPEND:
-                    if item not in parts:
-                        parts.append(item)
-                elif item in parts:
-                    parts.remove(item)
-            merged[key] = ",".join(parts)
+    merged = _apply_incremental_ops(
+        dict(found.configs) if found is not None else {},
+        ops,
+        TOPIC_CONFIGS,
+        lambda _key, definition: definition.default,
+    )
     configs = {k: v for k, v in merged.items() if v is not None}
     topic = _check_topic_resource(state, name, configs)
     return topic, configs

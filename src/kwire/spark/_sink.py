@@ -153,6 +153,45 @@ def _as_bytes(value: Any) -> bytes | None:
     return bytes(value)
 
 
+SinkRow = tuple[
+    str | None, int | None, bytes | None, bytes | None, list[tuple[str, bytes | None]], int
+]
+
+
+def sink_rows(batch: pa.RecordBatch, topic_option: str | None, now_ms: int) -> Iterator[SinkRow]:
+    """Spark's Kafka sink columns of each row: (topic, partition, key, value, headers,
+    timestamp ms). The ``topic`` option wins over the column, as in Spark; a missing partition
+    is None (the caller partitions), a missing timestamp ``now_ms``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = batch.num_rows
+    cols = {name: batch.column(name) for name in batch.schema.names}
+    values = cols["value"].to_pylist()
+    keys = cols["key"].to_pylist() if "key" in cols else [None] * n
+    if topic_option is not None or "topic" not in cols:
+        topics: list[str | None] = [topic_option] * n
+    else:
+        topics = cols["topic"].to_pylist()
+    parts = cols["partition"].to_pylist() if "partition" in cols else [None] * n
+    if "timestamp" in cols:
+        ts = pc.cast(cols["timestamp"], pa.timestamp("ms", tz="UTC"), safe=False)
+        stamps = pc.cast(ts, pa.int64()).to_pylist()
+    else:
+        stamps = [now_ms] * n
+    headers = cols["headers"].to_pylist() if "headers" in cols else [None] * n
+    for i in range(n):
+        hdrs = headers[i]
+        yield (
+            topics[i],
+            parts[i],
+            _as_bytes(keys[i]),
+            _as_bytes(values[i]),
+            [(h["key"], _as_bytes(h["value"])) for h in hdrs] if hdrs else [],
+            now_ms if stamps[i] is None else stamps[i],
+        )
+
+
 def _shifted(batch: Batch, shift: int, now_ms: int) -> bytes | bytearray | memoryview:
     """The batch with every offset moved by ``shift`` (no record is rebuilt when avoidable).
 
@@ -251,8 +290,6 @@ class KafkaLogWriter(DataSourceArrowWriter):  # type: ignore[misc]
 
     # ---- executors ----------------------------------------------------------------------------
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskCommit:
-        import pyarrow as pa
-        import pyarrow.compute as pc
         from pyspark import TaskContext
 
         ctx = TaskContext.get()
@@ -267,26 +304,9 @@ class KafkaLogWriter(DataSourceArrowWriter):  # type: ignore[misc]
         counter = 0
         try:
             for batch in iterator:
-                n = batch.num_rows
-                cols = {name: batch.column(name) for name in batch.schema.names}
-                values = cols["value"].to_pylist()
-                keys = cols["key"].to_pylist() if "key" in cols else [None] * n
-                topics = cols["topic"].to_pylist() if "topic" in cols else [opts.topic] * n
-                if opts.topic is not None:
-                    topics = [opts.topic] * n
-                parts = cols["partition"].to_pylist() if "partition" in cols else [None] * n
-                if "timestamp" in cols:
-                    ts = pc.cast(cols["timestamp"], pa.timestamp("ms", tz="UTC"), safe=False)
-                    stamps = pc.cast(ts, pa.int64()).to_pylist()
-                else:
-                    stamps = [now] * n
-                headers = cols["headers"].to_pylist() if "headers" in cols else [None] * n
-                for i in range(n):
-                    topic = topics[i]
+                for topic, part, key, value, hdrs, stamp in sink_rows(batch, opts.topic, now):
                     if topic is None:
-                        raise KwireError(f"kafka-log sink: row {i} of a batch has no topic")
-                    key = _as_bytes(keys[i])
-                    part = parts[i]
+                        raise KwireError("kafka-log sink: a row has no topic (null `topic`)")
                     if part is None:
                         part = default_partition(key, opts.num_partitions, counter)
                         counter += 1
@@ -295,13 +315,7 @@ class KafkaLogWriter(DataSourceArrowWriter):  # type: ignore[misc]
                         sink = sinks[(topic, part)] = _PartitionSink(
                             root, topic, part, opts, self.log_end.get((topic, part), 0)
                         )
-                    hdrs = headers[i]
-                    sink.append(
-                        now if stamps[i] is None else stamps[i],
-                        key,
-                        _as_bytes(values[i]),
-                        [(h["key"], _as_bytes(h["value"])) for h in hdrs] if hdrs else (),
-                    )
+                    sink.append(stamp, key, value, hdrs)
             chunks = []
             for (topic, part), sink in sorted(sinks.items()):
                 next_offset = sink.close()

@@ -24,6 +24,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from kwire.client import ClientConfig, KafkaClient, default_partition
 from kwire.errors import OptionError
+from kwire.spark._sink import sink_rows
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -38,14 +39,6 @@ SINK_COLUMNS = frozenset({"key", "value", "headers", "topic", "partition", "time
 class WireTaskCommit(WriterCommitMessage):  # type: ignore[misc]
     records: int
     batches: int
-
-
-def _as_bytes(value: Any) -> bytes | None:
-    if value is None or isinstance(value, bytes):
-        return value
-    if isinstance(value, str):
-        return value.encode()
-    return bytes(value)
 
 
 class KafkaWireWriter(DataSourceArrowWriter):  # type: ignore[misc]
@@ -68,9 +61,6 @@ class KafkaWireWriter(DataSourceArrowWriter):  # type: ignore[misc]
         self.topic = topic
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WireTaskCommit:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
         config = ClientConfig.from_options(self.client_options)
         pending: dict[tuple[str, int], list[tuple[bytes | None, bytes | None, Any, int]]] = {}
         sizes: dict[tuple[str, int], int] = {}
@@ -87,35 +77,16 @@ class KafkaWireWriter(DataSourceArrowWriter):  # type: ignore[misc]
                     batches += 1
 
             for batch in iterator:
-                n = batch.num_rows
-                cols = {name: batch.column(name) for name in batch.schema.names}
-                values = cols["value"].to_pylist()
-                keys = cols["key"].to_pylist() if "key" in cols else [None] * n
-                topics = [self.topic] * n if self.topic else cols["topic"].to_pylist()
-                parts = cols["partition"].to_pylist() if "partition" in cols else [None] * n
                 now = int(time.time() * 1000)
-                if "timestamp" in cols:
-                    ts = pc.cast(cols["timestamp"], pa.timestamp("ms", tz="UTC"), safe=False)
-                    stamps = pc.cast(ts, pa.int64()).to_pylist()
-                else:
-                    stamps = [now] * n
-                headers = cols["headers"].to_pylist() if "headers" in cols else [None] * n
-                for i in range(n):
-                    topic = topics[i]
+                for topic, part, key, value, hdrs, stamp in sink_rows(batch, self.topic, now):
                     if topic is None:
                         raise OptionError("kafka-wire sink: a row has no topic (null `topic`)")
-                    key = _as_bytes(keys[i])
-                    part = parts[i]
                     if part is None:
                         count = client.metadata_partition_count(topic)
                         part = default_partition(key, count, counter)
                         counter += 1
-                    value = _as_bytes(values[i])
-                    hdrs = [(h["key"], _as_bytes(h["value"])) for h in headers[i] or ()]
                     tp = (topic, int(part))
-                    pending.setdefault(tp, []).append(
-                        (key, value, hdrs, now if stamps[i] is None else stamps[i])
-                    )
+                    pending.setdefault(tp, []).append((key, value, hdrs, stamp))
                     sizes[tp] = sizes.get(tp, 0) + len(value or b"") + len(key or b"") + 24
                     records += 1
                     if sizes[tp] >= config.batch_size:
