@@ -135,12 +135,13 @@ def api_versions_response(
             for name, (lo, hi) in sorted(personality.supported_features.items())
             if version >= 4 or lo > 0
         ]
-        finalized = sorted(personality.finalized_features.items())
+        finalized = sorted(state.finalized_features.items())
         response.finalized_features = [
             FINALIZED_FEATURE(name=name, max_version_level=level, min_version_level=level)
             for name, level in finalized
         ]
-        response.finalized_features_epoch = 0 if finalized else -1
+        # Kafka's epoch is the metadata image's offset (a client keeps the newest it has seen).
+        response.finalized_features_epoch = state.metadata_log.features_epoch if finalized else -1
     return response
 
 
