@@ -31,6 +31,7 @@ from kwire.broker import (  # noqa: F401  (handlers register themselves)
     _routing,
     _sasl,
     _txn_apis,
+    _update_features,
 )
 from kwire.broker._apis import HANDLERS, Deferred, implemented_versions
 from kwire.broker._broker import Broker

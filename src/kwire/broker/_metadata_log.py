@@ -959,6 +959,10 @@ class MetadataLog:
         )
         return start
 
+    def set_metadata_version(self, level: int) -> None:
+        """Write later records at ``level``'s record versions (a metadata.version upgrade)."""
+        self.node = dataclasses.replace(self.node, metadata_version=level)
+
     @property
     def features_epoch(self) -> int:
         """The offset of the last record applied (Kafka's ``FinalizedFeaturesEpoch``: the
