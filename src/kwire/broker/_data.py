@@ -335,7 +335,10 @@ def append_to_partition(
 
 @register(0, 0, 13)
 def handle_produce(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
-    """Produce (``KafkaApis.handleProduceRequest`` and ``ReplicaManager.appendRecords``)."""
+    """Produce (``KafkaApis.handleProduceRequest`` and ``ReplicaManager.appendRecords``); v12+
+    with ``transaction.version`` 2 adds a transactional batch's partition to its transaction."""
+    from kwire.broker._txn_apis import add_partition_for_produce, uses_transaction_v2
+
     version = ctx.api_version
     by_id = version >= 13
     now = state.now_ms()
@@ -376,6 +379,17 @@ def handle_produce(state: BrokerState, ctx: RequestContext, request: Any) -> Any
             if leader_error(state, ctx, partition) is not ErrorCode.NONE:
                 parts.append(_not_leader(pdata.index, partition, version, moved))
                 continue
+            if request.transactional_id is not None and uses_transaction_v2(state, version, 12):
+                added = add_partition_for_produce(
+                    state,
+                    request.transactional_id,
+                    partition.topic.name,
+                    pdata.index,
+                    pdata.records,
+                )
+                if added is not ErrorCode.NONE:
+                    parts.append(_produce_error(pdata.index, added))
+                    continue
             parts.append(append_to_partition(state, partition, pdata.records, version, now))
         responses.append(
             PRODUCE_TOPIC(
