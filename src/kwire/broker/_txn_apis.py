@@ -23,6 +23,7 @@ from kwire.protocol import ErrorCode, message_class, struct_class
 from kwire.records import read_batches
 
 __all__ = [
+    "add_group_partition_for_commit",
     "add_partition_for_produce",
     "handle_add_offsets_to_txn",
     "handle_add_partitions_to_txn",
@@ -257,6 +258,23 @@ def add_partition_for_produce(
     if error is ErrorCode.PRODUCER_FENCED:
         return ErrorCode.INVALID_PRODUCER_EPOCH
     return error
+
+
+def add_group_partition_for_commit(
+    state: BrokerState, transactional_id: str, group_id: str, producer_id: int, producer_epoch: int
+) -> ErrorCode:
+    """TxnOffsetCommit v5+ with TV2: the group's ``__consumer_offsets`` partition joins the
+    transaction without AddOffsetsToTxn (``KafkaApis.handleTxnOffsetCommitRequest`` verifying in
+    add mode); errors as for Produce."""
+    coordinator = coordinator_for(state)
+    error = coordinator.add_partitions(
+        transactional_id,
+        producer_id,
+        producer_epoch,
+        [coordinator.group_partition(group_id)],
+        state.now_ms(),
+    )
+    return ErrorCode.INVALID_PRODUCER_EPOCH if error is ErrorCode.PRODUCER_FENCED else error
 
 
 @register(26, 0, 5)

@@ -815,3 +815,48 @@ def test_tv2_epoch_exhaustion_rotates_the_producer_id(state: BrokerState) -> Non
     assert stored(state)[-1].producer_epoch == 32766
     # The retry with the old id is answered with the new one.
     assert end_txn_v5(state, pid, 32765, True) == (0, new_pid, 0)
+
+
+def test_tv2_txn_offset_commit_adds_the_group_partition(state: BrokerState) -> None:
+    """TxnOffsetCommit v5 with TV2: no AddOffsetsToTxn; the offsets commit with the EndTxn."""
+    r = init(state, version=5)
+    pid, epoch = r.producer_id, r.producer_epoch
+    assert produce(state, pid, epoch, 0, [b"a"], version=12).error_code == 0
+    cls = message_class("TxnOffsetCommitRequest")
+    tcls = struct_class(cls, "topics")
+    pcls = struct_class(cls, "topics", "partitions")
+
+    def commit_offsets(producer_epoch: int) -> int:
+        response = call(
+            state,
+            "TxnOffsetCommit",
+            5,
+            transactional_id=TXN,
+            group_id="g-tv2",
+            producer_id=pid,
+            producer_epoch=producer_epoch,
+            generation_id=-1,
+            member_id="",
+            topics=[tcls(name="t", partitions=[pcls(partition_index=0, committed_offset=1)])],
+        )
+        return int(response.topics[0].partitions[0].error_code)
+
+    assert commit_offsets(epoch) == 0
+    offsets = ("__consumer_offsets", coordinator_for(state).group_partition("g-tv2")[1])
+    assert offsets in coordinator_for(state).transactions[TXN].partitions
+    assert end_txn_v5(state, pid, epoch, True) == (0, pid, epoch + 1)
+    fetched = call(
+        state,
+        "OffsetFetch",
+        7,
+        group_id="g-tv2",
+        topics=[
+            struct_class(message_class("OffsetFetchRequest"), "topics")(
+                name="t", partition_indexes=[0]
+            )
+        ],
+        require_stable=True,
+    )
+    assert fetched.topics[0].partitions[0].committed_offset == 1
+    # A zombie of the old epoch cannot commit offsets any more.
+    assert commit_offsets(epoch) == ErrorCode.INVALID_PRODUCER_EPOCH
