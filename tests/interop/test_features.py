@@ -7,6 +7,8 @@ v11), against a 4.3 broker that finalizes transaction.version 2 as Kafka 4.x doe
 
 from __future__ import annotations
 
+import socket
+import time
 from typing import Any
 
 import pytest
@@ -130,3 +132,100 @@ def test_tv1_transactional_clients_with_transaction_version_2(broker: Any) -> No
     values = [r.value for r in got]
     assert values[:2] == [b"ck-commit", b"ck-commit"] and len(values) == 5
     assert b"ck-abort" not in values
+
+
+class RawSession:
+    """One connection speaking kwire's codecs (a transaction version 2 client, as Kafka's Java
+    producer 4.x behaves: InitProducerId, Produce v12, EndTxn v5)."""
+
+    def __init__(self, port: int) -> None:
+        from kwire.protocol import ClientConnection
+
+        self.conn = ClientConnection("tv2-raw")
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+
+    def call(self, name: str, version: int, **fields: Any) -> Any:
+        from kwire.protocol import message_class
+
+        self.sock.sendall(self.conn.send(message_class(f"{name}Request")(**fields), version))
+        for _ in range(1000):
+            response = self.conn.next_response()
+            if response is not None:
+                return response.message
+            chunk = self.sock.recv(1 << 16)
+            assert chunk, "closed by the broker"
+            self.conn.receive_data(chunk)
+        raise AssertionError("no response")
+
+    def produce(self, topic: str, pid: int, epoch: int, seq: int, value: bytes) -> int:
+        from kwire.protocol import message_class, struct_class
+        from kwire.records import build_batch
+
+        cls = message_class("ProduceRequest")
+        records = build_batch(
+            [(None, int(time.time() * 1000), None, value)],
+            2,
+            producer_id=pid,
+            producer_epoch=epoch,
+            base_sequence=seq,
+            is_transactional=True,
+        )
+        part = struct_class(cls, "topic_data", "partition_data")(index=0, records=records)
+        response = self.call(
+            "Produce",
+            12,
+            transactional_id="tv2-raw",
+            acks=-1,
+            timeout_ms=5000,
+            topic_data=[struct_class(cls, "topic_data")(name=topic, partition_data=[part])],
+        )
+        return int(response.responses[0].partition_responses[0].error_code)
+
+    def end_txn(self, pid: int, epoch: int, commit: bool) -> tuple[int, int, int]:
+        r = self.call(
+            "EndTxn",
+            5,
+            transactional_id="tv2-raw",
+            producer_id=pid,
+            producer_epoch=epoch,
+            committed=commit,
+        )
+        return int(r.error_code), r.producer_id, r.producer_epoch
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def test_tv2_epoch_bump_and_zombie_fencing_over_the_wire(broker: Any) -> None:
+    """A TV2 client over a socket: no AddPartitionsToTxn, the epoch bumped by every EndTxn v5,
+    a late write of the previous epoch fenced; librdkafka's read_committed consumer sees exactly
+    the committed records."""
+    from kwire.protocol import ErrorCode
+
+    broker.create_topic("tv2", partitions=1)
+    session = RawSession(broker.port)
+    try:
+        hello = session.call(
+            "ApiVersions", 3, client_software_name="tv2-raw", client_software_version="1"
+        )
+        levels = {f.name: f.max_version_level for f in hello.finalized_features}
+        assert levels["transaction.version"] == 2
+        r = session.call(
+            "InitProducerId", 5, transactional_id="tv2-raw", transaction_timeout_ms=30_000
+        )
+        pid, epoch = r.producer_id, r.producer_epoch
+        assert session.produce("tv2", pid, epoch, 0, b"one") == 0
+        assert session.produce("tv2", pid, epoch, 1, b"two") == 0
+        assert session.end_txn(pid, epoch, True) == (0, pid, epoch + 1)
+        # A zombie of the ended transaction's epoch: fenced, not appended.
+        assert session.produce("tv2", pid, epoch, 2, b"zombie") == ErrorCode.INVALID_PRODUCER_EPOCH
+        assert session.produce("tv2", pid, epoch + 1, 0, b"aborted") == 0
+        assert session.end_txn(pid, epoch + 1, False) == (0, pid, epoch + 2)
+        assert session.produce("tv2", pid, epoch + 2, 0, b"three") == 0
+        assert session.end_txn(pid, epoch + 2, True) == (0, pid, epoch + 3)
+    finally:
+        session.close()
+    got = ck_consume(
+        broker.bootstrap, "tv2", 3, timeout=WAIT, **{"isolation.level": "read_committed"}
+    )
+    assert [r.value for r in got] == [b"one", b"two", b"three"]

@@ -860,3 +860,38 @@ def test_tv2_txn_offset_commit_adds_the_group_partition(state: BrokerState) -> N
     assert fetched.topics[0].partitions[0].committed_offset == 1
     # A zombie of the old epoch cannot commit offsets any more.
     assert commit_offsets(epoch) == ErrorCode.INVALID_PRODUCER_EPOCH
+
+
+def test_tv2_across_a_restart(tmp_path: Path) -> None:
+    """The bumped epoch is in __transaction_state and the partitions' producer state: after a
+    restart a retry of the EndTxn is answered, a zombie write is still fenced, and a Prepare
+    record left by a crash is completed with its (bumped) epoch."""
+    path = tmp_path / "data"
+    state = make_state(path)
+    state.create_topic("t", 1)
+    r = init(state, version=5)
+    pid, epoch = r.producer_id, r.producer_epoch
+    assert produce(state, pid, epoch, 0, [b"a"], version=12).error_code == 0
+    assert end_txn_v5(state, pid, epoch, True) == (0, pid, epoch + 1)
+    assert produce(state, pid, epoch + 1, 0, [b"b"], version=12).error_code == 0
+    # A crash after the Prepare record of the next EndTxn v5 (its epoch already bumped).
+    coordinator = coordinator_for(state)
+    meta = coordinator.transactions[TXN]
+    prepared = meta.transit(state=TransactionState.PREPARE_ABORT, producer_epoch=epoch + 2)
+    coordinator._apply(prepared, NOW)
+    state.close()
+
+    state = make_state(path)
+    try:
+        found = describe(state)
+        assert (found.transaction_state, found.producer_epoch) == ("CompleteAbort", epoch + 2)
+        marker = stored(state)[-1]
+        assert marker.is_control and marker.producer_epoch == epoch + 2
+        assert decode_control_record(next(iter(marker))).type is ControlRecordType.ABORT
+        assert end_txn_v5(state, pid, epoch + 1, False) == (0, pid, epoch + 2)
+        late = produce(state, pid, epoch + 1, 1, [b"zombie"], version=12)
+        assert late.error_code == ErrorCode.INVALID_PRODUCER_EPOCH
+        assert produce(state, pid, epoch + 2, 0, [b"c"], version=12).error_code == 0
+        assert end_txn_v5(state, pid, epoch + 2, True) == (0, pid, epoch + 3)
+    finally:
+        state.close()
