@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kwire.broker import BrokerState
+from kwire.broker import _metadata_log as mlog
 from kwire.protocol import ErrorCode, message_class, struct_class
 from tests.unit.broker.test_txn import call, make_state
 
@@ -61,8 +62,18 @@ def test_a_new_4x_cluster_finalizes_kafkas_defaults(tmp_path: Path) -> None:
             "streams.version": 1,
         }
         assert epoch > 0
-        # The records are in __cluster_metadata, as kafka-storage format bootstraps them.
+        # The records are in __cluster_metadata and bootstrap.checkpoint, as kafka-storage
+        # format writes them: metadata.version first, then the other features above level 0.
         assert state.metadata_image.features["transaction.version"] == 2
+        bootstrap = mlog.read_snapshot((tmp_path / "d" / "bootstrap.checkpoint").read_bytes())
+        assert [(m.name, m.feature_level) for m, _ in bootstrap] == [
+            ("metadata.version", 21),
+            ("eligible.leader.replicas.version", 1),
+            ("group.version", 1),
+            ("share.version", 1),
+            ("streams.version", 1),
+            ("transaction.version", 2),
+        ]
     finally:
         state.close()
     old = make_state(tmp_path / "e", "3.9")
@@ -117,5 +128,27 @@ def test_downgrade_rules_and_persistence(tmp_path: Path) -> None:
     try:
         levels = finalized(again)[0]
         assert levels == {"metadata.version": 21, "transaction.version": 2}
+    finally:
+        again.close()
+
+
+def test_an_older_log_gets_the_new_cluster_levels_once(tmp_path: Path) -> None:
+    """A metadata log with only metadata.version (an older kwire, or a 3.9 personality) opened
+    by a 4.x broker gains the 4.x levels; a level an UpdateFeatures set (0 included) stays."""
+    old = make_state(tmp_path / "d", "3.9")
+    old.close()
+    state = make_state(tmp_path / "d", "4.0")
+    try:
+        assert finalized(state)[0] == {
+            "metadata.version": 21,
+            "transaction.version": 2,
+            "group.version": 1,
+        }
+        assert update(state, group_version=(0, 2)).error_code == 0
+    finally:
+        state.close()
+    again = make_state(tmp_path / "d", "4.0")
+    try:
+        assert "group.version" not in finalized(again)[0]
     finally:
         again.close()
