@@ -33,10 +33,10 @@ client ``TransactionVersion`` that ``supportsEpochBump``): the Prepare record al
 bumped epoch, the markers are written with it (so the partitions' producer state moves to it and
 a late write of the old epoch is refused as INVALID_PRODUCER_EPOCH), and the answer carries the
 new producer id and epoch. A retry of that EndTxn (the epoch one below, the transaction complete)
-is answered with the current id and epoch. An epoch that reaches ``Short.MaxValue - 1`` rotates
-the producer id after the markers (Kafka writes the next id in the Prepare record's tagged
-``NextProducerId``; kwire writes value version 0, so it is one more CompleteX record with the new
-id). In TV2 an abort is allowed with no transaction open (Empty or complete): it only bumps the
+is answered with the current id and epoch. An exhausted epoch (``Short.MaxValue - 1``) is
+bumped once more for the markers, then the producer id rotates (Kafka writes the next id in the
+Prepare record's tagged ``NextProducerId``; kwire writes value version 0, so it is one more
+CompleteX record with the new id). In TV2 an abort is allowed with no transaction open (Empty or complete): it only bumps the
 epoch. Produce v12+ of a transactional batch adds its partition to the transaction itself
 (``AddPartitionsToTxnManager`` in add mode, ``_txn_apis.add_partition_for_produce``). Clients
 that use EndTxn v4 or older (Kafka's Java producer 3.9, TV1) keep the epoch: TV1 rules.
@@ -551,12 +551,15 @@ class TransactionCoordinator:
             return InitResult(ErrorCode.INVALID_TXN_STATE)
         if meta.producer_epoch >= SHORT_MAX:
             return InitResult(ErrorCode.PRODUCER_FENCED)
+        # TransactionCoordinator: an exhausted epoch (32766) is still bumped for the markers
+        # (32767, never handed out), then the producer id is rotated.
+        rotate = is_epoch_exhausted(meta.producer_epoch)
         bumped = meta.transit(
             producer_epoch=meta.producer_epoch + 1, last_producer_epoch=meta.producer_epoch
         )
         try:
             done = self._end(bumped, commit=commit, now_ms=now_ms)
-            if is_epoch_exhausted(done.producer_epoch):
+            if rotate:
                 done = self._apply(
                     done.transit(
                         producer_id=self.state.allocate_producer_id(),

@@ -810,11 +810,13 @@ def test_tv2_epoch_exhaustion_rotates_the_producer_id(state: BrokerState) -> Non
     meta = coordinator.transactions[TXN]
     coordinator.transactions[TXN] = meta.transit(producer_epoch=32765)
     assert produce(state, pid, 32765, 0, [b"a"], version=12).error_code == 0
-    error, new_pid, new_epoch = end_txn_v5(state, pid, 32765, True)
+    assert end_txn_v5(state, pid, 32765, True) == (0, pid, 32766)  # not exhausted yet
+    assert produce(state, pid, 32766, 0, [b"b"], version=12).error_code == 0
+    error, new_pid, new_epoch = end_txn_v5(state, pid, 32766, True)
     assert (error, new_epoch) == (0, 0) and new_pid != pid
-    assert stored(state)[-1].producer_epoch == 32766
+    assert stored(state)[-1].producer_epoch == 32767  # the markers: one more bump
     # The retry with the old id is answered with the new one.
-    assert end_txn_v5(state, pid, 32765, True) == (0, new_pid, 0)
+    assert end_txn_v5(state, pid, 32766, True) == (0, new_pid, 0)
 
 
 def test_tv2_txn_offset_commit_adds_the_group_partition(state: BrokerState) -> None:
