@@ -110,16 +110,23 @@ def test_downgrade_rules_and_persistence(tmp_path: Path) -> None:
         # v2 (4.0) answers without per-feature results; an upgrade back to TV2.
         r = update(state, version=2, transaction_version=2)
         assert r.error_code == 0
-        # Unknown feature, unknown upgrade type, downgrade "to a newer version".
-        assert update(state, no_such_feature=1).error_code == ErrorCode.INVALID_UPDATE_VERSION
-        assert update(state, group_version=(1, 7)).error_code == ErrorCode.INVALID_REQUEST
+        # Unknown feature (level 0 only), unknown upgrade type, downgrade "to a newer version".
+        r = update(state, no_such_feature=1)
+        assert r.error_code == ErrorCode.INVALID_UPDATE_VERSION
+        assert r.error_message.endswith("Local controller 1 does not support this feature.")
+        r = update(state, group_version=(1, 7))
+        assert r.error_code == ErrorCode.INVALID_UPDATE_VERSION
+        assert "does not support the given upgrade type" in r.error_message
         r = update(state, eligible_leader_replicas_version=(1, 2))
         assert "Can't downgrade to a newer version." in r.error_message
         # metadata.version is never downgraded here.
         r = update(state, metadata_version=(20, 2))
         assert r.error_code == ErrorCode.INVALID_UPDATE_VERSION
+        assert "Retry using UNSAFE_DOWNGRADE" in r.error_message
         r = update(state, metadata_version=(20, 3))
-        assert "Unsafe metadata.version downgrades are not supported." in r.error_message
+        assert r.error_message == (
+            "Invalid metadata.version 20. Unsafe metadata downgrade is not supported in this version."
+        )
         # v0: AllowDowngrade means a safe downgrade.
         assert update(state, version=0, group_version=(0, 2)).error_code == 0
     finally:
@@ -152,3 +159,21 @@ def test_an_older_log_gets_the_new_cluster_levels_once(tmp_path: Path) -> None:
         assert "group.version" not in finalized(again)[0]
     finally:
         again.close()
+
+
+def test_before_4_0_each_feature_is_answered_on_its_own(tmp_path: Path) -> None:
+    """3.3-3.9's controller: per-feature results, the top level NONE, the valid ones applied."""
+    state = make_state(tmp_path / "d", "3.9")
+    try:
+        r = update(state, metadata_version=21, kraft_version=3)
+        assert r.error_code == 0
+        results = {x.feature: (x.error_code, x.error_message) for x in r.results}
+        assert results["metadata.version"] == (0, None)
+        assert results["kraft.version"] == (
+            ErrorCode.INVALID_UPDATE_VERSION,
+            "Invalid update version 3 for feature kraft.version. "
+            "Local controller 1 only supports versions 0-1",
+        )
+        assert finalized(state)[0] == {"metadata.version": 21}
+    finally:
+        state.close()
