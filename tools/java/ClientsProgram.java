@@ -52,6 +52,9 @@ import org.apache.kafka.clients.admin.Config;
 import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.CreateTopicsResult;
 import org.apache.kafka.clients.admin.DescribeClusterResult;
+import org.apache.kafka.clients.admin.FeatureMetadata;
+import org.apache.kafka.clients.admin.FeatureUpdate;
+import org.apache.kafka.clients.admin.FinalizedVersionRange;
 import org.apache.kafka.clients.admin.ListOffsetsResult;
 import org.apache.kafka.clients.admin.LogDirDescription;
 import org.apache.kafka.clients.admin.MemberToRemove;
@@ -65,7 +68,9 @@ import org.apache.kafka.clients.admin.RecordsToDelete;
 import org.apache.kafka.clients.admin.RemoveMembersFromConsumerGroupOptions;
 import org.apache.kafka.clients.admin.RemoveMembersFromConsumerGroupResult;
 import org.apache.kafka.clients.admin.ReplicaInfo;
+import org.apache.kafka.clients.admin.SupportedVersionRange;
 import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.clients.admin.UpdateFeaturesOptions;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
@@ -636,6 +641,41 @@ public class ClientsProgram {
                 op.get("names").forEach(n -> names.add(n.asText()));
                 get(admin.deleteTopics(names).all());
                 return F.booleanNode(true);
+            }
+            case "describeFeatures": {
+                FeatureMetadata features = get(admin.describeFeatures().featureMetadata());
+                ObjectNode o = F.objectNode();
+                ObjectNode finalized = o.putObject("finalized");
+                for (Map.Entry<String, FinalizedVersionRange> e : features.finalizedFeatures().entrySet()) {
+                    finalized.put(e.getKey(), e.getValue().maxVersionLevel());
+                }
+                ObjectNode supported = o.putObject("supported");
+                for (Map.Entry<String, SupportedVersionRange> e : features.supportedFeatures().entrySet()) {
+                    supported.putArray(e.getKey()).add(e.getValue().minVersion()).add(e.getValue().maxVersion());
+                }
+                o.put("epoch", features.finalizedFeaturesEpoch().orElse(-1L));
+                return o;
+            }
+            case "updateFeatures": {
+                Map<String, FeatureUpdate> updates = new HashMap<>();
+                Iterator<Map.Entry<String, JsonNode>> fields = op.get("features").fields();
+                while (fields.hasNext()) {
+                    Map.Entry<String, JsonNode> f = fields.next();
+                    updates.put(f.getKey(), new FeatureUpdate((short) f.getValue().get(0).asInt(),
+                        FeatureUpdate.UpgradeType.valueOf(f.getValue().get(1).asText())));
+                }
+                UpdateFeaturesOptions options = new UpdateFeaturesOptions()
+                    .validateOnly(op.path("validateOnly").asBoolean(false));
+                ObjectNode o = F.objectNode();
+                for (Map.Entry<String, KafkaFuture<Void>> e : admin.updateFeatures(updates, options).values().entrySet()) {
+                    try {
+                        get(e.getValue());
+                        o.putNull(e.getKey());
+                    } catch (Exception ex) {
+                        o.put(e.getKey(), describe(ex));
+                    }
+                }
+                return o;
             }
             default:
                 throw new IllegalArgumentException("unknown admin op " + name);

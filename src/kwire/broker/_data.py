@@ -144,12 +144,13 @@ def api_versions_response(
             for name, (lo, hi) in sorted(personality.supported_features.items())
             if version >= 4 or lo > 0
         ]
-        finalized = sorted(personality.finalized_features.items())
+        finalized = sorted(state.finalized_features.items())
         response.finalized_features = [
             FINALIZED_FEATURE(name=name, max_version_level=level, min_version_level=level)
             for name, level in finalized
         ]
-        response.finalized_features_epoch = 0 if finalized else -1
+        # Kafka's epoch is the metadata image's offset (a client keeps the newest it has seen).
+        response.finalized_features_epoch = state.metadata_log.features_epoch if finalized else -1
     return response
 
 
@@ -442,7 +443,10 @@ def append_to_partition(
 
 @register(0, 0, 13)
 def handle_produce(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
-    """Produce (``KafkaApis.handleProduceRequest`` and ``ReplicaManager.appendRecords``)."""
+    """Produce (``KafkaApis.handleProduceRequest`` and ``ReplicaManager.appendRecords``); v12+
+    with ``transaction.version`` 2 adds a transactional batch's partition to its transaction."""
+    from kwire.broker._txn_apis import add_partition_for_produce, uses_transaction_v2
+
     version = ctx.api_version
     by_id = version >= 13
     now = state.now_ms()
@@ -484,6 +488,17 @@ def handle_produce(state: BrokerState, ctx: RequestContext, request: Any) -> Any
             if leader_error(state, ctx, partition) is not ErrorCode.NONE:
                 parts.append(_not_leader(pdata.index, partition, version, moved))
                 continue
+            if request.transactional_id is not None and uses_transaction_v2(state, version, 12):
+                added = add_partition_for_produce(
+                    state,
+                    request.transactional_id,
+                    partition.topic.name,
+                    pdata.index,
+                    pdata.records,
+                )
+                if added is not ErrorCode.NONE:
+                    parts.append(_produce_error(pdata.index, added))
+                    continue
             validated = ahead.get((ti, pi))
             parts.append(
                 append_to_partition(state, partition, pdata.records, version, now, validated)

@@ -18,7 +18,8 @@ import kwire.broker._list_partition_reassignments
 import kwire.broker._quotas
 import kwire.broker._routing
 import kwire.broker._sasl
-import kwire.broker._txn_apis  # noqa: F401
+import kwire.broker._txn_apis
+import kwire.broker._update_features  # noqa: F401
 from kwire.broker._apis import HANDLERS, Deferred, implemented_versions
 from kwire.broker._broker import Broker
 from kwire.broker._cluster import Cluster

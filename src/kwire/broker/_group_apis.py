@@ -37,6 +37,7 @@ from kwire.broker._group import (
 )
 from kwire.broker._routing import coordinator_node, endpoint, serving_node
 from kwire.broker._state import BrokerState
+from kwire.broker._txn_apis import add_group_partition_for_commit, uses_transaction_v2
 from kwire.protocol import ZERO_UUID, ErrorCode, message_class, struct_class
 
 __all__ = [
@@ -657,6 +658,17 @@ def handle_txn_offset_commit(state: BrokerState, ctx: RequestContext, request: A
             True,
             now,
         )
+        if uses_transaction_v2(state, version, 5):  # KIP-890 part 2: no AddOffsetsToTxn
+            added = add_group_partition_for_commit(
+                state,
+                request.transactional_id,
+                request.group_id,
+                request.producer_id,
+                request.producer_epoch,
+            )
+            if added is not ErrorCode.NONE:
+                errors.clear()
+                raise GroupError(added)
     except GroupError as exc:
         failed = exc.error
     else:

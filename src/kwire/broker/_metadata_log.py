@@ -277,6 +277,9 @@ class MetadataImage:
     #: The first producer id no block has handed out (ProducerIdsRecord.NextProducerId).
     next_producer_id: int = 0
     features: dict[str, int] = field(default_factory=dict)
+    #: Every feature a FeatureLevelRecord named, removals (level 0) included: a feature absent
+    #: here was never set (a log an older kwire wrote), one absent from ``features`` only is 0.
+    features_recorded: set[str] = field(default_factory=set)
     brokers: dict[int, BrokerImage] = field(default_factory=dict)
     #: SCRAM credentials by (user, mechanism id: 1 SCRAM-SHA-256, 2 SCRAM-SHA-512).
     scram_credentials: dict[tuple[str, int], ScramCredential] = field(default_factory=dict)
@@ -311,6 +314,7 @@ class MetadataImage:
         elif kind == "ProducerIdsRecord":
             self.next_producer_id = max(self.next_producer_id, message.next_producer_id)
         elif kind == "FeatureLevelRecord":
+            self.features_recorded.add(message.name)
             if message.feature_level == 0 and message.name != METADATA_VERSION_FEATURE:
                 self.features.pop(message.name, None)
             else:
@@ -559,27 +563,35 @@ def acl_json_records(doc: Any, image: MetadataImage) -> list[Record]:
     return create_acl_records(image, [StandardAcl(**entry) for entry in entries])
 
 
-def bootstrap_records(metadata_version: int) -> list[Record]:
-    """What ``kafka-storage format`` puts in ``bootstrap.checkpoint``."""
+def feature_level_records(levels: Mapping[str, int]) -> list[Record]:
+    """One ``FeatureLevelRecord`` per feature (``FeatureControlManager``: level 0 removes a
+    feature other than metadata.version from the finalized set)."""
     return [
-        (
-            new_record(
-                "FeatureLevelRecord",
-                name=METADATA_VERSION_FEATURE,
-                feature_level=metadata_version,
-            ),
-            0,
-        )
+        (new_record("FeatureLevelRecord", name=name, feature_level=level), 0)
+        for name, level in sorted(levels.items())
     ]
 
 
-def activation_records(metadata_version: int) -> list[Record]:
+def bootstrap_records(
+    metadata_version: int, features: Mapping[str, int] | None = None
+) -> list[Record]:
+    """What ``kafka-storage format`` puts in ``bootstrap.checkpoint``: metadata.version, then
+    the other features of a new cluster at a level above 0 (KIP-1022: ``Formatter``)."""
+    others = {k: v for k, v in (features or {}).items() if v > 0 and k != METADATA_VERSION_FEATURE}
+    return feature_level_records({METADATA_VERSION_FEATURE: metadata_version}) + (
+        feature_level_records(others)
+    )
+
+
+def activation_records(
+    metadata_version: int, features: Mapping[str, int] | None = None
+) -> list[Record]:
     """``ActivationRecordsGenerator.recordsForEmptyLog`` for a KRaft cluster (no ZK migration)."""
     out: list[Record] = []
     transactions = metadata_version >= _MV_3_6_IV1
     if transactions:
         out.append((new_record("BeginTransactionRecord", name="Bootstrap records"), 0))
-    out += bootstrap_records(metadata_version)
+    out += bootstrap_records(metadata_version, features)
     if metadata_version >= _MV_3_4_IV0:
         out.append((new_record("ZkMigrationStateRecord", zk_migration_state=0), 0))
     if transactions:
@@ -793,9 +805,12 @@ class MetadataLog:
         host: str = "127.0.0.1",
         port: int = 9092,
         failure_channel: LogDirFailureChannel | None = None,
+        features: Mapping[str, int] | None = None,
     ) -> MetadataLog:
         """Open ``__cluster_metadata`` in ``root``; ``failure_channel`` is the data directory's
-        (an I/O error of the metadata log takes the directory offline)."""
+        (an I/O error of the metadata log takes the directory offline). ``features``: the
+        finalized levels of a new cluster besides metadata.version (bootstrapped on a fresh log;
+        on an older log, written for the features no record has named yet)."""
         root = os.fspath(root)
         level = metadata_version_for(release)
         node = NodeInfo(node_id, _kafka_uuid(directory_id), level, host, port)
@@ -826,9 +841,21 @@ class MetadataLog:
                 bootstrap = os.path.join(root, BOOTSTRAP_CHECKPOINT)
                 if not os.path.exists(bootstrap):
                     _write_atomic(
-                        bootstrap, snapshot_bytes(bootstrap_records(level), now_ms=now_ms)
+                        bootstrap,
+                        snapshot_bytes(bootstrap_records(level, features), now_ms=now_ms),
                     )
-                self.append(activation_records(level), now_ms)
+                self.append(activation_records(level, features), now_ms)
+            else:
+                # A log written before kwire finalized these features: they take the new
+                # cluster's levels once, as a fresh format would have given them.
+                missing = {
+                    name: value
+                    for name, value in (features or {}).items()
+                    if value > 0
+                    and name != METADATA_VERSION_FEATURE
+                    and name not in self.image.features_recorded
+                }
+                self.append(feature_level_records(missing), now_ms)
             self.broker_epoch = self.log.log_end_offset
             self.append(register_broker_records(self.node, self.broker_epoch), now_ms)
             self._import_legacy(LEGACY_SCRAM_FILE, scram_json_records, now_ms)
@@ -931,6 +958,16 @@ class MetadataLog:
             now_ms,
         )
         return start
+
+    def set_metadata_version(self, level: int) -> None:
+        """Write later records at ``level``'s record versions (a metadata.version upgrade)."""
+        self.node = dataclasses.replace(self.node, metadata_version=level)
+
+    @property
+    def features_epoch(self) -> int:
+        """The offset of the last record applied (Kafka's ``FinalizedFeaturesEpoch``: the
+        metadata image's offset)."""
+        return self.log.log_end_offset - 1
 
     def close(self) -> None:
         with contextlib.suppress(Exception):

@@ -82,8 +82,9 @@ def group_version_features(release: str) -> tuple[dict[str, tuple[int, int]], di
     Kafka 4.0 made KIP-848 GA: ``GroupVersion.GV_1`` is supported and finalized on a new 4.x
     cluster, and the broker serves ConsumerGroupHeartbeat only when the finalized level is >= 1
     (``KafkaApis.isConsumerGroupProtocolEnabled``). Before 4.0 the feature is not advertised
-    (3.7-3.9 ran the protocol as an early-access config). ``transaction.version`` is never
-    advertised above 1: kwire serves transaction version 1 semantics.
+    (3.7-3.9 ran the protocol as an early-access config). The other 4.x features come from
+    ``kwire.protocol.releases``; the finalized levels a broker serves are those of its metadata
+    log (``BrokerState.finalized_features``), these are a new cluster's.
     """
     parts = tuple(int(p) for p in release.split(".")[:2])
     if parts >= (4, 0):

@@ -519,6 +519,17 @@ class BrokerState:
         """``__cluster_metadata-0`` and its quorum (leader, epoch) as this node leads it."""
         return self._metadata
 
+    @property
+    def finalized_features(self) -> dict[str, int]:
+        """The cluster's finalized feature levels (``FeatureLevelRecord`` in the metadata log),
+        limited to the features this release's broker knows (a level 0 feature is absent)."""
+        known = self.personality.supported_features
+        return {k: v for k, v in self._metadata.image.features.items() if k in known}
+
+    def feature_level(self, name: str) -> int:
+        """A feature's finalized level, 0 when it is not finalized (Kafka's ``FeaturesImage``)."""
+        return self.finalized_features.get(name, 0)
+
     def append_metadata(self, records: list[mlog.Record]) -> None:
         """Append ``records`` to ``__cluster_metadata`` as one batch and fsync it (then they are
         in ``metadata_image``): a change is durable before it is answered."""
@@ -613,6 +624,7 @@ class BrokerState:
             host=self.host,
             port=self.port,
             failure_channel=self.data_dir.failures,
+            features=self.personality.finalized_features,
         )
         image = self._metadata.image
         migrate = isinstance(topics, dict) and bool(topics) and not image.topics

@@ -26,9 +26,20 @@ for the compact shape):
   transactional request after a broker start); transactions found in PrepareCommit/PrepareAbort
   get their markers written again and are completed, as Kafka does on loading.
 
-kwire serves transaction version 1 semantics (``transaction.version`` is not advertised in
-ApiVersions features, so clients never use KIP-890 part 2: no epoch bump per transaction, no
-implicit AddPartitions): EndTxn v5 is answered with v1 semantics.
+Transaction version 2 (KIP-890 part 2; ``transaction.version`` finalized at 2, Kafka 4.x's
+default on a new cluster): a client that ends its transaction with EndTxn v5 gets the producer
+epoch bumped on every commit or abort (``TransactionMetadata.prepareAbortOrCommit`` with a
+client ``TransactionVersion`` that ``supportsEpochBump``): the Prepare record already carries the
+bumped epoch, the markers are written with it (so the partitions' producer state moves to it and
+a late write of the old epoch is refused as INVALID_PRODUCER_EPOCH), and the answer carries the
+new producer id and epoch. A retry of that EndTxn (the epoch one below, the transaction complete)
+is answered with the current id and epoch. An exhausted epoch (``Short.MaxValue - 1``) is
+bumped once more for the markers, then the producer id rotates (Kafka writes the next id in the
+Prepare record's tagged ``NextProducerId``; kwire writes value version 0, so it is one more
+CompleteX record with the new id). In TV2 an abort is allowed with no transaction open (Empty or complete): it only bumps the
+epoch. Produce v12+ of a transactional batch adds its partition to the transaction itself
+(``AddPartitionsToTxnManager`` in add mode, ``_txn_apis.add_partition_for_produce``). Clients
+that use EndTxn v4 or older (Kafka's Java producer 3.9, TV1) keep the epoch: TV1 rules.
 """
 
 from __future__ import annotations
@@ -471,13 +482,20 @@ class TransactionCoordinator:
         producer_epoch: int,
         commit: bool,
         now_ms: int,
+        *,
+        epoch_bump: bool = False,
     ) -> InitResult:
-        """``handleEndTransaction`` from a client (transaction version 1 rules)."""
+        """``handleEndTransaction`` from a client; ``epoch_bump``: the client uses transaction
+        version 2 (EndTxn v5 with ``transaction.version`` 2 finalized)."""
         if not transactional_id:
             return InitResult(ErrorCode.INVALID_REQUEST)
         meta = self.transactions.get(transactional_id)
         if meta is None or meta.producer_id != producer_id:
+            if epoch_bump and meta is not None and self._retry_after_rotation(meta, producer_id):
+                return InitResult(ErrorCode.NONE, meta.producer_id, meta.producer_epoch)
             return InitResult(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+        if epoch_bump:
+            return self._end_txn_v2(meta, producer_epoch, commit, now_ms)
         if producer_epoch != meta.producer_epoch:
             return InitResult(ErrorCode.PRODUCER_FENCED)
         wanted = TransactionState.COMPLETE_COMMIT if commit else TransactionState.COMPLETE_ABORT
@@ -500,6 +518,60 @@ class TransactionCoordinator:
             "COMMIT" if commit else "ABORT",
         )
         return InitResult(ErrorCode.INVALID_TXN_STATE)
+
+    @staticmethod
+    def _retry_after_rotation(meta: TransactionMetadata, producer_id: int) -> bool:
+        """A TV2 EndTxn retried after its epoch bump rotated the producer id."""
+        return (
+            producer_id == meta.previous_producer_id
+            and meta.producer_epoch == 0
+            and meta.state in _COMPLETE
+        )
+
+    def _end_txn_v2(
+        self, meta: TransactionMetadata, producer_epoch: int, commit: bool, now_ms: int
+    ) -> InitResult:
+        """``handleEndTransaction`` with a client that supports the epoch bump (TV2)."""
+        wanted = TransactionState.COMPLETE_COMMIT if commit else TransactionState.COMPLETE_ABORT
+        preparing = TransactionState.PREPARE_COMMIT if commit else TransactionState.PREPARE_ABORT
+        state = meta.state
+        # This EndTxn already bumped the epoch: a retry of it (TransactionCoordinator's
+        # retryOnEpochBump).
+        retry = producer_epoch == meta.producer_epoch - 1 and state in (wanted, preparing)
+        if producer_epoch != meta.producer_epoch and not retry:
+            return InitResult(ErrorCode.PRODUCER_FENCED)
+        if retry:
+            if state is wanted:
+                return InitResult(ErrorCode.NONE, meta.producer_id, meta.producer_epoch)
+            return InitResult(ErrorCode.CONCURRENT_TRANSACTIONS)
+        if state in _PREPARE:
+            return InitResult(ErrorCode.CONCURRENT_TRANSACTIONS)
+        empty_abort = not commit and state in (TransactionState.EMPTY, *_COMPLETE)
+        if state is not TransactionState.ONGOING and not empty_abort:
+            return InitResult(ErrorCode.INVALID_TXN_STATE)
+        if meta.producer_epoch >= SHORT_MAX:
+            return InitResult(ErrorCode.PRODUCER_FENCED)
+        # TransactionCoordinator: an exhausted epoch (32766) is still bumped for the markers
+        # (32767, never handed out), then the producer id is rotated.
+        rotate = is_epoch_exhausted(meta.producer_epoch)
+        bumped = meta.transit(
+            producer_epoch=meta.producer_epoch + 1, last_producer_epoch=meta.producer_epoch
+        )
+        try:
+            done = self._end(bumped, commit=commit, now_ms=now_ms)
+            if rotate:
+                done = self._apply(
+                    done.transit(
+                        producer_id=self.state.allocate_producer_id(),
+                        previous_producer_id=done.producer_id,
+                        producer_epoch=0,
+                        last_producer_epoch=NO_PRODUCER_EPOCH,
+                    ),
+                    now_ms,
+                )
+        except _Failed as exc:
+            return InitResult(exc.error)
+        return InitResult(ErrorCode.NONE, done.producer_id, done.producer_epoch)
 
     def _end(self, meta: TransactionMetadata, *, commit: bool, now_ms: int) -> TransactionMetadata:
         """Prepare (written), markers, complete (written); raises ``_Failed``."""

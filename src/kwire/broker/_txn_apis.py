@@ -18,9 +18,13 @@ from kwire.broker._apis import on_startup, register
 from kwire.broker._context import RequestContext
 from kwire.broker._state import BrokerError, BrokerState, validate_topic_name
 from kwire.broker._txn import TRANSACTION_TOPIC, TopicPartition, coordinator_for
+from kwire.errors import KwireError
 from kwire.protocol import ErrorCode, message_class, struct_class
+from kwire.records import read_batches
 
 __all__ = [
+    "add_group_partition_for_commit",
+    "add_partition_for_produce",
     "handle_add_offsets_to_txn",
     "handle_add_partitions_to_txn",
     "handle_describe_producers",
@@ -28,6 +32,7 @@ __all__ = [
     "handle_end_txn",
     "handle_list_transactions",
     "init_transactional_producer_id",
+    "uses_transaction_v2",
 ]
 
 INIT_PRODUCER_ID_RESPONSE: Final = message_class("InitProducerIdResponse")
@@ -51,6 +56,7 @@ DESCRIBE_TXN_TOPIC: Final = struct_class(DESCRIBE_TXNS_RESPONSE, "transaction_st
 LIST_TXNS_RESPONSE: Final = message_class("ListTransactionsResponse")
 LIST_TXN_STATE: Final = struct_class(LIST_TXNS_RESPONSE, "transaction_states")
 
+TRANSACTION_VERSION: Final = "transaction.version"
 NO_PRODUCER_ID: Final = -1
 NO_PRODUCER_EPOCH: Final = -1
 
@@ -222,9 +228,60 @@ def handle_add_offsets_to_txn(state: BrokerState, ctx: RequestContext, request: 
 # --- EndTxn -----------------------------------------------------------------------------------
 
 
+def uses_transaction_v2(state: BrokerState, version: int, first_version: int) -> bool:
+    """KIP-890 part 2 applies: the request is of a TV2 version (EndTxn v5, Produce v12) and
+    ``transaction.version`` 2 is finalized (``TransactionVersion.supportsEpochBump``)."""
+    return version >= first_version and state.feature_level(TRANSACTION_VERSION) >= 2
+
+
+def add_partition_for_produce(
+    state: BrokerState, transactional_id: str, topic: str, index: int, records: Any
+) -> ErrorCode:
+    """Produce v12+ with TV2: the broker adds the partition of a transactional batch to the
+    transaction itself (``ReplicaManager`` through ``AddPartitionsToTxnManager``, add mode, no
+    AddPartitionsToTxn from the client). A stale epoch is fenced: the coordinator's
+    PRODUCER_FENCED is answered as INVALID_PRODUCER_EPOCH, as ``AddPartitionsToTxnManager``
+    maps it for the produce path."""
+    try:
+        batch = next(iter(read_batches(records)), None)
+    except KwireError:
+        return ErrorCode.NONE  # the append answers CORRUPT_MESSAGE
+    if batch is None or batch.magic < 2 or not batch.is_transactional:
+        return ErrorCode.NONE
+    error = coordinator_for(state).add_partitions(
+        transactional_id,
+        batch.producer_id,
+        batch.producer_epoch,
+        [(topic, index)],
+        state.now_ms(),
+    )
+    if error is ErrorCode.PRODUCER_FENCED:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    return error
+
+
+def add_group_partition_for_commit(
+    state: BrokerState, transactional_id: str, group_id: str, producer_id: int, producer_epoch: int
+) -> ErrorCode:
+    """TxnOffsetCommit v5+ with TV2: the group's ``__consumer_offsets`` partition joins the
+    transaction without AddOffsetsToTxn (``KafkaApis.handleTxnOffsetCommitRequest`` verifying in
+    add mode); errors as for Produce."""
+    coordinator = coordinator_for(state)
+    error = coordinator.add_partitions(
+        transactional_id,
+        producer_id,
+        producer_epoch,
+        [coordinator.group_partition(group_id)],
+        state.now_ms(),
+    )
+    return ErrorCode.INVALID_PRODUCER_EPOCH if error is ErrorCode.PRODUCER_FENCED else error
+
+
 @register(26, 0, 5)
 def handle_end_txn(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
-    """EndTxn: commit or abort (markers written before the answer; transaction version 1)."""
+    """EndTxn: commit or abort (markers written before the answer). v5 (KIP-890 part 2, with
+    ``transaction.version`` 2 finalized): the epoch is bumped and the response carries the
+    producer id and epoch to use next."""
     if not authorize(state, ctx, "WRITE", TRANSACTIONAL_ID, request.transactional_id):
         error = int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         return END_TXN_RESPONSE(throttle_time_ms=0, error_code=error)
@@ -234,6 +291,7 @@ def handle_end_txn(state: BrokerState, ctx: RequestContext, request: Any) -> Any
         request.producer_epoch,
         bool(request.committed),
         state.now_ms(),
+        epoch_bump=uses_transaction_v2(state, ctx.api_version, 5),
     )
     response: Any = END_TXN_RESPONSE(
         throttle_time_ms=0, error_code=int(_fenced_for(result.error, ctx.api_version, 2))

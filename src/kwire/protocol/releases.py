@@ -57,9 +57,15 @@ Sources of the personality tables (facts, not code):
 - Telemetry (GetTelemetrySubscriptions 71, PushTelemetry 72, KRaft 3.7+) is advertised only when a
   telemetry receiver is configured (Kafka's ``ApiVersionManager``): ``conditional_api_versions``.
 - Feature ranges (ApiVersions v3+) come from Kafka's ``BrokerFeatures``/``MetadataVersion``/
-  ``Features`` at the 3.3.0 ... 3.8.0 tags and the 3.9 branch; for 4.x they could not be read from a
-  primary source here and are ``None`` (unknown), as are those of ZooKeeper brokers and of the KRaft
-  previews 2.8-3.2.
+  ``Features`` at the 3.3.0 ... 3.8.0 tags and the 3.9 branch. For 4.x, the non-metadata features
+  follow Kafka's ``Feature`` enum and each ``FeatureVersion`` (``TransactionVersion``,
+  ``GroupVersion``, ``EligibleLeaderReplicasVersion``, ``ShareVersion``, ``StreamsVersion``): a
+  broker advertises ``minimumProduction()``..``latestProduction`` of a feature whose latest
+  production level is above 0 (``BrokerFeatures.defaultSupportedFeatures``), and a new cluster
+  finalizes each feature's ``defaultLevel`` for the release's metadata.version (a level of 0 is not
+  listed). ``metadata.version`` is capped at 3.9-IV0 (21), the newest level kwire's metadata log
+  writes (minimum 3.3-IV3, 7, as 4.0's ``MetadataVersion.MINIMUM_VERSION``). ZooKeeper brokers and
+  the KRaft previews 2.8-3.2 are ``None`` (unknown).
 
 0.8.x and 0.9.x brokers have no ApiVersions API (KIP-35 came in 0.10.0): their table is what the
 broker accepts, with every API's minimum version 0.
@@ -804,6 +810,40 @@ _KRAFT_FEATURES: Final[dict[str, dict[str, tuple[int, int]]]] = {
     "3.8": {"metadata.version": (1, 20)},
     "3.9": {"metadata.version": (1, 21), "kraft.version": (0, 1)},
 }
+_4X_COMMON: Final[dict[str, tuple[int, int]]] = {
+    "metadata.version": (7, 21),
+    "kraft.version": (0, 1),
+    "transaction.version": (0, 2),  # TV_2: KIP-890 part 2, default from 4.0-IV2
+    "group.version": (0, 1),  # GV_1: KIP-848, default from 4.0-IV0
+    "eligible.leader.replicas.version": (0, 1),  # ELRV_1: KIP-966, default from 4.1-IV0
+}
+# 4.1 ships share.version and streams.version as preview/early access (latest production 0: not
+# advertised); 4.2 makes both production (SV_1 defaults from 4.2-IV0/4.2-IV1).
+_4X_GA: Final[dict[str, tuple[int, int]]] = {"share.version": (0, 1), "streams.version": (0, 1)}
+_KRAFT_FEATURES.update(
+    {
+        "4.0": dict(_4X_COMMON),
+        "4.1": dict(_4X_COMMON),
+        "4.2": {**_4X_COMMON, **_4X_GA},
+        "4.3": {**_4X_COMMON, **_4X_GA},
+    }
+)
+
+#: Finalized levels of a new 4.x cluster beyond metadata.version (``Feature.defaultLevel`` of the
+#: release's latest production metadata.version; level 0 omitted). kraft.version stays 0: kwire's
+#: quorum is static (KIP-853's kraft.version 1 is for dynamic quorums).
+_4X_DEFAULTS: Final[dict[str, dict[str, int]]] = {
+    "4.0": {"transaction.version": 2, "group.version": 1},
+    "4.1": {"transaction.version": 2, "group.version": 1, "eligible.leader.replicas.version": 1},
+    "4.2": {
+        "transaction.version": 2,
+        "group.version": 1,
+        "eligible.leader.replicas.version": 1,
+        "share.version": 1,
+        "streams.version": 1,
+    },
+}
+_4X_DEFAULTS["4.3"] = dict(_4X_DEFAULTS["4.2"])
 
 
 def _rkey(release: str) -> tuple[int, ...]:
@@ -902,6 +942,7 @@ def broker_personality(release: str, *, kraft: bool | None = None) -> BrokerPers
     elif is_kraft and name in _KRAFT_FEATURES:
         supported = dict(_KRAFT_FEATURES[name])
         finalized = {"metadata.version": supported["metadata.version"][1]}
+        finalized.update(_4X_DEFAULTS.get(name, {}))
     else:
         supported = finalized = None
     return BrokerPersonality(

@@ -133,8 +133,49 @@ def end_txn(
     return int(response.error_code)
 
 
+def end_txn_v5(
+    state: BrokerState, pid: int, epoch: int, commit: bool, txn: str = TXN
+) -> tuple[int, int, int]:
+    """EndTxn v5: (error, producer id, producer epoch) of the answer."""
+    r = call(
+        state,
+        "EndTxn",
+        5,
+        transactional_id=txn,
+        producer_id=pid,
+        producer_epoch=epoch,
+        committed=commit,
+    )
+    return int(r.error_code), r.producer_id, r.producer_epoch
+
+
+def set_transaction_version(state: BrokerState, level: int) -> None:
+    """UpdateFeatures (a safe downgrade or an upgrade) of transaction.version."""
+    cls = message_class("UpdateFeaturesRequest")
+    update = struct_class(cls, "feature_updates")
+    current = state.feature_level("transaction.version")
+    kind = 1 if level >= current else 2
+    r = call(
+        state,
+        "UpdateFeatures",
+        1,
+        timeout_ms=1000,
+        feature_updates=[
+            update(feature="transaction.version", max_version_level=level, upgrade_type=kind)
+        ],
+    )
+    assert r.error_code == 0, r.error_message
+
+
 def produce(
-    state: BrokerState, pid: int, epoch: int, seq: int, values: list[bytes], partition: int = 0
+    state: BrokerState,
+    pid: int,
+    epoch: int,
+    seq: int,
+    values: list[bytes],
+    partition: int = 0,
+    version: int = 9,
+    txn: str = TXN,
 ) -> Any:
     records = build_batch(
         [(None, NOW, b"k", v) for v in values],
@@ -150,8 +191,8 @@ def produce(
     response = call(
         state,
         "Produce",
-        9,
-        transactional_id=TXN,
+        version,
+        transactional_id=txn,
         acks=-1,
         timeout_ms=1000,
         topic_data=[tcls(name="t", partition_data=[pcls(index=partition, records=records)])],
@@ -315,16 +356,12 @@ def test_end_txn_state_rules(state: BrokerState) -> None:
     assert end_txn(state, pid, epoch, True) == 0
     assert end_txn(state, pid, epoch, True) == 0  # a retry of a completed commit
     assert end_txn(state, pid, epoch, False) == ErrorCode.INVALID_TXN_STATE
-    response = call(
-        state,
-        "EndTxn",
-        5,
-        transactional_id=TXN,
-        producer_id=pid,
-        producer_epoch=epoch,
-        committed=True,
-    )
-    assert (response.error_code, response.producer_id, response.producer_epoch) == (0, pid, epoch)
+    # EndTxn v5 with transaction.version 2 (4.3's default): the epoch was not bumped by a v5
+    # EndTxn, so this is no retry but a commit with nothing open.
+    assert end_txn_v5(state, pid, epoch, True)[0] == ErrorCode.INVALID_TXN_STATE
+    # With transaction.version 1 finalized, v5 has v1 semantics: a retry, the epoch kept.
+    set_transaction_version(state, 1)
+    assert end_txn_v5(state, pid, epoch, True) == (0, pid, epoch)
 
 
 def test_commit_writes_commit_markers_and_moves_the_lso(state: BrokerState) -> None:
@@ -686,5 +723,177 @@ def test_restart_completes_a_prepared_transaction(tmp_path: Path) -> None:
         assert decode_control_record(next(iter(batches[-1]))).type is ControlRecordType.COMMIT
         assert fetch(state).last_stable_offset == 2
         assert pid >= 0 and epoch == 0
+    finally:
+        state.close()
+
+
+# --- KIP-890 part 2: transaction.version 2 ----------------------------------------------------
+
+
+def test_tv2_produce_adds_the_partition_and_end_txn_bumps_the_epoch(state: BrokerState) -> None:
+    assert state.feature_level("transaction.version") == 2  # 4.3's default on a new cluster
+    r = init(state, version=5)
+    pid, epoch = r.producer_id, r.producer_epoch
+    # Produce v12: no AddPartitionsToTxn, the broker adds t-0 itself.
+    assert produce(state, pid, epoch, 0, [b"a", b"b"], version=12).error_code == 0
+    found = describe(state)
+    assert found.transaction_state == "Ongoing"
+    assert [(t.topic, list(t.partitions)) for t in found.topics] == [("t", [0])]
+    # EndTxn v5: committed, the answer carries the bumped epoch, the marker was written with it.
+    assert end_txn_v5(state, pid, epoch, True) == (0, pid, epoch + 1)
+    marker = stored(state)[-1]
+    assert marker.is_control and marker.producer_epoch == epoch + 1
+    assert decode_control_record(next(iter(marker))).type is ControlRecordType.COMMIT
+    assert describe(state).transaction_state == "CompleteCommit"
+    # A retry of that EndTxn (the old epoch) gets the same answer; nothing is written again.
+    count = len(stored(state))
+    assert end_txn_v5(state, pid, epoch, True) == (0, pid, epoch + 1)
+    assert len(stored(state)) == count
+    # The next transaction runs at the new epoch, sequences from 0; abort bumps again.
+    assert produce(state, pid, epoch + 1, 0, [b"c"], version=12).error_code == 0
+    assert end_txn_v5(state, pid, epoch + 1, False) == (0, pid, epoch + 2)
+    # read_committed sees exactly the committed records.
+    part = fetch(state, isolation=1)
+    keep = ReadCommittedFilter(
+        [(a.producer_id, a.first_offset, 2**63 - 1) for a in part.aborted_transactions]
+    )
+    batches = list(read_batches(part.records))
+    visible = [bytes(r.value) for b in batches if keep.keep(b) for r in b if r.value is not None]
+    assert visible == [b"a", b"b"]
+
+
+def test_tv2_fences_a_zombie_write_of_the_previous_epoch(state: BrokerState) -> None:
+    r = init(state, version=5)
+    pid, epoch = r.producer_id, r.producer_epoch
+    assert produce(state, pid, epoch, 0, [b"a"], version=12).error_code == 0
+    assert end_txn_v5(state, pid, epoch, True) == (0, pid, epoch + 1)
+    before = len(stored(state))
+    # A late write of the ended transaction's epoch (a zombie) is refused, nothing appended,
+    # and no transaction is opened for it.
+    late = produce(state, pid, epoch, 1, [b"zombie"], version=12)
+    assert late.error_code == ErrorCode.INVALID_PRODUCER_EPOCH
+    assert len(stored(state)) == before
+    assert describe(state).transaction_state == "CompleteCommit"
+    # The stale epoch cannot end a transaction either.
+    assert end_txn_v5(state, pid, epoch - 1, True)[0] == ErrorCode.PRODUCER_FENCED
+
+
+def test_tv2_abort_with_nothing_open_bumps_the_epoch(state: BrokerState) -> None:
+    r = init(state, version=5)
+    pid, epoch = r.producer_id, r.producer_epoch
+    assert end_txn_v5(state, pid, epoch, False) == (0, pid, epoch + 1)
+    assert end_txn_v5(state, pid, epoch + 1, True)[0] == ErrorCode.INVALID_TXN_STATE
+
+
+def test_tv1_clients_keep_their_epoch_with_tv2_finalized(state: BrokerState) -> None:
+    """Kafka's Java producer 3.9 (EndTxn v4, Produce v11, AddPartitionsToTxn v3) is unchanged."""
+    pid, epoch = begin(state, [b"a"])
+    assert end_txn(state, pid, epoch, True, version=4) == 0
+    assert stored(state)[-1].producer_epoch == epoch
+    assert describe(state).producer_epoch == epoch
+
+
+def test_tv2_needs_transaction_version_2_finalized(state: BrokerState) -> None:
+    set_transaction_version(state, 1)
+    r = init(state, version=5)
+    pid, epoch = r.producer_id, r.producer_epoch
+    # Produce v12 under TV1: no implicit add; EndTxn v5 keeps the epoch.
+    assert add_partitions(state, pid, epoch, {"t": [0]}) == {("t", 0): 0}
+    assert produce(state, pid, epoch, 0, [b"a"], version=12).error_code == 0
+    assert end_txn_v5(state, pid, epoch, True) == (0, pid, epoch)
+
+
+def test_tv2_epoch_exhaustion_rotates_the_producer_id(state: BrokerState) -> None:
+    r = init(state, version=5)
+    pid = r.producer_id
+    coordinator = coordinator_for(state)
+    meta = coordinator.transactions[TXN]
+    coordinator.transactions[TXN] = meta.transit(producer_epoch=32765)
+    assert produce(state, pid, 32765, 0, [b"a"], version=12).error_code == 0
+    assert end_txn_v5(state, pid, 32765, True) == (0, pid, 32766)  # not exhausted yet
+    assert produce(state, pid, 32766, 0, [b"b"], version=12).error_code == 0
+    error, new_pid, new_epoch = end_txn_v5(state, pid, 32766, True)
+    assert (error, new_epoch) == (0, 0) and new_pid != pid
+    assert stored(state)[-1].producer_epoch == 32767  # the markers: one more bump
+    # The retry with the old id is answered with the new one.
+    assert end_txn_v5(state, pid, 32766, True) == (0, new_pid, 0)
+
+
+def test_tv2_txn_offset_commit_adds_the_group_partition(state: BrokerState) -> None:
+    """TxnOffsetCommit v5 with TV2: no AddOffsetsToTxn; the offsets commit with the EndTxn."""
+    r = init(state, version=5)
+    pid, epoch = r.producer_id, r.producer_epoch
+    assert produce(state, pid, epoch, 0, [b"a"], version=12).error_code == 0
+    cls = message_class("TxnOffsetCommitRequest")
+    tcls = struct_class(cls, "topics")
+    pcls = struct_class(cls, "topics", "partitions")
+
+    def commit_offsets(producer_epoch: int) -> int:
+        response = call(
+            state,
+            "TxnOffsetCommit",
+            5,
+            transactional_id=TXN,
+            group_id="g-tv2",
+            producer_id=pid,
+            producer_epoch=producer_epoch,
+            generation_id=-1,
+            member_id="",
+            topics=[tcls(name="t", partitions=[pcls(partition_index=0, committed_offset=1)])],
+        )
+        return int(response.topics[0].partitions[0].error_code)
+
+    assert commit_offsets(epoch) == 0
+    offsets = ("__consumer_offsets", coordinator_for(state).group_partition("g-tv2")[1])
+    assert offsets in coordinator_for(state).transactions[TXN].partitions
+    assert end_txn_v5(state, pid, epoch, True) == (0, pid, epoch + 1)
+    fetched = call(
+        state,
+        "OffsetFetch",
+        7,
+        group_id="g-tv2",
+        topics=[
+            struct_class(message_class("OffsetFetchRequest"), "topics")(
+                name="t", partition_indexes=[0]
+            )
+        ],
+        require_stable=True,
+    )
+    assert fetched.topics[0].partitions[0].committed_offset == 1
+    # A zombie of the old epoch cannot commit offsets any more.
+    assert commit_offsets(epoch) == ErrorCode.INVALID_PRODUCER_EPOCH
+
+
+def test_tv2_across_a_restart(tmp_path: Path) -> None:
+    """The bumped epoch is in __transaction_state and the partitions' producer state: after a
+    restart a retry of the EndTxn is answered, a zombie write is still fenced, and a Prepare
+    record left by a crash is completed with its (bumped) epoch."""
+    path = tmp_path / "data"
+    state = make_state(path)
+    state.create_topic("t", 1)
+    r = init(state, version=5)
+    pid, epoch = r.producer_id, r.producer_epoch
+    assert produce(state, pid, epoch, 0, [b"a"], version=12).error_code == 0
+    assert end_txn_v5(state, pid, epoch, True) == (0, pid, epoch + 1)
+    assert produce(state, pid, epoch + 1, 0, [b"b"], version=12).error_code == 0
+    # A crash after the Prepare record of the next EndTxn v5 (its epoch already bumped).
+    coordinator = coordinator_for(state)
+    meta = coordinator.transactions[TXN]
+    prepared = meta.transit(state=TransactionState.PREPARE_ABORT, producer_epoch=epoch + 2)
+    coordinator._apply(prepared, NOW)
+    state.close()
+
+    state = make_state(path)
+    try:
+        found = describe(state)
+        assert (found.transaction_state, found.producer_epoch) == ("CompleteAbort", epoch + 2)
+        marker = stored(state)[-1]
+        assert marker.is_control and marker.producer_epoch == epoch + 2
+        assert decode_control_record(next(iter(marker))).type is ControlRecordType.ABORT
+        assert end_txn_v5(state, pid, epoch + 1, False) == (0, pid, epoch + 2)
+        late = produce(state, pid, epoch + 1, 1, [b"zombie"], version=12)
+        assert late.error_code == ErrorCode.INVALID_PRODUCER_EPOCH
+        assert produce(state, pid, epoch + 2, 0, [b"c"], version=12).error_code == 0
+        assert end_txn_v5(state, pid, epoch + 2, True) == (0, pid, epoch + 3)
     finally:
         state.close()

@@ -175,7 +175,19 @@ def test_modes_and_features() -> None:
     assert p.supported_features == {"metadata.version": (1, 21), "kraft.version": (0, 1)}
     assert p.finalized_features == {"metadata.version": 21}
     assert broker_personality("3.3").supported_features == {"metadata.version": (1, 7)}
-    assert broker_personality("4.3").supported_features is None  # not established
+    # 4.x: Kafka's Feature enum; share/streams production from 4.2 (preview in 4.1)
+    p43 = broker_personality("4.3")
+    assert p43.supported_features is not None and p43.finalized_features is not None
+    assert p43.supported_features["transaction.version"] == (0, 2)
+    assert p43.finalized_features["transaction.version"] == 2
+    assert p43.finalized_features["share.version"] == 1
+    p41 = broker_personality("4.1")
+    assert p41.supported_features is not None and "share.version" not in p41.supported_features
+    assert broker_personality("4.0").finalized_features == {
+        "metadata.version": 21,
+        "transaction.version": 2,
+        "group.version": 1,
+    }
     assert broker_personality("2.0").supported_features == {}
     assert broker_personality("3.7").conditional_api_versions == {71: (0, 0), 72: (0, 0)}
     assert 71 not in broker_api_versions("3.7")
