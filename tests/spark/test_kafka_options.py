@@ -1,5 +1,5 @@
 """Spark's Kafka option names do in kafka-log what they do in Spark's Kafka source (issue 16
-item 5), through a real session: the pure validation is in tests/unit/spark/test_kafka_options.py."""
+item 5), through a real session: the pure validation is in tests/unit/spark/test_kafka_option_rules.py."""
 
 from __future__ import annotations
 
