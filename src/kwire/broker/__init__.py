@@ -30,6 +30,9 @@ from kwire.broker import (  # noqa: F401  (handlers register themselves)
     _quotas,
     _routing,
     _sasl,
+    _share_acknowledge,
+    _share_fetch,
+    _share_group_heartbeat,
     _txn_apis,
 )
 from kwire.broker._apis import HANDLERS, Deferred, implemented_versions
