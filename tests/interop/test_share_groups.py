@@ -118,3 +118,128 @@ def test_two_share_consumers_split_the_records_each_delivered_once(kwire_broker:
         b.close()
     # Implicit acknowledgement accepted everything: every share partition moved past the end.
     assert kwire_broker.call(start_offsets("workers")) == [20, 20, 20]
+
+
+def poll_records(consumer: Any, want: int, timeout_s: float = DEADLINE_S) -> list[Any]:
+    """Poll until ``want`` records came (bounded in time); the messages."""
+    got: list[Any] = []
+    deadline = time.monotonic() + timeout_s
+    while len(got) < want and time.monotonic() < deadline:
+        for m in consumer.poll(0.2):
+            assert m.error() is None, m.error()
+            got.append(m)
+    return got
+
+
+def test_explicit_release_redelivers_reject_archives_and_the_delivery_limit_ends_it(
+    kwire_broker: Broker,
+) -> None:
+    from confluent_kafka import AcknowledgeType
+
+    kwire_broker.create_topic("jobs", partitions=1)
+    c = share_consumer(kwire_broker, "explicit", **{"share.acknowledgement.mode": "explicit"})
+    try:
+        c.subscribe(["jobs"])
+        poll_until(kwire_broker, lambda st: initialized("explicit")(st) == 1, [c])
+        produce(kwire_broker, "jobs", 1, 10)
+        first = poll_records(c, 10)
+        assert [(m.offset(), m.delivery_count()) for m in first] == [(o, 1) for o in range(10)]
+        for m in first:
+            kind = {0: "RELEASE", 1: "RELEASE", 2: "REJECT", 3: "REJECT"}.get(m.offset(), "ACCEPT")
+            c.acknowledge(m, getattr(AcknowledgeType, kind))
+        assert all(error is None for error in c.commit_sync(10).values())
+        # RELEASE: delivered again, counted; REJECT and ACCEPT: never again
+        for delivery in range(2, 6):
+            again = poll_records(c, 2)
+            assert [(m.offset(), m.delivery_count()) for m in again] == [
+                (0, delivery),
+                (1, delivery),
+            ]
+            for m in again:
+                c.acknowledge(m, AcknowledgeType.RELEASE)
+            assert all(error is None for error in c.commit_sync(10).values())
+        # the fifth delivery was the last (group.share.delivery.count.limit=5): archived
+        assert poll_records(c, 1, timeout_s=2.0) == []
+        assert kwire_broker.call(start_offsets("explicit")) == [10]
+    finally:
+        c.close()
+
+
+@pytest.mark.kwire_broker(config={**FAST_HEARTBEAT, "group.share.record.lock.duration.ms": "1500"})
+def test_a_lock_that_times_out_redelivers_to_another_member(kwire_broker: Broker) -> None:
+    kwire_broker.create_topic("slow", partitions=1)
+    explicit = {"share.acknowledgement.mode": "explicit"}
+    a = share_consumer(kwire_broker, "locks", **explicit)
+    b = share_consumer(kwire_broker, "locks", **explicit)
+    try:
+        a.subscribe(["slow"])
+        poll_until(kwire_broker, lambda st: initialized("locks")(st) == 1, [a])
+        produce(kwire_broker, "slow", 1, 5)
+        held = poll_records(a, 5)
+        assert [m.delivery_count() for m in held] == [1] * 5
+        # a holds them and never acknowledges; b gets them once the locks run out
+        b.subscribe(["slow"])
+        again = poll_records(b, 5)
+        assert [(m.offset(), m.delivery_count()) for m in again] == [(o, 2) for o in range(5)]
+        for m in again:
+            b.acknowledge(m)
+        assert all(error is None for error in b.commit_sync(10).values())
+        assert kwire_broker.call(start_offsets("locks")) == [5]
+    finally:
+        a.close()
+        b.close()
+
+
+HOLDER = """
+import sys, time
+from confluent_kafka import ShareConsumer
+c = ShareConsumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[2],
+                   "share.acknowledgement.mode": "explicit"})
+c.subscribe([sys.argv[3]])
+got = 0
+deadline = time.monotonic() + 60
+while time.monotonic() < deadline:
+    got += len(c.poll(0.2))
+    if got:
+        print("got", got, flush=True)
+        time.sleep(120)  # hold them until killed
+"""
+
+
+@pytest.mark.kwire_broker(config={**FAST_HEARTBEAT, "group.share.session.timeout.ms": "2000"})
+def test_a_killed_member_has_its_records_released(kwire_broker: Broker) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    kwire_broker.create_topic("work", partitions=1)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, kwire_broker.bootstrap, "dies", "work"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    b = None
+    try:
+        poll_until(kwire_broker, lambda st: initialized("dies")(st) == 1, [])
+        produce(kwire_broker, "work", 1, 5)
+        assert holder.stdout is not None
+        line = holder.stdout.readline()  # the holder prints once it holds records
+        assert line.startswith("got"), line
+        os.kill(holder.pid, signal.SIGKILL)
+        holder.wait(10)
+        # The lock lasts 30 s; the dead member's session (2 s) ends first and frees its records.
+        b = share_consumer(kwire_broker, "dies")
+        b.subscribe(["work"])
+        again = poll_records(b, 5, timeout_s=20.0)
+        assert [(m.offset(), m.delivery_count()) for m in again] == [(o, 2) for o in range(5)]
+        assert all(error is None for error in b.commit_sync(10).values())
+        assert kwire_broker.call(start_offsets("dies")) == [5]
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait(10)
+        if holder.stdout is not None:
+            holder.stdout.close()
+        if b is not None:
+            b.close()
