@@ -32,6 +32,7 @@ from kwire.broker import (  # noqa: F401  (handlers register themselves)
     _sasl,
     _share_acknowledge,
     _share_fetch,
+    _share_group_describe,
     _share_group_heartbeat,
     _txn_apis,
 )

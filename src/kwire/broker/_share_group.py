@@ -41,6 +41,7 @@ __all__ = [
     "INITIAL_EPOCH",
     "LEAVE_GROUP_MEMBER_EPOCH",
     "STABLE",
+    "Assignment",
     "HeartbeatResult",
     "ShareCoordinator",
     "ShareGroup",
@@ -299,6 +300,21 @@ class ShareCoordinator:
                     self.close_session(group.group_id, member.member_id)
                     gone.append(member.member_id)
         return gone
+
+    def delete_group(self, group_id: str) -> ErrorCode:
+        """DeleteGroups of a share group: only an empty one goes, with its share partitions'
+        state (``GroupMetadataManager.shareGroupDelete``; NON_EMPTY_GROUP otherwise)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return ErrorCode.GROUP_ID_NOT_FOUND
+        if group.members:
+            return ErrorCode.NON_EMPTY_GROUP
+        del self.groups[group_id]
+        for key in [k for k in self.partitions if k[0] == group_id]:
+            del self.partitions[key]
+        for session in [k for k in self.sessions if k[0] == group_id]:
+            del self.sessions[session]
+        return ErrorCode.NONE
 
     def is_member(self, group_id: str, member_id: str) -> bool:
         group = self.groups.get(group_id)

@@ -93,3 +93,27 @@ def acknowledge(
     if released:
         state.notify(share_key(group_id))
     return error
+
+
+# --- what the classic group APIs see of share groups (ListGroups, DescribeGroups, DeleteGroups) -
+
+
+def _existing(state: BrokerState) -> ShareCoordinator | None:
+    found = state.services.get(SERVICE)
+    return found if isinstance(found, ShareCoordinator) else None
+
+
+def share_group_exists(state: BrokerState, group_id: str) -> bool:
+    found = _existing(state)
+    return found is not None and group_id in found.groups
+
+
+def list_share_groups(state: BrokerState) -> list[tuple[str, str]]:
+    """(group id, state) of every share group."""
+    found = _existing(state)
+    return [] if found is None else [(g.group_id, g.state) for g in found.groups.values()]
+
+
+def delete_share_group(state: BrokerState, group_id: str) -> ErrorCode:
+    found = _existing(state)
+    return ErrorCode.GROUP_ID_NOT_FOUND if found is None else found.delete_group(group_id)
