@@ -243,3 +243,51 @@ def test_a_killed_member_has_its_records_released(kwire_broker: Broker) -> None:
             holder.stdout.close()
         if b is not None:
             b.close()
+
+
+def test_share_auto_offset_reset_earliest_set_with_incremental_alter_configs(
+    kwire_broker: Broker,
+) -> None:
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourceType,
+    )
+
+    kwire_broker.create_topic("backlog", partitions=2)
+    produce(kwire_broker, "backlog", 2, 10)  # before the group exists
+    admin = AdminClient({"bootstrap.servers": kwire_broker.bootstrap})
+    reset = ConfigEntry(
+        "share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET
+    )
+    altered = admin.incremental_alter_configs(
+        [ConfigResource(ResourceType.GROUP, "early", incremental_configs=[reset])]
+    )
+    for future in altered.values():
+        assert future.result(10) is None
+    bad = ConfigEntry(
+        "share.auto.offset.reset", "never", incremental_operation=AlterConfigOpType.SET
+    )
+    refused = admin.incremental_alter_configs(
+        [ConfigResource(ResourceType.GROUP, "early", incremental_configs=[bad])]
+    )
+    for future in refused.values():
+        with pytest.raises(Exception, match="String must be one of: latest, earliest"):
+            future.result(10)
+    described = admin.describe_configs([ConfigResource(ResourceType.GROUP, "early")])
+    for future in described.values():
+        entries = future.result(10)
+        assert entries["share.auto.offset.reset"].value == "earliest"
+        assert not entries["share.auto.offset.reset"].is_default
+    c = share_consumer(kwire_broker, "early")
+    try:
+        c.subscribe(["backlog"])
+        got = poll_records(c, 10)
+        assert sorted((m.partition(), m.offset()) for m in got) == [
+            (p, o) for p in range(2) for o in range(5)
+        ]
+        assert all(error is None for error in c.commit_sync(10).values())
+    finally:
+        c.close()

@@ -94,7 +94,7 @@ def handle_share_acknowledge(state: BrokerState, ctx: RequestContext, request: A
         error_code=0,
         error_message=None,
         acquisition_lock_timeout_ms=(
-            coordinator.conf("group.share.record.lock.duration.ms") if ctx.api_version >= 2 else 0
+            coordinator.lock_duration(group_id) if ctx.api_version >= 2 else 0
         ),
         responses=responses,
         node_endpoints=[],

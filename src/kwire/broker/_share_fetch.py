@@ -27,7 +27,12 @@ from kwire.broker._apis import Deferred, register
 from kwire.broker._context import RequestContext
 from kwire.broker._routing import leader_error, node_endpoints
 from kwire.broker._share_group import FINAL_EPOCH, ShareCoordinator, ShareSession
-from kwire.broker._share_service import acknowledge, share_coordinator, share_key
+from kwire.broker._share_service import (
+    acknowledge,
+    group_config,
+    share_coordinator,
+    share_key,
+)
 from kwire.broker._state import BrokerState
 from kwire.log import OffsetOutOfRangeError
 from kwire.protocol import ErrorCode, message_class, struct_class
@@ -152,7 +157,7 @@ class _Fetch:
         share = self.coordinator.share_partition(group_id, key[0], key[1])
         live = partition.log
         if not share.initialized:
-            reset = self.coordinator.group_config(group_id, "share.auto.offset.reset")
+            reset = group_config(self.state, group_id, "share.auto.offset.reset")
             share.initialize(live.log_start_offset if reset == "earliest" else live.high_watermark)
         if share.start_offset < live.log_start_offset:
             # Records deleted by retention are gone from the share partition too.
@@ -207,9 +212,7 @@ class _Fetch:
             throttle_time_ms=0,
             error_code=0,
             error_message=None,
-            acquisition_lock_timeout_ms=self.coordinator.conf(
-                "group.share.record.lock.duration.ms"
-            ),
+            acquisition_lock_timeout_ms=self.coordinator.lock_duration(self.session.group_id),
             responses=[
                 TOPIC_RESPONSE(topic_id=tid, partitions=parts) for tid, parts in by_topic.items()
             ],

@@ -159,8 +159,8 @@ class ShareCoordinator:
         self.groups: dict[str, ShareGroup] = {}
         self.sessions: dict[tuple[str, str], ShareSession] = {}
         self.partitions: dict[tuple[str, uuid.UUID, int], SharePartition] = {}
-        #: group id -> its group configs (``GROUP_CONFIG_DEFAULTS`` names), set by an admin
-        self.group_configs: dict[str, dict[str, str]] = {}
+        #: group id -> its ``share.record.lock.duration.ms`` group config, when set
+        self.lock_durations: dict[str, int] = {}
 
     def conf(self, name: str) -> int:
         return int(self._conf.get(name, DEFAULTS[name]))
@@ -362,14 +362,21 @@ class ShareCoordinator:
         found = self.partitions.get(key)
         if found is None:
             found = self.partitions[key] = SharePartition(
-                lock_duration_ms=self.conf("group.share.record.lock.duration.ms"),
+                lock_duration_ms=self.lock_duration(group_id),
                 delivery_limit=self.conf("group.share.delivery.count.limit"),
                 max_in_flight=self.conf("group.share.partition.max.record.locks"),
             )
         return found
 
-    def group_config(self, group_id: str, name: str) -> str:
-        return self.group_configs.get(group_id, {}).get(name, GROUP_CONFIG_DEFAULTS[name])
+    def set_lock_duration(self, group_id: str, duration_ms: int) -> None:
+        """The group's lock duration (a group config) for the locks taken from now on."""
+        self.lock_durations[group_id] = duration_ms
+        for (gid, _, _), partition in self.partitions.items():
+            if gid == group_id:
+                partition.lock_duration_ms = duration_ms
+
+    def lock_duration(self, group_id: str) -> int:
+        return self.lock_durations.get(group_id, self.conf("group.share.record.lock.duration.ms"))
 
     def expire_locks(self, now_ms: int) -> None:
         """Release the records whose acquisition lock ran out, in every share partition."""

@@ -12,13 +12,27 @@ import uuid
 from collections.abc import Iterable
 from typing import Any, Final
 
+from kwire.broker import _metadata_log as mlog
 from kwire.broker._context import RequestContext
-from kwire.broker._share_group import DEFAULTS, ShareCoordinator
+from kwire.broker._share_group import DEFAULTS, GROUP_CONFIG_DEFAULTS, ShareCoordinator
 from kwire.broker._share_partition import RELEASE, RENEW
 from kwire.broker._state import BrokerState
 from kwire.protocol import ErrorCode
 
-__all__ = ["acknowledge", "client_host", "share_coordinator", "share_key", "topic_metadata"]
+__all__ = [
+    "GROUP_RESOURCE",
+    "acknowledge",
+    "alter_group_configs",
+    "client_host",
+    "delete_share_group",
+    "describe_group_configs",
+    "group_config",
+    "list_share_groups",
+    "share_coordinator",
+    "share_group_exists",
+    "share_key",
+    "topic_metadata",
+]
 
 SERVICE: Final = "share"
 
@@ -48,6 +62,10 @@ def share_coordinator(state: BrokerState) -> ShareCoordinator:
     conf = {k: state.static_config[k] for k in DEFAULTS if k in state.static_config}
     coordinator = ShareCoordinator(conf, released=lambda gid: state.notify(share_key(gid)))
     state.services[SERVICE] = coordinator
+    for (kind, group_id), configs in state.metadata_image.configs.items():
+        duration = configs.get("share.record.lock.duration.ms")
+        if kind == GROUP_RESOURCE and duration is not None:
+            coordinator.set_lock_duration(group_id, int(duration))
 
     def tick(now_ms: int) -> None:
         coordinator.expire(now_ms, topic_metadata(state))
@@ -117,3 +135,86 @@ def list_share_groups(state: BrokerState) -> list[tuple[str, str]]:
 def delete_share_group(state: BrokerState, group_id: str) -> ErrorCode:
     found = _existing(state)
     return ErrorCode.GROUP_ID_NOT_FOUND if found is None else found.delete_group(group_id)
+
+
+# --- group configs (``GroupConfig``): IncrementalAlterConfigs / DescribeConfigs on GROUP --------
+
+#: ``ConfigResource.Type.GROUP``: the resource type of group configs on the wire and in the
+#: metadata log's ConfigRecords, where Kafka keeps them (and so does kwire: they survive restarts).
+GROUP_RESOURCE: Final = 32
+_RESETS: Final = ("latest", "earliest")
+
+
+def group_config(state: BrokerState, group_id: str, name: str) -> str:
+    """A group config of ``group_id``: its override, else the default."""
+    found = state.metadata_image.configs.get((GROUP_RESOURCE, group_id), {})
+    value = found.get(name)
+    if value is not None:
+        return value
+    if name == "share.record.lock.duration.ms":
+        return str(share_coordinator(state).conf("group.share.record.lock.duration.ms"))
+    return GROUP_CONFIG_DEFAULTS[name]
+
+
+def _check_group_config(state: BrokerState, name: str, value: str | None) -> str | None:
+    """Kafka's ``GroupConfig.validate`` wording for a bad name or value, else None."""
+    if name not in (*GROUP_CONFIG_DEFAULTS, "share.record.lock.duration.ms"):
+        return f"Unknown group config name: {name}"
+    if value is None:
+        return None
+    if name == "share.auto.offset.reset" and value not in _RESETS:
+        return f"Invalid value {value} for configuration {name}: String must be one of: " + (
+            ", ".join(_RESETS)
+        )
+    if name == "share.isolation.level" and value not in ("read_committed", "read_uncommitted"):
+        return (
+            f"Invalid value {value} for configuration {name}: String must be one of: "
+            "read_committed, read_uncommitted"
+        )
+    if name == "share.record.lock.duration.ms":
+        lo = int(state.static_config.get("group.share.min.record.lock.duration.ms", "15000"))
+        hi = int(state.static_config.get("group.share.max.record.lock.duration.ms", "60000"))
+        try:
+            number = int(value)
+        except ValueError:
+            return f"Invalid value {value} for configuration {name}: Not a number of type INT"
+        if not lo <= number <= hi:
+            return f"{name} must be greater than or equal to {lo} and less than or equal to {hi}"
+    return None
+
+
+def alter_group_configs(
+    state: BrokerState,
+    group_id: str,
+    ops: Iterable[tuple[int, str, str | None]],
+    validate_only: bool,
+) -> str | None:
+    """IncrementalAlterConfigs of a GROUP resource: ``ops`` as (operation, name, value) with SET 0
+    and DELETE 1 (APPEND and SUBTRACT need LIST configs; group configs have none). The error
+    message (INVALID_CONFIG), or None once applied."""
+    current = dict(state.metadata_image.configs.get((GROUP_RESOURCE, group_id), {}))
+    new = dict(current)
+    for operation, name, value in ops:
+        if operation not in (0, 1):
+            return f"Can't APPEND or SUBTRACT to key {name} because its type is not LIST."
+        problem = _check_group_config(state, name, value if operation == 0 else None)
+        if problem is not None:
+            return problem
+        if operation == 0 and value is not None:
+            new[name] = value
+        else:
+            new.pop(name, None)
+    if not validate_only and new != current:
+        state.append_metadata(mlog.config_records(GROUP_RESOURCE, group_id, current, new))
+        coordinator = share_coordinator(state)
+        if "share.record.lock.duration.ms" in new or "share.record.lock.duration.ms" in current:
+            duration = int(group_config(state, group_id, "share.record.lock.duration.ms"))
+            coordinator.set_lock_duration(group_id, duration)
+    return None
+
+
+def describe_group_configs(state: BrokerState, group_id: str) -> list[tuple[str, str, bool]]:
+    """(name, value, is default) of every group config kwire serves."""
+    found = state.metadata_image.configs.get((GROUP_RESOURCE, group_id), {})
+    names = sorted((*GROUP_CONFIG_DEFAULTS, "share.record.lock.duration.ms"))
+    return [(n, group_config(state, group_id, n), n not in found) for n in names]
