@@ -291,3 +291,49 @@ def test_share_auto_offset_reset_earliest_set_with_incremental_alter_configs(
         assert all(error is None for error in c.commit_sync(10).values())
     finally:
         c.close()
+
+
+def test_acknowledged_records_stay_acknowledged_across_a_restart(
+    kwire_broker_factory: Callable[..., Broker], tmp_path: Any
+) -> None:
+    from confluent_kafka import AcknowledgeType
+
+    data_dir = tmp_path / "restarted"
+    first = kwire_broker_factory(data_dir)
+    first.create_topic("durable", partitions=1)
+    # a short socket timeout: closing after the broker stopped gives up quickly
+    explicit = {"share.acknowledgement.mode": "explicit", "socket.timeout.ms": "2000"}
+    c = share_consumer(first, "keeps", **explicit)
+    try:
+        c.subscribe(["durable"])
+        poll_until(first, lambda st: initialized("keeps")(st) == 1, [c])
+        produce(first, "durable", 1, 10)
+        got = poll_records(c, 10)
+        assert len(got) == 10
+        for m in got:  # 0-5 done, 6-7 released, 8-9 still held when the broker stops
+            if m.offset() < 6:
+                c.acknowledge(
+                    m, AcknowledgeType.ACCEPT if m.offset() % 2 else AcknowledgeType.REJECT
+                )
+            elif m.offset() < 8:
+                c.acknowledge(m, AcknowledgeType.RELEASE)
+        assert all(error is None for error in c.commit_sync(10).values())
+    finally:
+        first.stop()  # the consumer's last words go nowhere
+        c.close()
+    second = kwire_broker_factory(data_dir)
+    d = share_consumer(second, "keeps")
+    try:
+        d.subscribe(["durable"])
+        again = poll_records(d, 4)
+        assert sorted((m.offset(), m.delivery_count()) for m in again) == [
+            (6, 2),
+            (7, 2),
+            (8, 2),
+            (9, 2),
+        ]
+        assert poll_records(d, 1, timeout_s=2.0) == []  # 0-5 never again
+        assert all(error is None for error in d.commit_sync(10).values())
+        assert second.call(start_offsets("keeps")) == [10]
+    finally:
+        d.close()

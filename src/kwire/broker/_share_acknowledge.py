@@ -17,7 +17,7 @@ from kwire.broker._acl import GROUP, authorize
 from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
 from kwire.broker._share_group import FINAL_EPOCH, INITIAL_EPOCH
-from kwire.broker._share_service import acknowledge, share_coordinator
+from kwire.broker._share_service import acknowledge, flush_share_state, share_coordinator
 from kwire.broker._state import BrokerState
 from kwire.protocol import ErrorCode, message_class, struct_class
 
@@ -89,6 +89,7 @@ def handle_share_acknowledge(state: BrokerState, ctx: RequestContext, request: A
         responses.append(TOPIC_RESPONSE(topic_id=topic.topic_id, partitions=parts))
     if epoch == FINAL_EPOCH:
         coordinator.close_session(group_id, request.member_id)
+    flush_share_state(state)
     return RESPONSE(
         throttle_time_ms=0,
         error_code=0,

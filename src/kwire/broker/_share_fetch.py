@@ -29,6 +29,7 @@ from kwire.broker._routing import leader_error, node_endpoints
 from kwire.broker._share_group import FINAL_EPOCH, ShareCoordinator, ShareSession
 from kwire.broker._share_service import (
     acknowledge,
+    flush_share_state,
     group_config,
     share_coordinator,
     share_key,
@@ -106,6 +107,7 @@ class _Fetch:
         for key in self.acks:
             if key not in self.session.partitions:
                 outputs.append((key, self._empty(key), True))
+        flush_share_state(self.state)  # acknowledgements, initializations
         if not got and not final:
             return None
         return self._response(outputs)
@@ -257,6 +259,7 @@ def handle_share_fetch(state: BrokerState, ctx: RequestContext, request: Any) ->
     if epoch == FINAL_EPOCH:
         response = fetch.read(final=True)
         coordinator.close_session(group_id, request.member_id)
+        flush_share_state(state)
         return response
     if request.max_wait_ms <= 0:
         return fetch.read(final=True)

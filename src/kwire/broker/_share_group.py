@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from kwire.broker._share_partition import SharePartition
+from kwire.broker._share_state import StoredState
 from kwire.protocol import ErrorCode
 
 __all__ = [
@@ -159,6 +160,9 @@ class ShareCoordinator:
         self.groups: dict[str, ShareGroup] = {}
         self.sessions: dict[tuple[str, str], ShareSession] = {}
         self.partitions: dict[tuple[str, uuid.UUID, int], SharePartition] = {}
+        #: what ``__share_group_state`` holds (replayed), and the change count last written
+        self.stored: dict[tuple[str, uuid.UUID, int], StoredState] = {}
+        self.written: dict[tuple[str, uuid.UUID, int], int] = {}
         #: group id -> its ``share.record.lock.duration.ms`` group config, when set
         self.lock_durations: dict[str, int] = {}
 
@@ -312,6 +316,7 @@ class ShareCoordinator:
         del self.groups[group_id]
         for key in [k for k in self.partitions if k[0] == group_id]:
             del self.partitions[key]
+            self.written.pop(key, None)
         for session in [k for k in self.sessions if k[0] == group_id]:
             del self.sessions[session]
         return ErrorCode.NONE
@@ -366,6 +371,10 @@ class ShareCoordinator:
                 delivery_limit=self.conf("group.share.delivery.count.limit"),
                 max_in_flight=self.conf("group.share.partition.max.record.locks"),
             )
+            stored = self.stored.get(key)
+            if stored is not None:  # state from before a restart
+                found.restore(stored.start_offset, stored.in_flight())
+                self.written[key] = found.changes
         return found
 
     def set_lock_duration(self, group_id: str, duration_ms: int) -> None:

@@ -91,6 +91,8 @@ class SharePartition:
         self.start_offset = -1  # -1: not initialized yet (share.auto.offset.reset decides)
         self.end_offset = -1
         self.records: dict[int, InFlight] = {}
+        #: counts the changes worth persisting (not acquisitions, which Kafka does not persist)
+        self.changes = 0
 
     # --- state ------------------------------------------------------------------------------
 
@@ -102,6 +104,7 @@ class SharePartition:
         """Start at ``start_offset`` with nothing in flight (a new share partition)."""
         self.start_offset = self.end_offset = start_offset
         self.records.clear()
+        self.changes += 1
 
     def restore(self, start_offset: int, records: dict[int, InFlight]) -> None:
         """Start from persisted state: offsets past the SPSO with their state (what a restarted
@@ -227,6 +230,7 @@ class SharePartition:
             else:  # REJECT, GAP
                 self._settle(found, RecordState.ARCHIVED)
         self._advance_start()
+        self.changes += 1
         return ErrorCode.NONE
 
     def release_member(self, member_id: str) -> bool:
@@ -237,6 +241,7 @@ class SharePartition:
                 self._release(record)
                 released = True
         self._advance_start()
+        self.changes += released
         return released
 
     def expire_locks(self, now_ms: int) -> bool:
@@ -247,6 +252,7 @@ class SharePartition:
                 self._release(record)
                 released = True
         self._advance_start()
+        self.changes += released
         return released
 
     def next_lock_deadline(self) -> int | None:

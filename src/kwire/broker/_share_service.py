@@ -13,11 +13,20 @@ from collections.abc import Iterable
 from typing import Any, Final
 
 from kwire.broker import _metadata_log as mlog
+from kwire.broker._apis import on_startup
 from kwire.broker._context import RequestContext
 from kwire.broker._share_group import DEFAULTS, GROUP_CONFIG_DEFAULTS, ShareCoordinator
 from kwire.broker._share_partition import RELEASE, RENEW
-from kwire.broker._state import BrokerState
+from kwire.broker._share_state import (
+    STATE_TOPIC,
+    coordinator_key,
+    replay,
+    snapshot_record,
+    tombstone,
+)
+from kwire.broker._state import BrokerState, Partition, partition_for
 from kwire.protocol import ErrorCode
+from kwire.records import BatchBuilder
 
 __all__ = [
     "GROUP_RESOURCE",
@@ -26,6 +35,7 @@ __all__ = [
     "client_host",
     "delete_share_group",
     "describe_group_configs",
+    "flush_share_state",
     "group_config",
     "list_share_groups",
     "share_coordinator",
@@ -35,6 +45,7 @@ __all__ = [
 ]
 
 SERVICE: Final = "share"
+Key = tuple[str, uuid.UUID, int]
 
 
 def share_key(group_id: str) -> tuple[str, str]:
@@ -70,6 +81,7 @@ def share_coordinator(state: BrokerState) -> ShareCoordinator:
     def tick(now_ms: int) -> None:
         coordinator.expire(now_ms, topic_metadata(state))
         coordinator.expire_locks(now_ms)
+        flush_share_state(state)
 
     state.add_ticker(tick)
     return coordinator
@@ -134,7 +146,12 @@ def list_share_groups(state: BrokerState) -> list[tuple[str, str]]:
 
 def delete_share_group(state: BrokerState, group_id: str) -> ErrorCode:
     found = _existing(state)
-    return ErrorCode.GROUP_ID_NOT_FOUND if found is None else found.delete_group(group_id)
+    if found is None:
+        return ErrorCode.GROUP_ID_NOT_FOUND
+    error = found.delete_group(group_id)
+    if error is ErrorCode.NONE:
+        _delete_state(state, found, group_id)
+    return error
 
 
 # --- group configs (``GroupConfig``): IncrementalAlterConfigs / DescribeConfigs on GROUP --------
@@ -218,3 +235,103 @@ def describe_group_configs(state: BrokerState, group_id: str) -> list[tuple[str,
     found = state.metadata_image.configs.get((GROUP_RESOURCE, group_id), {})
     names = sorted((*GROUP_CONFIG_DEFAULTS, "share.record.lock.duration.ms"))
     return [(n, group_config(state, group_id, n), n not in found) for n in names]
+
+
+# --- persistence: __share_group_state (``_share_state``) ---------------------------------------
+
+
+def _state_partition(state: BrokerState, key: Key) -> Partition:
+    """The partition of ``__share_group_state`` holding ``key``'s state, the topic made on first
+    use (``share.coordinator.state.topic.*``: 50 partitions, compacted, as Kafka makes it)."""
+    topic = state.topics.get(STATE_TOPIC)
+    if topic is None:
+        topic = state.create_topic(
+            STATE_TOPIC,
+            int(state.static_config.get("share.coordinator.state.topic.num.partitions", "50")),
+            {
+                "cleanup.policy": "compact",
+                "segment.bytes": "104857600",
+                "compression.type": "producer",
+                "min.insync.replicas": "1",
+            },
+        )
+    return topic.partitions[partition_for(coordinator_key(*key), len(topic.partitions))]
+
+
+def _write(
+    state: BrokerState,
+    coordinator: ShareCoordinator,
+    records: list[tuple[Key, bytes, bytes | None]],
+) -> None:
+    """Append the records, one batch per state partition, then replay them into the coordinator
+    (the same replay that loads the topic at start)."""
+    now = state.now_ms()
+    by_partition: dict[int, tuple[Partition, list[tuple[bytes, bytes | None]]]] = {}
+    for key, record_key, value in records:
+        partition = _state_partition(state, key)
+        by_partition.setdefault(partition.index, (partition, []))[1].append((record_key, value))
+    for partition, pairs in by_partition.values():
+        builder = BatchBuilder(2, 0)
+        for record_key, value in pairs:
+            builder.append(None, now, record_key, value)
+        state.append_as_coordinator(partition, builder.build(), now)
+        for record_key, value in pairs:
+            replay(coordinator.stored, record_key, value)
+
+
+def flush_share_state(state: BrokerState) -> None:
+    """Write a snapshot of every share partition that changed since its last one (acknowledged,
+    released, initialized): what a restart must not lose."""
+    coordinator = share_coordinator(state)
+    records: list[tuple[Key, bytes, bytes | None]] = []
+    now = state.now_ms()
+    for key, share in coordinator.partitions.items():
+        if not share.initialized or coordinator.written.get(key) == share.changes:
+            continue
+        stored = coordinator.stored.get(key)
+        topic = state.topics_by_id.get(key[1])
+        leader_epoch = (
+            topic.partitions[key[2]].leader_epoch
+            if topic is not None and key[2] < len(topic.partitions)
+            else 0
+        )
+        record_key, value = snapshot_record(
+            key,
+            share,
+            snapshot_epoch=0 if stored is None else stored.snapshot_epoch + 1,
+            state_epoch=0 if stored is None else stored.state_epoch,
+            leader_epoch=leader_epoch,
+            create_ms=now if stored is None else stored.create_ms,
+            now_ms=now,
+        )
+        records.append((key, record_key, value))
+        coordinator.written[key] = share.changes
+    if records:
+        _write(state, coordinator, records)
+
+
+def _delete_state(state: BrokerState, coordinator: ShareCoordinator, group_id: str) -> None:
+    gone = [k for k in coordinator.stored if k[0] == group_id]
+    if gone:
+        _write(state, coordinator, [(k, *tombstone(k)) for k in gone])
+
+
+@on_startup
+def _load_share_state(state: BrokerState) -> None:
+    """Replay ``__share_group_state`` when the broker starts (``ShareCoordinatorShard.replay``):
+    share partitions then resume where they were."""
+    topic = state.topics.get(STATE_TOPIC)
+    if topic is None:
+        return
+    coordinator = share_coordinator(state)
+    for partition in topic.partitions:
+        for batch in partition.log.iter_batches():
+            if batch.is_control:
+                continue
+            for record in batch:
+                if record.key is not None:
+                    replay(
+                        coordinator.stored,
+                        bytes(record.key),
+                        None if record.value is None else bytes(record.value),
+                    )
