@@ -337,3 +337,50 @@ def test_acknowledged_records_stay_acknowledged_across_a_restart(
         assert second.call(start_offsets("keeps")) == [10]
     finally:
         d.close()
+
+
+def test_read_committed_share_group_skips_aborted_transactions(kwire_broker: Broker) -> None:
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourceType,
+    )
+
+    kwire_broker.create_topic("txns", partitions=1)
+    producer = Producer({"bootstrap.servers": kwire_broker.bootstrap, "transactional.id": "tx"})
+    producer.init_transactions(30)
+    for outcome, values in (("commit", "abc"), ("abort", "xy"), ("commit", "de")):
+        producer.begin_transaction()
+        for v in values:
+            producer.produce("txns", value=v.encode(), partition=0)
+        assert producer.flush(30) == 0  # in the log before the outcome (abort purges the queue)
+        if outcome == "commit":
+            producer.commit_transaction(30)
+        else:
+            producer.abort_transaction(30)
+    admin = AdminClient({"bootstrap.servers": kwire_broker.bootstrap})
+    configs = [
+        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+        for name, value in (
+            ("share.auto.offset.reset", "earliest"),
+            ("share.isolation.level", "read_committed"),
+        )
+    ]
+    for future in admin.incremental_alter_configs(
+        [ConfigResource(ResourceType.GROUP, "committed", incremental_configs=configs)]
+    ).values():
+        assert future.result(10) is None
+    c = share_consumer(kwire_broker, "committed")
+    try:
+        c.subscribe(["txns"])
+        got = poll_records(c, 5)
+        assert [m.value() for m in got] == [b"a", b"b", b"c", b"d", b"e"]
+        assert poll_records(c, 1, timeout_s=2.0) == []
+        assert all(error is None for error in c.commit_sync(10).values())
+        # every offset, markers and aborted records included, is finished with
+        assert kwire_broker.call(start_offsets("committed")) == [10]
+    finally:
+        c.close()

@@ -14,7 +14,9 @@ them). With nothing acquired the response waits up to ``MaxWaitMs``, woken when 
 or records of the group are released. Epoch -1 only acknowledges, then closes the session and
 releases what the member still holds. A partition is initialized at its first fetch from the
 group's ``share.auto.offset.reset`` (latest: the high watermark; earliest: the log start); one
-whose start offset fell below the log start (retention) moves up to it.
+whose start offset fell below the log start (retention) moves up to it. With the group config
+``share.isolation.level=read_committed`` reads stop at the last stable offset and batches of
+aborted transactions are skipped like control batches.
 """
 
 from __future__ import annotations
@@ -167,18 +169,34 @@ class _Fetch:
         if not share.can_acquire():
             return out, 0, 0
         offset = share.next_fetch_offset()
+        committed = group_config(self.state, group_id, "share.isolation.level") == "read_committed"
+        limit = partition.last_stable_offset() if committed else live.high_watermark
         try:
-            data = live.read(
-                offset, bytes_left, max_offset=live.high_watermark, min_one_message=True
-            )
+            data = live.read(offset, bytes_left, max_offset=limit, min_one_message=True)
         except OffsetOutOfRangeError:
             return out, 0, 0
         if data.size == 0:
             return out, 0, 0
         batches = list(read_batches(data.read_bytes()))
+        aborted = (
+            live.aborted_transactions(offset, batches[-1].last_offset + 1) if committed else []
+        )
+
+        def skipped(b: Any) -> bool:
+            """A control batch, or (read_committed) a batch of an aborted transaction: never
+            delivered, a gap (``SharePartition`` filters aborted batches the same way)."""
+            return b.is_control or (
+                b.is_transactional
+                and any(
+                    t.producer_id == b.producer_id
+                    and t.first_offset <= b.base_offset <= t.last_offset
+                    for t in aborted
+                )
+            )
+
         ranges = share.acquire(
             self.session.member_id,
-            [(b.base_offset, b.last_offset, b.is_control) for b in batches],
+            [(b.base_offset, b.last_offset, skipped(b)) for b in batches],
             budget,
             self.state.now_ms(),
             record_limit=self.record_limit,
@@ -188,7 +206,7 @@ class _Fetch:
         sent = [
             bytes(b)
             for b in batches
-            if not b.is_control
+            if not skipped(b)
             and any(
                 r.first_offset <= b.last_offset and b.base_offset <= r.last_offset for r in ranges
             )
