@@ -22,6 +22,7 @@ from kwire.broker import (  # noqa: F401  (handlers register themselves)
     _cleaner,
     _data,
     _describe_quorum,
+    _describe_share_group_offsets,
     _describe_topic_partitions,
     _elect_leaders,
     _fetch,

@@ -29,6 +29,7 @@ FETCH_PARTITION = struct_class("ShareFetchRequest", "topics", "partitions")
 FETCH_ACK = struct_class("ShareFetchRequest", "topics", "partitions", "acknowledgement_batches")
 ACK_TOPIC = struct_class("ShareAcknowledgeRequest", "topics")
 ACK_PARTITION = struct_class("ShareAcknowledgeRequest", "topics", "partitions")
+OFFSETS_GROUP = struct_class("DescribeShareGroupOffsetsRequest", "groups")
 ACK_BATCH = struct_class(
     "ShareAcknowledgeRequest", "topics", "partitions", "acknowledgement_batches"
 )
@@ -231,3 +232,32 @@ def test_a_consumer_group_id_is_not_a_share_group(state: BrokerState) -> None:
         int(ErrorCode.GROUP_ID_NOT_FOUND),
         "Group cg is not a share group.",
     )
+
+
+def test_describe_share_group_offsets_start_offset_and_lag(state: BrokerState) -> None:
+    join(state, "m1")
+    fetch(state, "m1", 0)  # initialized at the high watermark, 0
+    produce(state, 5)
+    assert acquired(fetch(state, "m1", 1)) == [(0, 4, 1)]
+    fetch(state, "m1", 2, [FETCH_ACK(first_offset=0, last_offset=2, acknowledge_types=[2, 1, 3])])
+    # 0 released (the start stays), 1 accepted and 2 rejected (complete), 3-4 held: lag 5 - 0 - 2
+    for version, lag in ((0, -1), (1, 3)):
+        described = call(
+            state,
+            "DescribeShareGroupOffsets",
+            version,
+            groups=[OFFSETS_GROUP(group_id="sg", topics=None)],
+        ).groups[0]
+        assert described.error_code == 0
+        (topic,) = described.topics
+        (part,) = topic.partitions
+        assert (topic.topic_name, part.partition_index, part.start_offset, part.lag) == (
+            "t",
+            0,
+            0,
+            lag,
+        )
+    missing = call(
+        state, "DescribeShareGroupOffsets", 1, groups=[OFFSETS_GROUP(group_id="none", topics=None)]
+    ).groups[0]
+    assert missing.error_code == int(ErrorCode.GROUP_ID_NOT_FOUND)
