@@ -384,3 +384,73 @@ def test_read_committed_share_group_skips_aborted_transactions(kwire_broker: Bro
         assert kwire_broker.call(start_offsets("committed")) == [10]
     finally:
         c.close()
+
+
+def test_a_sigkilled_broker_keeps_acknowledgements(
+    broker_cli: Callable[..., Any], tmp_path: Any
+) -> None:
+    from confluent_kafka import AcknowledgeType, Producer
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourceType,
+    )
+
+    data_dir = tmp_path / "killed"
+    first = broker_cli(data_dir)
+    producer = Producer({"bootstrap.servers": first.bootstrap, "linger.ms": 0})
+    for i in range(10):
+        producer.produce("killed", value=f"v{i}".encode(), partition=0)  # auto-created, 1 partition
+    assert producer.flush(30) == 0
+    admin = AdminClient({"bootstrap.servers": first.bootstrap})
+    earliest = ConfigEntry(
+        "share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET
+    )
+    for future in admin.incremental_alter_configs(
+        [ConfigResource(ResourceType.GROUP, "survivors", incremental_configs=[earliest])]
+    ).values():
+        assert future.result(10) is None
+    c = survivor(first.bootstrap, "explicit")
+    try:
+        c.subscribe(["killed"])
+        got = poll_records(c, 10)
+        assert len(got) == 10
+        for m in got:  # 0-5 done, 6-7 released, 8-9 held when the broker dies
+            if m.offset() < 6:
+                c.acknowledge(m, AcknowledgeType.ACCEPT)
+            elif m.offset() < 8:
+                c.acknowledge(m, AcknowledgeType.RELEASE)
+        assert all(error is None for error in c.commit_sync(10).values())
+        assert first.kill() == -9
+    finally:
+        c.close()
+    second = broker_cli(data_dir)
+    d = survivor(second.bootstrap, "implicit")
+    try:
+        d.subscribe(["killed"])
+        again = poll_records(d, 4)
+        assert sorted((m.offset(), m.delivery_count()) for m in again) == [
+            (6, 2),
+            (7, 2),
+            (8, 2),
+            (9, 2),
+        ]
+        assert poll_records(d, 1, timeout_s=2.0) == []
+    finally:
+        d.close()
+
+
+def survivor(bootstrap: str, mode: str) -> Any:
+    """A consumer of the group "survivors" that gives up quickly on a dead broker."""
+    from confluent_kafka import ShareConsumer
+
+    return ShareConsumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "survivors",
+            "share.acknowledgement.mode": mode,
+            "socket.timeout.ms": "2000",
+        }
+    )
