@@ -15,20 +15,20 @@ from typing import Any
 
 import pytest
 
-from kwire.broker import Broker, BrokerState
+from kwire.broker import Broker, BrokerState, Cluster
 
 pytestmark = pytest.mark.interop
 
 DEADLINE_S = 30.0
 
 
-def share_consumer(broker: Broker, group: str, **extra: str) -> Any:
+def share_consumer(broker: Broker | Cluster, group: str, **extra: str) -> Any:
     from confluent_kafka import ShareConsumer
 
     return ShareConsumer({"bootstrap.servers": broker.bootstrap, "group.id": group, **extra})
 
 
-def produce(broker: Broker, topic: str, partitions: int, count: int) -> None:
+def produce(broker: Broker | Cluster, topic: str, partitions: int, count: int) -> None:
     from confluent_kafka import Producer
 
     producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
@@ -60,7 +60,9 @@ def start_offsets(group: str) -> Callable[[BrokerState], list[int]]:
 
 
 def settled(group: str, members: int) -> Callable[[BrokerState], bool]:
-    """Every member fetches from exactly the partitions assigned to it."""
+    """Every member knows the group's latest assignment and fetches exactly its partitions from
+    the brokers leading them (librdkafka may leave a session with a broker it no longer fetches
+    from as it was)."""
 
     def check(state: BrokerState) -> bool:
         coordinator = state.services.get("share")
@@ -68,16 +70,24 @@ def settled(group: str, members: int) -> Callable[[BrokerState], bool]:
         if found is None or len(found.members) != members:
             return False
         for member in found.members.values():
-            session = coordinator.sessions.get((group, member.member_id))
+            if member.member_epoch != found.group_epoch:
+                return False
             assigned = {(t, p) for t, parts in member.assignment.items() for p in parts}
-            if session is None or set(session.partitions) != assigned:
+            leaders = {state.topics_by_id[t].partitions[p].leader_id for t, p in assigned}
+            fetched: set[Any] = set()
+            for (g, m, node), session in coordinator.sessions.items():
+                if (g, m) == (group, member.member_id) and node in leaders:
+                    fetched |= set(session.partitions)
+            if fetched != assigned:
                 return False
         return True
 
     return check
 
 
-def poll_until(broker: Broker, check: Callable[[BrokerState], Any], consumers: list[Any]) -> None:
+def poll_until(
+    broker: Broker | Cluster, check: Callable[[BrokerState], Any], consumers: list[Any]
+) -> None:
     deadline = time.monotonic() + DEADLINE_S
     while not broker.call(check):
         assert time.monotonic() < deadline, "the share group did not settle"
@@ -454,3 +464,28 @@ def survivor(bootstrap: str, mode: str) -> Any:
             "socket.timeout.ms": "2000",
         }
     )
+
+
+@pytest.mark.kwire_cluster(nodes=3, config=FAST_HEARTBEAT)
+def test_share_group_on_a_three_node_cluster(kwire_cluster: Cluster) -> None:
+    kwire_cluster.create_topic("spread", partitions=3)
+    assert len(set(kwire_cluster.leaders("spread"))) == 3  # each partition on another node
+    a = share_consumer(kwire_cluster, "nodes")
+    b = share_consumer(kwire_cluster, "nodes")
+    try:
+        a.subscribe(["spread"])
+        b.subscribe(["spread"])
+        poll_until(kwire_cluster, settled("nodes", 2), [a, b])
+        produce(kwire_cluster, "spread", 3, 30)
+        seen: Counter[tuple[int, int]] = Counter()
+        deadline = time.monotonic() + DEADLINE_S
+        while sum(seen.values()) < 30 and time.monotonic() < deadline:
+            for consumer in (a, b):
+                for m in consumer.poll(0.2):
+                    assert m.error() is None, m.error()
+                    seen[(m.partition(), m.offset())] += 1
+        assert sorted(seen) == [(p, o) for p in range(3) for o in range(10)]
+        assert set(seen.values()) == {1}
+    finally:
+        a.close()
+        b.close()

@@ -16,6 +16,7 @@ from typing import Any, Final
 from kwire.broker._acl import GROUP, authorize
 from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
+from kwire.broker._routing import serving_node
 from kwire.broker._share_group import FINAL_EPOCH, INITIAL_EPOCH
 from kwire.broker._share_service import acknowledge, flush_share_state, share_coordinator
 from kwire.broker._state import BrokerState
@@ -51,7 +52,8 @@ def handle_share_acknowledge(state: BrokerState, ctx: RequestContext, request: A
     epoch = request.share_session_epoch
     if epoch == INITIAL_EPOCH:
         return _error_response(ErrorCode.INVALID_SHARE_SESSION_EPOCH)
-    error, session = coordinator.session(group_id, request.member_id, epoch)
+    node = serving_node(state, ctx)
+    error, session = coordinator.session(group_id, request.member_id, epoch, node)
     if session is None:
         return _error_response(error)
     renew = ctx.api_version >= 2 and request.is_renew_ack
@@ -88,7 +90,7 @@ def handle_share_acknowledge(state: BrokerState, ctx: RequestContext, request: A
             )
         responses.append(TOPIC_RESPONSE(topic_id=topic.topic_id, partitions=parts))
     if epoch == FINAL_EPOCH:
-        coordinator.close_session(group_id, request.member_id)
+        coordinator.close_session(group_id, request.member_id, node)
     flush_share_state(state)
     return RESPONSE(
         throttle_time_ms=0,

@@ -27,7 +27,7 @@ from typing import Any, Final
 from kwire.broker._acl import GROUP, TOPIC, authorize
 from kwire.broker._apis import Deferred, register
 from kwire.broker._context import RequestContext
-from kwire.broker._routing import leader_error, node_endpoints
+from kwire.broker._routing import leader_error, node_endpoints, serving_node
 from kwire.broker._share_group import FINAL_EPOCH, ShareCoordinator, ShareSession
 from kwire.broker._share_service import (
     acknowledge,
@@ -249,7 +249,8 @@ def handle_share_fetch(state: BrokerState, ctx: RequestContext, request: Any) ->
         return _error_response(ErrorCode.GROUP_AUTHORIZATION_FAILED)
     coordinator = share_coordinator(state)
     epoch = request.share_session_epoch
-    error, session = coordinator.session(group_id, request.member_id, epoch)
+    node = serving_node(state, ctx)
+    error, session = coordinator.session(group_id, request.member_id, epoch, node)
     if session is None:
         return _error_response(error)
     renew = ctx.api_version >= 2 and request.is_renew_ack
@@ -276,7 +277,7 @@ def handle_share_fetch(state: BrokerState, ctx: RequestContext, request: Any) ->
     fetch = _Fetch(state, ctx, request, coordinator, session, acks)
     if epoch == FINAL_EPOCH:
         response = fetch.read(final=True)
-        coordinator.close_session(group_id, request.member_id)
+        coordinator.close_session(group_id, request.member_id, node)
         flush_share_state(state)
         return response
     if request.max_wait_ms <= 0:

@@ -16,9 +16,9 @@ Approach, after Kafka's ``GroupMetadataManager.shareGroupHeartbeat``, ``ShareGro
   partitions as members each partition goes to one member (partitions in topic-name order dealt
   round robin over the members in member-id order), otherwise each member gets one partition and
   the partitions are shared. Kafka 4.3's ``SimpleAssignor`` is also sticky; kwire recomputes;
-- a share session (``ShareSessionCache``) is the set of partitions a member fetches from, keyed
-  by (group, member): epoch 0 opens it, each request carries the next epoch, -1 closes it (and
-  releases the member's records);
+- a share session (``ShareSessionCache``) is the set of partitions a member fetches from one
+  broker, keyed by (group, member, node): epoch 0 opens it, each request carries the next epoch,
+  -1 closes it (and releases the member's records of its partitions);
 - one ``SharePartition`` per (group, topic id, partition), initialized at the first fetch from
   ``share.auto.offset.reset`` (a group config; ``latest`` by default).
 """
@@ -123,6 +123,7 @@ class ShareSession:
     group_id: str
     member_id: str
     epoch: int  # the epoch the next request carries
+    node: int = 1  # the broker the session is with
     partitions: dict[tuple[uuid.UUID, int], None] = field(default_factory=dict)
 
 
@@ -158,7 +159,7 @@ class ShareCoordinator:
         self._conf = dict(conf)
         self._released = released or (lambda group_id: None)
         self.groups: dict[str, ShareGroup] = {}
-        self.sessions: dict[tuple[str, str], ShareSession] = {}
+        self.sessions: dict[tuple[str, str, int], ShareSession] = {}
         self.partitions: dict[tuple[str, uuid.UUID, int], SharePartition] = {}
         #: what ``__share_group_state`` holds (replayed), and the change count last written
         self.stored: dict[tuple[str, uuid.UUID, int], StoredState] = {}
@@ -328,15 +329,16 @@ class ShareCoordinator:
     # --- share sessions ---------------------------------------------------------------------
 
     def session(
-        self, group_id: str, member_id: str, epoch: int
+        self, group_id: str, member_id: str, epoch: int, node: int = 1
     ) -> tuple[ErrorCode, ShareSession | None]:
-        """The session a request at ``epoch`` uses (0 opens a new one), and move its epoch on."""
-        key = (group_id, member_id)
+        """The session a request at ``epoch`` uses (0 opens a new one), and move its epoch on. A
+        member has one session per broker it fetches from (``node``: the one answering)."""
+        key = (group_id, member_id, node)
         if epoch == INITIAL_EPOCH:
             old = self.sessions.pop(key, None)
             if old is not None:
-                self._release_member(group_id, member_id)
-            session = self.sessions[key] = ShareSession(group_id, member_id, 1)
+                self._release_session(old)
+            session = self.sessions[key] = ShareSession(group_id, member_id, 1, node)
             return ErrorCode.NONE, session
         found = self.sessions.get(key)
         if found is None:
@@ -348,17 +350,31 @@ class ShareCoordinator:
         found.epoch = 1 if epoch == 2**31 - 1 else epoch + 1
         return ErrorCode.NONE, found
 
-    def close_session(self, group_id: str, member_id: str) -> None:
-        self.sessions.pop((group_id, member_id), None)
-        self._release_member(group_id, member_id)
-
-    def _release_member(self, group_id: str, member_id: str) -> None:
+    def close_session(self, group_id: str, member_id: str, node: int | None = None) -> None:
+        """Close the member's session with ``node`` and release what it holds there; ``None``:
+        every session of the member, and everything it holds."""
+        if node is not None:
+            found = self.sessions.pop((group_id, member_id, node), None)
+            if found is not None:
+                self._release_session(found)
+            return
+        for key in [k for k in self.sessions if k[:2] == (group_id, member_id)]:
+            del self.sessions[key]
         released = False
         for (gid, _, _), partition in self.partitions.items():
             if gid == group_id and partition.release_member(member_id):
                 released = True
         if released:
             self._released(group_id)
+
+    def _release_session(self, session: ShareSession) -> None:
+        released = False
+        for topic_id, index in session.partitions:
+            partition = self.partitions.get((session.group_id, topic_id, index))
+            if partition is not None and partition.release_member(session.member_id):
+                released = True
+        if released:
+            self._released(session.group_id)
 
     # --- share partitions -------------------------------------------------------------------
 
