@@ -261,3 +261,49 @@ def test_describe_share_group_offsets_start_offset_and_lag(state: BrokerState) -
         state, "DescribeShareGroupOffsets", 1, groups=[OFFSETS_GROUP(group_id="none", topics=None)]
     ).groups[0]
     assert missing.error_code == int(ErrorCode.GROUP_ID_NOT_FOUND)
+
+
+def test_share_state_records_read_by_kwire_dump(
+    state: BrokerState, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+    import re
+
+    from kwire.cli import main
+
+    join(state, "m1")
+    fetch(state, "m1", 0)
+    produce(state, 3)
+    fetch(state, "m1", 1)
+    fetch(state, "m1", 2, [FETCH_ACK(first_offset=0, last_offset=1, acknowledge_types=[1])])
+    topic = state.topic("__share_group_state")
+    assert topic is not None and topic.internal
+    segments = [
+        str(seg)
+        for p in topic.partitions
+        if p.log.log_end_offset > 0
+        for seg in Path(state.path, f"__share_group_state-{p.index}").glob("*.log")
+    ]
+    assert (
+        main(["dump", "--files", *segments, "--print-data-log", "--share-group-state-decoder"]) == 0
+    )
+    out = capsys.readouterr().out
+    keys = [json.loads(k) for k in re.findall(r" key: (\{.*?\}) payload:", out)]
+    payloads = [json.loads(m) for m in re.findall(r"payload: (\{.*\})$", out, re.M)]
+    assert {k["type"] for k in keys} == {"0"}  # ShareSnapshot
+    assert keys[-1]["data"] == {
+        "groupId": "sg",
+        "topicId": str(topic_id_b64(state)),
+        "partition": 0,
+    }
+    last = payloads[-1]["data"]
+    assert (last["startOffset"], last["stateBatches"]) == (
+        2,
+        [{"firstOffset": 2, "lastOffset": 2, "deliveryState": 0, "deliveryCount": 1}],
+    )
+
+
+def topic_id_b64(state: BrokerState) -> str:
+    import base64
+
+    return base64.urlsafe_b64encode(topic_id(state).bytes).decode().rstrip("=")
