@@ -165,7 +165,7 @@ class _Fetch:
             share.initialize(live.log_start_offset if reset == "earliest" else live.high_watermark)
         if share.start_offset < live.log_start_offset:
             # Records deleted by retention are gone from the share partition too.
-            share.initialize(live.log_start_offset)
+            share.skip_to(live.log_start_offset)
         if not share.can_acquire():
             return out, 0, 0
         offset = share.next_fetch_offset()

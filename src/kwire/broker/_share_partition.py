@@ -115,6 +115,18 @@ class SharePartition:
         self.end_offset = max([start_offset, *(o + 1 for o in self.records)])
         self._advance_start()
 
+    def skip_to(self, offset: int) -> None:
+        """The log now starts at ``offset`` (retention, DeleteRecords): what lay before it is
+        gone from the share partition too; what is in flight after it stays."""
+        if offset <= self.start_offset:
+            return
+        for below in [o for o in self.records if o < offset]:
+            del self.records[below]
+        self.start_offset = offset
+        self.end_offset = max(self.end_offset, offset)
+        self._advance_start()
+        self.changes += 1
+
     def state_of(self, offset: int) -> RecordState:
         """The state of ``offset`` (before the SPSO: finished, reported as ARCHIVED or
         ACKNOWLEDGED alike; past the SPEO: AVAILABLE, not fetched yet)."""

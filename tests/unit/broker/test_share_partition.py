@@ -129,3 +129,18 @@ def test_heartbeat_join_epochs_fencing_leave_and_expiry() -> None:
     assert co.groups["g"].state == "Empty"
     unknown = co.heartbeat("g", "a", 3, None, None, topics, "c", "/h", T0)
     assert unknown.error is ErrorCode.UNKNOWN_MEMBER_ID
+
+
+def test_skip_to_drops_only_what_the_log_no_longer_has() -> None:
+    sp = fresh()
+    sp.acquire("m1", [(0, 5, False)], 100, T0)
+    sp.acknowledge("m1", 4, 4, [ACCEPT], T0)
+    sp.skip_to(3)  # the log start moved to 3 (retention)
+    assert (sp.start_offset, sp.end_offset) == (3, 6)
+    assert [sp.state_of(o) for o in range(3, 6)] == [
+        RecordState.ACQUIRED,
+        RecordState.ACKNOWLEDGED,
+        RecordState.ACQUIRED,
+    ]
+    assert sp.acknowledge("m1", 3, 3, [ACCEPT], T0) is ErrorCode.NONE
+    assert sp.start_offset == 5
