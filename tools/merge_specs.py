@@ -1167,6 +1167,9 @@ COORDINATOR_DIR = SPECS / "coordinator-3.9"
 # Kafka's KRaft metadata records (what __cluster_metadata holds), likewise: apache/kafka's metadata
 # module at the release named in their SOURCE, verbatim.
 METADATA_DIR = SPECS / "metadata-3.9"
+# Kafka's share-coordinator records (what __share_group_state holds, KIP-932), likewise: apache/kafka's
+# share-coordinator module at the commits named in their SOURCE, verbatim.
+SHARE_COORDINATOR_DIR = SPECS / "share-coordinator"
 
 
 def _source_facts(folder: Path) -> dict[str, str]:
@@ -1198,6 +1201,7 @@ def bundled_files() -> dict[str, str]:
     lines = files["SOURCE"].rstrip("\n").splitlines()
     _bundle_verbatim(files, lines, COORDINATOR_DIR, "coordinator")
     _bundle_verbatim(files, lines, METADATA_DIR, "metadata")
+    _bundle_verbatim(files, lines, SHARE_COORDINATOR_DIR, "share_coordinator")
     files["SOURCE"] = "\n".join(lines) + "\n"
     return files
 

@@ -48,6 +48,7 @@ from kwire.broker._config import (
 from kwire.broker._context import RequestContext
 from kwire.broker._data import NO_OPERATIONS
 from kwire.broker._routing import leader_error, live_nodes, serving_node
+from kwire.broker._share_service import alter_group_configs, describe_group_configs
 from kwire.broker._state import BrokerError, BrokerState, Topic, validate_topic_name
 from kwire.log import OffsetOutOfRangeError
 from kwire.protocol import ErrorCode, message_class, struct_class
@@ -798,6 +799,23 @@ def _describe_resource(
             )
             for logger_name, logger in _loggers().items()
         ]
+    if kind == RESOURCE_GROUP:  # share-group configs (_share_service)
+        return [
+            DESCRIBE_CONFIGS_ENTRY(
+                name=config,
+                value=value,
+                read_only=False,
+                is_default=default,
+                config_source=int(
+                    ConfigSource.DEFAULT_CONFIG if default else ConfigSource.GROUP_CONFIG
+                ),
+                is_sensitive=False,
+                synonyms=[],
+                config_type=int(ConfigType.INT if config.endswith(".ms") else ConfigType.STRING),
+                documentation=None,
+            )
+            for config, value, default in describe_group_configs(state, name)
+        ]
     if kind == RESOURCE_CLIENT_METRICS:
         if not name:
             raise _ApiError(
@@ -1125,6 +1143,12 @@ def _incremental_alter(state: BrokerState, resource: Any, validate_only: bool) -
         merged = _incremental_broker(state, name, resource.configs)
         if not validate_only:
             state.set_dynamic_broker_configs(name, merged)
+        return
+    if kind == RESOURCE_GROUP:  # share-group configs (_share_service)
+        ops = [(op.config_operation, op.name, op.value) for op in resource.configs]
+        problem = alter_group_configs(state, name, ops, validate_only)
+        if problem is not None:
+            raise _ApiError(ErrorCode.INVALID_CONFIG, problem)
         return
     if kind != RESOURCE_TOPIC:
         raise _ApiError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {kind}")

@@ -10,6 +10,7 @@ import kwire.broker._alter_replica_log_dirs
 import kwire.broker._cleaner
 import kwire.broker._data
 import kwire.broker._describe_quorum
+import kwire.broker._describe_share_group_offsets
 import kwire.broker._describe_topic_partitions
 import kwire.broker._elect_leaders
 import kwire.broker._fetch
@@ -18,6 +19,10 @@ import kwire.broker._list_partition_reassignments
 import kwire.broker._quotas
 import kwire.broker._routing
 import kwire.broker._sasl
+import kwire.broker._share_acknowledge
+import kwire.broker._share_fetch
+import kwire.broker._share_group_describe
+import kwire.broker._share_group_heartbeat
 import kwire.broker._txn_apis
 import kwire.broker._update_features  # noqa: F401
 from kwire.broker._apis import HANDLERS, Deferred, implemented_versions

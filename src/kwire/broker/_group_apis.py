@@ -36,6 +36,7 @@ from kwire.broker._group import (
     group_coordinator,
 )
 from kwire.broker._routing import coordinator_node, endpoint, serving_node
+from kwire.broker._share_service import delete_share_group, list_share_groups, share_group_exists
 from kwire.broker._state import BrokerState
 from kwire.broker._txn_apis import add_group_partition_for_commit, uses_transaction_v2
 from kwire.protocol import ZERO_UUID, ErrorCode, message_class, struct_class
@@ -368,9 +369,12 @@ def handle_describe_groups(state: BrokerState, ctx: RequestContext, request: Any
         if ops is not None:  # KIP-430
             ops = authorized_operations(state, ctx, GROUP, group_id)
         if group is None or group.state == DEAD or group.consumer is not None:
-            # GroupMetadataManager.describeGroups: a consumer group is "not a classic group"
+            # GroupMetadataManager.describeGroups: a consumer or share group is "not a classic
+            # group"
             if version >= 6:
-                not_classic = group is not None and group.consumer is not None
+                not_classic = (
+                    group is not None and group.consumer is not None
+                ) or share_group_exists(state, group_id)
                 out.append(
                     DESCRIBED_GROUP(
                         error_code=int(ErrorCode.GROUP_ID_NOT_FOUND),
@@ -455,6 +459,21 @@ def handle_list_groups(state: BrokerState, ctx: RequestContext, request: Any) ->
                 group_type=group_type,
             )
         )
+    for group_id, group_state in list_share_groups(state):  # type "share", protocol "share"
+        if not everything and not authorize(state, ctx, "DESCRIBE", GROUP, group_id):
+            continue
+        if coordinator_node(state, GROUP_KEY, group_id) != node:
+            continue
+        if (states and group_state.lower() not in states) or (types and "share" not in types):
+            continue
+        out.append(
+            LISTED_GROUP(
+                group_id=group_id,
+                protocol_type="share",
+                group_state=group_state,
+                group_type="share",
+            )
+        )
     return LIST_GROUPS_RESPONSE(throttle_time_ms=0, error_code=0, groups=out)
 
 
@@ -466,9 +485,11 @@ def handle_delete_groups(state: BrokerState, ctx: RequestContext, request: Any) 
         DELETED_GROUP(
             group_id=g,
             error_code=int(
-                coordinator.delete_group(g, now)
-                if authorize(state, ctx, "DELETE", GROUP, g)
-                else ErrorCode.GROUP_AUTHORIZATION_FAILED
+                ErrorCode.GROUP_AUTHORIZATION_FAILED
+                if not authorize(state, ctx, "DELETE", GROUP, g)
+                else delete_share_group(state, g)
+                if share_group_exists(state, g)
+                else coordinator.delete_group(g, now)
             ),
         )
         for g in dict.fromkeys(request.groups_names)  # KafkaApis: each group once

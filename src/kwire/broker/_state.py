@@ -59,7 +59,9 @@ log = logging.getLogger("kwire.broker")
 METADATA_FILE: Final = "kwire-metadata.json"
 MAX_TOPIC_NAME: Final = 249
 _LEGAL_TOPIC: Final = re.compile(r"^[a-zA-Z0-9._-]+$")
-INTERNAL_TOPICS: Final = frozenset({"__consumer_offsets", "__transaction_state"})
+INTERNAL_TOPICS: Final = frozenset(
+    {"__consumer_offsets", "__transaction_state", "__share_group_state"}
+)
 
 
 class Clock(Protocol):

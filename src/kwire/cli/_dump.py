@@ -91,6 +91,7 @@ _SPECIAL_DECODERS: Final = (
     "transaction_log_decoder",
     "cluster_metadata_decoder",
     "remote_log_metadata_decoder",
+    "share_group_state_decoder",
 )
 
 Decoder = Callable[[bytes], str]
@@ -336,6 +337,35 @@ def _offsets_parse(record: Record) -> tuple[str | None, str | None]:
         return f"Error at offset {record.offset}, skipping. {exc}", None
 
 
+#: Kafka 4.x's ShareCoordinatorRecordSerde: record type -> name (``__share_group_state``).
+_SHARE_STATE_RECORD_TYPES: Final = {0: "ShareSnapshot", 1: "ShareUpdate"}
+
+
+def _share_group_state_parse(record: Record) -> tuple[str | None, str | None]:
+    """Kafka 4.x's ``ShareGroupStateMessageParser`` (``--share-group-state-decoder``), a
+    coordinator record parser like the offsets one: key ``{"type":"<record type>","data":{...}}``,
+    payload ``{"version":"<v>","data":{...}}``, ``<DELETE>`` for a tombstone."""
+    if record.key is None:
+        raise ValueError(
+            f"Failed to decode message at offset {record.offset} using share group state "
+            "topic decoder (message had a missing key)"
+        )
+    try:
+        record_type, key_body = _version_prefixed(bytes(record.key), "key")
+        name = _SHARE_STATE_RECORD_TYPES.get(record_type)
+        if name is None:
+            return f"Unknown record type {record_type} at offset {record.offset}, skipping.", None
+        key = _read_message(name + "Key", key_body, record_type, "key")
+        key_text = _jackson({"type": str(record_type), "data": key.to_json(record_type)})
+        if record.value is None:
+            return key_text, "<DELETE>"
+        version, value_body = _version_prefixed(bytes(record.value), "value")
+        value_doc = _read_message(name + "Value", value_body, version, "value").to_json(version)
+        return key_text, _jackson({"version": str(version), "data": value_doc})
+    except ValueError as exc:
+        return f"Error at offset {record.offset}, skipping. {exc}", None
+
+
 def _scala_hash_set_order(partitions: list[tuple[str, int]]) -> list[tuple[str, int]]:
     """The iteration order of a Scala 2.13 ``mutable.HashSet[TopicPartition]`` holding
     ``partitions`` (how Kafka's ``formatRecordKeyAndValue`` lists them): buckets of the table in
@@ -413,6 +443,7 @@ _RECORD_PARSERS: Final[dict[str, RecordParser]] = {
     "offsets_decoder": _offsets_parse,
     "transaction_log_decoder": _transaction_log_parse,
     "cluster_metadata_decoder": _cluster_metadata_parse,
+    "share_group_state_decoder": _share_group_state_parse,
 }
 
 _SPECIAL_DECODER_HELP: Final = {
@@ -422,6 +453,8 @@ _SPECIAL_DECODER_HELP: Final = {
     "Kafka's TransactionLogMessageParser",
     "cluster_metadata_decoder": "decode __cluster_metadata records (KRaft metadata) as JSON, as "
     "Kafka's ClusterMetadataLogMessageParser",
+    "share_group_state_decoder": "decode __share_group_state records (share-partition state) as "
+    "JSON, as Kafka 4.x's ShareGroupStateMessageParser",
 }
 
 

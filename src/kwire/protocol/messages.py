@@ -513,6 +513,12 @@ if TYPE_CHECKING:
     from kwire.protocol._generated.share_group_heartbeat import (
         ShareGroupHeartbeatResponse as ShareGroupHeartbeatResponse,
     )
+    from kwire.protocol._generated.share_snapshot_key import ShareSnapshotKey as ShareSnapshotKey
+    from kwire.protocol._generated.share_snapshot_value import (
+        ShareSnapshotValue as ShareSnapshotValue,
+    )
+    from kwire.protocol._generated.share_update_key import ShareUpdateKey as ShareUpdateKey
+    from kwire.protocol._generated.share_update_value import ShareUpdateValue as ShareUpdateValue
     from kwire.protocol._generated.snapshot_footer_record import (
         SnapshotFooterRecord as SnapshotFooterRecord,
     )
@@ -807,6 +813,10 @@ __all__ = [
     "ShareGroupDescribeResponse",
     "ShareGroupHeartbeatRequest",
     "ShareGroupHeartbeatResponse",
+    "ShareSnapshotKey",
+    "ShareSnapshotValue",
+    "ShareUpdateKey",
+    "ShareUpdateValue",
     "SnapshotFooterRecord",
     "SnapshotHeaderRecord",
     "StopReplicaRequest",

@@ -1,0 +1,102 @@
+"""ShareGroupDescribe (API 77): the members, epochs and assignments of share groups (KIP-932).
+
+Versions: v0 was 4.0's early access; v1 (4.1) is the GA form, the only one 4.1-4.3 serve.
+After ``KafkaApis.handleShareGroupDescribe`` and ``ShareGroup.asDescribedGroup``: DESCRIBE on the
+group or GROUP_AUTHORIZATION_FAILED; a group that does not exist, or is not a share group, is
+GROUP_ID_NOT_FOUND; the assignor is ``simple``; topic names are resolved from the topic ids.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from kwire.broker._acl import GROUP, authorize, authorized_operations
+from kwire.broker._apis import register
+from kwire.broker._context import RequestContext
+from kwire.broker._share_group import Assignment
+from kwire.broker._share_service import share_coordinator
+from kwire.broker._state import BrokerState
+from kwire.protocol import ErrorCode, message_class, struct_class
+
+__all__ = ["handle_share_group_describe"]
+
+RESPONSE: Final = message_class("ShareGroupDescribeResponse")
+DESCRIBED: Final = struct_class(RESPONSE, "groups")
+MEMBER: Final = struct_class(RESPONSE, "groups", "members")
+ASSIGNMENT: Final = struct_class(RESPONSE, "groups", "members", "assignment")
+TOPIC_PARTITIONS: Final = struct_class(
+    RESPONSE, "groups", "members", "assignment", "topic_partitions"
+)
+NO_OPERATIONS: Final = -(2**31)
+ASSIGNOR: Final = "simple"
+
+
+def _assignment(state: BrokerState, assignment: Assignment) -> Any:
+    parts = []
+    for topic_id, partitions in sorted(assignment.items()):
+        topic = state.topics_by_id.get(topic_id)
+        if topic is not None and partitions:
+            parts.append(
+                TOPIC_PARTITIONS(
+                    topic_id=topic_id, topic_name=topic.name, partitions=sorted(partitions)
+                )
+            )
+    return ASSIGNMENT(topic_partitions=parts)
+
+
+def _missing(group_id: str, error: ErrorCode, message: str | None) -> Any:
+    return DESCRIBED(
+        error_code=int(error),
+        error_message=message,
+        group_id=group_id,
+        group_state="",
+        group_epoch=0,
+        assignment_epoch=0,
+        assignor_name="",
+        members=[],
+    )
+
+
+@register(77, 1, 1)
+def handle_share_group_describe(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+    coordinator = share_coordinator(state)
+    groups = []
+    for group_id in request.group_ids:
+        if not authorize(state, ctx, "DESCRIBE", GROUP, group_id):
+            groups.append(_missing(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED, None))
+            continue
+        group = coordinator.groups.get(group_id)
+        if group is None:
+            groups.append(
+                _missing(group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+            )
+            continue
+        groups.append(
+            DESCRIBED(
+                error_code=0,
+                error_message=None,
+                group_id=group_id,
+                group_state=group.state,
+                group_epoch=group.group_epoch,
+                assignment_epoch=group.assignment_epoch,
+                assignor_name=ASSIGNOR,
+                members=[
+                    MEMBER(
+                        member_id=m.member_id,
+                        rack_id=m.rack_id,
+                        member_epoch=m.member_epoch,
+                        client_id=m.client_id,
+                        client_host=m.client_host,
+                        subscribed_topic_names=sorted(m.subscribed),
+                        assignment=_assignment(state, m.assignment),
+                    )
+                    for m in group.members.values()
+                ],
+                authorized_operations=(
+                    authorized_operations(state, ctx, GROUP, group_id)
+                    if request.include_authorized_operations
+                    else NO_OPERATIONS
+                ),
+            )
+        )
+    return RESPONSE(throttle_time_ms=0, groups=groups)
