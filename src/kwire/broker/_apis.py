@@ -10,6 +10,7 @@ read, and the logs own the files.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
@@ -95,5 +96,15 @@ def on_startup(hook: Callable[[BrokerState], None]) -> Callable[[BrokerState], N
     return hook
 
 
+def load_handlers() -> None:
+    """Import every handler module, so that each has registered its handler, guards and start-up
+    hooks. A broker built from a submodule (``kwire.broker._broker``) would otherwise serve only
+    the handlers its own imports happened to load, and coordinators whose modules were not loaded
+    would not replay their topics at start. ``kwire.broker._everything`` lists the modules; it is
+    imported by name here because it imports this module."""
+    importlib.import_module("kwire.broker._everything")
+
+
 def implemented_versions() -> dict[int, tuple[int, int]]:
+    load_handlers()
     return {key: (lo, hi) for key, (_, lo, hi) in HANDLERS.items()}

@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable, Hashable
 from typing import Any, Final
 
-from kwire.broker._apis import CLOSE_CONNECTION, HANDLERS, Deferred, dispatch
+from kwire.broker._apis import CLOSE_CONNECTION, HANDLERS, Deferred, dispatch, load_handlers
 from kwire.broker._context import RequestContext
 from kwire.broker._data import api_versions_response, validation_jobs
 from kwire.broker._fetch import ConvertedRecords, FileRecords
@@ -159,6 +159,7 @@ class KafkaServer:
         housekeeping: bool = True,
         faults: Faults | None = None,
     ) -> None:
+        load_handlers()
         self.state = state
         self.host = host
         self.port = port
