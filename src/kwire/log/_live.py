@@ -491,7 +491,8 @@ class _Segment:
 class LiveLog:
     """A partition's live log; see the module doc. Open with ``LiveLog.open``.
 
-    ``compiled_validation`` (class-wide default ``"auto"``) chooses the append path's walk of
+    ``compiled_validation`` (class-wide default ``False``: numba costs ~130 MB of memory, so a
+    broker asks for it with ``kwire.append.compiled.walk``) chooses the append path's walk of
     compressed batches: ``"auto"`` uses the records layer's numba walk for batches of 8 records
     or more once numba has loaded in a background thread (started by the first such batch; until
     then, and for smaller batches, the reference walk), so a process with light traffic never
@@ -499,7 +500,7 @@ class LiveLog:
     ``True`` always (loading it in the caller), ``False`` never. Both walks give the same results.
     """
 
-    compiled_validation: bool | Literal["auto"] = "auto"
+    compiled_validation: bool | Literal["auto"] = False
 
     def __init__(self) -> None:  # use LiveLog.open
         self.topic = ""
