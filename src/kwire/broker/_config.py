@@ -432,6 +432,7 @@ _OTHER_KNOWN: Final = frozenset(
         "inter.broker.listener.name",
         "listener.security.protocol.map",
         "listeners",
+        "max.request.partition.size.limit",
         "log.dir",
         "log.dirs",
         "log.retention.check.interval.ms",
@@ -498,7 +499,14 @@ KWIRE_CONFIGS: Final[Mapping[str, ConfigDef]] = {
     )
 }
 #: Families Kafka defines by prefix (``listener.name.<listener>.<config>``) or by the dozen.
-_KNOWN_PREFIXES: Final = ("listener.name.", "ssl.", "sasl.")
+_KNOWN_PREFIXES: Final = (
+    "listener.name.",
+    "ssl.",
+    "sasl.",
+    "log.cleaner.",
+    "group.share.",
+    "share.coordinator.",
+)
 
 
 def is_known_broker_config(name: str) -> bool:
