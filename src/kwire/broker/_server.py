@@ -316,10 +316,13 @@ class KafkaServer:
             closed()
             self._connections.discard(task)
             self._open.pop(task, None)
-            if conn.expired:
-                writer.transport.abort()
-            else:
-                writer.close()
+            # a connection accepted while the broker stopped can be left to the garbage
+            # collector after its loop closed: closing its transport then has no loop to run on
+            with contextlib.suppress(RuntimeError):
+                if conn.expired:
+                    writer.transport.abort()
+                else:
+                    writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
             if not conn.logged and conn.requests:
