@@ -15,6 +15,8 @@ All write the same columns (key, value, topic, partition, offset, timestamp) to 
 checked to have written every record. Best of ``--rounds``.
 
     .venv/bin/python bench/bench_wire.py [--mb 1024] [--partitions 4] [--rounds 2] [--json]
+
+PySpark's ``mapInArrow`` needs pandas (``pip install "pandas>=2.2"`` in the venv); kwire does not.
 """
 
 from __future__ import annotations
