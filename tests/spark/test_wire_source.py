@@ -236,3 +236,31 @@ def test_write_then_read_by_librdkafka(spark: Any, kwire_broker: Any) -> None:
         df.write.format("kafka-wire").option(
             "kafka.bootstrap.servers", kwire_broker.bootstrap
         ).option("topic", "sunk").mode("overwrite").save()
+
+
+def test_stream_min_offsets_per_trigger_waits(spark: Any, loaded: Any) -> None:
+    """minOffsetsPerTrigger: with fewer new offsets than the minimum, the trigger is skipped
+    (the same offsets come back) until maxTriggerDelay has passed, as Spark's delayBatch."""
+    from kwire.spark._wire_source import KafkaWireDataSource
+
+    source = KafkaWireDataSource(
+        {
+            "kafka.bootstrap.servers": loaded.bootstrap,
+            "subscribe": "orders",
+            "minOffsetsPerTrigger": "1000",
+            "maxTriggerDelay": "1h",
+        }
+    )
+    reader = source.streamReader(source.schema())
+    try:
+        from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+        start = reader.initialOffset()  # latest: nothing new yet
+        first = reader.latestOffset({"orders": {"0": 0, "1": 0, "2": 0}}, ReadAllAvailable())
+        assert first == {"orders": {"0": N // 3, "1": N // 3, "2": N // 3}}  # the first batch runs
+        produce(loaded.bootstrap, "orders", 30, 3)
+        again = reader.latestOffset(first, ReadAllAvailable())
+        assert again == first  # 30 new offsets < 1000: skipped
+        assert start == first
+    finally:
+        reader.stop()

@@ -326,6 +326,31 @@ def rate_limit(start: dict[TP, int], end: dict[TP, int], limit: int) -> dict[TP,
     return out
 
 
+class TriggerDelay:
+    """minOffsetsPerTrigger / maxTriggerDelay, as ``KafkaMicroBatchStream.delayBatch``: skip the
+    trigger while fewer offsets than the minimum are new, until maxTriggerDelay has passed since
+    the last batch that ran (not under Trigger.AvailableNow, which must finish). One per stream
+    reader, kafka-log's and kafka-wire's alike."""
+
+    def __init__(self, options: ReadOptions) -> None:
+        self.minimum = options.min_offsets_per_trigger
+        self.max_delay_ms = options.max_trigger_delay_ms
+        self.last_trigger: float | None = None  # monotonic time of the last batch that ran
+
+    def skip(self, begin: dict[TP, int], end: dict[TP, int], *, available_now: bool) -> bool:
+        if self.minimum is None or available_now:
+            return False
+        now = time.monotonic()
+        if self.last_trigger is None or (now - self.last_trigger) * 1000 >= self.max_delay_ms:
+            self.last_trigger = now
+            return False
+        new = sum(max(0, e - begin.get(tp, 0)) for tp, e in end.items())
+        if new < self.minimum:
+            return True
+        self.last_trigger = now
+        return False
+
+
 class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # type: ignore[misc]
     """Micro-batches over a live Kafka data dir (see the module comment)."""
 
@@ -336,7 +361,7 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target_ends: dict[TP, int] | None = None  # Trigger.AvailableNow
         self._last_ends: dict[TP, int] = {}
         self._arrow: pa.Schema | None = None
-        self._last_trigger: float | None = None  # monotonic time of the last batch that ran
+        self._trigger_delay = TriggerDelay(options)
 
     # ---- driver ------------------------------------------------------------------------------
     def _snapshot(self) -> dict[TP, PartitionEnds]:
@@ -390,28 +415,9 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             end[tp] = max(s, e)
         if isinstance(limit, ReadMaxRows):
             end = rate_limit(begin, end, limit.max_rows)
-        if self._delay_batch(begin, end):
+        if self._trigger_delay.skip(begin, end, available_now=self._target_ends is not None):
             return offsets_to_json({tp: begin.get(tp, 0) for tp in end})
         return offsets_to_json(end)
-
-    def _delay_batch(self, begin: dict[TP, int], end: dict[TP, int]) -> bool:
-        """minOffsetsPerTrigger / maxTriggerDelay, as KafkaMicroBatchStream.delayBatch: skip the
-        trigger while fewer offsets than the minimum are new, until maxTriggerDelay has passed
-        since the last batch that ran (not under Trigger.AvailableNow, which must finish)."""
-        minimum = self.options.min_offsets_per_trigger
-        if minimum is None or self._target_ends is not None:
-            return False
-        now = time.monotonic()
-        if self._last_trigger is None or (now - self._last_trigger) * 1000 >= (
-            self.options.max_trigger_delay_ms
-        ):
-            self._last_trigger = now
-            return False
-        new = sum(max(0, e - begin.get(tp, 0)) for tp, e in end.items())
-        if new < minimum:
-            return True
-        self._last_trigger = now
-        return False
 
     def getDefaultReadLimit(self) -> ReadLimit:
         if self.options.max_offsets_per_trigger is not None:

@@ -39,7 +39,7 @@ from kwire.client import EARLIEST, LATEST, ClientConfig, KafkaClient
 from kwire.errors import OffsetOutOfRangeError, OptionError
 from kwire.spark._options import ReadOptions, bound_for, parse_read_options
 from kwire.spark._schema import CORRUPT_RECORD, schema_for
-from kwire.spark._stream import offsets_from_json, offsets_to_json, rate_limit
+from kwire.spark._stream import TriggerDelay, offsets_from_json, offsets_to_json, rate_limit
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -293,6 +293,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self.schema = schema
         self._client: KafkaClient | None = None
         self._target_ends: dict[TP, int] | None = None
+        self._trigger_delay = TriggerDelay(read)
 
     @property
     def client(self) -> KafkaClient:
@@ -332,14 +333,17 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         begin = offsets_from_json(start)
         earliest, latest = self._ends()
         end: dict[TP, int] = {}
+        starts: dict[TP, int] = {}
         for tp in set(begin) | set(latest):
-            s = begin.get(tp, earliest.get(tp, 0))  # a new partition: from its log start
+            s = starts[tp] = begin.get(tp, earliest.get(tp, 0))  # a new one: its log start
             e = latest.get(tp, s)
             if self._target_ends is not None:
                 e = min(e, self._target_ends.get(tp, s))
             end[tp] = max(s, e)
         if isinstance(limit, ReadMaxRows):
-            end = rate_limit(begin, end, limit.max_rows)
+            end = rate_limit(starts, end, limit.max_rows)
+        if self._trigger_delay.skip(starts, end, available_now=self._target_ends is not None):
+            return offsets_to_json(starts)
         return offsets_to_json(end)
 
     def getDefaultReadLimit(self) -> ReadLimit:
