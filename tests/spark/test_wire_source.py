@@ -264,3 +264,29 @@ def test_stream_min_offsets_per_trigger_waits(spark: Any, loaded: Any) -> None:
         assert start == first
     finally:
         reader.stop()
+
+
+def test_users_own_session_reuses_a_dataframe(kwire_broker: Any, user_job: Any) -> None:
+    """A user's own ``SparkSession.builder.getOrCreate()`` (a fresh interpreter, no
+    PYSPARK_PYTHON): one kafka-wire DataFrame means the same rows in every query on it."""
+    kwire_broker.create_topic("orders", partitions=3)
+    produce(kwire_broker.bootstrap, "orders", N, 3)
+    out = user_job(
+        f"""
+        import json
+        from pyspark.sql import SparkSession
+        import kwire.spark
+
+        spark = SparkSession.builder.master("local[2]").getOrCreate()
+        kwire.spark.register(spark)
+        df = (spark.read.format("kafka-wire")
+              .option("kafka.bootstrap.servers", {kwire_broker.bootstrap!r})
+              .option("subscribe", "orders").load())
+        df.createOrReplaceTempView("orders")
+        counts = [df.count(), df.where("partition = 1").count(), df.count(),
+                  spark.sql("select count(*) from orders").first()[0]]
+        spark.stop()
+        print(json.dumps({{"counts": counts}}))
+        """
+    )
+    assert out["counts"] == [N, N // 3, N, N]
