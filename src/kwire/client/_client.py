@@ -174,53 +174,81 @@ class AsyncKafkaClient:
         ``read_committed`` (default: the config's isolation.level): LATEST is the last stable offset.
         """
         committed = self.config.read_committed if read_committed is None else read_committed
+        wanted = list(dict.fromkeys(partitions))
         out: dict[tuple[str, int], int] = {}
-        for topic, partition in partitions:
 
-            async def one(topic: str = topic, partition: int = partition) -> int:
-                _, conn = await self._leader(topic, partition)
-                return await self._list_offset(conn, topic, partition, timestamp, committed)
+        async def attempt() -> dict[tuple[str, int], int]:
+            # one request per leader for the partitions not answered yet (a retry after a
+            # moved leader asks only for those)
+            by_leader: dict[int, tuple[BrokerConnection, list[tuple[str, int]]]] = {}
+            for topic, partition in wanted:
+                if (topic, partition) not in out:
+                    leader, conn = await self._leader(topic, partition)
+                    by_leader.setdefault(leader.node_id, (conn, []))[1].append((topic, partition))
+            for conn, tps in by_leader.values():
+                await self._list_offsets_of(conn, tps, timestamp, committed, out)
+            return out
 
-            out[(topic, partition)] = await self._retrying(one)
-        return out
+        await self._retrying(attempt)
+        return {tp: out[tp] for tp in wanted}
 
-    async def _list_offset(
-        self, conn: BrokerConnection, topic: str, partition: int, timestamp: int, committed: bool
-    ) -> int:
+    async def _list_offsets_of(
+        self,
+        conn: BrokerConnection,
+        tps: list[tuple[str, int]],
+        timestamp: int,
+        committed: bool,
+        out: dict[tuple[str, int], int],
+    ) -> None:
+        """One ListOffsets of ``tps`` (all led by ``conn``'s broker) into ``out``; the first
+        partition error is raised after the answered partitions are kept."""
         cls = message_class("ListOffsetsRequest")
         version = conn.versions.pick("ListOffsetsRequest")
         if version == 0 and timestamp >= 0:
             raise ClientError(
                 f"the broker at {conn.address} has ListOffsets v0 only: no offsets by timestamp"
             )
-        part = struct_class(cls, "topics", "partitions")(
-            partition_index=partition, timestamp=timestamp
-        )
-        if version == 0:
-            part.max_num_offsets = 1
-        if version >= 4:
-            part.current_leader_epoch = self.metadata.leader_epoch(topic, partition)
+        part_cls = struct_class(cls, "topics", "partitions")
+        by_topic: dict[str, list[Any]] = {}
+        for topic, partition in tps:
+            part = part_cls(partition_index=partition, timestamp=timestamp)
+            if version == 0:
+                part.max_num_offsets = 1
+            if version >= 4:
+                part.current_leader_epoch = self.metadata.leader_epoch(topic, partition)
+            by_topic.setdefault(topic, []).append(part)
         extra: dict[str, Any] = {}
         if version >= 2:
             extra["isolation_level"] = READ_COMMITTED if committed else READ_UNCOMMITTED
+        topic_cls = struct_class(cls, "topics")
         request = cls(
             replica_id=-1,
-            topics=[struct_class(cls, "topics")(name=topic, partitions=[part])],
+            topics=[topic_cls(name=t, partitions=parts) for t, parts in by_topic.items()],
             **extra,
         )
         response = await conn.request(request, version, check=False)
+        error: KafkaApiError | None = None
         for t in response.topics:
             for p in t.partitions:
-                if p.partition_index != partition:
+                tp = (t.name, p.partition_index)
+                if tp not in tps:
                     continue
                 if p.error_code:
-                    raise KafkaApiError(
-                        ErrorCode(p.error_code), f"ListOffsets of {topic}-{partition}"
+                    error = error or KafkaApiError(
+                        ErrorCode(p.error_code), f"ListOffsets of {tp[0]}-{tp[1]}"
                     )
-                if version == 0:
-                    return int(p.old_style_offsets[0]) if p.old_style_offsets else -1
-                return int(p.offset)
-        raise ClientError(f"ListOffsets answer from {conn.address} lacks {topic}-{partition}")
+                elif version == 0:
+                    out[tp] = int(p.old_style_offsets[0]) if p.old_style_offsets else -1
+                else:
+                    out[tp] = int(p.offset)
+        if error is not None:
+            raise error
+        missing = [tp for tp in tps if tp not in out]
+        if missing:
+            raise ClientError(
+                f"ListOffsets answer from {conn.address} lacks "
+                + ", ".join(f"{t}-{p}" for t, p in missing)
+            )
 
     # ---- Fetch ---------------------------------------------------------------------------------
     async def fetch_range(

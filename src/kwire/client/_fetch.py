@@ -14,7 +14,7 @@ last whole batch, even when every row of it was dropped.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kwire.client._metadata import ClusterMetadata
@@ -146,8 +146,6 @@ class FetchedRange:
 
     rows: pa.RecordBatch
     next_offset: int
-    whole_batches: int = 0
-    dropped_offsets: list[int] = field(default_factory=list)
 
     @classmethod
     def from_partition(
@@ -174,12 +172,10 @@ class FetchedRange:
         view = fetched.records
         committed = ReadCommittedFilter(aborted_transactions(fetched)) if read_committed else None
         next_offset = start
-        whole = 0
         dropped: list[int] = []
         cut = 0
         try:
             for batch in read_batches(view, verify_crc=False, allow_truncated_tail=True):
-                whole += 1
                 cut = batch.position + len(batch.view)
                 next_offset = max(next_offset, batch.next_offset)
                 if committed is not None and not committed.keep(batch):
@@ -207,9 +203,7 @@ class FetchedRange:
                 pc.invert(pc.is_in(table.column("batchOffset"), pa.array(dropped, pa.int64()))),
             )
         table = table.filter(mask).select(list(columns))
-        return cls(
-            rows=table, next_offset=next_offset, whole_batches=whole, dropped_offsets=dropped
-        )
+        return cls(rows=table, next_offset=next_offset)
 
 
 def aborted_transactions(fetched: FetchedPartition) -> Iterable[tuple[int, int, int]]:

@@ -13,8 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 from kwire.client._client import AsyncKafkaClient
 from kwire.client._config import ClientConfig
+from kwire.client._errors import KafkaApiError
 from kwire.client._metadata import ClusterMetadata
 from kwire.client._produce import IdempotentSequences
+from kwire.protocol import ErrorCode
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -119,9 +121,6 @@ class KafkaClient:
         if count == 0:
             count = self.metadata([topic]).partition_count(topic)
         if count == 0:
-            from kwire.client._errors import KafkaApiError
-            from kwire.protocol import ErrorCode
-
             error = self._client.metadata.topic_errors.get(
                 topic, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             )

@@ -243,10 +243,13 @@ class KafkaWireDataSource(DataSource):  # type: ignore[misc]
         return WIRE_FORMAT
 
     def _read_options(self, *, streaming: bool = False) -> ReadOptions:
-        plain = {k: v for k, v in self.options.items() if not k.lower().startswith("kafka.")}
-        if "kafka.isolation.level" in {k.lower() for k in self.options}:
-            level = next(v for k, v in self.options.items() if k.lower() == "kafka.isolation.level")
-            plain.setdefault("isolationLevel", level)
+        # the kafka.* options are the client's; kafka.isolation.level is the reader's too, and
+        # parse_read_options reads it (with kwire's alias) as for kafka-log
+        plain = {
+            k: v
+            for k, v in self.options.items()
+            if not k.lower().startswith("kafka.") or k.lower() == "kafka.isolation.level"
+        }
         options = parse_read_options(plain, streaming=streaming)
         if not options.subscribed:
             raise OptionError(
