@@ -326,6 +326,23 @@ def rate_limit(start: dict[TP, int], end: dict[TP, int], limit: int) -> dict[TP,
     return out
 
 
+def lost_before_log_start(
+    options: ReadOptions, tp: tuple[str, int], wanted: int, log_start: int
+) -> None:
+    """A stream's offsets ``[wanted, log_start)`` are gone: fail (failOnDataLoss, the default,
+    as Spark's Kafka source) naming them, or warn and go on from the log start. kafka-log's
+    and kafka-wire's stream readers both."""
+    message = (
+        f"{tp[0]}-{tp[1]}: offsets {wanted} to {log_start - 1} are not in the log any "
+        f"more (it starts at {log_start}); retention or DeleteRecords removed them, or the "
+        "topic was recreated. Some data may have been lost. Set the source option "
+        '"failOnDataLoss" to "false" to skip them with a warning.'
+    )
+    if options.fail_on_data_loss:
+        raise OffsetOutOfRangeError(message=message)
+    log.warning("kwire: skipping lost data: %s", message)
+
+
 class TriggerDelay:
     """minOffsetsPerTrigger / maxTriggerDelay, as ``KafkaMicroBatchStream.delayBatch``: skip the
     trigger while fewer offsets than the minimum are new, until maxTriggerDelay has passed since
@@ -432,15 +449,7 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         log.info("kwire: Trigger.AvailableNow reads up to %s", offsets_to_json(self._target_ends))
 
     def _data_loss(self, topic: str, partition: int, wanted: int, log_start: int) -> None:
-        message = (
-            f"{topic}-{partition}: offsets {wanted} to {log_start - 1} are not in the log any "
-            f"more (it starts at {log_start}); retention or DeleteRecords removed them, or the "
-            "topic was recreated. Some data may have been lost. Set the source option "
-            '"failOnDataLoss" to "false" to skip them with a warning.'
-        )
-        if self.options.fail_on_data_loss:
-            raise OffsetOutOfRangeError(message=message)
-        log.warning("kwire: skipping lost data: %s", message)
+        lost_before_log_start(self.options, (topic, partition), wanted, log_start)
 
     def partitions(self, start: Offsets, end: Offsets) -> list[SegmentSplit | SplitGroup]:
         begin, stop = offsets_from_json(start), offsets_from_json(end)

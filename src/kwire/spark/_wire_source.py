@@ -36,10 +36,16 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from kwire.client import EARLIEST, LATEST, ClientConfig, KafkaClient
-from kwire.errors import OffsetOutOfRangeError, OptionError
+from kwire.errors import OptionError
 from kwire.spark._options import ReadOptions, bound_for, parse_read_options
 from kwire.spark._schema import CORRUPT_RECORD, schema_for
-from kwire.spark._stream import TriggerDelay, offsets_from_json, offsets_to_json, rate_limit
+from kwire.spark._stream import (
+    TriggerDelay,
+    lost_before_log_start,
+    offsets_from_json,
+    offsets_to_json,
+    rate_limit,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -114,20 +120,6 @@ def _resolve(
     return out
 
 
-def data_loss(options: ReadOptions, tp: tuple[str, int], wanted: int, log_start: int) -> None:
-    """Offsets ``[wanted, log_start)`` are gone: fail (failOnDataLoss) or warn, naming them."""
-    message = (
-        f"{tp[0]}-{tp[1]}: offsets {wanted} to {log_start - 1} are no longer in the log (its "
-        f"start is {log_start}); retention or DeleteRecords removed them"
-    )
-    if options.fail_on_data_loss:
-        raise OffsetOutOfRangeError(
-            message=message + '. Set the source option "failOnDataLoss" to "false" to read on '
-            "from the log start with a warning."
-        )
-    log.warning("kwire: %s; reading from the log start (failOnDataLoss=false)", message)
-
-
 def subscribed_partitions(client: KafkaClient, options: ReadOptions) -> list[tuple[str, int]]:
     """The topic-partitions subscribe / subscribePattern / assign select, by fresh Metadata."""
     wanted = (
@@ -169,7 +161,7 @@ def plan_ranges(client: KafkaClient, options: ReadOptions) -> list[WireRange]:
     for tp in tps:
         start, end = starts[tp], ends[tp]
         if start < earliest[tp]:
-            data_loss(options, tp, start, earliest[tp])
+            lost_before_log_start(options, tp, start, earliest[tp])
             start = earliest[tp]
         if start > end:
             raise OptionError(
@@ -325,7 +317,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         )
         for tp in tps:
             if start[tp] < earliest[tp]:
-                data_loss(opts, tp, start[tp], earliest[tp])
+                lost_before_log_start(opts, tp, start[tp], earliest[tp])
                 start[tp] = earliest[tp]
         log.info("kwire: kafka-wire streaming from %s", offsets_to_json(start))
         return offsets_to_json(start)
@@ -366,7 +358,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         for tp, e in sorted(stop.items()):
             s = begin.get(tp, earliest.get(tp, 0))
             if s < earliest.get(tp, s):
-                data_loss(self.options, tp, s, min(earliest[tp], e))
+                lost_before_log_start(self.options, tp, s, min(earliest[tp], e))
                 s = earliest[tp]
             if s < e:
                 ranges.append(WireRange(tp[0], tp[1], s, e))
