@@ -98,6 +98,12 @@ def wait_metadata(port: int, proc: subprocess.Popen[bytes] | None, timeout: floa
             time.sleep(0.002)
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time the process has used (``/proc/PID/stat`` fields 14 and 15)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -302,10 +308,14 @@ def produce(
                 "queue.buffering.max.kbytes": 1048576,
                 "queue.buffering.max.messages": 1000000,
                 "message.max.bytes": max(1000000, batch_size + 65536),
+                # librdkafka's statistics count the Produce requests sent (per broker)
+                "statistics.interval.ms": 100,
+                "stats_cb": lambda raw: requests.append(_produce_requests(raw)),
             },
         )
     )
     stats = {"ok": 0, "err": 0}
+    requests: list[int] = []
 
     def report(err: Any, msg: Any) -> None:
         stats["err" if err is not None else "ok"] += 1
@@ -329,7 +339,20 @@ def produce(
     dt = time.perf_counter() - t0
     if left or stats["ok"] != n:
         raise RuntimeError(f"produce: {stats['ok']} acked, {stats['err']} failed, {left} left")
-    return {"seconds": dt, "mb_s": n * VALUE_SIZE / dt / 1e6, "messages": n}
+    time.sleep(0.25)  # one more statistics report, after the last ack
+    p.poll(0)
+    return {
+        "seconds": dt,
+        "mb_s": n * VALUE_SIZE / dt / 1e6,
+        "messages": n,
+        "requests": float(max(requests, default=0)),
+    }
+
+
+def _produce_requests(raw: str) -> int:
+    """Produce requests sent to all brokers so far, from one librdkafka statistics report."""
+    report = json.loads(raw)
+    return sum(int(b.get("req", {}).get("Produce", 0)) for b in report.get("brokers", {}).values())
 
 
 def consume(
@@ -593,8 +616,12 @@ def run_case(
     topic = f"bench-{tag}-{partitions}-{batch_size}-{int(time.time() * 1000) % 10**8}"
     create_topic(srv.bootstrap, topic, partitions)
     res: dict[str, float] = {}
+    cpu0 = cpu_seconds(srv.pid)
     pr = produce(srv.bootstrap, topic, n, batch_size=batch_size)
+    cpu = cpu_seconds(srv.pid) - cpu0
     res["produce_mb_s"] = pr["mb_s"]
+    # the broker's CPU per Produce request (both brokers, the same requests from librdkafka)
+    res["produce_cpu_us_per_request"] = cpu * 1e6 / pr["requests"] if pr["requests"] else 0.0
     if do_consume:
         res["consume_mb_s"] = consume(srv.bootstrap, topic, partitions, n)["mb_s"]
     res["rss_mb"] = rss_mb(srv.pid)
@@ -622,6 +649,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile-only", action="store_true")
     ap.add_argument("--profile-messages", type=int, default=1_000_000)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument(
+        "--produce-only",
+        type=int,
+        metavar="BATCH",
+        help="only the 1-partition produce case with this batch.size (no start-up, consume, "
+        "latency): for before/after comparisons of the per-request path",
+    )
     ap.add_argument(
         "--kwire-no-numba",
         action="store_true",
@@ -697,7 +731,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # 1. startup and idle RSS
     startup: dict[str, list[dict[str, float]]] = {n: [] for n in names}
-    for r in range(max(3, args.rounds)):
+    for r in range(0 if args.produce_only else max(3, args.rounds)):
         for cls in ordered(r):
             srv = cls()
             try:
@@ -708,9 +742,10 @@ def main(argv: list[str] | None = None) -> int:
                 )
             finally:
                 srv.stop()
-    results["startup"] = {n: median_dicts(v) for n, v in startup.items()}
-    results["fixture"] = fixture_startup(10 if not args.quick else 3)
-    _progress("startup", results["startup"], results["fixture"])
+    results["startup"] = {n: median_dicts(v) for n, v in startup.items() if v}
+    if not args.produce_only:
+        results["fixture"] = fixture_startup(10 if not args.quick else 3)
+    _progress("startup", results["startup"], results.get("fixture"))
 
     # 2/3/5. throughput: the main case, the batch.size sweep, the partition sweep
     cases = [("main", 1, 65536, True)]
@@ -718,6 +753,8 @@ def main(argv: list[str] | None = None) -> int:
     cases += [("parts", p, 65536, True) for p in (4, 16)]
     if args.quick:
         cases = [("main", 1, 65536, True), ("batch", 1, 1048576, False), ("parts", 4, 65536, True)]
+    if args.produce_only:
+        cases = [("batch", 1, args.produce_only, False)]
     tput: dict[str, dict[str, list[dict[str, float]]]] = {}
     lat: dict[str, list[dict[str, float]]] = {n: [] for n in names}
     warm: dict[str, list[dict[str, float]]] = {n: [] for n in names}
@@ -744,6 +781,8 @@ def main(argv: list[str] | None = None) -> int:
                     row = run_case(srv, tag, parts, args.messages, batch, do_consume)
                     tput.setdefault(key, {}).setdefault(cls.name, []).append(row)
                     _progress(cls.name, key, row)
+                if args.produce_only:
+                    continue
                 # 4. latency at a fixed rate
                 topic = "bench-latency"
                 create_topic(srv.bootstrap, topic, 1)
@@ -811,36 +850,45 @@ def render(
         out.append("| " + " | ".join(cells) + " |")
 
     st = res["startup"]
-    row(
-        "CLI start to first Metadata (ms)",
-        st[me]["startup_ms"],
-        st.get(peer, {}).get("startup_ms"),
-        "{:.0f}",
-        False,
-    )
-    row(
-        "idle RSS (MB)",
-        st[me]["idle_rss_mb"],
-        st.get(peer, {}).get("idle_rss_mb"),
-        "{:.1f}",
-        False,
-    )
-    wu = res["warmup"]
-    row(
-        "create topic + first 1-message produce (ms)",
-        wu[me]["first_produce_ms"],
-        wu.get(peer, {}).get("first_produce_ms"),
-        "{:.0f}",
-        False,
-    )
-    row(
-        "RSS after the first produce (MB)",
-        wu[me]["rss_after_first_produce_mb"],
-        wu.get(peer, {}).get("rss_after_first_produce_mb"),
-        "{:.1f}",
-        False,
-    )
+    if st:
+        row(
+            "CLI start to first Metadata (ms)",
+            st[me]["startup_ms"],
+            st.get(peer, {}).get("startup_ms"),
+            "{:.0f}",
+            False,
+        )
+        row(
+            "idle RSS (MB)",
+            st[me]["idle_rss_mb"],
+            st.get(peer, {}).get("idle_rss_mb"),
+            "{:.1f}",
+            False,
+        )
+        wu = res["warmup"]
+        row(
+            "create topic + first 1-message produce (ms)",
+            wu[me]["first_produce_ms"],
+            wu.get(peer, {}).get("first_produce_ms"),
+            "{:.0f}",
+            False,
+        )
+        row(
+            "RSS after the first produce (MB)",
+            wu[me]["rss_after_first_produce_mb"],
+            wu.get(peer, {}).get("rss_after_first_produce_mb"),
+            "{:.1f}",
+            False,
+        )
     for key, d in res["throughput"].items():
+        if "produce_cpu_us_per_request" in d[me]:
+            row(
+                f"broker CPU per Produce request (us), {key}",
+                d[me]["produce_cpu_us_per_request"],
+                d.get(peer, {}).get("produce_cpu_us_per_request"),
+                "{:.0f}",
+                False,
+            )
         for metric in ("produce_mb_s", "consume_mb_s"):
             if metric in d[me]:
                 row(
@@ -858,7 +906,7 @@ def render(
             False,
         )
     lat = res["latency"]
-    for m in ("p50_ms", "p99_ms", "max_ms", "achieved_mb_s"):
+    for m in () if not lat else ("p50_ms", "p99_ms", "max_ms", "achieved_mb_s"):
         row(
             f"latency at 20 MB/s: {m}",
             lat[me][m],
@@ -866,13 +914,17 @@ def render(
             "{:.2f}",
             m == "achieved_mb_s",
         )
-    fx = res["fixture"]
-    out += [
-        "",
-        f"in-process Broker(dir).start() + first Metadata: warm {fx['warm_ms']:.1f} ms; "
-        f"fresh interpreter: import kwire.broker {fx['cold_import_ms']:.0f} ms, then start + "
-        f"first Metadata {fx['cold_first_metadata_ms']:.1f} ms",
-    ]
+    fx = res.get("fixture")
+    out += (
+        []
+        if not fx
+        else [
+            "",
+            f"in-process Broker(dir).start() + first Metadata: warm {fx['warm_ms']:.1f} ms; "
+            f"fresh interpreter: import kwire.broker {fx['cold_import_ms']:.0f} ms, then start + "
+            f"first Metadata {fx['cold_first_metadata_ms']:.1f} ms",
+        ]
+    )
     if "profile" in res:
         out += ["", "```", res["profile"], "```"]
     return "\n".join(out)

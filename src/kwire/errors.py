@@ -26,6 +26,7 @@ __all__ = [
     "CorruptRecordError",
     "DataDirLockedError",
     "DecodeError",
+    "DecompressedSizeError",
     "EncodeError",
     "FastPathError",
     "FastPathFallbackWarning",
@@ -123,6 +124,15 @@ def _rebuild_decode_error(
 
 class CorruptRecordError(DecodeError):
     """A record batch or message set that is malformed: bad CRC, bad lengths, bad compression."""
+
+
+class DecompressedSizeError(CorruptRecordError):
+    """Compressed records that decompress beyond the cap given (``max_decompressed_size``): a
+    compression bomb, or a cap too small for them."""
+
+    def __init__(self, message: str, limit: int) -> None:
+        super().__init__(message)
+        self.limit = limit
 
 
 class EncodeError(KwireError, ValueError):

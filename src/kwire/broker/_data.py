@@ -30,10 +30,10 @@ from kwire.broker._apis import CLOSE_CONNECTION, register
 from kwire.broker._context import RequestContext
 from kwire.broker._routing import leader_error, live_nodes, node_endpoints
 from kwire.broker._state import BrokerError, BrokerState, Partition, Topic, validate_topic_name
-from kwire.errors import KwireError
+from kwire.errors import DecompressedSizeError, KwireError
 from kwire.log import KafkaStorageError, ProducerStateError
 from kwire.protocol import ZERO_UUID, ErrorCode, message_class, struct_class
-from kwire.records import AppendError, AppendResult
+from kwire.records import DEFAULT_MAX_DECOMPRESSED_SIZE, AppendError, AppendResult
 
 __all__ = [
     "CLUSTER_OPERATIONS",
@@ -324,7 +324,7 @@ def _compressed(records: Any) -> bool:
 
 def validation_jobs(
     state: BrokerState, ctx: RequestContext, request: Any
-) -> list[tuple[tuple[int, int], Callable[[], Prevalidated]]]:
+) -> list[tuple[tuple[int, int], Callable[..., Prevalidated | None]]]:
     """The costly part of a Produce, as jobs a server may run on worker threads before the
     handler: validating compressed records (decompression and the record walk; Kafka does it
     on its pool of request handler threads). Keys are (topic, partition) positions in the
@@ -333,7 +333,7 @@ def validation_jobs(
     if ctx.api_key != PRODUCE or request.acks not in (0, 1, -1):
         return []
     version = ctx.api_version
-    jobs: list[tuple[tuple[int, int], Callable[[], Prevalidated]]] = []
+    jobs: list[tuple[tuple[int, int], Callable[..., Prevalidated | None]]] = []
     for ti, topic_data in enumerate(request.topic_data):
         topic = topic_by_id_or_name(state, topic_data.name, topic_data.topic_id, version >= 13)
         if topic is None or topic.internal:
@@ -351,7 +351,7 @@ def validation_jobs(
                 (
                     (ti, pi),
                     functools.partial(
-                        _validate_ahead,
+                        validate_ahead,
                         partition.log,
                         records,
                         partition.leader_epoch,
@@ -363,18 +363,41 @@ def validation_jobs(
     return jobs
 
 
-def _validate_ahead(
-    log: Any, records: Any, leader_epoch: int, now_ms: int, version: int
-) -> Prevalidated:
+def validate_ahead(
+    log: Any,
+    records: Any,
+    leader_epoch: int,
+    now_ms: int,
+    version: int,
+    max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+) -> Prevalidated | None:
+    """A validation job's work; ``None`` when the records decompress beyond a
+    ``max_decompressed_size`` below the log's own cap (a budget: run it again without one)."""
     config = log.config
     outcome: AppendResult | Exception
     try:
         outcome = log.validate_for_append(
-            records, now_ms=now_ms, leader_epoch=leader_epoch, produce_version=version
+            records,
+            now_ms=now_ms,
+            leader_epoch=leader_epoch,
+            produce_version=version,
+            max_decompressed_size=max_decompressed_size,
         )
     except (KwireError, ProducerStateError) as exc:
+        if max_decompressed_size < DEFAULT_MAX_DECOMPRESSED_SIZE and _over_budget(exc):
+            return None
         outcome = exc
     return Prevalidated(log, config, leader_epoch, outcome)
+
+
+def _over_budget(exc: BaseException) -> bool:
+    """Whether ``exc`` comes of decompressing beyond a cap (the records layer wraps it)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, DecompressedSizeError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def append_to_partition(

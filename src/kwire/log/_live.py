@@ -104,6 +104,7 @@ from kwire.log._snapshot import read_producer_snapshot
 from kwire.log._txnindex import AbortedTxn, TransactionIndex, encode_aborted_txn
 from kwire.log._writer import TMP_SUFFIX, _fsync_dir, _write_file
 from kwire.records import (
+    DEFAULT_MAX_DECOMPRESSED_SIZE,
     AppendOrigin,
     AppendResult,
     Batch,
@@ -1075,6 +1076,7 @@ class LiveLog:
         leader_epoch: int = 0,
         origin: AppendOrigin = AppendOrigin.CLIENT,
         produce_version: int | None = None,
+        max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
     ) -> AppendResult:
         """``LogValidator`` for a client append at the current log end, without appending:
         pure computation on the log's config (safe from a worker thread; the expensive part of
@@ -1088,6 +1090,7 @@ class LiveLog:
             origin=origin,
             produce_version=produce_version,
             compiled=self.compiled_validation,
+            max_decompressed_size=max_decompressed_size,
         )
 
     @_storage("appending records")

@@ -38,7 +38,7 @@ from collections.abc import Callable
 from enum import IntEnum
 from typing import Any, Final
 
-from kwire.errors import CorruptRecordError, UnsupportedCodecError
+from kwire.errors import CorruptRecordError, DecompressedSizeError, UnsupportedCodecError
 
 _zlib: Any
 try:  # zlib-ng: the same deflate format and API as zlib, about 2x faster at the same level
@@ -101,10 +101,11 @@ def _library(name: str) -> Any:
     return lib
 
 
-def _bomb(max_size: int) -> CorruptRecordError:
-    return CorruptRecordError(
+def _bomb(max_size: int) -> DecompressedSizeError:
+    return DecompressedSizeError(
         f"decompressed size exceeds the limit of {max_size} bytes "
-        "(compression bomb, or raise max_decompressed_size)"
+        "(compression bomb, or raise max_decompressed_size)",
+        max_size,
     )
 
 
