@@ -42,6 +42,7 @@ __all__ = [
     "share_group_exists",
     "share_key",
     "topic_metadata",
+    "write_records",
 ]
 
 SERVICE: Final = "share"
@@ -258,7 +259,7 @@ def _state_partition(state: BrokerState, key: Key) -> Partition:
     return topic.partitions[partition_for(coordinator_key(*key), len(topic.partitions))]
 
 
-def _write(
+def write_records(
     state: BrokerState,
     coordinator: ShareCoordinator,
     records: list[tuple[Key, bytes, bytes | None]],
@@ -307,13 +308,13 @@ def flush_share_state(state: BrokerState) -> None:
         records.append((key, record_key, value))
         coordinator.written[key] = share.changes
     if records:
-        _write(state, coordinator, records)
+        write_records(state, coordinator, records)
 
 
 def _delete_state(state: BrokerState, coordinator: ShareCoordinator, group_id: str) -> None:
     gone = [k for k in coordinator.stored if k[0] == group_id]
     if gone:
-        _write(state, coordinator, [(k, *tombstone(k)) for k in gone])
+        write_records(state, coordinator, [(k, *tombstone(k)) for k in gone])
 
 
 @on_startup
