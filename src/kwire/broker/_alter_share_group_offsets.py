@@ -20,7 +20,7 @@ from typing import Any, Final
 from kwire.broker._acl import GROUP, TOPIC, authorize
 from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
-from kwire.broker._share_coordinator import initialize_state
+from kwire.broker._share_coordinator import Changes, apply, initialize_state
 from kwire.broker._share_group import ShareGroup
 from kwire.broker._share_group_heartbeat import other_kind
 from kwire.broker._share_service import share_coordinator
@@ -67,6 +67,7 @@ def handle_alter_share_group_offsets(state: BrokerState, ctx: RequestContext, re
     if group is None:
         group = coordinator.groups[group_id] = ShareGroup(group_id)
     results = []
+    changes = Changes()
     for wanted in request.topics:
         name = wanted.topic_name
         topic = state.topics.get(name)
@@ -90,6 +91,8 @@ def handle_alter_share_group_offsets(state: BrokerState, ctx: RequestContext, re
         for p in wanted.partitions:
             problem = initialize_state(
                 state,
+                coordinator,
+                changes,
                 (group_id, topic.topic_id, p.partition_index),
                 group.group_epoch,
                 p.start_offset,
@@ -101,4 +104,5 @@ def handle_alter_share_group_offsets(state: BrokerState, ctx: RequestContext, re
         results.append(
             TOPIC_RESULT(topic_name=name, topic_id=topic.topic_id, partitions=partitions)
         )
+    apply(state, coordinator, changes)
     return RESPONSE(throttle_time_ms=0, error_code=0, error_message=None, responses=results)

@@ -20,7 +20,7 @@ from typing import Any, Final
 from kwire.broker._acl import GROUP, TOPIC, authorize
 from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
-from kwire.broker._share_coordinator import delete_state
+from kwire.broker._share_coordinator import Changes, apply, delete_state
 from kwire.broker._share_service import share_coordinator
 from kwire.broker._state import BrokerState
 from kwire.protocol import ZERO_UUID, ErrorCode, message_class, struct_class
@@ -75,10 +75,14 @@ def handle_delete_share_group_offsets(state: BrokerState, ctx: RequestContext, r
             if not indexes:
                 error, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, NOTHING_TO_DELETE
             else:
-                keys = [(group_id, topic.topic_id, i) for i in indexes]
-                problems = [p for p in delete_state(state, keys).values() if p is not None]
-                if problems:
-                    error, message = problems[0].error, problems[0].message
+                changes = Changes()
+                for i in indexes:
+                    problem = delete_state(
+                        state, coordinator, changes, (group_id, topic.topic_id, i)
+                    )
+                    if problem is not None and error is None:
+                        error, message = problem.error, problem.message
+                apply(state, coordinator, changes)
         results.append(
             TOPIC_RESULT(
                 topic_name=name,
