@@ -26,6 +26,7 @@ import kwire.broker._read_share_group_state_summary
 import kwire.broker._routing
 import kwire.broker._sasl
 import kwire.broker._share_acknowledge
+import kwire.broker._share_feature
 import kwire.broker._share_fetch
 import kwire.broker._share_group_describe
 import kwire.broker._share_group_heartbeat
