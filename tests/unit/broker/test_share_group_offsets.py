@@ -280,3 +280,59 @@ def test_delete_forgets_the_state_and_the_next_fetch_starts_from_the_reset_polic
         assert found == {("t", 0): 8, ("t", 1): 0}
     finally:
         reopened.close()
+
+
+def test_alter_and_delete_frames_against_kio(state: BrokerState) -> None:
+    """kio 0.6.5 (Kafka 4.3.1's schemas) encodes the requests and decodes kwire's responses."""
+    import kio_oracle
+
+    kio = pytest.importorskip("kio")
+    del kio
+    from kio.schema.alter_share_group_offsets.v0 import request as alter_req
+    from kio.schema.alter_share_group_offsets.v0 import response as alter_resp
+    from kio.schema.delete_share_group_offsets.v0 import request as delete_req
+    from kio.schema.delete_share_group_offsets.v0 import response as delete_resp
+    from kio.static.primitive import i32, i64
+
+    def via_kio(request: Any, response_cls: Any) -> Any:
+        body = kio_oracle.kio_encode(request)
+        cls = message_class(type(request).__name__)
+        decoded = cls.decode(memoryview(body), 0)
+        assert bytes(decoded.encode(0)) == body
+        ctx = RequestContext(cls.API_KEY, 0, 1, "c", client_address="127.0.0.1:5555")
+        data = bytes(HANDLERS[cls.API_KEY][0](state, ctx, decoded).encode(0))
+        answer = kio_oracle.kio_decode(response_cls, data)
+        assert kio_oracle.kio_encode(answer) == data
+        return answer
+
+    altered = via_kio(
+        alter_req.AlterShareGroupOffsetsRequest(
+            group_id="kg",
+            topics=(
+                alter_req.AlterShareGroupOffsetsRequestTopic(
+                    topic_name="t",
+                    partitions=(
+                        alter_req.AlterShareGroupOffsetsRequestPartition(
+                            partition_index=i32(1), start_offset=i64(0)
+                        ),
+                    ),
+                ),
+            ),
+        ),
+        alter_resp.AlterShareGroupOffsetsResponse,
+    )
+    assert altered.error_code == 0
+    ((topic,),) = [altered.responses]
+    assert (topic.topic_name, topic.topic_id, [p.error_code for p in topic.partitions]) == (
+        "t",
+        topic_id(state),
+        [0],
+    )
+    deleted = via_kio(
+        delete_req.DeleteShareGroupOffsetsRequest(
+            group_id="kg",
+            topics=(delete_req.DeleteShareGroupOffsetsRequestTopic(topic_name="t"),),
+        ),
+        delete_resp.DeleteShareGroupOffsetsResponse,
+    )
+    assert [(t.topic_name, t.error_code) for t in deleted.responses] == [("t", 0)]
