@@ -9,7 +9,7 @@ an empty group id is INVALID_GROUP_ID; an id naming a classic or consumer group 
 GROUP_ID_NOT_FOUND; a share group with members is NON_EMPTY_GROUP (offsets move only while nobody
 consumes); an unknown group becomes an empty share group. Each partition of a known topic is
 initialized by the share coordinator at its new start offset with nothing in flight
-(``initializeState``, state epoch = the group epoch); an unknown topic or partition index is
+(``initializeState``, state epoch = the group epoch, never below the stored one); an unknown topic or partition index is
 UNKNOWN_TOPIC_OR_PARTITION.
 """
 
@@ -89,14 +89,12 @@ def handle_alter_share_group_offsets(state: BrokerState, ctx: RequestContext, re
             continue
         partitions = []
         for p in wanted.partitions:
-            problem = initialize_state(
-                state,
-                coordinator,
-                changes,
-                (group_id, topic.topic_id, p.partition_index),
-                group.group_epoch,
-                p.start_offset,
-            )
+            key = (group_id, topic.topic_id, p.partition_index)
+            stored = coordinator.stored.get(key)
+            # Kafka keeps the group epoch in __consumer_offsets; kwire's share groups live in
+            # memory, so after a restart the stored state epoch may be ahead: never below it.
+            epoch = max(group.group_epoch, 0 if stored is None else stored.state_epoch)
+            problem = initialize_state(state, coordinator, changes, key, epoch, p.start_offset)
             if problem is None:
                 partitions.append(_partition(p.partition_index))
             else:

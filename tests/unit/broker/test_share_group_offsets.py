@@ -197,6 +197,12 @@ def test_alter_moves_an_empty_groups_start_offset_and_the_next_fetch_starts_ther
     again = open_state(tmp_path / "data")  # the state topic is read back
     try:
         assert start_offsets(again) == {("t", 0): 7, ("t", 1): 2}
+        # the group's epoch is not kept across a restart; the stored state epoch is, and a new
+        # alter is not fenced by it
+        assert [
+            p.error_code for p in alter(again, "sg", {("t", 0): 1}).responses[0].partitions
+        ] == [0]
+        assert start_offsets(again) == {("t", 0): 1, ("t", 1): 2}
     finally:
         again.close()
 
