@@ -9,8 +9,8 @@ an empty group id is INVALID_GROUP_ID; an id naming a classic or consumer group 
 GROUP_ID_NOT_FOUND; a share group with members is NON_EMPTY_GROUP (offsets move only while nobody
 consumes); an unknown group becomes an empty share group. Each partition of a known topic is
 initialized by the share coordinator at its new start offset with nothing in flight
-(``initializeState``, state epoch = the group epoch, never below the stored one); an unknown topic or partition index is
-UNKNOWN_TOPIC_OR_PARTITION.
+(``initializeState``, state epoch = the group epoch, never below the stored one); an unknown
+topic or partition index is UNKNOWN_TOPIC_OR_PARTITION.
 """
 
 from __future__ import annotations
