@@ -1,8 +1,8 @@
-"""The share coordinator's operations on ``__share_group_state``: initialize, read, write, delete and
-summarize one share partition's state (KIP-932).
+"""The share coordinator's operations on ``__share_group_state``: initialize, read, write, delete
+and summarize one share partition's state (KIP-932).
 
-Approach, after Kafka's ``ShareCoordinatorShard`` (``initializeState``, ``readStateAndMaybeUpdate
-LeaderEpoch``, ``writeState``, ``deleteState``, ``readStateSummary``) and the persister
+Approach, after Kafka's ``ShareCoordinatorShard`` (``initializeState``,
+``readStateAndMaybeUpdateLeaderEpoch``, ``writeState``, ``deleteState``, ``readStateSummary``) and the persister
 (``DefaultStatePersister``) that the group coordinator and the share-partition leaders call, in
 the KIP-848 style (style rule 31): each operation checks the request against what the topic holds
 (``ShareCoordinator.stored``, replayed from the records) and returns its refusal, or adds the
