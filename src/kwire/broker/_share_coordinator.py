@@ -6,8 +6,9 @@ Approach, after Kafka's ``ShareCoordinatorShard`` (``initializeState``,
 and the persister (``DefaultStatePersister``) that the group coordinator and the share-partition
 leaders call, in the KIP-848 style (style rule 31): each operation checks the request against
 what the topic holds (``ShareCoordinator.stored``, replayed from the records) and returns its
-refusal, or adds the records it decided to a ``Changes``; ``apply`` appends them to the state topic, one batch per
-partition, and replays them into the same store (the replay that loads the topic at start).
+refusal, or adds the records it decided to a ``Changes``; ``apply`` appends them to the state
+topic, one batch per partition, and replays them into the same store (the replay that loads the
+topic at start).
 
 One implementation: the share-group state APIs (83-87) answer from these functions,
 AlterShareGroupOffsets/DeleteShareGroupOffsets initialize and delete through them, and the
