@@ -19,7 +19,7 @@ from kwire.broker._share_service import client_host, share_coordinator, topic_me
 from kwire.broker._state import BrokerState
 from kwire.protocol import ErrorCode, message_class, struct_class
 
-__all__ = ["handle_share_group_heartbeat"]
+__all__ = ["handle_share_group_heartbeat", "other_kind"]
 
 RESPONSE: Final = message_class("ShareGroupHeartbeatResponse")
 ASSIGNMENT: Final = struct_class(RESPONSE, "assignment")
@@ -38,7 +38,7 @@ def _error(error: ErrorCode, message: str | None = None) -> Any:
     )
 
 
-def _other_kind(state: BrokerState, group_id: str) -> bool:
+def other_kind(state: BrokerState, group_id: str) -> bool:
     """Whether ``group_id`` is a classic or consumer group (the kinds share one id space)."""
     coordinator = state.services.get("group")
     if not isinstance(coordinator, GroupCoordinator):
@@ -51,7 +51,7 @@ def _other_kind(state: BrokerState, group_id: str) -> bool:
 def handle_share_group_heartbeat(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
     if not authorize(state, ctx, "READ", GROUP, request.group_id):
         return _error(ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    if _other_kind(state, request.group_id):
+    if other_kind(state, request.group_id):
         return _error(
             ErrorCode.GROUP_ID_NOT_FOUND, f"Group {request.group_id} is not a share group."
         )

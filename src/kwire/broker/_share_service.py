@@ -15,18 +15,12 @@ from typing import Any, Final
 from kwire.broker import _metadata_log as mlog
 from kwire.broker._apis import on_startup
 from kwire.broker._context import RequestContext
+from kwire.broker._share_coordinator import Changes, apply, delete_state, write_state
 from kwire.broker._share_group import DEFAULTS, GROUP_CONFIG_DEFAULTS, ShareCoordinator
 from kwire.broker._share_partition import RELEASE, RENEW
-from kwire.broker._share_state import (
-    STATE_TOPIC,
-    coordinator_key,
-    replay,
-    snapshot_record,
-    tombstone,
-)
-from kwire.broker._state import BrokerState, Partition, partition_for
+from kwire.broker._share_state import STATE_TOPIC, replay, state_batches
+from kwire.broker._state import BrokerState
 from kwire.protocol import ErrorCode
-from kwire.records import BatchBuilder
 
 __all__ = [
     "GROUP_RESOURCE",
@@ -240,51 +234,12 @@ def describe_group_configs(state: BrokerState, group_id: str) -> list[tuple[str,
 # --- persistence: __share_group_state (``_share_state``) ---------------------------------------
 
 
-def _state_partition(state: BrokerState, key: Key) -> Partition:
-    """The partition of ``__share_group_state`` holding ``key``'s state, the topic made on first
-    use (``share.coordinator.state.topic.*``: 50 partitions, compacted, as Kafka makes it)."""
-    topic = state.topics.get(STATE_TOPIC)
-    if topic is None:
-        topic = state.create_topic(
-            STATE_TOPIC,
-            int(state.static_config.get("share.coordinator.state.topic.num.partitions", "50")),
-            {
-                "cleanup.policy": "compact",
-                "segment.bytes": "104857600",
-                "compression.type": "producer",
-                "min.insync.replicas": "1",
-            },
-        )
-    return topic.partitions[partition_for(coordinator_key(*key), len(topic.partitions))]
-
-
-def _write(
-    state: BrokerState,
-    coordinator: ShareCoordinator,
-    records: list[tuple[Key, bytes, bytes | None]],
-) -> None:
-    """Append the records, one batch per state partition, then replay them into the coordinator
-    (the same replay that loads the topic at start)."""
-    now = state.now_ms()
-    by_partition: dict[int, tuple[Partition, list[tuple[bytes, bytes | None]]]] = {}
-    for key, record_key, value in records:
-        partition = _state_partition(state, key)
-        by_partition.setdefault(partition.index, (partition, []))[1].append((record_key, value))
-    for partition, pairs in by_partition.values():
-        builder = BatchBuilder(2, 0)
-        for record_key, value in pairs:
-            builder.append(None, now, record_key, value)
-        state.append_as_coordinator(partition, builder.build(), now)
-        for record_key, value in pairs:
-            replay(coordinator.stored, record_key, value)
-
-
 def flush_share_state(state: BrokerState) -> None:
     """Write a snapshot of every share partition that changed since its last one (acknowledged,
-    released, initialized): what a restart must not lose."""
+    released, initialized): what a restart must not lose. The leader writes its whole in-flight
+    state through the share coordinator's ``write_state``, as Kafka's leader calls the persister."""
     coordinator = share_coordinator(state)
-    records: list[tuple[Key, bytes, bytes | None]] = []
-    now = state.now_ms()
+    changes = Changes()
     for key, share in coordinator.partitions.items():
         if not share.initialized or coordinator.written.get(key) == share.changes:
             continue
@@ -295,25 +250,28 @@ def flush_share_state(state: BrokerState) -> None:
             if topic is not None and key[2] < len(topic.partitions)
             else 0
         )
-        record_key, value = snapshot_record(
+        problem = write_state(
+            state,
+            coordinator,
+            changes,
             key,
-            share,
-            snapshot_epoch=0 if stored is None else stored.snapshot_epoch + 1,
             state_epoch=0 if stored is None else stored.state_epoch,
-            leader_epoch=leader_epoch,
-            create_ms=now if stored is None else stored.create_ms,
-            now_ms=now,
+            leader_epoch=max(leader_epoch, -1 if stored is None else stored.leader_epoch),
+            start_offset=share.start_offset,
+            batches=state_batches(share),
+            replace=True,
         )
-        records.append((key, record_key, value))
-        coordinator.written[key] = share.changes
-    if records:
-        _write(state, coordinator, records)
+        if problem is None:
+            coordinator.written[key] = share.changes
+    if changes.records:
+        apply(state, coordinator, changes)
 
 
 def _delete_state(state: BrokerState, coordinator: ShareCoordinator, group_id: str) -> None:
-    gone = [k for k in coordinator.stored if k[0] == group_id]
-    if gone:
-        _write(state, coordinator, [(k, *tombstone(k)) for k in gone])
+    changes = Changes()
+    for key in [k for k in coordinator.stored if k[0] == group_id]:
+        delete_state(state, coordinator, changes, key)
+    apply(state, coordinator, changes)
 
 
 @on_startup

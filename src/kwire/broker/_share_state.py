@@ -31,8 +31,10 @@ __all__ = [
     "STATE_TOPIC",
     "StoredState",
     "coordinator_key",
+    "merge_batches",
     "replay",
     "snapshot_record",
+    "snapshot_value",
     "state_batches",
     "tombstone",
 ]
@@ -62,6 +64,7 @@ class StoredState:
     snapshot_epoch: int = 0
     create_ms: int = 0
     batches: list[Batch] = field(default_factory=list)
+    leader_epoch: int = 0
 
     def in_flight(self) -> dict[int, InFlight]:
         out: dict[int, InFlight] = {}
@@ -109,20 +112,33 @@ def snapshot_record(
     create_ms: int,
     now_ms: int,
 ) -> tuple[bytes, bytes]:
+    """``ShareCoordinatorRecordHelpers.newShareSnapshotRecord`` of a live share partition."""
+    stored = StoredState(
+        start_offset=share.start_offset,
+        state_epoch=state_epoch,
+        snapshot_epoch=snapshot_epoch,
+        create_ms=create_ms,
+        batches=state_batches(share),
+    )
+    return snapshot_value(key, stored, leader_epoch, now_ms)
+
+
+def snapshot_value(
+    key: Key, stored: StoredState, leader_epoch: int, now_ms: int
+) -> tuple[bytes, bytes]:
     """``ShareCoordinatorRecordHelpers.newShareSnapshotRecord``: (key, value) bytes."""
-    batches = state_batches(share)
     complete = sum(
         last - first + 1
-        for first, last, kind, _ in batches
+        for first, last, kind, _ in stored.batches
         if kind in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
     )
     value = SNAPSHOT_VALUE(
-        snapshot_epoch=snapshot_epoch,
-        state_epoch=state_epoch,
+        snapshot_epoch=stored.snapshot_epoch,
+        state_epoch=stored.state_epoch,
         leader_epoch=leader_epoch,
-        start_offset=share.start_offset,
+        start_offset=stored.start_offset,
         delivery_complete_count=complete,
-        create_timestamp=create_ms,
+        create_timestamp=stored.create_ms,
         write_timestamp=now_ms,
         state_batches=[
             SNAPSHOT_BATCH(
@@ -131,7 +147,7 @@ def snapshot_record(
                 delivery_state=kind,
                 delivery_count=count,
             )
-            for first, last, kind, count in batches
+            for first, last, kind, count in stored.batches
         ],
     )
     return _key(SNAPSHOT, key), _VERSION.pack(0) + bytes(value.encode(0))
@@ -142,7 +158,7 @@ def tombstone(key: Key) -> tuple[bytes, None]:
     return _key(SNAPSHOT, key), None
 
 
-def _merge(old: Iterable[Batch], new: list[Batch]) -> list[Batch]:
+def merge_batches(old: Iterable[Batch], new: list[Batch]) -> list[Batch]:
     """``ShareCoordinatorShard.merge``: the new batches win over the old on the offsets they
     cover."""
     covered = [(first, last) for first, last, _, _ in new]
@@ -185,6 +201,7 @@ def replay(store: dict[Key, StoredState], key: bytes, value: bytes | None) -> No
             state_epoch=snap.state_epoch,
             snapshot_epoch=snap.snapshot_epoch,
             create_ms=snap.create_timestamp,
+            leader_epoch=snap.leader_epoch,
             batches=[
                 (b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
                 for b in snap.state_batches
@@ -204,6 +221,6 @@ def replay(store: dict[Key, StoredState], key: bytes, value: bytes | None) -> No
     start = found.start_offset
     found.batches = [
         (max(first, start), last, kind, count)
-        for first, last, kind, count in _merge(found.batches, changed)
+        for first, last, kind, count in merge_batches(found.batches, changed)
         if last >= start
     ]
