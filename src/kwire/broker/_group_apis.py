@@ -21,12 +21,16 @@ from kwire.broker._acl import (
     authorized_operations,
 )
 from kwire.broker._apis import Deferred, on_startup, register
-from kwire.broker._consumer_group import Assignment
 from kwire.broker._context import RequestContext
-from kwire.broker._group import (
+from kwire.broker._routing import coordinator_node, endpoint, serving_node
+from kwire.broker._share_service import delete_share_group, list_share_groups, share_group_exists
+from kwire.broker._state import BrokerState
+from kwire.broker._txn_apis import add_group_partition_for_commit, uses_transaction_v2
+from kwire.broker.group import (
     DEAD,
     GROUP_TOPIC,
     STABLE,
+    Assignment,
     GroupCoordinator,
     GroupError,
     JoinResult,
@@ -35,10 +39,6 @@ from kwire.broker._group import (
     Waiter,
     group_coordinator,
 )
-from kwire.broker._routing import coordinator_node, endpoint, serving_node
-from kwire.broker._share_service import delete_share_group, list_share_groups, share_group_exists
-from kwire.broker._state import BrokerState
-from kwire.broker._txn_apis import add_group_partition_for_commit, uses_transaction_v2
 from kwire.protocol import ZERO_UUID, ErrorCode, message_class, struct_class
 
 __all__ = [

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from kwire._wire import java_string_hash
 from kwire.broker import BrokerState, Deferred, ManualClock, RequestContext, personality
 from kwire.broker._apis import HANDLERS, implemented_versions
-from kwire.broker._group import (
+from kwire.broker._state import partition_for
+from kwire.broker.group import (
     COMPLETING_REBALANCE,
     EMPTY,
     GROUP_TOPIC,
@@ -26,7 +27,6 @@ from kwire.broker._group import (
     GroupCoordinator,
     group_coordinator,
 )
-from kwire.broker._state import partition_for
 from kwire.protocol import (
     ZERO_UUID,
     ErrorCode,
@@ -758,7 +758,7 @@ def test_group_invariants(tmp_path_factory: pytest.TempPathFactory, actions: lis
 
 def test_transactional_offsets_replay_with_their_markers(tmp_path: Path) -> None:
     """Staged offsets are written in transactional batches; at start the markers decide."""
-    from kwire.broker._group import OffsetAndMetadata
+    from kwire.broker.group import OffsetAndMetadata
     from kwire.records import AppendOrigin, build_end_txn_marker
 
     state = make_state(tmp_path / "d")
