@@ -38,6 +38,7 @@ from kwire.broker.group._classic import (
 from kwire.broker.group._records import (
     GROUP_METADATA_VALUE,
     MEMBER_METADATA,
+    Write,
     consumer_group_tombstones,
     group_key,
     versioned,
@@ -62,6 +63,7 @@ class ClassicGroups:
 
     def join(
         self,
+        out: list[Write],
         group_id: str,
         member_id: str,
         group_instance_id: str | None,
@@ -107,7 +109,7 @@ class ClassicGroups:
                 )
                 return waiter
             # an empty consumer group becomes a classic group (its records are tombstoned)
-            self.shard.write(group_id, consumer_group_tombstones(group.consumer), now_ms)
+            out.append(Write(group_id, consumer_group_tombstones(group.consumer), now_ms))
             group.consumer = None
         if not self._accept_joining_member(group, member_id):
             # classicGroupJoinToClassicGroup: the group's size before anything else
@@ -124,6 +126,7 @@ class ClassicGroups:
             return waiter
         if not member_id:
             self._join_unknown(
+                out,
                 group,
                 waiter,
                 group_instance_id,
@@ -151,11 +154,12 @@ class ClassicGroups:
                 client_host,
                 now_ms,
             )
-        self._maybe_complete_join(group, now_ms)
+        self._maybe_complete_join(out, group, now_ms)
         return waiter
 
     def _join_unknown(
         self,
+        out: list[Write],
         group: Group,
         waiter: Waiter,
         instance_id: str | None,
@@ -174,7 +178,7 @@ class ClassicGroups:
             old_id = group.static_members.get(instance_id)
             if old_id is not None and old_id in group.members:
                 self._replace_static_member(
-                    group, waiter, old_id, new_id, protocols, session_timeout_ms,
+                    out, group, waiter, old_id, new_id, protocols, session_timeout_ms,
                     rebalance_timeout_ms, client_id, client_host, now_ms,
                     supports_skip_assignment,
                 )  # fmt: skip
@@ -192,6 +196,7 @@ class ClassicGroups:
 
     def _replace_static_member(
         self,
+        out: list[Write],
         group: Group,
         waiter: Waiter,
         old_id: str,
@@ -233,7 +238,7 @@ class ClassicGroups:
             # is told so and skips the assignment; before v9 every returning member, the leader
             # too, is answered as a follower (the leader field names the old leader id), so it
             # syncs and gets its old assignment; the other members see nothing.
-            self._store_group(group, now_ms)
+            self._store_group(out, group, now_ms)
             result = self._join_result(group, member, ErrorCode.NONE)
             if supports_skip_assignment:
                 result.skip_assignment = group.leader_id == new_id
@@ -378,11 +383,11 @@ class ClassicGroups:
             group.rebalance_deadline = now_ms + timeout
         self.shard.moved(group.group_id)
 
-    def _maybe_complete_join(self, group: Group, now_ms: int) -> None:
+    def _maybe_complete_join(self, out: list[Write], group: Group, now_ms: int) -> None:
         if group.state == PREPARING_REBALANCE and not group.in_initial_delay and group.all_joined():
-            self._complete_join(group, now_ms)
+            self._complete_join(out, group, now_ms)
 
-    def _complete_join(self, group: Group, now_ms: int) -> None:
+    def _complete_join(self, out: list[Write], group: Group, now_ms: int) -> None:
         """``completeClassicGroupJoin``: drop who did not rejoin, next generation, answer all."""
         for member in list(group.members.values()):
             if member.join_waiter is None:
@@ -396,7 +401,7 @@ class ClassicGroups:
             group.state = EMPTY
             group.protocol_name = None
             group.leader_id = None
-            self._store_group(group, now_ms)
+            self._store_group(out, group, now_ms)
             self.shard.moved(group.group_id)
             return
         if group.leader_id not in group.members or (
@@ -440,6 +445,7 @@ class ClassicGroups:
 
     def sync(
         self,
+        out: list[Write],
         group_id: str,
         generation_id: int,
         member_id: str,
@@ -491,7 +497,7 @@ class ClassicGroups:
                     m.assignment = bytes(given.get(m.member_id, b""))
                 group.state = STABLE
                 group.state_timestamp = now_ms
-                self._store_group(group, now_ms)
+                self._store_group(out, group, now_ms)
                 for m in group.members.values():
                     if m.sync_waiter is not None:
                         m.sync_waiter.resolve(self._sync_result(group, m))
@@ -544,7 +550,7 @@ class ClassicGroups:
         return ErrorCode.NONE
 
     def leave(
-        self, group_id: str, members: list[tuple[str, str | None]], now_ms: int
+        self, out: list[Write], group_id: str, members: list[tuple[str, str | None]], now_ms: int
     ) -> tuple[ErrorCode, list[tuple[str, str | None, ErrorCode]]]:
         """``classicGroupLeave``: the top-level error and one error per leaving member."""
         if not group_id:  # GroupCoordinatorService.leaveGroup
@@ -575,7 +581,7 @@ class ClassicGroups:
             results.append((member_id, instance_id, error))
             left = left or error is ErrorCode.NONE
         if left:
-            self._after_removal(group, now_ms)
+            self._after_removal(out, group, now_ms)
         return ErrorCode.NONE, results
 
     def _remove_member(self, group: Group, member_id: str) -> None:
@@ -592,16 +598,16 @@ class ClassicGroups:
         if group.leader_id == member_id:
             group.leader_id = next(iter(group.members), None)  # a new leader is chosen on join
 
-    def _after_removal(self, group: Group, now_ms: int) -> None:
+    def _after_removal(self, out: list[Write], group: Group, now_ms: int) -> None:
         """``removeMemberAndUpdateClassicGroup``."""
         if group.state in (STABLE, COMPLETING_REBALANCE):
             self._prepare_rebalance(group, now_ms)
         if group.state == PREPARING_REBALANCE:
-            self._maybe_complete_join(group, now_ms)
+            self._maybe_complete_join(out, group, now_ms)
 
     # --- timers -------------------------------------------------------------------------------
 
-    def run_timers(self, group: Group, now_ms: int) -> None:
+    def run_timers(self, out: list[Write], group: Group, now_ms: int) -> None:
         """The group's due timers: pending members, sessions, the rebalance deadline."""
         changed = False
         for pending, expiry in list(group.pending_members.items()):
@@ -616,7 +622,7 @@ class ClassicGroups:
                 self._remove_member(group, member.member_id)
                 changed = True
         if changed:
-            self._after_removal(group, now_ms)
+            self._after_removal(out, group, now_ms)
         deadline = group.rebalance_deadline
         if deadline is not None and now_ms >= deadline:
             if group.state == PREPARING_REBALANCE:
@@ -634,7 +640,7 @@ class ClassicGroups:
                     group.rebalance_deadline = now_ms + delay
                 else:
                     group.in_initial_delay = False
-                    self._complete_join(group, now_ms)
+                    self._complete_join(out, group, now_ms)
             elif group.state in (COMPLETING_REBALANCE, STABLE) and group.pending_sync:
                 # expirePendingSync: drop who did not sync in time, rebalance again
                 for member_id in sorted(group.pending_sync):
@@ -642,13 +648,13 @@ class ClassicGroups:
                         self._remove_member(group, member_id)
                 group.pending_sync.clear()
                 self._prepare_rebalance(group, now_ms)
-                self._maybe_complete_join(group, now_ms)
+                self._maybe_complete_join(out, group, now_ms)
             else:
                 group.rebalance_deadline = None
 
     # --- the record -------------------------------------------------------------------------------
 
-    def _store_group(self, group: Group, now_ms: int) -> None:
+    def _store_group(self, out: list[Write], group: Group, now_ms: int) -> None:
         """``GroupCoordinatorRecordHelpers.newGroupMetadataRecord`` (value v3)."""
         members = [
             MEMBER_METADATA(
@@ -671,4 +677,6 @@ class ClassicGroups:
             current_state_timestamp=now_ms,
             members=members,
         )
-        self.shard.write(group.group_id, [(group_key(group.group_id), versioned(value, 3))], now_ms)
+        out.append(
+            Write(group.group_id, [(group_key(group.group_id), versioned(value, 3))], now_ms)
+        )

@@ -54,6 +54,7 @@ from kwire.broker.group._records import (
     TARGET_METADATA_KEY,
     TARGET_METADATA_VALUE,
     Record,
+    Write,
     assignment_of,
     current_assignment_record,
     epoch_record,
@@ -155,7 +156,7 @@ class ConsumerGroups:
 
     def _write(self, group_id: str, records: list[Record], now_ms: int) -> None:
         if records:
-            self.shard.write(group_id, records, now_ms, replay=True)
+            self.shard.write(Write(group_id, records, now_ms, replay=True))
 
     # --- ConsumerGroupHeartbeat ---------------------------------------------------------------
 

@@ -31,6 +31,7 @@ from kwire.broker.group._consumer import ConsumerGroupError
 from kwire.broker.group._records import (
     OffsetAndMetadata,
     Record,
+    Write,
     consumer_group_tombstones,
     group_key,
     offset_key,
@@ -54,7 +55,7 @@ class OffsetMetadataManager:
 
     # --- offset retention (KIP-211) -----------------------------------------------------------
 
-    def cleanup_group_metadata(self, now_ms: int) -> int:
+    def cleanup_group_metadata(self, out: list[Write], now_ms: int) -> int:
         """``cleanupGroupMetadata``: expire offsets (module doc), tombstone them, and delete the
         empty groups whose offsets all expired. The number of offsets expired."""
         retention_ms = self.shard.conf("offsets.retention.minutes") * 60_000
@@ -74,7 +75,7 @@ class OffsetMetadataManager:
                     records.append((group_key(group.group_id), None))
             if not records:
                 continue
-            self.shard.write(group.group_id, records, now_ms)
+            out.append(Write(group.group_id, records, now_ms))
             for tp in expired:
                 del group.offsets[tp]
             expired_count += len(expired)
@@ -188,6 +189,7 @@ class OffsetMetadataManager:
 
     def commit_offsets(
         self,
+        out: list[Write],
         group: Group,
         offsets: Mapping[tuple[str, int], OffsetAndMetadata],
         now_ms: int,
@@ -195,11 +197,12 @@ class OffsetMetadataManager:
         if not offsets:
             return
         records = [offset_record(group.group_id, tp, om) for tp, om in offsets.items()]
-        self.shard.write(group.group_id, records, now_ms)
+        out.append(Write(group.group_id, records, now_ms))
         group.offsets.update(offsets)
 
     def stage_txn_offsets(
         self,
+        out: list[Write],
         group_id: str,
         producer_id: int,
         producer_epoch: int,
@@ -213,7 +216,7 @@ class OffsetMetadataManager:
             group = self.shard.groups[group_id] = Group(group_id, state_timestamp=now)
         if offsets:
             records = [offset_record(group_id, tp, om) for tp, om in offsets.items()]
-            self.shard.write(group_id, records, now, producer=(producer_id, producer_epoch))
+            out.append(Write(group_id, records, now, producer=(producer_id, producer_epoch)))
         group.pending_txn.setdefault(producer_id, {}).update(offsets)
 
     def complete_txn(self, producer_id: int, commit: bool) -> None:
@@ -255,7 +258,7 @@ class OffsetMetadataManager:
         return out
 
     def delete_offsets(
-        self, group_id: str, partitions: list[tuple[str, int]], now_ms: int
+        self, out: list[Write], group_id: str, partitions: list[tuple[str, int]], now_ms: int
     ) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
         """``OffsetMetadataManager.deleteOffsets``."""
         self.shard.expire_due(group_id, now_ms)
@@ -280,7 +283,7 @@ class OffsetMetadataManager:
             if tp in group.offsets:
                 tombstones.append((offset_key(group_id, tp), None))
         if tombstones:
-            self.shard.write(group_id, tombstones, now_ms)
+            out.append(Write(group_id, tombstones, now_ms))
             for tp, error in errors.items():
                 if error is ErrorCode.NONE:
                     group.offsets.pop(tp, None)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import struct
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -25,6 +25,7 @@ __all__ = [
     "GROUP_TOPIC",
     "OffsetAndMetadata",
     "Record",
+    "Write",
     "consumer_group_tombstones",
     "current_assignment_record",
     "epoch_record",
@@ -76,6 +77,19 @@ TARGET_PARTITIONS: Final = struct_class(TARGET_MEMBER_VALUE, "topic_partitions")
 CURRENT_KEY: Final = message_class("ConsumerGroupCurrentMemberAssignmentKey")
 CURRENT_VALUE: Final = message_class("ConsumerGroupCurrentMemberAssignmentValue")
 CURRENT_PARTITIONS: Final = struct_class(CURRENT_VALUE, "assigned_partitions")
+
+
+@dataclass(frozen=True)
+class Write:
+    """Records for one group's partition, appended as one batch (transactional with a producer);
+    ``replay``: applied to the shard once appended (Kafka's ``CoordinatorResult.replayRecords``;
+    classic-group operations change the group themselves and do not replay)."""
+
+    group_id: str
+    records: Sequence[Record]
+    now_ms: int
+    producer: tuple[int, int] | None = None
+    replay: bool = False
 
 
 @dataclass

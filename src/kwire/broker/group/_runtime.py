@@ -1,9 +1,9 @@
 """The coordinator runtime: where the group coordinator's records go, and how they come back.
 
-Approach: Kafka's ``CoordinatorRuntime`` reduced to one process. The shard decides and hands its
-records to ``write``; the runtime builds one batch of them (transactional when a producer is
-given), appends it to the group's partition of ``__consumer_offsets`` and, when asked, replays
-the records into the shard at once. At start ``load`` hands every partition's batches to the
+Approach: Kafka's ``CoordinatorRuntime`` reduced to one process. An operation of the shard decides and
+returns its answer with its records (``Write``s, Kafka's ``CoordinatorResult``); ``run`` then
+writes them: one batch per ``Write`` (transactional when it names a producer), appended to the
+group's partition of ``__consumer_offsets`` and, when asked, replayed into the shard. At start ``load`` hands every partition's batches to the
 shard's replay, so a restart rebuilds exactly what was written. Where the batches live is an
 ``OffsetsLog``: the broker's topic (``BrokerOffsetsLog``) or a list in memory (``MemoryOffsetsLog``,
 for property tests that run the real write and replay path thousands of times). There is no mode
@@ -12,14 +12,17 @@ without one.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Iterable
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from kwire.broker._state import BrokerState, Partition, partition_for
-from kwire.broker.group._records import GROUP_TOPIC, Record
+from kwire.broker.group._records import GROUP_TOPIC, Write
 from kwire.records import Batch, BatchBuilder, read_batches
 
 __all__ = ["BrokerOffsetsLog", "CoordinatorRuntime", "MemoryOffsetsLog", "OffsetsLog"]
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 #: a coordinator record's replay: key, value, now
 Replay = Callable[[bytes, bytes | None, int], None]
@@ -94,34 +97,38 @@ class CoordinatorRuntime:
         self.log = log
         self._replay = replay
 
-    def write(
-        self,
-        group_id: str,
-        records: Sequence[Record],
-        now_ms: int,
-        *,
-        producer: tuple[int, int] | None = None,
-        replay: bool = False,
-    ) -> None:
-        """Append ``records`` as one batch to the group's partition; then, with ``replay``,
-        apply them to the shard (Kafka's ``CoordinatorResult.replayRecords``: classic-group
-        operations change the group themselves and do not replay)."""
-        if not records:
+    def run(self, operation: Callable[Concatenate[list[Write], P], T]) -> Callable[P, T]:
+        """An operation of the shard as the handlers call it: it decides, returning its answer
+        and giving its records (``CoordinatorResult``); they are then written, in order."""
+
+        def run(*args: P.args, **kwargs: P.kwargs) -> T:
+            writes: list[Write] = []
+            result = operation(writes, *args, **kwargs)
+            for write in writes:
+                self.write(write)
+            return result
+
+        return run
+
+    def write(self, write: Write) -> None:
+        """Append the records as one batch to the group's partition; then, with ``replay``,
+        apply them to the shard."""
+        if not write.records:
             return
         options: dict[str, Any] = {}
-        if producer is not None:
+        if write.producer is not None:
             options = {
-                "producer_id": producer[0],
-                "producer_epoch": producer[1],
+                "producer_id": write.producer[0],
+                "producer_epoch": write.producer[1],
                 "is_transactional": True,
             }
         builder = BatchBuilder(2, 0, **options)
-        for key, value in records:
-            builder.append(None, now_ms, key, value)
-        self.log.append(group_id, builder.build(), now_ms)
-        if replay:
-            for key, value in records:
-                self._replay(key, value, now_ms)
+        for key, value in write.records:
+            builder.append(None, write.now_ms, key, value)
+        self.log.append(write.group_id, builder.build(), write.now_ms)
+        if write.replay:
+            for key, value in write.records:
+                self._replay(key, value, write.now_ms)
 
     def load(self, replay_partition: Callable[[Iterable[Batch]], None]) -> None:
         """Every partition's batches, in order, to the shard (``loadGroupsAndOffsets``)."""

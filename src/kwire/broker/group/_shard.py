@@ -18,7 +18,7 @@ registers it (``state.services["group"]``) on first use, its ``tick`` run every 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Final
 
 from kwire.broker._state import BrokerState, Partition, partition_for
@@ -33,6 +33,7 @@ from kwire.broker.group._records import (
     VERSION,
     OffsetAndMetadata,
     Record,
+    Write,
     consumer_group_tombstones,
     decode_offset,
     group_key,
@@ -94,18 +95,21 @@ class GroupCoordinator:
         #: the KIP-848 consumer groups, kept in this coordinator's ``Group`` objects
         self.consumer = ConsumerGroups(self)
         self.offsets = OffsetMetadataManager(self)
-        # the requests, wired once to the manager that decides them
-        self.join = self.classic.join
-        self.sync = self.classic.sync
+        # the requests, wired once to the manager that decides them; the runtime writes the
+        # records each returns
+        run = self.runtime.run
+        self.join = run(self.classic.join)
+        self.sync = run(self.classic.sync)
         self.heartbeat = self.classic.heartbeat
-        self.leave = self.classic.leave
+        self.leave = run(self.classic.leave)
         self.validate_offset_commit = self.offsets.validate_offset_commit
-        self.commit_offsets = self.offsets.commit_offsets
-        self.stage_txn_offsets = self.offsets.stage_txn_offsets
+        self.commit_offsets = run(self.offsets.commit_offsets)
+        self.stage_txn_offsets = run(self.offsets.stage_txn_offsets)
         self.complete_txn = self.offsets.complete_txn
         self.fetch_offsets = self.offsets.fetch_offsets
-        self.delete_offsets = self.offsets.delete_offsets
-        self.cleanup_group_metadata = self.offsets.cleanup_group_metadata
+        self.delete_offsets = run(self.offsets.delete_offsets)
+        self.cleanup_group_metadata = run(self.offsets.cleanup_group_metadata)
+        self.delete_group = run(self._delete_group)
         # the first check one interval after the coordinator starts; without a broker (no clock
         # yet) one interval after its first tick
         self._next_offsets_cleanup: int | None = (
@@ -146,7 +150,7 @@ class GroupCoordinator:
             self._next_offsets_cleanup = now_ms + self.conf("offsets.retention.check.interval.ms")
             self.cleanup_group_metadata(now_ms)
         for group in list(self.groups.values()):
-            self.classic.run_timers(group, now_ms)
+            self.runtime.run(self.classic.run_timers)(group, now_ms)
 
     def expire_due(self, group_id: str, now_ms: int) -> None:
         """Run the group's timers that are due before a request looks at it: Kafka keeps a
@@ -159,11 +163,11 @@ class GroupCoordinator:
         if group.consumer is not None:
             self.consumer.run_timers(group.consumer, now_ms)
         else:
-            self.classic.run_timers(group, now_ms)
+            self.runtime.run(self.classic.run_timers)(group, now_ms)
 
     # --- deletion -----------------------------------------------------------------------------
 
-    def delete_group(self, group_id: str, now_ms: int) -> ErrorCode:
+    def _delete_group(self, out: list[Write], group_id: str, now_ms: int) -> ErrorCode:
         """``GroupMetadataManager.deleteGroups``: only an empty (or dead) group."""
         self.expire_due(group_id, now_ms)
         group = self.groups.get(group_id)
@@ -178,7 +182,7 @@ class GroupCoordinator:
             records += consumer_group_tombstones(group.consumer)
         else:
             records.append((group_key(group_id), None))
-        self.write(group_id, records, now_ms)
+        out.append(Write(group_id, records, now_ms))
         group.state = DEAD
         del self.groups[group_id]
         return ErrorCode.NONE
@@ -190,17 +194,9 @@ class GroupCoordinator:
         log = self.runtime.log
         return log.partition(group_id) if isinstance(log, BrokerOffsetsLog) else None
 
-    def write(
-        self,
-        group_id: str,
-        records: Sequence[Record],
-        now_ms: int,
-        *,
-        producer: tuple[int, int] | None = None,
-        replay: bool = False,
-    ) -> None:
-        """The records to the runtime (``CoordinatorRuntime.write``)."""
-        self.runtime.write(group_id, records, now_ms, producer=producer, replay=replay)
+    def write(self, write: Write) -> None:
+        """Records written at once (a KIP-848 group's decisions, replayed as they are appended)."""
+        self.runtime.write(write)
 
     def load(self) -> None:
         """Replay ``__consumer_offsets`` (``GroupMetadataManager.loadGroupsAndOffsets``)."""
