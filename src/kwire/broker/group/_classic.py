@@ -3,8 +3,9 @@
 Approach: the states (Empty, PreparingRebalance, CompletingRebalance, Stable, Dead), the members
 and the protocol vote as plain data; ``_classic_groups`` drives them through JoinGroup, SyncGroup,
 Heartbeat, LeaveGroup and the timers. A ``Group`` also holds its committed offsets (and the
-transactional ones not yet committed), which ``_offsets`` manages; a KIP-848 consumer group with
-the same id sits in ``consumer``, as both kinds share one namespace of group ids in Kafka.
+transactional ones not yet committed), which ``_offsets`` manages, as a KIP-848 ``ConsumerGroup``
+does: the two kinds share the shard's one map of group ids, as in Kafka. A group that only has
+offsets (a simple group, or what a deleted group's offsets keep alive) is an empty ``Group``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from kwire.broker.group._consumer import ConsumerGroup
 from kwire.broker.group._records import SUBSCRIPTION, VERSION, OffsetAndMetadata
 from kwire.protocol import ErrorCode
 
@@ -138,8 +138,6 @@ class Group:
     offsets: dict[tuple[str, int], OffsetAndMetadata] = field(default_factory=dict)
     #: producer id -> staged transactional offsets
     pending_txn: dict[int, dict[tuple[str, int], OffsetAndMetadata]] = field(default_factory=dict)
-    #: set when this is a KIP-848 consumer group (``_consumer_group``); its classic part is empty
-    consumer: ConsumerGroup | None = None
 
     def is_empty(self) -> bool:
         return not self.members

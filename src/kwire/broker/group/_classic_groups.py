@@ -35,6 +35,7 @@ from kwire.broker.group._classic import (
     SyncResult,
     Waiter,
 )
+from kwire.broker.group._consumer import ConsumerGroup
 from kwire.broker.group._records import (
     GROUP_METADATA_VALUE,
     MEMBER_METADATA,
@@ -94,23 +95,30 @@ class ClassicGroups:
             waiter.resolve(JoinResult(ErrorCode.INVALID_SESSION_TIMEOUT, member_id=member_id))
             return waiter
         self.shard.expire_due(group_id, now_ms)
-        group = self.shard.groups.get(group_id)
-        if group is None:
+        found = self.shard.groups.get(group_id)
+        if found is None:
             if member_id:
                 waiter.resolve(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id=member_id))
                 return waiter
-            group = self.shard.groups[group_id] = Group(group_id, state_timestamp=now_ms)
-        if group.consumer is not None:
-            if group.consumer.members:
+            found = self.shard.groups[group_id] = Group(group_id, state_timestamp=now_ms)
+        if isinstance(found, ConsumerGroup):
+            if found.members:
                 # a classic member cannot join a consumer group that has members (Kafka's
                 # ``group.consumer.migration.policy`` disabled)
                 waiter.resolve(
                     JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id=member_id)
                 )
                 return waiter
-            # an empty consumer group becomes a classic group (its records are tombstoned)
-            out.append(Write(group_id, consumer_group_tombstones(group.consumer), now_ms))
-            group.consumer = None
+            # an empty consumer group becomes a classic group (its records are tombstoned); its
+            # offsets stay
+            out.append(Write(group_id, consumer_group_tombstones(found), now_ms))
+            found = self.shard.groups[group_id] = Group(
+                group_id,
+                state_timestamp=found.created_ms,
+                offsets=found.offsets,
+                pending_txn=found.pending_txn,
+            )
+        group = found
         if not self._accept_joining_member(group, member_id):
             # classicGroupJoinToClassicGroup: the group's size before anything else
             group.pending_members.pop(member_id, None)
@@ -461,7 +469,7 @@ class ClassicGroups:
             waiter.resolve(SyncResult(ErrorCode.INVALID_GROUP_ID))
             return waiter
         self.shard.expire_due(group_id, now_ms)
-        group = self.shard.groups.get(group_id)
+        group = self.shard.classic_group(group_id)  # a consumer group has no classic members
         if group is None or group.state == DEAD:
             waiter.resolve(SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
             return waiter
@@ -532,7 +540,7 @@ class ClassicGroups:
         if not group_id:  # GroupCoordinatorService.heartbeat
             return ErrorCode.INVALID_GROUP_ID
         self.shard.expire_due(group_id, now_ms)
-        group = self.shard.groups.get(group_id)
+        group = self.shard.classic_group(group_id)  # a consumer group has no classic members
         if group is None or group.state == DEAD:
             return ErrorCode.UNKNOWN_MEMBER_ID
         # validateClassicGroupHeartbeat: member, generation; then the state
@@ -556,7 +564,7 @@ class ClassicGroups:
         if not group_id:  # GroupCoordinatorService.leaveGroup
             return ErrorCode.INVALID_GROUP_ID, []
         self.shard.expire_due(group_id, now_ms)
-        group = self.shard.groups.get(group_id)
+        group = self.shard.classic_group(group_id)  # a consumer group has no classic members
         if group is None or group.state == DEAD:
             # the service answers a missing group member by member
             return ErrorCode.NONE, [(m, i, ErrorCode.UNKNOWN_MEMBER_ID) for m, i in members]

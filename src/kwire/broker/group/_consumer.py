@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from kwire.broker.group._assignors import Assignment, freeze
+from kwire.broker.group._records import OffsetAndMetadata
 from kwire.protocol import ErrorCode
 
 __all__ = [
@@ -124,6 +125,12 @@ class ConsumerGroup:
     owners: dict[tuple[uuid.UUID, int], tuple[str, int]] = field(default_factory=dict)
     session_deadlines: dict[str, int] = field(default_factory=dict)
     rebalance_deadlines: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: when the group was made (what an empty classic group made from it counts as its state
+    #: timestamp)
+    created_ms: int = -1
+    offsets: dict[tuple[str, int], OffsetAndMetadata] = field(default_factory=dict)
+    #: producer id -> staged transactional offsets
+    pending_txn: dict[int, dict[tuple[str, int], OffsetAndMetadata]] = field(default_factory=dict)
 
     @property
     def state(self) -> str:

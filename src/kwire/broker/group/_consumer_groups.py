@@ -9,8 +9,8 @@ Every decision is a list of records (key versions 3..8, values v0, as
 ``GroupCoordinatorRecordHelpers`` makes them) handed to the runtime, which appends them to the
 group's partition of ``__consumer_offsets`` and then replays them into memory by the same
 ``replay`` that loads the topic at start, so what survives a restart is exactly what a heartbeat
-decided. A consumer group lives in the shard's ``Group`` of the same id (``group.consumer``): both
-kinds share group ids and committed offsets, as in Kafka.
+decided. A consumer group sits in the shard's one map of groups beside the classic ones: both
+kinds share group ids, and each holds its committed offsets, as in Kafka.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
 
 from kwire.broker.group._assignors import ASSIGNORS, Assignment
+from kwire.broker.group._classic import Group
 from kwire.broker.group._consumer import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -67,7 +68,6 @@ from kwire.broker.group._records import (
 from kwire.protocol import ErrorCode
 
 if TYPE_CHECKING:
-    from kwire.broker.group._classic import Group
     from kwire.broker.group._shard import GroupCoordinator
 
 __all__ = ["ConsumerGroups"]
@@ -106,11 +106,11 @@ class ConsumerGroups:
         return names or ["uniform", "range"]
 
     def group(self, group_id: str) -> ConsumerGroup | None:
-        holder = self.shard.groups.get(group_id)
-        return holder.consumer if holder is not None else None
+        group = self.shard.groups.get(group_id)
+        return group if isinstance(group, ConsumerGroup) else None
 
     def all(self) -> list[ConsumerGroup]:
-        return [g.consumer for g in self.shard.groups.values() if g.consumer is not None]
+        return [g for g in self.shard.groups.values() if isinstance(g, ConsumerGroup)]
 
     def _topics(self) -> Mapping[str, Any]:
         state = self.shard.state
@@ -264,8 +264,8 @@ class ConsumerGroups:
                     ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found."
                 )
             return ConsumerGroup(group_id)
-        if holder.consumer is not None:
-            return holder.consumer
+        if isinstance(holder, ConsumerGroup):
+            return holder
         if create and not holder.members and not holder.pending_members:
             if holder.generation_id > 0 or holder.protocol_type is not None:
                 records.append((group_key(group_id), None))
@@ -658,11 +658,19 @@ class ConsumerGroups:
 
     # --- replay (``GroupMetadataManager.replay``) ---------------------------------------------
 
-    def _holder(self, group_id: str, now_ms: int) -> Group:
-        holder = self.shard.loaded_group(group_id, now_ms)
-        if holder.consumer is None:
-            holder.consumer = ConsumerGroup(group_id)
-        return holder
+    def _loaded(self, group_id: str, now_ms: int) -> ConsumerGroup:
+        """The consumer group a record is about; an empty classic group (offsets only) becomes
+        one, keeping its offsets."""
+        found = self.shard.loaded_group(group_id, now_ms)
+        if isinstance(found, ConsumerGroup):
+            return found
+        group = self.shard.groups[group_id] = ConsumerGroup(
+            group_id,
+            created_ms=found.state_timestamp,
+            offsets=found.offsets,
+            pending_txn=found.pending_txn,
+        )
+        return group
 
     def replay(self, key_version: int, key: bytes, value: bytes | None, now_ms: int) -> None:
         body = memoryview(key)[2:]
@@ -670,14 +678,19 @@ class ConsumerGroups:
         if key_version == KEY_METADATA:
             k = METADATA_KEY.decode(body, KEY_METADATA)
             if data is None:
-                holder = self.shard.groups.get(k.group_id)
-                if holder is not None and holder.consumer is not None:
-                    holder.consumer = None
-                    if not holder.offsets and not holder.pending_txn:
+                gone = self.shard.groups.get(k.group_id)
+                if isinstance(gone, ConsumerGroup):
+                    if gone.offsets or gone.pending_txn:  # an empty classic group keeps them
+                        self.shard.groups[k.group_id] = Group(
+                            k.group_id,
+                            state_timestamp=gone.created_ms,
+                            offsets=gone.offsets,
+                            pending_txn=gone.pending_txn,
+                        )
+                    else:
                         del self.shard.groups[k.group_id]
                 return
-            group = self._holder(k.group_id, now_ms).consumer
-            assert group is not None
+            group = self._loaded(k.group_id, now_ms)
             group.group_epoch = METADATA_VALUE.decode(data, 0).epoch
             return
         k = {
@@ -687,11 +700,9 @@ class ConsumerGroups:
             KEY_TARGET_MEMBER: TARGET_MEMBER_KEY,
             KEY_CURRENT_ASSIGNMENT: CURRENT_KEY,
         }[key_version].decode(body, key_version)
-        holder = self.shard.groups.get(k.group_id)
-        if data is None and (holder is None or holder.consumer is None):
+        if data is None and not isinstance(self.shard.groups.get(k.group_id), ConsumerGroup):
             return
-        group = self._holder(k.group_id, now_ms).consumer
-        assert group is not None
+        group = self._loaded(k.group_id, now_ms)
         if key_version == KEY_PARTITION_METADATA:
             if data is None:
                 group.subscription_metadata = {}

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from kwire.broker.group._classic import COMPLETING_REBALANCE, DEAD, EMPTY, STABLE, Group, GroupError
-from kwire.broker.group._consumer import ConsumerGroupError
+from kwire.broker.group._consumer import ConsumerGroup, ConsumerGroupError
 from kwire.broker.group._records import (
     OffsetAndMetadata,
     Record,
@@ -66,11 +66,11 @@ class OffsetMetadataManager:
             expired, all_expired = self._expired_offsets(group, now_ms, retention_ms)
             records: list[Record] = [(offset_key(group.group_id, tp), None) for tp in expired]
             delete = all_expired and (
-                not group.consumer.members if group.consumer is not None else group.state == EMPTY
+                not group.members if isinstance(group, ConsumerGroup) else group.state == EMPTY
             )
             if delete:
-                if group.consumer is not None:
-                    records += consumer_group_tombstones(group.consumer)
+                if isinstance(group, ConsumerGroup):
+                    records += consumer_group_tombstones(group)
                 else:
                     records.append((group_key(group.group_id), None))
             if not records:
@@ -88,25 +88,24 @@ class OffsetMetadataManager:
                 )
             if delete:
                 log.info("group %s: empty with no offsets left, deleted", group.group_id)
-                group.state = DEAD
+                if isinstance(group, Group):
+                    group.state = DEAD
                 del self.shard.groups[group.group_id]
                 self.shard.moved(group.group_id)
         return expired_count
 
     def _expired_offsets(
-        self, group: Group, now_ms: int, retention_ms: int
+        self, group: Group | ConsumerGroup, now_ms: int, retention_ms: int
     ) -> tuple[list[tuple[str, int]], bool]:
         """``cleanupExpiredOffsets``: the group's expired partitions, and whether all of its
         offsets expired (None of them kept, no transaction pending)."""
-        use_state_time = False
-        if group.consumer is not None:  # ConsumerGroup: by commit time
-            subscribed = group.consumer.subscribed_topic_names() | set(
-                group.consumer.subscription_metadata
-            )
+        state_time = -1  # the base when Empty since then, else the commit time
+        if isinstance(group, ConsumerGroup):  # by commit time
+            subscribed = group.subscribed_topic_names() | set(group.subscription_metadata)
         elif not group.protocol_type:  # a simple group: by commit time
             subscribed = set()
         elif group.state == EMPTY:  # since it became Empty (else by commit time)
-            subscribed, use_state_time = set(), group.state_timestamp >= 0
+            subscribed, state_time = set(), group.state_timestamp
         elif group.state == STABLE and (topics := group.subscribed_topics()) is not None:
             subscribed = topics
         else:
@@ -123,7 +122,7 @@ class OffsetMetadataManager:
             if om.expire_timestamp >= 0:
                 gone = now_ms >= om.expire_timestamp
             else:
-                base = group.state_timestamp if use_state_time else om.commit_timestamp
+                base = state_time if state_time >= 0 else om.commit_timestamp
                 gone = now_ms - base >= retention_ms
             if gone:
                 expired.append(tp)
@@ -142,7 +141,7 @@ class OffsetMetadataManager:
         version: int,
         transactional: bool,
         now_ms: int,
-    ) -> Group:
+    ) -> Group | ConsumerGroup:
         """``OffsetMetadataManager.validateOffsetCommit`` / ``ClassicGroup.validateOffsetCommit``."""
         self.shard.expire_due(group_id, now_ms)
         group = self.shard.groups.get(group_id)
@@ -155,10 +154,10 @@ class OffsetMetadataManager:
             raise GroupError(
                 ErrorCode.GROUP_ID_NOT_FOUND if version >= 9 else ErrorCode.ILLEGAL_GENERATION
             )
-        if group.consumer is not None:
+        if isinstance(group, ConsumerGroup):
             try:
                 self.shard.consumer.validate_offset_commit(
-                    group.consumer, member_id, generation_id, version, transactional
+                    group, member_id, generation_id, version, transactional
                 )
             except ConsumerGroupError as exc:
                 raise GroupError(exc.error) from None
@@ -190,7 +189,7 @@ class OffsetMetadataManager:
     def commit_offsets(
         self,
         out: list[Write],
-        group: Group,
+        group: Group | ConsumerGroup,
         offsets: Mapping[tuple[str, int], OffsetAndMetadata],
         now_ms: int,
     ) -> None:
@@ -266,8 +265,8 @@ class OffsetMetadataManager:
         if group is None or group.state == DEAD:
             return ErrorCode.GROUP_ID_NOT_FOUND, {}
         subscribed: set[str] = set()
-        if group.consumer is not None:
-            subscribed = group.consumer.subscribed_topic_names()
+        if isinstance(group, ConsumerGroup):
+            subscribed = group.subscribed_topic_names()
         elif not group.is_empty():
             topics = group.subscribed_topics()
             if topics is None:

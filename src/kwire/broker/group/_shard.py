@@ -24,6 +24,7 @@ from typing import Final
 from kwire.broker._state import BrokerState, Partition, partition_for
 from kwire.broker.group._classic import DEAD, EMPTY, STABLE, Group, Member
 from kwire.broker.group._classic_groups import ClassicGroups
+from kwire.broker.group._consumer import ConsumerGroup
 from kwire.broker.group._consumer_groups import ConsumerGroups
 from kwire.broker.group._offsets import OffsetMetadataManager
 from kwire.broker.group._records import (
@@ -81,7 +82,8 @@ class GroupCoordinator:
         conf = dict(state.static_config if state is not None else {})
         conf.update(config or {})
         self.config = conf
-        self.groups: dict[str, Group] = {}
+        #: both kinds of group by id: classic (with the offsets-only ones) and KIP-848
+        self.groups: dict[str, Group | ConsumerGroup] = {}
         self._notify = notify or (state.notify if state is not None else (lambda key: None))
         if log is None:
             partitions = self.conf("offsets.topic.num.partitions")
@@ -92,7 +94,6 @@ class GroupCoordinator:
             )
         self.runtime = CoordinatorRuntime(log, self.replay)
         self.classic = ClassicGroups(self)
-        #: the KIP-848 consumer groups, kept in this coordinator's ``Group`` objects
         self.consumer = ConsumerGroups(self)
         self.offsets = OffsetMetadataManager(self)
         # the requests, wired once to the manager that decides them; the runtime writes the
@@ -134,6 +135,11 @@ class GroupCoordinator:
     def now_ms(self) -> int:
         return self.state.now_ms() if self.state is not None else 0
 
+    def classic_group(self, group_id: str) -> Group | None:
+        """The classic group of that id (None for a consumer group)."""
+        group = self.groups.get(group_id)
+        return group if isinstance(group, Group) else None
+
     def moved(self, group_id: str) -> None:
         """The group changed: wake the responses parked on it."""
         self._notify(("group", group_id))
@@ -150,7 +156,8 @@ class GroupCoordinator:
             self._next_offsets_cleanup = now_ms + self.conf("offsets.retention.check.interval.ms")
             self.cleanup_group_metadata(now_ms)
         for group in list(self.groups.values()):
-            self.runtime.run(self.classic.run_timers)(group, now_ms)
+            if isinstance(group, Group):
+                self.runtime.run(self.classic.run_timers)(group, now_ms)
 
     def expire_due(self, group_id: str, now_ms: int) -> None:
         """Run the group's timers that are due before a request looks at it: Kafka keeps a
@@ -160,8 +167,8 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         if group is None:
             return
-        if group.consumer is not None:
-            self.consumer.run_timers(group.consumer, now_ms)
+        if isinstance(group, ConsumerGroup):
+            self.consumer.run_timers(group, now_ms)
         else:
             self.runtime.run(self.classic.run_timers)(group, now_ms)
 
@@ -173,17 +180,15 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         if group is None or group.state == DEAD:  # the empty id too (GroupCoordinatorService)
             return ErrorCode.GROUP_ID_NOT_FOUND
-        if group.consumer is not None and group.consumer.members:
-            return ErrorCode.NON_EMPTY_GROUP
-        if group.state != EMPTY:
+        if group.state != EMPTY:  # a consumer group too: Empty when it has no members
             return ErrorCode.NON_EMPTY_GROUP
         records: list[Record] = [(offset_key(group_id, tp), None) for tp in sorted(group.offsets)]
-        if group.consumer is not None:
-            records += consumer_group_tombstones(group.consumer)
+        if isinstance(group, ConsumerGroup):
+            records += consumer_group_tombstones(group)
         else:
             records.append((group_key(group_id), None))
+            group.state = DEAD
         out.append(Write(group_id, records, now_ms))
-        group.state = DEAD
         del self.groups[group_id]
         return ErrorCode.NONE
 
@@ -231,7 +236,9 @@ class GroupCoordinator:
                 if om is not None:
                     self.loaded_group(group_id, now_ms).pending_txn.setdefault(pid, {})[tp] = om
 
-    def loaded_group(self, group_id: str, now_ms: int) -> Group:
+    def loaded_group(self, group_id: str, now_ms: int) -> Group | ConsumerGroup:
+        """The group of that id, of either kind; an empty classic group when there is none (a
+        group known by its offsets only)."""
         group = self.groups.get(group_id)
         if group is None:
             group = self.groups[group_id] = Group(group_id, state_timestamp=now_ms)
@@ -273,7 +280,13 @@ class GroupCoordinator:
                 return
             (vv,) = VERSION.unpack_from(value, 0)
             v = GROUP_METADATA_VALUE.decode(memoryview(value)[2:], min(vv, 4))
-            group = self.loaded_group(k.group, now_ms)
+            found = self.loaded_group(k.group, now_ms)
+            if isinstance(found, ConsumerGroup):  # now a classic group; the offsets stay
+                found = self.groups[k.group] = Group(
+                    k.group, state_timestamp=now_ms, offsets=found.offsets,
+                    pending_txn=found.pending_txn,
+                )  # fmt: skip
+            group = found
             group.generation_id = v.generation
             group.protocol_type = v.protocol_type or None
             group.protocol_name = v.protocol
@@ -304,7 +317,7 @@ class GroupCoordinator:
 
     # --- describe -----------------------------------------------------------------------------
 
-    def list_groups(self, now_ms: int | None = None) -> list[Group]:
+    def list_groups(self, now_ms: int | None = None) -> list[Group | ConsumerGroup]:
         if now_ms is not None:
             for group_id in list(self.groups):
                 self.expire_due(group_id, now_ms)
