@@ -112,6 +112,7 @@ class ClassicGroups:
             # an empty consumer group becomes a classic group (its records are tombstoned); its
             # offsets stay
             out.append(Write(group_id, consumer_group_tombstones(found), now_ms))
+            self.shard.consumer.forget(group_id)
             found = self.shard.groups[group_id] = Group(
                 group_id,
                 state_timestamp=found.created_ms,

@@ -123,8 +123,6 @@ class ConsumerGroup:
     target: dict[str, Assignment] = field(default_factory=dict)
     #: (topic id, partition) -> (member id, epoch): who owns it now (assigned or revoking)
     owners: dict[tuple[uuid.UUID, int], tuple[str, int]] = field(default_factory=dict)
-    session_deadlines: dict[str, int] = field(default_factory=dict)
-    rebalance_deadlines: dict[str, tuple[int, int]] = field(default_factory=dict)
     #: when the group was made (what an empty classic group made from it counts as its state
     #: timestamp)
     created_ms: int = -1

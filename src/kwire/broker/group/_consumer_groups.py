@@ -86,6 +86,14 @@ class ConsumerGroups:
 
     def __init__(self, shard: GroupCoordinator) -> None:
         self.shard = shard
+        # the timers (not state: never written, made again at load): group id -> member id ->
+        # its session deadline, and its rebalance deadline with the member epoch it is for
+        self.session_deadlines: dict[str, dict[str, int]] = {}
+        self.rebalance_deadlines: dict[str, dict[str, tuple[int, int]]] = {}
+        # the operations, as the handlers and the timers call them: the runtime writes and
+        # replays the records each gives once it returns
+        self.heartbeat = shard.runtime.run(self.decide_heartbeat)
+        self.fence = shard.runtime.run(self.decide_fence)
 
     # --- configuration and lookup -------------------------------------------------------------
 
@@ -152,16 +160,11 @@ class ConsumerGroups:
             if name in topics
         }
 
-    # --- writing (records are appended, then replayed into memory) ----------------------------
-
-    def _write(self, group_id: str, records: list[Record], now_ms: int) -> None:
-        if records:
-            self.shard.write(Write(group_id, records, now_ms, replay=True))
-
     # --- ConsumerGroupHeartbeat ---------------------------------------------------------------
 
-    def heartbeat(
+    def decide_heartbeat(
         self,
+        out: list[Write],
         version: int,
         group_id: str,
         member_id: str,
@@ -186,9 +189,9 @@ class ConsumerGroups:
                 server_assignor, owned,
             )  # fmt: skip
             if member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
-                return self._leave(group_id, instance_id, member_id, member_epoch, now_ms)
+                return self._leave(out, group_id, instance_id, member_id, member_epoch, now_ms)
             return self._heartbeat(
-                group_id, member_id, member_epoch, instance_id, rack_id, rebalance_timeout_ms,
+                out, group_id, member_id, member_epoch, instance_id, rack_id, rebalance_timeout_ms,
                 subscribed_topic_names, subscribed_topic_regex, server_assignor, owned,
                 client_id, client_host, now_ms,
             )  # fmt: skip
@@ -303,6 +306,7 @@ class ConsumerGroups:
 
     def _heartbeat(
         self,
+        out: list[Write],
         group_id: str,
         member_id: str,
         member_epoch: int,
@@ -447,18 +451,18 @@ class ConsumerGroups:
         elif is_new:
             records.append(current_assignment_record(group_id, member_id, updated))
 
-        self._write(group_id, records, now_ms)
-        live = self.group(group_id)
-        assert live is not None
-        live.session_deadlines[member_id] = now_ms + self.conf("group.consumer.session.timeout.ms")
+        out.append(Write(group_id, records, now_ms, replay=True))
+        sessions = self.session_deadlines.setdefault(group_id, {})
+        sessions[member_id] = now_ms + self.conf("group.consumer.session.timeout.ms")
+        rebalances = self.rebalance_deadlines.setdefault(group_id, {})
         if updated.state == UNREVOKED_PARTITIONS:
-            if live.rebalance_deadlines.get(member_id, (0, -1))[1] != updated.member_epoch:
-                live.rebalance_deadlines[member_id] = (
+            if rebalances.get(member_id, (0, -1))[1] != updated.member_epoch:
+                rebalances[member_id] = (
                     now_ms + max(updated.rebalance_timeout_ms, 0),
                     updated.member_epoch,
                 )
         else:
-            live.rebalance_deadlines.pop(member_id, None)
+            rebalances.pop(member_id, None)
 
         full = member_epoch == 0 or (
             rebalance_timeout_ms != -1 and names is not None and owned is not None
@@ -523,6 +527,7 @@ class ConsumerGroups:
 
     def _leave(
         self,
+        out: list[Write],
         group_id: str,
         instance_id: str | None,
         member_id: str,
@@ -539,7 +544,7 @@ class ConsumerGroups:
                     f"Member {member_id} is not a member of group {group_id}.",
                 )
             log.info("[GroupId %s] member %s left the consumer group", group_id, member_id)
-            self.fence(group, member_id, now_ms)
+            self.decide_fence(out, group, member_id, now_ms)
             return HeartbeatResult(member_id=member_id, member_epoch=member_epoch)
         existing_id = group.static_members.get(instance_id)
         if existing_id is None or existing_id not in group.members:
@@ -557,14 +562,17 @@ class ConsumerGroups:
             leaving = replace(
                 member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, pending_revocation={}
             )
-            self._write(group_id, [current_assignment_record(group_id, member_id, leaving)], now_ms)
+            leave = [current_assignment_record(group_id, member_id, leaving)]
+            out.append(Write(group_id, leave, now_ms, replay=True))
             return HeartbeatResult(
                 member_id=member_id, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH
             )
-        self.fence(group, member_id, now_ms)
+        self.decide_fence(out, group, member_id, now_ms)
         return HeartbeatResult(member_id=member_id, member_epoch=member_epoch)
 
-    def fence(self, group: ConsumerGroup, member_id: str, now_ms: int) -> None:
+    def decide_fence(
+        self, out: list[Write], group: ConsumerGroup, member_id: str, now_ms: int
+    ) -> None:
         """``consumerGroupFenceMember``: remove the member and bump the group epoch."""
         records: list[Record] = []
         self._remove_records(group, member_id, records)
@@ -574,12 +582,18 @@ class ConsumerGroups:
             records.append(partition_metadata_record(group.group_id, metadata))
         records.append(epoch_record(group.group_id, group.group_epoch + 1))
         group_id = group.group_id
-        self._write(group_id, records, now_ms)
-        live = self.group(group_id)
-        if live is not None:
-            live.session_deadlines.pop(member_id, None)
-            live.rebalance_deadlines.pop(member_id, None)
+        out.append(Write(group_id, records, now_ms, replay=True))
+        self._forget_timers(group_id, member_id)
         self.shard.moved(group_id)
+
+    def forget(self, group_id: str) -> None:
+        """The group is gone (deleted, or now a classic group): its timers too."""
+        self.session_deadlines.pop(group_id, None)
+        self.rebalance_deadlines.pop(group_id, None)
+
+    def _forget_timers(self, group_id: str, member_id: str) -> None:
+        self.session_deadlines.get(group_id, {}).pop(member_id, None)
+        self.rebalance_deadlines.get(group_id, {}).pop(member_id, None)
 
     def tick(self, now_ms: int) -> None:
         """Session timeouts and rebalance timeouts (a member that does not revoke in time)."""
@@ -592,7 +606,7 @@ class ConsumerGroups:
             member = group.members.get(member_id)
             if member is None:
                 continue
-            deadline = group.session_deadlines.get(member_id)
+            deadline = self.session_deadlines.get(group.group_id, {}).get(member_id)
             if deadline is not None and now_ms >= deadline:
                 log.info(
                     "[GroupId %s] member %s fenced: session timeout", group.group_id, member_id
@@ -600,7 +614,7 @@ class ConsumerGroups:
                 self.fence(group, member_id, now_ms)
                 group = self.group(group.group_id) or group
                 continue
-            rebalance = group.rebalance_deadlines.get(member_id)
+            rebalance = self.rebalance_deadlines.get(group.group_id, {}).get(member_id)
             if (
                 rebalance is not None
                 and now_ms >= rebalance[0]
@@ -680,6 +694,7 @@ class ConsumerGroups:
             if data is None:
                 gone = self.shard.groups.get(k.group_id)
                 if isinstance(gone, ConsumerGroup):
+                    self.forget(k.group_id)
                     if gone.offsets or gone.pending_txn:  # an empty classic group keeps them
                         self.shard.groups[k.group_id] = Group(
                             k.group_id,
@@ -737,8 +752,7 @@ class ConsumerGroups:
                     and group.static_members.get(old.instance_id) == member_id
                 ):
                     del group.static_members[old.instance_id]
-            group.session_deadlines.pop(member_id, None)
-            group.rebalance_deadlines.pop(member_id, None)
+            self._forget_timers(group.group_id, member_id)
             return
         v = MEMBER_VALUE.decode(data, 0)
         base = old or ConsumerMember(member_id)
@@ -785,7 +799,7 @@ class ConsumerGroups:
             )
         group.add_owned(new)
         group.members[member_id] = new
-        group.session_deadlines.setdefault(
+        self.session_deadlines.setdefault(group.group_id, {}).setdefault(
             member_id, now_ms + self.conf("group.consumer.session.timeout.ms")
         )
 

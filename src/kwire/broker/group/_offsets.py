@@ -71,6 +71,7 @@ class OffsetMetadataManager:
             if delete:
                 if isinstance(group, ConsumerGroup):
                     records += consumer_group_tombstones(group)
+                    self.shard.consumer.forget(group.group_id)
                 else:
                     records.append((group_key(group.group_id), None))
             if not records:

@@ -185,6 +185,7 @@ class GroupCoordinator:
         records: list[Record] = [(offset_key(group_id, tp), None) for tp in sorted(group.offsets)]
         if isinstance(group, ConsumerGroup):
             records += consumer_group_tombstones(group)
+            self.consumer.forget(group_id)
         else:
             records.append((group_key(group_id), None))
             group.state = DEAD
