@@ -10,9 +10,11 @@ the leader's assignment) gets a ``Waiter``; it is filled when the group moves, a
 initial rebalance delay, the rebalance timeout, session timeouts, KIP-394 pending members) are
 deadlines checked by ``run_timers``.
 
-As in Kafka (whose classic-group operations append with ``replayRecords`` false), the in-memory
-group changes first and the ``GroupMetadata`` record (key v2, value v3) that describes it goes to
-the runtime, which appends it to the group's partition; replaying it rebuilds the group at start.
+An operation takes ``out``, the list of records it gives (``Write``s), and returns its answer or
+waiter; the runtime writes the records once it returns. As in Kafka (whose classic-group operations
+append with ``replayRecords`` false), the operation changes the group itself and gives the
+``GroupMetadata`` record (key v2, value v3) that describes it; replaying that record rebuilds the
+group at start.
 """
 
 from __future__ import annotations

@@ -1,14 +1,15 @@
 """The group coordinator shard: every group of this node, classic and KIP-848, and their offsets.
 
-Approach: Kafka's ``GroupCoordinatorShard``. One map of groups by id (a classic ``Group``, which
-holds a KIP-848 ``ConsumerGroup`` of the same id in ``consumer``, and the committed offsets both
-kinds share), three managers that decide (``ClassicGroups``: JoinGroup / SyncGroup / Heartbeat /
-LeaveGroup; ``ConsumerGroups``: ConsumerGroupHeartbeat; ``OffsetMetadataManager``: commits,
-fetches, deletes, retention), and one ``CoordinatorRuntime`` that appends their records to the
-group's partition of ``__consumer_offsets`` (``abs(groupId.hashCode()) % n``) and replays them.
-``replay`` is the one place a record becomes state: the runtime calls it after an append, and
-``load`` calls it for every record of the topic at start (``loadGroupsAndOffsets``), transactional
-offsets settled by their markers. The records are Kafka 3.9's (``_records``): OffsetCommitKey v1 +
+Approach: Kafka's ``GroupCoordinatorShard``. One map of groups by id, of two kinds (a classic
+``Group`` and a KIP-848 ``ConsumerGroup``, each with its committed offsets; a group known only by
+its offsets is an empty classic one); three managers that decide (``ClassicGroups``: JoinGroup /
+SyncGroup / Heartbeat / LeaveGroup; ``ConsumerGroups``: ConsumerGroupHeartbeat;
+``OffsetMetadataManager``: commits, fetches, deletes, retention); and one ``CoordinatorRuntime``
+that writes the records each operation gives to the group's partition of ``__consumer_offsets``
+(``abs(groupId.hashCode()) % n``) and replays them. ``replay`` turns a record into state: the
+runtime calls it after an append (for the records that ask for it; a classic-group operation
+changes its group itself, as in Kafka), and ``load`` calls it for every record of the topic at
+start (``loadGroupsAndOffsets``), transactional offsets settled by their markers. The records are Kafka 3.9's (``_records``): OffsetCommitKey v1 +
 OffsetCommitValue v3 (v1 with a retention time), GroupMetadataKey v2 + GroupMetadataValue v3,
 the consumer group's key versions 3..8, ``null`` values as tombstones.
 
@@ -199,10 +200,6 @@ class GroupCoordinator:
         """The group's partition of the broker's ``__consumer_offsets``, created on first use."""
         log = self.runtime.log
         return log.partition(group_id) if isinstance(log, BrokerOffsetsLog) else None
-
-    def write(self, write: Write) -> None:
-        """Records written at once (a KIP-848 group's decisions, replayed as they are appended)."""
-        self.runtime.write(write)
 
     def load(self) -> None:
         """Replay ``__consumer_offsets`` (``GroupMetadataManager.loadGroupsAndOffsets``)."""
