@@ -1,10 +1,11 @@
 """Committed offsets: OffsetCommit, TxnOffsetCommit, OffsetFetch, OffsetDelete and retention.
 
 Approach: Kafka's ``OffsetMetadataManager`` over the offsets each ``Group`` holds (classic and
-KIP-848 groups share them). A commit is an ``OffsetCommitKey`` v1 + ``OffsetCommitValue`` v3 record
-(v1 when it carries a retention time) given to the runtime; a transactional commit is written in a
-transactional batch and applied by ``complete_txn`` when its marker is written (the transaction
-coordinator writes the markers).
+KIP-848 groups each hold their own). A commit is an ``OffsetCommitKey`` v1 + ``OffsetCommitValue``
+v3 record (v1 when it carries a retention time), a deletion its tombstone, given to the runtime,
+whose replay of them changes the group's offsets, at once as at load; a transactional commit is
+written in a transactional batch, staged, and applied by ``complete_txn`` when its marker is
+written (the transaction coordinator writes the markers).
 
 Offset retention (KIP-211; ``GroupMetadataManager.cleanupGroupMetadata``,
 ``OffsetMetadataManager.cleanupExpiredOffsets`` and the groups' ``offsetExpirationCondition``):
@@ -197,8 +198,8 @@ class OffsetMetadataManager:
         if not offsets:
             return
         records = [offset_record(group.group_id, tp, om) for tp, om in offsets.items()]
-        out.append(Write(group.group_id, records, now_ms))
-        group.offsets.update(offsets)
+        # the replay of the records makes them the group's offsets (``OffsetMetadataManager.replay``)
+        out.append(Write(group.group_id, records, now_ms, replay=True))
 
     def stage_txn_offsets(
         self,
@@ -282,9 +283,6 @@ class OffsetMetadataManager:
             errors[tp] = ErrorCode.NONE
             if tp in group.offsets:
                 tombstones.append((offset_key(group_id, tp), None))
-        if tombstones:
-            out.append(Write(group_id, tombstones, now_ms))
-            for tp, error in errors.items():
-                if error is ErrorCode.NONE:
-                    group.offsets.pop(tp, None)
+        if tombstones:  # their replay removes the offsets
+            out.append(Write(group_id, tombstones, now_ms, replay=True))
         return ErrorCode.NONE, errors
