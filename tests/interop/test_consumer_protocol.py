@@ -50,7 +50,7 @@ def group_state(broker: Broker, group_id: str) -> tuple[str, int, dict[str, int]
     """(state, group epoch, member id -> member epoch) as the coordinator has it."""
 
     def read(state: Any) -> tuple[str, int, dict[str, int]] | None:
-        from kwire.broker._group import group_coordinator
+        from kwire.broker.group import group_coordinator
 
         group = group_coordinator(state).consumer.group(group_id)
         if group is None:

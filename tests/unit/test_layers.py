@@ -30,7 +30,6 @@ BOTTOM = {"errors", "_wire", "__init__", "__main__"}
 #: Cycles there are today, to be broken (issue 18); the test fails on any other, and when one of
 #: these is gone (then remove it here).
 KNOWN_CYCLES = [
-    ["kwire.broker._consumer_group", "kwire.broker._group"],
     ["kwire.spark._internal_topics", "kwire.spark._registry", "kwire.spark._source"],
 ]
 

@@ -21,12 +21,17 @@ from kwire.broker._acl import (
     authorized_operations,
 )
 from kwire.broker._apis import Deferred, on_startup, register
-from kwire.broker._consumer_group import Assignment
 from kwire.broker._context import RequestContext
-from kwire.broker._group import (
+from kwire.broker._routing import coordinator_node, endpoint, serving_node
+from kwire.broker._share_service import delete_share_group, list_share_groups, share_group_exists
+from kwire.broker._state import BrokerState
+from kwire.broker._txn_apis import add_group_partition_for_commit, uses_transaction_v2
+from kwire.broker.group import (
     DEAD,
     GROUP_TOPIC,
     STABLE,
+    Assignment,
+    ConsumerGroup,
     GroupCoordinator,
     GroupError,
     JoinResult,
@@ -35,10 +40,6 @@ from kwire.broker._group import (
     Waiter,
     group_coordinator,
 )
-from kwire.broker._routing import coordinator_node, endpoint, serving_node
-from kwire.broker._share_service import delete_share_group, list_share_groups, share_group_exists
-from kwire.broker._state import BrokerState
-from kwire.broker._txn_apis import add_group_partition_for_commit, uses_transaction_v2
 from kwire.protocol import ZERO_UUID, ErrorCode, message_class, struct_class
 
 __all__ = [
@@ -296,7 +297,7 @@ def handle_sync_group(state: BrokerState, ctx: RequestContext, request: Any) -> 
             assignment=result.assignment,
         )
 
-    group = coordinator.groups.get(request.group_id)
+    group = coordinator.classic_group(request.group_id)
     wait = max((m.rebalance_timeout_ms for m in group.members.values()), default=0) if group else 0
     return _park(state, request.group_id, waiter, wait + WAIT_MARGIN_MS, answer)
 
@@ -368,13 +369,13 @@ def handle_describe_groups(state: BrokerState, ctx: RequestContext, request: Any
             continue
         if ops is not None:  # KIP-430
             ops = authorized_operations(state, ctx, GROUP, group_id)
-        if group is None or group.state == DEAD or group.consumer is not None:
+        if group is None or group.state == DEAD or isinstance(group, ConsumerGroup):
             # GroupMetadataManager.describeGroups: a consumer or share group is "not a classic
             # group"
             if version >= 6:
-                not_classic = (
-                    group is not None and group.consumer is not None
-                ) or share_group_exists(state, group_id)
+                not_classic = isinstance(group, ConsumerGroup) or share_group_exists(
+                    state, group_id
+                )
                 out.append(
                     DESCRIBED_GROUP(
                         error_code=int(ErrorCode.GROUP_ID_NOT_FOUND),
@@ -443,10 +444,12 @@ def handle_list_groups(state: BrokerState, ctx: RequestContext, request: Any) ->
             continue
         if coordinator_node(state, GROUP_KEY, group.group_id) != node:
             continue  # listed by the node coordinating it (an in-process cluster's other node)
-        consumer = group.consumer
         # ModernGroup.asListedGroup: a consumer group lists as type "consumer"
-        group_type = "classic" if consumer is None else "consumer"
-        group_state = group.state if consumer is None else consumer.state
+        if isinstance(group, ConsumerGroup):
+            group_type = protocol_type = "consumer"
+        else:
+            group_type, protocol_type = "classic", group.protocol_type or ""
+        group_state = group.state
         if states and group_state.lower() not in states:
             continue
         if types and group_type not in types:
@@ -454,7 +457,7 @@ def handle_list_groups(state: BrokerState, ctx: RequestContext, request: Any) ->
         out.append(
             LISTED_GROUP(
                 group_id=group.group_id,
-                protocol_type=(group.protocol_type or "") if consumer is None else "consumer",
+                protocol_type=protocol_type,
                 group_state=group_state,
                 group_type=group_type,
             )
@@ -779,10 +782,8 @@ def handle_offset_fetch(state: BrokerState, ctx: RequestContext, request: Any) -
         holder = coordinator.groups.get(g.group_id)
         if not authorize(state, ctx, "DESCRIBE", GROUP, g.group_id):
             error = ErrorCode.GROUP_AUTHORIZATION_FAILED
-        elif version >= 9 and holder is not None and holder.consumer is not None:
-            error = coordinator.consumer.validate_offset_fetch(
-                holder.consumer, g.member_id, g.member_epoch
-            )
+        elif version >= 9 and isinstance(holder, ConsumerGroup):
+            error = coordinator.consumer.validate_offset_fetch(holder, g.member_id, g.member_epoch)
         if error is not ErrorCode.NONE:
             groups.append(FETCH_GROUP(group_id=g.group_id, error_code=int(error), topics=[]))
             continue

@@ -106,7 +106,7 @@ def coordinator_partition(
     """The ``__consumer_offsets`` / ``__transaction_state`` partition of a group or
     transactional id; ``None`` when the topic does not exist (and ``create`` is false)."""
     if key_type == GROUP_KEY:
-        from kwire.broker._group import GROUP_TOPIC, group_coordinator
+        from kwire.broker.group import GROUP_TOPIC, group_coordinator
 
         if create:
             return group_coordinator(state).offsets_partition(key)

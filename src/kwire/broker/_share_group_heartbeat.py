@@ -14,9 +14,9 @@ from typing import Any, Final
 from kwire.broker._acl import GROUP, authorize
 from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
-from kwire.broker._group import DEAD, GroupCoordinator
 from kwire.broker._share_service import client_host, share_coordinator, topic_metadata
 from kwire.broker._state import BrokerState
+from kwire.broker.group import DEAD, GroupCoordinator
 from kwire.protocol import ErrorCode, message_class, struct_class
 
 __all__ = ["handle_share_group_heartbeat", "other_kind"]

@@ -371,7 +371,7 @@ def test_transaction_coordinator_routing(state: BrokerState) -> None:
 
 
 def test_list_groups_lists_a_group_on_its_coordinator_only(state: BrokerState) -> None:
-    from kwire.broker._group import group_coordinator
+    from kwire.broker.group import group_coordinator
 
     coordinator = find_coordinator(state, 1, "g").node_id
     join = call(

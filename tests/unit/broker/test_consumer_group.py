@@ -17,17 +17,18 @@ from hypothesis import strategies as st
 
 from kwire.broker import BrokerState, Deferred, ManualClock, RequestContext, personality
 from kwire.broker._apis import HANDLERS, implemented_versions
-from kwire.broker._consumer_group import (
+from kwire.broker._releases import group_version_features
+from kwire.broker.group import (
     ASSIGNING,
     EMPTY,
+    GROUP_TOPIC,
     RECONCILING,
     STABLE,
     ConsumerGroup,
+    group_coordinator,
     range_assign,
     uniform_assign,
 )
-from kwire.broker._group import GROUP_TOPIC, group_coordinator
-from kwire.broker._releases import group_version_features
 from kwire.protocol import (
     ZERO_UUID,
     ErrorCode,

@@ -17,16 +17,17 @@ from hypothesis import strategies as st
 from kwire._wire import java_string_hash
 from kwire.broker import BrokerState, Deferred, ManualClock, RequestContext, personality
 from kwire.broker._apis import HANDLERS, implemented_versions
-from kwire.broker._group import (
+from kwire.broker._state import partition_for
+from kwire.broker.group import (
     COMPLETING_REBALANCE,
     EMPTY,
     GROUP_TOPIC,
     PREPARING_REBALANCE,
     STABLE,
     GroupCoordinator,
+    MemoryOffsetsLog,
     group_coordinator,
 )
-from kwire.broker._state import partition_for
 from kwire.protocol import (
     ZERO_UUID,
     ErrorCode,
@@ -703,8 +704,11 @@ ACTIONS = st.lists(
 @given(actions=ACTIONS)
 def test_group_invariants(tmp_path_factory: pytest.TempPathFactory, actions: list[Any]) -> None:
     """One leader who is a member, generations never go back, a Stable group's members all
-    have their assignment, parked responses answer consistently."""
-    coord = GroupCoordinator(None, config={"group.initial.rebalance.delay.ms": "0"})
+    have their assignment, parked responses answer consistently; and what the coordinator wrote
+    (through its runtime, to an in-memory ``__consumer_offsets``) loads back as the same group."""
+    config = {"group.initial.rebalance.delay.ms": "0"}
+    log = MemoryOffsetsLog()
+    coord = GroupCoordinator(None, config=config, log=log)
     now = NOW
     members: list[str] = []
     parked: list[Any] = []
@@ -754,11 +758,27 @@ def test_group_invariants(tmp_path_factory: pytest.TempPathFactory, actions: lis
                 assert w.result.generation_id <= group.generation_id
         members = list(group.members)
     assert len(members) == len(set(members))
+    group = coord.groups.get(GROUP)
+    if group is not None and group.generation_id > 0 and group.state in (STABLE, EMPTY):
+        again = GroupCoordinator(None, config=config, log=log)
+        again.load()
+        loaded = again.groups[GROUP]
+        assert loaded.state == group.state
+        assert (loaded.generation_id, loaded.protocol_type, loaded.protocol_name) == (
+            group.generation_id,
+            group.protocol_type,
+            group.protocol_name,
+        )
+        assert {m.member_id: m.assignment for m in loaded.members.values()} == {
+            m.member_id: m.assignment for m in group.members.values()
+        }
+        if group.state == STABLE:
+            assert loaded.leader_id == group.leader_id
 
 
 def test_transactional_offsets_replay_with_their_markers(tmp_path: Path) -> None:
     """Staged offsets are written in transactional batches; at start the markers decide."""
-    from kwire.broker._group import OffsetAndMetadata
+    from kwire.broker.group import OffsetAndMetadata
     from kwire.records import AppendOrigin, build_end_txn_marker
 
     state = make_state(tmp_path / "d")

@@ -15,8 +15,8 @@ import pytest
 
 from kwire.broker import BrokerState, Deferred, ManualClock, RequestContext, personality
 from kwire.broker._apis import HANDLERS, implemented_versions
-from kwire.broker._group import EMPTY, GROUP_TOPIC, STABLE, GroupCoordinator, group_coordinator
 from kwire.broker._state import partition_for
+from kwire.broker.group import EMPTY, GROUP_TOPIC, STABLE, GroupCoordinator, group_coordinator
 from kwire.protocol import (
     ZERO_UUID,
     decode_request_frame,
