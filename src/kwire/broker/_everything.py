@@ -9,6 +9,7 @@ import kwire.broker._alter_partition_reassignments
 import kwire.broker._alter_replica_log_dirs
 import kwire.broker._cleaner
 import kwire.broker._data
+import kwire.broker._delegation_tokens
 import kwire.broker._describe_quorum
 import kwire.broker._describe_share_group_offsets
 import kwire.broker._describe_topic_partitions
