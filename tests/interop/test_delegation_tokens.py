@@ -15,6 +15,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+import pytest
 from interop_helpers import (
     ck_consume,
     expected_record,
@@ -23,6 +24,8 @@ from interop_helpers import (
     java_clients,
     kp_consume,
 )
+
+pytestmark = pytest.mark.interop
 
 N = 12
 SECRET = "kwire-token-secret"
