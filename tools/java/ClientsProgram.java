@@ -689,6 +689,10 @@ public class ClientsProgram {
                 }
                 return o;
             }
+            case "unregisterBroker": {
+                get(admin.unregisterBroker(op.get("broker").asInt()).all());
+                return F.booleanNode(true);
+            }
             case "createDelegationToken": {
                 CreateDelegationTokenOptions options = new CreateDelegationTokenOptions()
                     .maxlifeTimeMs(op.path("maxLifetimeMs").asLong(-1));

@@ -1207,6 +1207,9 @@ def handle_describe_cluster(state: BrokerState, ctx: RequestContext, request: An
         )
         for node, host, port in live_nodes(state, ctx)
     ]
+    if version >= 2 and request.include_fenced_brokers:
+        brokers.extend(_fenced_brokers(state, ctx, {b.broker_id for b in brokers}))
+        brokers.sort(key=lambda b: b.broker_id)
     return DESCRIBE_CLUSTER_RESPONSE(
         throttle_time_ms=0,
         error_code=0,
@@ -1221,6 +1224,28 @@ def handle_describe_cluster(state: BrokerState, ctx: RequestContext, request: An
             else NO_OPERATIONS
         ),
     )
+
+
+def _fenced_brokers(state: BrokerState, ctx: RequestContext, listed: set[int]) -> list[Any]:
+    """KIP-1073 (DescribeCluster v2 ``IncludeFencedBrokers``): the registered brokers that are
+    fenced (a stopped node of an in-process cluster), at their registered endpoint of the
+    request's listener (``KRaftMetadataCache.getBrokerNodes``)."""
+    out = []
+    for broker in state.metadata_image.brokers.values():
+        if broker.broker_id in listed or not broker.fenced:
+            continue
+        for name, host, port, _protocol in broker.endpoints:
+            if name == ctx.listener_name:
+                out.append(
+                    DESCRIBE_CLUSTER_BROKER(
+                        broker_id=broker.broker_id,
+                        host=host,
+                        port=port,
+                        rack=state.static_config.get("broker.rack"),
+                        is_fenced=True,
+                    )
+                )
+    return out
 
 
 # --- DescribeLogDirs --------------------------------------------------------------------------

@@ -25,6 +25,7 @@ import kwire.broker._share_fetch
 import kwire.broker._share_group_describe
 import kwire.broker._share_group_heartbeat
 import kwire.broker._txn_apis
+import kwire.broker._unregister_broker
 import kwire.broker._update_features  # noqa: F401
 from kwire.broker._apis import HANDLERS, Deferred, implemented_versions
 from kwire.broker._broker import Broker
