@@ -454,17 +454,13 @@ public class ClientsProgram {
                 return o;
             }
             case "describeConfigs": {
-                ConfigResource resource = op.has("topic")
-                    ? new ConfigResource(ConfigResource.Type.TOPIC, op.get("topic").asText())
-                    : new ConfigResource(ConfigResource.Type.BROKER, op.get("broker").asText());
+                ConfigResource resource = configResource(op);
                 Map<ConfigResource, Config> configs =
                     get(admin.describeConfigs(Collections.singleton(resource)).all());
                 return configJson(configs.get(resource));
             }
             case "incrementalAlterConfigs": {
-                ConfigResource resource = op.has("topic")
-                    ? new ConfigResource(ConfigResource.Type.TOPIC, op.get("topic").asText())
-                    : new ConfigResource(ConfigResource.Type.BROKER, op.get("broker").asText());
+                ConfigResource resource = configResource(op);
                 List<AlterConfigOp> alter = new ArrayList<>();
                 Iterator<Map.Entry<String, JsonNode>> it = op.path("set").fields();
                 while (it.hasNext()) {
@@ -474,6 +470,12 @@ public class ClientsProgram {
                 }
                 for (JsonNode k : op.path("delete")) {
                     alter.add(new AlterConfigOp(new ConfigEntry(k.asText(), null), AlterConfigOp.OpType.DELETE));
+                }
+                Iterator<Map.Entry<String, JsonNode>> appends = op.path("append").fields();
+                while (appends.hasNext()) {
+                    Map.Entry<String, JsonNode> e = appends.next();
+                    alter.add(new AlterConfigOp(new ConfigEntry(e.getKey(), e.getValue().asText()),
+                        AlterConfigOp.OpType.APPEND));
                 }
                 Map<ConfigResource, Collection<AlterConfigOp>> request = new HashMap<>();
                 request.put(resource, alter);
@@ -689,6 +691,14 @@ public class ClientsProgram {
                 }
                 return o;
             }
+            case "listClientMetricsResources": {
+                ArrayNode names = F.arrayNode();
+                List<String> found = new ArrayList<>();
+                get(admin.listClientMetricsResources().all()).forEach(r -> found.add(r.name()));
+                Collections.sort(found);
+                found.forEach(names::add);
+                return names;
+            }
             case "unregisterBroker": {
                 get(admin.unregisterBroker(op.get("broker").asInt()).all());
                 return F.booleanNode(true);
@@ -732,6 +742,16 @@ public class ClientsProgram {
             default:
                 throw new IllegalArgumentException("unknown admin op " + name);
         }
+    }
+
+    static ConfigResource configResource(JsonNode op) {
+        if (op.has("topic")) {
+            return new ConfigResource(ConfigResource.Type.TOPIC, op.get("topic").asText());
+        }
+        if (op.has("clientMetrics")) {
+            return new ConfigResource(ConfigResource.Type.CLIENT_METRICS, op.get("clientMetrics").asText());
+        }
+        return new ConfigResource(ConfigResource.Type.BROKER, op.get("broker").asText());
     }
 
     static ObjectNode tokenJson(DelegationToken token) {

@@ -32,6 +32,7 @@ from kwire.broker._acl import (
 )
 from kwire.broker._alter_replica_log_dirs import log_dirs
 from kwire.broker._apis import register
+from kwire.broker._client_metrics import alter_client_metrics, client_metrics_configs
 from kwire.broker._config import (
     BROKER_CONFIGS,
     TOPIC_CONFIGS,
@@ -821,7 +822,20 @@ def _describe_resource(
             raise _ApiError(
                 ErrorCode.INVALID_REQUEST, "Client metrics subscription name must not be empty"
             )
-        return []  # no subscriptions
+        return [
+            DESCRIBE_CONFIGS_ENTRY(
+                name=config,
+                value=value,
+                read_only=False,
+                is_default=False,
+                config_source=int(ConfigSource.CLIENT_METRICS_CONFIG),
+                is_sensitive=False,
+                synonyms=[],
+                config_type=int(ConfigType.UNKNOWN),
+                documentation=None,
+            )
+            for config, value in sorted(client_metrics_configs(state, name).items())
+        ]
     raise _ApiError(
         ErrorCode.INVALID_REQUEST,
         f"Unexpected resource type {_RESOURCE_NAMES.get(kind, 'UNKNOWN')} for resource {name}",
@@ -1149,6 +1163,12 @@ def _incremental_alter(state: BrokerState, resource: Any, validate_only: bool) -
         problem = alter_group_configs(state, name, ops, validate_only)
         if problem is not None:
             raise _ApiError(ErrorCode.INVALID_CONFIG, problem)
+        return
+    if kind == RESOURCE_CLIENT_METRICS:
+        ops = [(op.config_operation, op.name, op.value) for op in resource.configs]
+        failure = alter_client_metrics(state, name, ops, validate_only)
+        if failure is not None:
+            raise _ApiError(*failure)
         return
     if kind != RESOURCE_TOPIC:
         raise _ApiError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {kind}")

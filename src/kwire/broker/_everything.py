@@ -8,6 +8,7 @@ import kwire.broker._admin
 import kwire.broker._alter_partition_reassignments
 import kwire.broker._alter_replica_log_dirs
 import kwire.broker._cleaner
+import kwire.broker._client_metrics
 import kwire.broker._data
 import kwire.broker._delegation_tokens
 import kwire.broker._describe_quorum
