@@ -33,7 +33,6 @@ MAX_TESTS = 4
 
 #: Why an API Kafka 4.3 serves is not served by kwire (yet).
 NOT_SERVED = {
-    27: "broker-to-broker (transaction markers); not served yet",
     71: "Kafka advertises it only with a client telemetry receiver plugin",
     72: "Kafka advertises it only with a client telemetry receiver plugin",
     80: "KIP-853 dynamic quorum; kwire's quorum is static",

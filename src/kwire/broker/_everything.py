@@ -27,7 +27,8 @@ import kwire.broker._share_group_describe
 import kwire.broker._share_group_heartbeat
 import kwire.broker._txn_apis
 import kwire.broker._unregister_broker
-import kwire.broker._update_features  # noqa: F401
+import kwire.broker._update_features
+import kwire.broker._write_txn_markers  # noqa: F401
 from kwire.broker._apis import HANDLERS, Deferred, implemented_versions
 from kwire.broker._broker import Broker
 from kwire.broker._cluster import Cluster
