@@ -684,7 +684,9 @@ def _broker_configs(state: BrokerState, node: int) -> dict[str, ResolvedConfig]:
     actual = {
         "broker.id": str(node),
         "node.id": str(node),
-        "log.dirs": state.path,
+        "log.dirs": ",".join(d.path for d in state.data_dirs)
+        if len(state.data_dirs) > 1
+        else state.path,
         "process.roles": "broker,controller",  # a combined-mode KRaft node (_metadata_log)
         "advertised.listeners": ",".join(
             f"{name}://{host}:{port}" for name, (host, port) in endpoints.items()
@@ -1273,8 +1275,9 @@ def _fenced_brokers(state: BrokerState, ctx: RequestContext, listed: set[int]) -
 
 @register(35, 0, 5)
 def handle_describe_log_dirs(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
-    """DescribeLogDirs (``ReplicaManager.describeLogDirs``): the one data directory and the
-    replicas this node holds in it (in an in-process cluster, the partitions it leads)."""
+    """DescribeLogDirs (``ReplicaManager.describeLogDirs``): every log directory of the node (the
+    data directory, then the other ``log.dirs``) with its sizes and the replicas this node holds
+    in it (in an in-process cluster, the partitions it leads)."""
     if not authorize(state, ctx, "DESCRIBE", CLUSTER, "kafka-cluster"):
         error = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         return DESCRIBE_LOG_DIRS_RESPONSE(throttle_time_ms=0, error_code=error, results=[])
@@ -1282,37 +1285,46 @@ def handle_describe_log_dirs(state: BrokerState, ctx: RequestContext, request: A
     wanted: set[tuple[str, int]] | None = None
     if request.topics is not None:
         wanted = {(t.topic, p) for t in request.topics for p in t.partitions}
-    topics = []
-    for topic in state.topics.values():
-        parts = [
-            DESCRIBE_LOG_DIRS_PARTITION(
-                partition_index=p.index,
-                partition_size=p.log.size_in_bytes(),
-                offset_lag=0,
-                is_future_key=False,
+    results = []
+    for data_dir, path in zip(state.data_dirs, log_dirs(state), strict=True):
+        topics = []
+        for topic in state.topics.values():
+            parts = [
+                DESCRIBE_LOG_DIRS_PARTITION(
+                    partition_index=p.index,
+                    partition_size=p.log.size_in_bytes(),
+                    offset_lag=0,
+                    is_future_key=False,
+                )
+                for p in topic.partitions
+                if p.leader_id == node
+                and state.log_dir_of(p) is data_dir
+                and (wanted is None or (topic.name, p.index) in wanted)
+            ]
+            if parts:
+                topics.append(DESCRIBE_LOG_DIRS_TOPIC(name=topic.name, partitions=parts))
+        try:
+            if data_dir.offline:
+                raise OSError(path)
+            stat = os.statvfs(path)
+        except OSError:
+            results.append(
+                DESCRIBE_LOG_DIRS_RESULT(
+                    error_code=int(ErrorCode.KAFKA_STORAGE_ERROR), log_dir=path, topics=[]
+                )
             )
-            for p in topic.partitions
-            if p.leader_id == node and (wanted is None or (topic.name, p.index) in wanted)
-        ]
-        if parts:
-            topics.append(DESCRIBE_LOG_DIRS_TOPIC(name=topic.name, partitions=parts))
-    (path,) = log_dirs(state)
-    try:
-        stat = os.statvfs(path)
-    except OSError:
-        result = DESCRIBE_LOG_DIRS_RESULT(
-            error_code=int(ErrorCode.KAFKA_STORAGE_ERROR), log_dir=path, topics=[]
+            continue
+        results.append(
+            DESCRIBE_LOG_DIRS_RESULT(
+                error_code=0,
+                log_dir=path,
+                topics=topics,
+                total_bytes=stat.f_blocks * stat.f_frsize,
+                usable_bytes=stat.f_bavail * stat.f_frsize,
+                is_cordoned=False,
+            )
         )
-    else:
-        result = DESCRIBE_LOG_DIRS_RESULT(
-            error_code=0,
-            log_dir=path,
-            topics=topics,
-            total_bytes=stat.f_blocks * stat.f_frsize,
-            usable_bytes=stat.f_bavail * stat.f_frsize,
-            is_cordoned=False,
-        )
-    return DESCRIBE_LOG_DIRS_RESPONSE(throttle_time_ms=0, error_code=0, results=[result])
+    return DESCRIBE_LOG_DIRS_RESPONSE(throttle_time_ms=0, error_code=0, results=results)
 
 
 # --- DeleteRecords ----------------------------------------------------------------------------
