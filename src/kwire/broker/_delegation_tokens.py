@@ -184,7 +184,8 @@ def handle_create_delegation_token(state: BrokerState, ctx: RequestContext, requ
     if ctx.api_version >= 3 and request.owner_principal_name:
         owner = f"{request.owner_principal_type}:{request.owner_principal_name}"
     owner_type, owner_name = _split(owner)
-    req_type, req_name = _split(requester)
+    # The requester is named from v3 on (CreateDelegationTokenResponse.prepareResponse).
+    req_type, req_name = _split(requester) if ctx.api_version >= 3 else ("", "")
     response: Any = CREATE_RESPONSE(
         error_code=0,
         principal_type=owner_type,
@@ -332,7 +333,7 @@ def handle_describe_delegation_token(state: BrokerState, ctx: RequestContext, re
         ):
             continue
         owner_type, owner_name = _split(token.owner)
-        req_type, req_name = _split(token.requester)
+        req_type, req_name = _split(token.requester) if ctx.api_version >= 3 else ("", "")
         out.append(
             DESCRIBED(
                 principal_type=owner_type,

@@ -263,3 +263,35 @@ def test_scram_with_a_token(state: BrokerState, mechanism: str) -> None:
     assert create(state, token_authenticated=auth.token_authenticated).error_code == (
         ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED
     )
+
+
+def test_v0_on_3x_and_the_kip_896_report(tmp_path: Path) -> None:
+    from kwire.broker._upgrade import removed_versions
+
+    # Kafka 4.0 removed v0 of the four token APIs (and WriteTxnMarkers v0): a 3.9 broker serves
+    # them, and the readiness report names a client that uses them.
+    assert {(38, 0), (39, 0), (40, 0), (41, 0), (27, 0)} <= removed_versions("4.0")
+    old = make_state(tmp_path / "old", "3.9", **{"delegation.token.secret.key": SECRET})
+    try:
+        assert old.personality.supports(38, 0) and old.personality.supports(27, 0)
+        made = create(old, version=0)
+        assert (made.error_code, made.principal_name) == (0, "alice")
+        assert [t.token_id for t in describe(old, "User:alice").tokens] == [made.token_id]
+    finally:
+        old.close()
+    new = make_state(tmp_path / "new", "4.3", **{"delegation.token.secret.key": SECRET})
+    try:
+        assert not new.personality.supports(38, 0) and new.personality.supports(38, 1)
+    finally:
+        new.close()
+
+
+def test_describe_before_v3_names_no_requester(state: BrokerState) -> None:
+    made = create(state)
+    for version in (1, 2):
+        described = call(
+            state, "DescribeDelegationToken", version, principal="User:alice", owners=None
+        )
+        (token,) = described.tokens
+        assert (token.token_id, token.principal_name) == (made.token_id, "alice")
+        assert token.token_requester_principal_name == ""
