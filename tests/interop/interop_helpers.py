@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -127,10 +127,13 @@ def java_clients(*args: str, timeout: float = 120.0) -> dict[str, Any]:
     return reply
 
 
-def java_admin(bootstrap: str, *ops: dict[str, Any]) -> list[dict[str, Any]]:
-    results: list[dict[str, Any]] = java_clients("admin", bootstrap, json.dumps(list(ops)))[
-        "results"
-    ]
+def java_admin(
+    bootstrap: str, *ops: dict[str, Any], settings: Sequence[str] = ()
+) -> list[dict[str, Any]]:
+    """Kafka's Java Admin runs ``ops``; ``settings``: its client configs as ``k=v``."""
+    results: list[dict[str, Any]] = java_clients(
+        "admin", bootstrap, json.dumps(list(ops)), *settings
+    )["results"]
     return results
 
 

@@ -50,7 +50,11 @@ import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.AlterConfigOp;
 import org.apache.kafka.clients.admin.Config;
 import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.clients.admin.CreateDelegationTokenOptions;
 import org.apache.kafka.clients.admin.CreateTopicsResult;
+import org.apache.kafka.clients.admin.DescribeDelegationTokenOptions;
+import org.apache.kafka.clients.admin.ExpireDelegationTokenOptions;
+import org.apache.kafka.clients.admin.RenewDelegationTokenOptions;
 import org.apache.kafka.clients.admin.DescribeClusterResult;
 import org.apache.kafka.clients.admin.FeatureMetadata;
 import org.apache.kafka.clients.admin.FeatureUpdate;
@@ -89,6 +93,9 @@ import org.apache.kafka.common.TopicPartitionReplica;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeader;
+import org.apache.kafka.common.security.auth.KafkaPrincipal;
+import org.apache.kafka.common.security.token.delegation.DelegationToken;
+import org.apache.kafka.common.security.token.delegation.TokenInformation;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
@@ -96,6 +103,7 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Base64;
 import java.util.Collection;
 import java.util.Collections;
 import java.util.HashMap;
@@ -328,6 +336,10 @@ public class ClientsProgram {
         props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, args[1]);
         props.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "10000");
         props.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "20000");
+        for (int a = 3; a < args.length; a++) {  // client settings, k=v (security)
+            int eq = args[a].indexOf('=');
+            props.put(args[a].substring(0, eq), args[a].substring(eq + 1));
+        }
         JsonNode ops = MAPPER.readTree(args[2]);
         ObjectNode reply = F.objectNode();
         ArrayNode results = reply.putArray("results");
@@ -442,17 +454,13 @@ public class ClientsProgram {
                 return o;
             }
             case "describeConfigs": {
-                ConfigResource resource = op.has("topic")
-                    ? new ConfigResource(ConfigResource.Type.TOPIC, op.get("topic").asText())
-                    : new ConfigResource(ConfigResource.Type.BROKER, op.get("broker").asText());
+                ConfigResource resource = configResource(op);
                 Map<ConfigResource, Config> configs =
                     get(admin.describeConfigs(Collections.singleton(resource)).all());
                 return configJson(configs.get(resource));
             }
             case "incrementalAlterConfigs": {
-                ConfigResource resource = op.has("topic")
-                    ? new ConfigResource(ConfigResource.Type.TOPIC, op.get("topic").asText())
-                    : new ConfigResource(ConfigResource.Type.BROKER, op.get("broker").asText());
+                ConfigResource resource = configResource(op);
                 List<AlterConfigOp> alter = new ArrayList<>();
                 Iterator<Map.Entry<String, JsonNode>> it = op.path("set").fields();
                 while (it.hasNext()) {
@@ -462,6 +470,12 @@ public class ClientsProgram {
                 }
                 for (JsonNode k : op.path("delete")) {
                     alter.add(new AlterConfigOp(new ConfigEntry(k.asText(), null), AlterConfigOp.OpType.DELETE));
+                }
+                Iterator<Map.Entry<String, JsonNode>> appends = op.path("append").fields();
+                while (appends.hasNext()) {
+                    Map.Entry<String, JsonNode> e = appends.next();
+                    alter.add(new AlterConfigOp(new ConfigEntry(e.getKey(), e.getValue().asText()),
+                        AlterConfigOp.OpType.APPEND));
                 }
                 Map<ConfigResource, Collection<AlterConfigOp>> request = new HashMap<>();
                 request.put(resource, alter);
@@ -677,9 +691,82 @@ public class ClientsProgram {
                 }
                 return o;
             }
+            case "listClientMetricsResources": {
+                ArrayNode names = F.arrayNode();
+                List<String> found = new ArrayList<>();
+                get(admin.listClientMetricsResources().all()).forEach(r -> found.add(r.name()));
+                Collections.sort(found);
+                found.forEach(names::add);
+                return names;
+            }
+            case "unregisterBroker": {
+                get(admin.unregisterBroker(op.get("broker").asInt()).all());
+                return F.booleanNode(true);
+            }
+            case "createDelegationToken": {
+                CreateDelegationTokenOptions options = new CreateDelegationTokenOptions()
+                    .maxlifeTimeMs(op.path("maxLifetimeMs").asLong(-1));
+                List<KafkaPrincipal> renewers = new ArrayList<>();
+                op.path("renewers").forEach(r -> renewers.add(new KafkaPrincipal("User", r.asText())));
+                options.renewers(renewers);
+                if (op.has("owner")) {
+                    options.owner(new KafkaPrincipal("User", op.get("owner").asText()));
+                }
+                return tokenJson(get(admin.createDelegationToken(options).delegationToken()));
+            }
+            case "describeDelegationToken": {
+                DescribeDelegationTokenOptions options = new DescribeDelegationTokenOptions();
+                if (op.has("owners")) {
+                    List<KafkaPrincipal> owners = new ArrayList<>();
+                    op.get("owners").forEach(o -> owners.add(new KafkaPrincipal("User", o.asText())));
+                    options.owners(owners);
+                }
+                ArrayNode tokens = F.arrayNode();
+                for (DelegationToken t : get(admin.describeDelegationToken(options).delegationTokens())) {
+                    tokens.add(tokenJson(t));
+                }
+                return tokens;
+            }
+            case "renewDelegationToken": {
+                byte[] hmac = Base64.getDecoder().decode(op.get("hmac").asText());
+                RenewDelegationTokenOptions options = new RenewDelegationTokenOptions()
+                    .renewTimePeriodMs(op.path("periodMs").asLong(-1));
+                return F.numberNode(get(admin.renewDelegationToken(hmac, options).expiryTimestamp()));
+            }
+            case "expireDelegationToken": {
+                byte[] hmac = Base64.getDecoder().decode(op.get("hmac").asText());
+                ExpireDelegationTokenOptions options = new ExpireDelegationTokenOptions()
+                    .expiryTimePeriodMs(op.path("periodMs").asLong(-1));
+                return F.numberNode(get(admin.expireDelegationToken(hmac, options).expiryTimestamp()));
+            }
             default:
                 throw new IllegalArgumentException("unknown admin op " + name);
         }
+    }
+
+    static ConfigResource configResource(JsonNode op) {
+        if (op.has("topic")) {
+            return new ConfigResource(ConfigResource.Type.TOPIC, op.get("topic").asText());
+        }
+        if (op.has("clientMetrics")) {
+            return new ConfigResource(ConfigResource.Type.CLIENT_METRICS, op.get("clientMetrics").asText());
+        }
+        return new ConfigResource(ConfigResource.Type.BROKER, op.get("broker").asText());
+    }
+
+    static ObjectNode tokenJson(DelegationToken token) {
+        TokenInformation info = token.tokenInfo();
+        ObjectNode o = F.objectNode();
+        o.put("tokenId", info.tokenId());
+        o.put("hmac", token.hmacAsBase64String());
+        o.put("owner", info.owner().toString());
+        o.put("requester", info.tokenRequester().toString());
+        ArrayNode renewers = o.putArray("renewers");
+        info.renewers().forEach(r -> renewers.add(r.toString()));
+        o.put("issue", info.issueTimestamp());
+        o.put("expiry", info.expiryTimestamp());
+        o.put("max", info.maxTimestamp());
+        return o;
     }
 
     static List<Integer> intList(JsonNode array) {

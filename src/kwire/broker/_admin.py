@@ -32,6 +32,7 @@ from kwire.broker._acl import (
 )
 from kwire.broker._alter_replica_log_dirs import log_dirs
 from kwire.broker._apis import register
+from kwire.broker._client_metrics import alter_client_metrics, client_metrics_configs
 from kwire.broker._config import (
     BROKER_CONFIGS,
     TOPIC_CONFIGS,
@@ -683,7 +684,9 @@ def _broker_configs(state: BrokerState, node: int) -> dict[str, ResolvedConfig]:
     actual = {
         "broker.id": str(node),
         "node.id": str(node),
-        "log.dirs": state.path,
+        "log.dirs": ",".join(d.path for d in state.data_dirs)
+        if len(state.data_dirs) > 1
+        else state.path,
         "process.roles": "broker,controller",  # a combined-mode KRaft node (_metadata_log)
         "advertised.listeners": ",".join(
             f"{name}://{host}:{port}" for name, (host, port) in endpoints.items()
@@ -821,7 +824,20 @@ def _describe_resource(
             raise _ApiError(
                 ErrorCode.INVALID_REQUEST, "Client metrics subscription name must not be empty"
             )
-        return []  # no subscriptions
+        return [
+            DESCRIBE_CONFIGS_ENTRY(
+                name=config,
+                value=value,
+                read_only=False,
+                is_default=False,
+                config_source=int(ConfigSource.CLIENT_METRICS_CONFIG),
+                is_sensitive=False,
+                synonyms=[],
+                config_type=int(ConfigType.UNKNOWN),
+                documentation=None,
+            )
+            for config, value in sorted(client_metrics_configs(state, name).items())
+        ]
     raise _ApiError(
         ErrorCode.INVALID_REQUEST,
         f"Unexpected resource type {_RESOURCE_NAMES.get(kind, 'UNKNOWN')} for resource {name}",
@@ -1150,6 +1166,12 @@ def _incremental_alter(state: BrokerState, resource: Any, validate_only: bool) -
         if problem is not None:
             raise _ApiError(ErrorCode.INVALID_CONFIG, problem)
         return
+    if kind == RESOURCE_CLIENT_METRICS:
+        ops = [(op.config_operation, op.name, op.value) for op in resource.configs]
+        failure = alter_client_metrics(state, name, ops, validate_only)
+        if failure is not None:
+            raise _ApiError(*failure)
+        return
     if kind != RESOURCE_TOPIC:
         raise _ApiError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {kind}")
     topic, configs = _incremental_topic(state, name, resource.configs)
@@ -1207,6 +1229,9 @@ def handle_describe_cluster(state: BrokerState, ctx: RequestContext, request: An
         )
         for node, host, port in live_nodes(state, ctx)
     ]
+    if version >= 2 and request.include_fenced_brokers:
+        brokers.extend(_fenced_brokers(state, ctx, {b.broker_id for b in brokers}))
+        brokers.sort(key=lambda b: b.broker_id)
     return DESCRIBE_CLUSTER_RESPONSE(
         throttle_time_ms=0,
         error_code=0,
@@ -1223,13 +1248,36 @@ def handle_describe_cluster(state: BrokerState, ctx: RequestContext, request: An
     )
 
 
+def _fenced_brokers(state: BrokerState, ctx: RequestContext, listed: set[int]) -> list[Any]:
+    """KIP-1073 (DescribeCluster v2 ``IncludeFencedBrokers``): the registered brokers that are
+    fenced (a stopped node of an in-process cluster), at their registered endpoint of the
+    request's listener (``KRaftMetadataCache.getBrokerNodes``)."""
+    out = []
+    for broker in state.metadata_image.brokers.values():
+        if broker.broker_id in listed or not broker.fenced:
+            continue
+        for name, host, port, _protocol in broker.endpoints:
+            if name == ctx.listener_name:
+                out.append(
+                    DESCRIBE_CLUSTER_BROKER(
+                        broker_id=broker.broker_id,
+                        host=host,
+                        port=port,
+                        rack=state.static_config.get("broker.rack"),
+                        is_fenced=True,
+                    )
+                )
+    return out
+
+
 # --- DescribeLogDirs --------------------------------------------------------------------------
 
 
 @register(35, 0, 5)
 def handle_describe_log_dirs(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
-    """DescribeLogDirs (``ReplicaManager.describeLogDirs``): the one data directory and the
-    replicas this node holds in it (in an in-process cluster, the partitions it leads)."""
+    """DescribeLogDirs (``ReplicaManager.describeLogDirs``): every log directory of the node (the
+    data directory, then the other ``log.dirs``) with its sizes and the replicas this node holds
+    in it (in an in-process cluster, the partitions it leads)."""
     if not authorize(state, ctx, "DESCRIBE", CLUSTER, "kafka-cluster"):
         error = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         return DESCRIBE_LOG_DIRS_RESPONSE(throttle_time_ms=0, error_code=error, results=[])
@@ -1237,37 +1285,46 @@ def handle_describe_log_dirs(state: BrokerState, ctx: RequestContext, request: A
     wanted: set[tuple[str, int]] | None = None
     if request.topics is not None:
         wanted = {(t.topic, p) for t in request.topics for p in t.partitions}
-    topics = []
-    for topic in state.topics.values():
-        parts = [
-            DESCRIBE_LOG_DIRS_PARTITION(
-                partition_index=p.index,
-                partition_size=p.log.size_in_bytes(),
-                offset_lag=0,
-                is_future_key=False,
+    results = []
+    for data_dir, path in zip(state.data_dirs, log_dirs(state), strict=True):
+        topics = []
+        for topic in state.topics.values():
+            parts = [
+                DESCRIBE_LOG_DIRS_PARTITION(
+                    partition_index=p.index,
+                    partition_size=p.log.size_in_bytes(),
+                    offset_lag=0,
+                    is_future_key=False,
+                )
+                for p in topic.partitions
+                if p.leader_id == node
+                and state.log_dir_of(p) is data_dir
+                and (wanted is None or (topic.name, p.index) in wanted)
+            ]
+            if parts:
+                topics.append(DESCRIBE_LOG_DIRS_TOPIC(name=topic.name, partitions=parts))
+        try:
+            if data_dir.offline:
+                raise OSError(path)
+            stat = os.statvfs(path)
+        except OSError:
+            results.append(
+                DESCRIBE_LOG_DIRS_RESULT(
+                    error_code=int(ErrorCode.KAFKA_STORAGE_ERROR), log_dir=path, topics=[]
+                )
             )
-            for p in topic.partitions
-            if p.leader_id == node and (wanted is None or (topic.name, p.index) in wanted)
-        ]
-        if parts:
-            topics.append(DESCRIBE_LOG_DIRS_TOPIC(name=topic.name, partitions=parts))
-    (path,) = log_dirs(state)
-    try:
-        stat = os.statvfs(path)
-    except OSError:
-        result = DESCRIBE_LOG_DIRS_RESULT(
-            error_code=int(ErrorCode.KAFKA_STORAGE_ERROR), log_dir=path, topics=[]
+            continue
+        results.append(
+            DESCRIBE_LOG_DIRS_RESULT(
+                error_code=0,
+                log_dir=path,
+                topics=topics,
+                total_bytes=stat.f_blocks * stat.f_frsize,
+                usable_bytes=stat.f_bavail * stat.f_frsize,
+                is_cordoned=False,
+            )
         )
-    else:
-        result = DESCRIBE_LOG_DIRS_RESULT(
-            error_code=0,
-            log_dir=path,
-            topics=topics,
-            total_bytes=stat.f_blocks * stat.f_frsize,
-            usable_bytes=stat.f_bavail * stat.f_frsize,
-            is_cordoned=False,
-        )
-    return DESCRIBE_LOG_DIRS_RESPONSE(throttle_time_ms=0, error_code=0, results=[result])
+    return DESCRIBE_LOG_DIRS_RESPONSE(throttle_time_ms=0, error_code=0, results=results)
 
 
 # --- DeleteRecords ----------------------------------------------------------------------------

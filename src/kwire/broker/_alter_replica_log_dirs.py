@@ -5,10 +5,13 @@ v2 (2.6) is the flexible form. Kafka 4.0 removed v0 (KIP-896).
 
 Follows ``KafkaApis.handleAlterReplicaLogDirsRequest`` and ``ReplicaManager.alterReplicaLogDirs``:
 a directory that is not one of the broker's log dirs (compared as absolute paths, as
-``LogManager.isLogDirOnline``) is LOG_DIR_NOT_FOUND; a partition unknown to the cluster is
-UNKNOWN_TOPIC_OR_PARTITION, one this node holds no replica of REPLICA_NOT_AVAILABLE; the
-directory a replica is in already is a move with nothing to do (NONE). kwire runs one log dir,
-the data directory (``DescribeLogDirs`` reports the same path), so no replica ever moves.
+``LogManager.isLogDirOnline``) is LOG_DIR_NOT_FOUND, an offline one KAFKA_STORAGE_ERROR; a
+partition unknown to the cluster is UNKNOWN_TOPIC_OR_PARTITION, one this node holds no replica of
+REPLICA_NOT_AVAILABLE; the directory a replica is in already is a move with nothing to do (NONE).
+The log directories are the data directory and the other ``log.dirs`` entries (JBOD); a move to
+another one really moves the log: Kafka copies into a ``-future`` replica and swaps it in when it
+has caught up, kwire closes the log, moves its folder and reopens it there before answering
+(``BrokerState.move_to_log_dir``), so DescribeLogDirs shows it in its new directory at once.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
 from kwire.broker._routing import serving_node
 from kwire.broker._state import BrokerState
+from kwire.errors import KafkaStorageError
 from kwire.protocol import ErrorCode, message_class, struct_class
 
 __all__ = ["handle_alter_replica_log_dirs", "log_dirs"]
@@ -31,19 +35,26 @@ PARTITION_RESULT: Final = struct_class(RESPONSE, "results", "partitions")
 
 
 def log_dirs(state: BrokerState) -> list[str]:
-    """The node's log directories as absolute paths (``log.dirs``: the one data directory)."""
-    return [os.path.abspath(state.path)]
+    """The node's log directories as absolute paths (the data directory, then ``log.dirs``)."""
+    return [os.path.abspath(d.path) for d in state.data_dirs]
 
 
 def _alter(state: BrokerState, node: int, path: str, topic: str, index: int) -> ErrorCode:
-    if path not in log_dirs(state):
+    target = next((d for d in state.data_dirs if os.path.abspath(d.path) == path), None)
+    if target is None:
         return ErrorCode.LOG_DIR_NOT_FOUND
+    if target.offline:
+        return ErrorCode.KAFKA_STORAGE_ERROR
     partition = state.partition(topic, index)
     if partition is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     if partition.leader_id != node:
         return ErrorCode.REPLICA_NOT_AVAILABLE  # NotLeaderOrFollower, kept for compatibility
-    return ErrorCode.NONE  # already in ``path``: no future replica to create
+    try:
+        state.move_to_log_dir(partition, target)
+    except KafkaStorageError:
+        return ErrorCode.KAFKA_STORAGE_ERROR
+    return ErrorCode.NONE
 
 
 @register(34, 0, 2)

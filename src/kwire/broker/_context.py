@@ -24,6 +24,8 @@ class RequestContext:
     listener_name: str = "PLAINTEXT"
     security_protocol: str = "PLAINTEXT"
     principal: str = "User:ANONYMOUS"  # Kafka's KafkaPrincipal as "Type:name"
+    #: The connection authenticated with a delegation token (``KafkaPrincipal.tokenAuthenticated``).
+    token_authenticated: bool = False
     #: The node whose listener received the request (an in-process cluster has several);
     #: ``None``: the state's own node (``BrokerState.node_id``).
     node_id: int | None = None

@@ -9,7 +9,9 @@ import kwire.broker._alter_partition_reassignments
 import kwire.broker._alter_replica_log_dirs
 import kwire.broker._alter_share_group_offsets
 import kwire.broker._cleaner
+import kwire.broker._client_metrics
 import kwire.broker._data
+import kwire.broker._delegation_tokens
 import kwire.broker._delete_share_group_offsets
 import kwire.broker._delete_share_group_state
 import kwire.broker._describe_quorum
@@ -31,8 +33,10 @@ import kwire.broker._share_fetch
 import kwire.broker._share_group_describe
 import kwire.broker._share_group_heartbeat
 import kwire.broker._txn_apis
+import kwire.broker._unregister_broker
 import kwire.broker._update_features
-import kwire.broker._write_share_group_state  # noqa: F401
+import kwire.broker._write_share_group_state
+import kwire.broker._write_txn_markers  # noqa: F401
 from kwire.broker._apis import HANDLERS, Deferred, implemented_versions
 from kwire.broker._broker import Broker
 from kwire.broker._cluster import Cluster

@@ -10,7 +10,7 @@ specs), used here under this module's names ``encode_record`` / ``decode_record`
 ``MetadataImage`` is what replaying the records gives (Kafka's ``MetadataImage``, reduced to what
 this node needs): topics by name and id with their partitions and config overrides, other config
 resources (broker overrides), the next producer id block, the finalized features, the registered
-brokers, the SCRAM credentials by (user, mechanism) and the ACLs by id. ``topic_records``, ``partition_records``,
+brokers, the SCRAM credentials by (user, mechanism), the ACLs by id and the delegation tokens. ``topic_records``, ``partition_records``,
 ``remove_topic_records``, ``config_records``, ``producer_ids_record``, ``scram_records`` and
 ``create_acl_records`` / ``delete_acl_records`` turn a state change into records as Kafka's
 controller writes them (``ReplicationControlManager``, ``ConfigurationControlManager``,
@@ -93,6 +93,7 @@ __all__ = [
     "PRODUCER_ID_BLOCK_SIZE",
     "QUORUM_STATE",
     "RECORD_NAMES",
+    "DelegationToken",
     "MetadataImage",
     "MetadataLog",
     "NodeInfo",
@@ -106,6 +107,7 @@ __all__ = [
     "config_records",
     "create_acl_records",
     "decode_record",
+    "delegation_token_record",
     "delete_acl_records",
     "dump_json",
     "encode_record",
@@ -115,6 +117,7 @@ __all__ = [
     "producer_ids_record",
     "read_snapshot",
     "record_type_name",
+    "remove_delegation_token_record",
     "remove_topic_records",
     "scram_json_records",
     "scram_records",
@@ -233,6 +236,21 @@ class ScramCredential:
 
 
 @dataclass(frozen=True, slots=True)
+class DelegationToken:
+    """A delegation token as a ``DelegationTokenRecord`` holds it (Kafka's ``TokenInformation``):
+    principals as ``"Type:name"`` strings, times in ms. The HMAC is not kept: it is derived from
+    the token id and ``delegation.token.secret.key`` wherever it is needed."""
+
+    token_id: str
+    owner: str
+    requester: str
+    renewers: tuple[str, ...]
+    issue_timestamp: int
+    max_timestamp: int
+    expiry_timestamp: int
+
+
+@dataclass(frozen=True, slots=True)
 class StandardAcl:
     """One ACL (Kafka's ``StandardAcl``, an ``AccessControlEntryRecord`` without its id): a
     resource pattern (type, name, LITERAL or PREFIXED) and an access control entry."""
@@ -285,6 +303,8 @@ class MetadataImage:
     scram_credentials: dict[tuple[str, int], ScramCredential] = field(default_factory=dict)
     #: ACLs by id, in the order they were created (``AclControlManager.idToAcl``).
     acls: dict[uuid.UUID, StandardAcl] = field(default_factory=dict)
+    #: Delegation tokens by token id (``DelegationTokenImage``).
+    delegation_tokens: dict[str, DelegationToken] = field(default_factory=dict)
     #: Client quotas: entity ((type, name or None for the default), sorted) -> key -> value.
     client_quotas: dict[tuple[tuple[str, str | None], ...], dict[str, float]] = field(
         default_factory=dict
@@ -342,6 +362,18 @@ class MetadataImage:
             )
         elif kind == "RemoveUserScramCredentialRecord":
             self.scram_credentials.pop((message.name, message.mechanism), None)
+        elif kind == "DelegationTokenRecord":
+            self.delegation_tokens[message.token_id] = DelegationToken(
+                message.token_id,
+                message.owner,
+                message.requester,
+                tuple(message.renewers),
+                message.issue_timestamp,
+                message.max_timestamp,
+                message.expiration_timestamp,
+            )
+        elif kind == "RemoveDelegationTokenRecord":
+            self.delegation_tokens.pop(message.token_id, None)
         elif kind == "AccessControlEntryRecord":
             self.acls[uuid.UUID(bytes=message.id.bytes)] = StandardAcl(
                 message.resource_type,
@@ -503,6 +535,24 @@ def scram_records(changes: Iterable[ScramChange]) -> list[Record]:
             )
         out.append((record, 0))
     return out
+
+
+def delegation_token_record(token: DelegationToken) -> Record:
+    """``DelegationTokenData.toRecord``: a new token, or a renewed or shortened one."""
+    return new_record(
+        "DelegationTokenRecord",
+        owner=token.owner,
+        requester=token.requester,
+        renewers=list(token.renewers),
+        issue_timestamp=token.issue_timestamp,
+        max_timestamp=token.max_timestamp,
+        expiration_timestamp=token.expiry_timestamp,
+        token_id=token.token_id,
+    ), 0
+
+
+def remove_delegation_token_record(token_id: str) -> Record:
+    return new_record("RemoveDelegationTokenRecord", token_id=token_id), 0
 
 
 def acl_record(acl_id: uuid.UUID, acl: StandardAcl) -> Record:

@@ -87,6 +87,11 @@ ALTER_SCRAM_RESPONSE: Final = message_class("AlterUserScramCredentialsResponse")
 ALTER_SCRAM_RESULT: Final = struct_class(ALTER_SCRAM_RESPONSE, "results")
 
 
+#: (token id, mechanism) -> (the token's SCRAM credential, its owner "Type:name", its expiry ms),
+#: or None: an unknown or expired token (``DelegationTokenCache``; ``_delegation_tokens``).
+TokenLookup = Callable[[str, str], tuple[ScramCredential, str, int] | None]
+
+
 class SaslAuthenticationError(Exception):
     """Authentication failed; ``generic``: answer with the message that hides the reason."""
 
@@ -214,12 +219,17 @@ class ScramServer:
         mechanism: str,
         lookup: Callable[[str, str], ScramCredential | None],
         nonce: Callable[[], str] = lambda: secrets.token_urlsafe(24),
+        token_lookup: TokenLookup | None = None,
     ) -> None:
         self.mechanism = mechanism
         self._lookup = lookup
+        self._token_lookup = token_lookup
         self._nonce = nonce
         self._step = 0
         self._user: str | None = None
+        #: Set by a ``tokenauth=true`` exchange: the token's owner and expiry.
+        self.token_authenticated = False
+        self._token_expiry: int | None = None
         self._credential: ScramCredential | None = None
         self._client_first_bare = ""
         self._server_first = ""
@@ -244,21 +254,29 @@ class ScramServer:
         extensions = dict(
             e.split("=", 1) for e in found.group("extensions").split(",")[1:] if "=" in e
         )
-        if extensions.get("tokenauth", "false").lower() == "true":
-            raise SaslAuthenticationError(
-                "Authentication failed: Delegation tokens are not supported", generic=True
-            )
         if authzid is not None and _unescape_saslname(authzid) != user:
             raise SaslAuthenticationError(
                 "Authentication failed: Client requested an authorization id that is different "
                 "from username"
             )
-        credential = self._lookup(user, self.mechanism)
-        if credential is None:
-            raise SaslAuthenticationError(
-                "Authentication failed: Invalid user credentials", generic=True
-            )
-        self._user, self._credential = user, credential
+        if extensions.get("tokenauth", "false").lower() == "true":
+            # The user name is a token id; the principal is the token's owner (ScramSaslServer).
+            login = None if self._token_lookup is None else self._token_lookup(user, self.mechanism)
+            if login is None:
+                raise SaslAuthenticationError(
+                    f"Token Authentication failed: Invalid tokenId : {user}", generic=True
+                )
+            credential, owner, self._token_expiry = login
+            self.token_authenticated = True
+            user_for_principal = owner.partition(":")[2]
+        else:
+            stored = self._lookup(user, self.mechanism)
+            if stored is None:
+                raise SaslAuthenticationError(
+                    "Authentication failed: Invalid user credentials", generic=True
+                )
+            credential, user_for_principal = stored, user
+        self._user, self._credential = user_for_principal, credential
         self._client_first_bare = found.group("bare")
         nonce = found.group("nonce") + self._nonce()
         salt = base64.b64encode(credential.salt).decode("ascii")
@@ -307,7 +325,8 @@ class ScramServer:
 
     @property
     def expires_at_ms(self) -> int | None:
-        return None
+        """A token's expiry ends the session (``ScramSaslServer``'s credential lifetime)."""
+        return self._token_expiry
 
 
 # --- OAUTHBEARER ------------------------------------------------------------------------------
@@ -556,11 +575,14 @@ class SaslAuthenticator:
         config: SaslConfig,
         lookup: Callable[[str, str], ScramCredential | None],
         now_ms: Callable[[], int],
+        token_lookup: TokenLookup | None = None,
     ) -> None:
         self.config = config
         self._lookup = lookup
+        self._token_lookup = token_lookup
         self._now_ms = now_ms
         self.state = "INITIAL"
+        self.token_authenticated = False
         self.raw_tokens = False  # after a SaslHandshake v0
         self.principal: str | None = None
         self.mechanism: str | None = None
@@ -631,7 +653,7 @@ class SaslAuthenticator:
         if mechanism == "PLAIN":
             return PlainServer(self.config.plain_users)
         if mechanism in SCRAM_MECHANISMS:
-            return ScramServer(mechanism, self._lookup)
+            return ScramServer(mechanism, self._lookup, token_lookup=self._token_lookup)
         if mechanism == "OAUTHBEARER":
             return OAuthBearerServer(self.config.oauth_options, self._now_ms)
         return None
@@ -692,6 +714,7 @@ class SaslAuthenticator:
                     f"{principal}"
                 )
             self.principal = principal
+            self.token_authenticated = bool(getattr(server, "token_authenticated", False))
             self.state = "COMPLETE"
             self._reauth = False
             self._start_session(server.expires_at_ms)

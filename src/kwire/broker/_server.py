@@ -41,6 +41,7 @@ from kwire.broker._apis import CLOSE_CONNECTION, HANDLERS, Deferred, dispatch, l
 from kwire.broker._connection import BrokerConnection, FrameSizeError
 from kwire.broker._context import RequestContext
 from kwire.broker._data import api_versions_response, validation_jobs
+from kwire.broker._delegation_tokens import token_login
 from kwire.broker._fetch import ConvertedRecords, FileRecords
 from kwire.broker._metrics import broker_metrics
 from kwire.broker._routing import DISCONNECT, Faults, error_response
@@ -341,7 +342,10 @@ class KafkaServer:
             state = self.state
             store = scram_store(state)
             conn.sasl = SaslAuthenticator(
-                SaslConfig.from_config(static, listener.name), store.get, state.now_ms
+                SaslConfig.from_config(static, listener.name),
+                store.get,
+                state.now_ms,
+                token_lookup=functools.partial(token_login, state),
             )
 
     def _admitted(self, conn: _Connection, api_key: int) -> bool:
@@ -462,6 +466,7 @@ class KafkaServer:
                 listener_name=conn.listener.name,
                 security_protocol=conn.listener.protocol,
                 principal=conn.principal,
+                token_authenticated=conn.sasl is not None and conn.sasl.token_authenticated,
                 node_id=self.node_id,
             )
             if api_key == API_VERSIONS and api_version >= 3:

@@ -214,6 +214,19 @@ class BrokerState:
             cluster_id or str(meta.get("cluster_id") or "") or _random_cluster_id()
         )
         self.data_dir = DataDir.open(self.path, cluster_id=self.cluster_id, node_id=node_id)
+        #: Every log directory (``log.dirs``, JBOD): the data directory first (it also holds
+        #: ``__cluster_metadata``, Kafka's ``metadata.log.dir``), then the others, each with
+        #: its own ``meta.properties`` (directory id), ``.lock`` and checkpoints.
+        self.data_dirs: list[DataDir] = [self.data_dir]
+        try:
+            for extra in self._extra_log_dirs():
+                self.data_dirs.append(
+                    DataDir.open(extra, cluster_id=self.cluster_id, node_id=node_id)
+                )
+        except BaseException:
+            for opened in self.data_dirs:
+                opened.abandon()
+            raise
         self.next_producer_id = int(str(meta.get("next_producer_id", self.next_producer_id)))
         self._load_topics(meta.get("topics", {}))
         self._next_producer_expiry = self.now_ms() + self.broker_int(
@@ -391,7 +404,7 @@ class BrokerState:
         expiration = self.broker_int("producer.id.expiration.ms")
         walk = self.compiled_append_walk
         for index in range(len(topic.partitions), count):
-            live = self.data_dir.open_log(
+            live = self._log_dir_for(topic, index).open_log(
                 topic.name,
                 index,
                 config,
@@ -409,6 +422,59 @@ class BrokerState:
             if leader not in self.live_brokers:
                 leader = self.place_leader()
             topic.partitions.append(Partition(topic, index, live, epoch, leader))
+
+    def _extra_log_dirs(self) -> list[str]:
+        """The ``log.dirs`` entries besides the data directory (absolute, each once)."""
+        root = os.path.abspath(self.path)
+        out: list[str] = []
+        for entry in (self.static_config.get("log.dirs") or "").split(","):
+            path = os.path.abspath(entry.strip()) if entry.strip() else ""
+            if path and path != root and path not in out:
+                out.append(path)
+        return out
+
+    def log_dir_of(self, partition: Partition) -> DataDir:
+        """The log directory holding ``partition``'s log."""
+        for data_dir in self.data_dirs:
+            if data_dir.path == partition.log.log_dir:
+                return data_dir
+        return self.data_dir
+
+    def _log_dir_for(self, topic: Topic, index: int) -> DataDir:
+        """Where a partition's log opens: the directory that has its folder, else the one with
+        the fewest partitions, the first of equals (``LogManager.nextLogDirs``)."""
+        if len(self.data_dirs) == 1:
+            return self.data_dir
+        name = f"{topic.name}-{index}"
+        for data_dir in self.data_dirs:
+            if os.path.isdir(os.path.join(data_dir.path, name)):
+                return data_dir
+        logs = [p.log for p in self.iter_partitions()]
+        if self.topics.get(topic.name) is not topic:
+            logs += [p.log for p in topic.partitions]
+        counts = {d.path: 0 for d in self.data_dirs}
+        for live in logs:
+            if live.log_dir in counts:
+                counts[live.log_dir] += 1
+        return min(self.data_dirs, key=lambda d: counts[d.path])
+
+    def move_to_log_dir(self, partition: Partition, target: DataDir) -> None:
+        """AlterReplicaLogDirs' move: ``partition``'s log goes to ``target`` (another of the
+        node's log directories), where it is reopened; the partition keeps serving from there."""
+        if self.log_dir_of(partition) is target:
+            return
+        topic = partition.topic
+        partition.log = target.adopt(
+            partition.log,
+            log_config(topic.configs, self.broker_settings),
+            self.now_ms(),
+            topic_id=topic.topic_id.bytes,
+            producer_id_expiration_ms=self.broker_int("producer.id.expiration.ms"),
+        )
+        partition.log.high_watermark = partition.log.log_end_offset
+        partition.log.compiled_validation = self.compiled_append_walk
+        self.write_checkpoints()
+        self.notify(partition)
 
     # --- leadership (several nodes in one process: ``_cluster``) ------------------------------
 
@@ -547,8 +613,13 @@ class BrokerState:
 
     # --- housekeeping -------------------------------------------------------------------------
 
+    def _logs_by_dir(self) -> list[tuple[DataDir, list[LiveLog]]]:
+        logs = [p.log for p in self.iter_partitions()]
+        return [(d, [lg for lg in logs if lg.log_dir == d.path]) for d in self.data_dirs]
+
     def write_checkpoints(self) -> None:
-        self.data_dir.write_checkpoints([p.log for p in self.iter_partitions()])
+        for data_dir, logs in self._logs_by_dir():
+            data_dir.write_checkpoints(logs)
 
     @property
     def offline(self) -> bool:
@@ -560,20 +631,22 @@ class BrokerState:
         """Flush, checkpoint and close every log, and mark the shutdown clean (no recovery next).
         An offline data directory only has its descriptors closed (Kafka's halt writes nothing):
         the next start recovers every log."""
-        logs = [p.log for p in self.iter_partitions()]
+        by_dir = self._logs_by_dir()
         if self.offline:
             self._metadata.close()
-            self.data_dir.close(logs)
+            for data_dir, logs in by_dir:
+                data_dir.close(logs)
             return
         try:
             self._write_metadata(close=True)
         except KafkaStorageError:
             log.error("the metadata log failed at shutdown; the next start recovers")
             self._metadata.close()
-        try:
-            self.data_dir.close(logs)
-        except KafkaStorageError:
-            log.error("a log failed at shutdown; the next start recovers")
+        for data_dir, logs in by_dir:
+            try:
+                data_dir.close(logs)
+            except KafkaStorageError:
+                log.error("a log in %s failed at shutdown; the next start recovers", data_dir.path)
 
     # --- persistence --------------------------------------------------------------------------
 

@@ -31,6 +31,7 @@ import base64
 import contextlib
 import logging
 import os
+import shutil
 import time
 import uuid
 from collections.abc import Iterable, Mapping
@@ -320,6 +321,45 @@ class DataDir:
             clean_shutdown=self.had_clean_shutdown,
             producer_id_expiration_ms=producer_id_expiration_ms,
             failure_channel=self.failures,
+        )
+
+    def adopt(
+        self,
+        live: LiveLog,
+        config: LogConfig,
+        now_ms: int,
+        topic_id: bytes | None = None,
+        producer_id_expiration_ms: int | None = None,
+    ) -> LiveLog:
+        """Move ``live`` (a log of another directory of this broker, ``log.dirs``) here and
+        reopen it: AlterReplicaLogDirs' effect. Kafka copies into a ``-future`` log and swaps it
+        in once caught up; here the log is closed, its folder moved (renamed on one file system,
+        else copied then removed), and its offsets checkpointed for this directory so the
+        reopened log has the same log start, recovery point and high watermark."""
+        tp = TopicPartition(live.topic, live.partition)
+        source = live.path
+        starts = live.log_start_offset
+        recovery, hw = live.recovery_point, live.high_watermark
+        live.close()
+        folder = os.path.join(self.path, os.path.basename(source))
+        with self.failures.guard(self.path, f"Error while moving {source} to {self.path}"):
+            try:
+                os.rename(source, folder)
+            except OSError:
+                shutil.copytree(source, folder)
+                shutil.rmtree(source)
+            _fsync_dir(self.path)
+            _fsync_dir(os.path.dirname(source))
+        self.recovery_points[tp] = recovery
+        self.log_start_offsets[tp] = starts
+        self.high_watermarks[tp] = hw
+        return self.open_log(
+            live.topic,
+            live.partition,
+            config,
+            now_ms,
+            topic_id=topic_id,
+            producer_id_expiration_ms=producer_id_expiration_ms,
         )
 
     def write_checkpoints(self, logs: Iterable[LiveLog]) -> None:

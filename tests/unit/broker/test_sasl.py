@@ -59,10 +59,14 @@ def test_scram_sha_256_rfc7677_vector() -> None:
     assert server.complete and server.authorization_id == "user"
 
 
-def scram_client(mechanism: str, user: str, password: str, server: ScramServer) -> bytes:
-    """A SCRAM client (RFC 5802), as Kafka's ``ScramSaslClient``: the server's final message."""
+def scram_client(
+    mechanism: str, user: str, password: str, server: Any, extensions: str = ""
+) -> bytes:
+    """A SCRAM client (RFC 5802), as Kafka's ``ScramSaslClient``: the server's final message.
+    ``server`` is anything with ``evaluate(bytes) -> bytes``; ``extensions``: ",k=v" appended to
+    the client-first message (``tokenauth=true``)."""
     algorithm = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}[mechanism]
-    bare = f"n={user},r=clientnonce123"
+    bare = f"n={user},r=clientnonce123{extensions}"
     server_first = server.evaluate(("n,," + bare).encode()).decode()
     fields = dict(p.split("=", 1) for p in server_first.split(","))
     salted = salted_password(mechanism, password, base64.b64decode(fields["s"]), int(fields["i"]))
@@ -72,7 +76,8 @@ def scram_client(mechanism: str, user: str, password: str, server: ScramServer) 
     stored = hashlib.new(algorithm, client_key).digest()
     signature = hmac.new(stored, auth, algorithm).digest()
     proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
-    return server.evaluate(f"{without_proof},p={base64.b64encode(proof).decode()}".encode())
+    final: bytes = server.evaluate(f"{without_proof},p={base64.b64encode(proof).decode()}".encode())
+    return final
 
 
 @pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
