@@ -68,6 +68,7 @@ import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.PartitionReassignment;
 import org.apache.kafka.clients.admin.QuorumInfo;
+import org.apache.kafka.clients.admin.RaftVoterEndpoint;
 import org.apache.kafka.clients.admin.RecordsToDelete;
 import org.apache.kafka.clients.admin.RemoveMembersFromConsumerGroupOptions;
 import org.apache.kafka.clients.admin.RemoveMembersFromConsumerGroupResult;
@@ -88,6 +89,7 @@ import org.apache.kafka.common.KafkaFuture;
 import org.apache.kafka.common.Node;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.TopicPartitionInfo;
 import org.apache.kafka.common.TopicPartitionReplica;
 import org.apache.kafka.common.config.ConfigResource;
@@ -698,6 +700,19 @@ public class ClientsProgram {
                 Collections.sort(found);
                 found.forEach(names::add);
                 return names;
+            }
+            case "addRaftVoter": {
+                Set<RaftVoterEndpoint> endpoints = new HashSet<>();
+                op.path("endpoints").forEach(e -> endpoints.add(new RaftVoterEndpoint(
+                    e.get("name").asText(), e.get("host").asText(), e.get("port").asInt())));
+                get(admin.addRaftVoter(op.get("voter").asInt(),
+                    Uuid.fromString(op.get("directory").asText()), endpoints).all());
+                return F.booleanNode(true);
+            }
+            case "removeRaftVoter": {
+                get(admin.removeRaftVoter(op.get("voter").asInt(),
+                    Uuid.fromString(op.get("directory").asText())).all());
+                return F.booleanNode(true);
             }
             case "unregisterBroker": {
                 get(admin.unregisterBroker(op.get("broker").asInt()).all());

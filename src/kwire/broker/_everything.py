@@ -23,6 +23,7 @@ import kwire.broker._group_apis
 import kwire.broker._initialize_share_group_state
 import kwire.broker._list_partition_reassignments
 import kwire.broker._quotas
+import kwire.broker._raft_voters
 import kwire.broker._read_share_group_state
 import kwire.broker._read_share_group_state_summary
 import kwire.broker._routing
