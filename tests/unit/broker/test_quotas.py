@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from kwire.broker import BrokerState, ManualClock, RequestContext, personality
-from kwire.broker._apis import HANDLERS, STARTUP, implemented_versions
+from kwire.broker._apis import HANDLERS, implemented_versions, start
 from kwire.broker._metadata_log import decode_record
 from kwire.broker._quotas import (
     CONSUMER_BYTE_RATE,
@@ -38,8 +38,7 @@ def make_state(path: Path, clock: ManualClock | None = None) -> BrokerState:
         personality=personality("4.3", implemented_versions()),
         clock=clock or ManualClock(NOW),
     )
-    for hook in STARTUP:
-        hook(state)
+    start(state)
     return state
 
 

@@ -596,10 +596,9 @@ def test_broker_cleans_compacted_topics(tmp_path: Path) -> None:
             clock=ManualClock(NOW),
             static_config={"log.cleaner.backoff.ms": "500"},
         )
-        from kwire.broker._apis import STARTUP
+        from kwire.broker._apis import start
 
-        for hook in STARTUP:
-            hook(state)
+        start(state)
         return state
 
     state = make()
