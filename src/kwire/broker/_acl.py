@@ -265,18 +265,18 @@ class Authorizer:
 
 def authorizer(state: BrokerState) -> Authorizer | None:
     """The state's authorizer, or None without ``authorizer.class.name``."""
-    found = state.services.get("authorizer")
+    found = state.services.authorizer
     if found is not None:
-        return found if isinstance(found, Authorizer) else None
+        return found or None
     if not state.static_config.get("authorizer.class.name"):
-        state.services["authorizer"] = False
+        state.services.authorizer = False
         return None
     supers = [
         s.strip() for s in (state.static_config.get("super.users") or "").split(";") if s.strip()
     ]
     allow = (state.static_config.get("allow.everyone.if.no.acl.found") or "false").lower() == "true"
     made = Authorizer(AclStore(state.metadata_image, state.append_metadata), supers, allow)
-    state.services["authorizer"] = made
+    state.services.authorizer = made
     return made
 
 
@@ -288,8 +288,7 @@ def authorize(
     state: BrokerState, ctx: RequestContext, operation: str, resource_type: int, name: str
 ) -> bool:
     """Whether ``ctx``'s principal may do ``operation`` on the resource (True without authorizer)."""
-    found = state.services.get("authorizer")
-    if found is False:
+    if state.services.authorizer is False:
         return True
     auth = authorizer(state)
     if auth is None:

@@ -199,14 +199,11 @@ class FetchSessionCache:
 
 def _sessions(state: BrokerState, node: int) -> FetchSessionCache:
     """The fetch session cache of a node (each node of an in-process cluster has its own)."""
-    if node == state.node_id:
-        cache = getattr(state, "fetch_sessions", None)
-        if cache is None:
-            cache = FetchSessionCache()
-            state.fetch_sessions = cache  # type: ignore[attr-defined]
-        return cache
-    caches: dict[int, FetchSessionCache] = state.services.setdefault("fetch_sessions", {})
-    return caches.setdefault(node, FetchSessionCache())
+    caches = state.services.fetch_sessions
+    cache = caches.get(node)
+    if cache is None:
+        cache = caches[node] = FetchSessionCache()
+    return cache
 
 
 # --- the handler ------------------------------------------------------------------------------

@@ -307,16 +307,16 @@ _ENFORCED: Final = frozenset({PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE, REQUEST_PE
 
 
 def client_quotas(state: BrokerState) -> ClientQuotas:
-    """The state's quotas (``state.services["quotas"]``), made on first use."""
-    found = state.services.get("quotas")
-    if isinstance(found, ClientQuotas):
+    """The state's quotas (``state.services.quotas``), made on first use."""
+    found = state.services.quotas
+    if found is not None:
         return found
     config = state.static_config
     quotas = ClientQuotas(
         int(config.get("quota.window.num", DEFAULT_WINDOW_NUM)),
         int(config.get("quota.window.size.seconds", DEFAULT_WINDOW_SECONDS)),
     )
-    state.services["quotas"] = quotas
+    state.services.quotas = quotas
     return quotas
 
 

@@ -465,10 +465,9 @@ class ScramStore(mlog.ImageView):
 
 
 def scram_store(state: BrokerState) -> ScramStore:
-    store = state.services.get("scram")
+    store = state.services.scram
     if store is None:
-        store = state.services["scram"] = ScramStore(state.metadata_image, state.append_metadata)
-    assert isinstance(store, ScramStore)
+        store = state.services.scram = ScramStore(state.metadata_image, state.append_metadata)
     return store
 
 

@@ -26,7 +26,7 @@ import time
 import uuid
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, Protocol
+from typing import Final, Literal, Protocol
 
 from kwire._wire import java_string_hash
 from kwire.broker import _metadata_log as mlog
@@ -37,6 +37,7 @@ from kwire.broker._config import (
     validate_topic_configs,
 )
 from kwire.broker._releases import Personality
+from kwire.broker._services import Services
 from kwire.log import DataDir, KafkaStorageError, LiveLog
 from kwire.protocol import ErrorCode
 from kwire.records import AppendOrigin
@@ -207,8 +208,8 @@ class BrokerState:
         self.next_producer_id = 1000
         self._listeners: list[Callable[[Hashable], None]] = []
         self._tickers: list[Callable[[int], None]] = []
-        #: Coordinators and other services that plug into the state, by name ("group", ...).
-        self.services: dict[str, Any] = {}
+        #: Coordinators and other services that plug into the state, as named fields.
+        self.services = Services()
         meta = self._read_metadata()
         self.cluster_id: str = (
             cluster_id or str(meta.get("cluster_id") or "") or _random_cluster_id()
