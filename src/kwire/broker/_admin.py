@@ -379,7 +379,7 @@ def _create_topic(state: BrokerState, topic: Any, validate_only: bool) -> Any:
         configs = {k: v for k, v in requested.items() if v is not None}
         partitions, factor, leaders = _plan_topic(state, topic, configs)
         if validate_only:
-            topic_id = uuid.uuid4()
+            topic_id = state.uuid4()
         else:
             try:
                 created = state.create_topic(name, partitions, configs, leaders=leaders)

@@ -171,10 +171,10 @@ class FetchSession:
 class FetchSessionCache:
     """The broker's incremental fetch sessions, least recently used evicted first."""
 
-    def __init__(self, max_sessions: int = MAX_SESSIONS) -> None:
+    def __init__(self, rng: random.Random, max_sessions: int = MAX_SESSIONS) -> None:
         self.max_sessions = max_sessions
         self.sessions: OrderedDict[int, FetchSession] = OrderedDict()
-        self._random = random.Random()
+        self._random = rng  # the state's (``BrokerState.random``)
 
     def new_session(self) -> FetchSession:
         while True:
@@ -202,7 +202,7 @@ def _sessions(state: BrokerState, node: int) -> FetchSessionCache:
     caches = state.services.fetch_sessions
     cache = caches.get(node)
     if cache is None:
-        cache = caches[node] = FetchSessionCache()
+        cache = caches[node] = FetchSessionCache(state.random)
     return cache
 
 

@@ -18,9 +18,11 @@ checkpoint files are exactly Kafka's.
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import os
+import random
 import re
 import time
 import uuid
@@ -184,8 +186,12 @@ class BrokerState:
         clock: Clock | None = None,
         cluster_id: str | None = None,
         nodes: Sequence[int] | None = None,
+        rng: random.Random | None = None,
     ) -> None:
         self.path = os.fspath(data_dir)
+        #: Where every random choice of the broker comes from (ids of topics, the cluster, fetch
+        #: sessions, ...): a test that seeds it replays the same decisions.
+        self.random = random.Random() if rng is None else rng
         self.personality = personality
         self.node_id = node_id
         #: Every node of the cluster (an in-process cluster has several; see ``_cluster``) ...
@@ -212,7 +218,7 @@ class BrokerState:
         self.services = Services()
         meta = self._read_metadata()
         self.cluster_id: str = (
-            cluster_id or str(meta.get("cluster_id") or "") or _random_cluster_id()
+            cluster_id or str(meta.get("cluster_id") or "") or _random_cluster_id(self.uuid4())
         )
         self.data_dir = DataDir.open(self.path, cluster_id=self.cluster_id, node_id=node_id)
         self.next_producer_id = int(str(meta.get("next_producer_id", self.next_producer_id)))
@@ -225,6 +231,10 @@ class BrokerState:
 
     def now_ms(self) -> int:
         return self.clock.now_ms()
+
+    def uuid4(self) -> uuid.UUID:
+        """A random (version 4) UUID drawn from ``self.random``."""
+        return uuid.UUID(int=self.random.getrandbits(128), version=4)
 
     def dynamic_broker_configs(self, resource: str) -> dict[str, str]:
         """The dynamic broker configs of a BROKER resource (``""``: the cluster-wide default,
@@ -369,7 +379,7 @@ class BrokerState:
         )
         configs = dict(configs or {})
         self.check_new_topic(name, count, configs)
-        topic = Topic(name, uuid.uuid4(), configs)
+        topic = Topic(name, self.uuid4(), configs)
         self.topics[name] = topic
         self.topics_by_id[topic.topic_id] = topic
         self._add_partitions(topic, count, _first_leaders(0, leaders), new=True)
@@ -663,8 +673,6 @@ class BrokerState:
             log.info("migrated %s into the metadata log", METADATA_FILE)
 
 
-def _random_cluster_id() -> str:
+def _random_cluster_id(random_uuid: uuid.UUID) -> str:
     """A cluster id as Kafka's ``Uuid.randomUuid().toString()`` prints it (URL-safe base64)."""
-    import base64
-
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
+    return base64.urlsafe_b64encode(random_uuid.bytes).decode("ascii").rstrip("=")
