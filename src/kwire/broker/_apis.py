@@ -6,6 +6,12 @@ response is sent (Produce with ``acks=0``), ``CLOSE_CONNECTION`` (acks=0 that fa
 ``Deferred`` (a long-polling Fetch) that the
 server completes later. Handlers never touch sockets; they may ask the state's logs to append or
 read, and the logs own the files.
+
+``TABLE`` is written out here, once: each API's module, function and versions. A handler's module
+is imported on the first request of its API, so a broker starts with what ApiVersions and
+Metadata need. Modules still declare their handlers with ``@register`` (``REGISTERED``), and
+``tests/unit/broker/test_dispatch_table.py`` checks the two agree: a new handler module needs its
+line in ``TABLE`` (and a coordinator that replays an internal topic, one in ``STARTUP_TABLE``).
 """
 
 from __future__ import annotations
