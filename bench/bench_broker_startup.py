@@ -6,10 +6,11 @@
   2 ms), against a minimal asyncio server spawned the same way by the same Python (it imports
   asyncio, listens, and answers the same request with canned bytes: the floor of any Python
   broker); idle RSS of both 0.5 s later; then CreateTopics + one 1 KiB produce (confluent-kafka)
-  and kwire's RSS after it;
+  and kwire's RSS after it; and, spawned again, the CPU time (user + system) of each from its spawn
+  to its first answer and its stop (what a loaded machine inflates least);
 * fixture: in a fresh interpreter, ``from kwire.broker import Broker`` (what the pytest fixture's
   first use pays), then ``Broker(dir).start()`` to the first Metadata answer for the first broker
-  and for a second one (a later test of the session);
+  and for a second one (a later test of the session), in wall and in CPU time;
 * plugin: a generated suite of 30 tests that use no broker, ``pytest -q`` with kwire's plugin
   loaded (its ``pytest11`` entry point) and with ``-p no:kwire``, ``PYTHONDONTWRITEBYTECODE=1``;
   wall time and CPU time (``--plugin-only`` runs just this part).
@@ -69,14 +70,15 @@ FIXTURE_PATH = textwrap.dedent(
     t0 = time.perf_counter()
     from kwire.broker import Broker
     t1 = time.perf_counter()
-    times = []
+    times, cpu = [], []
     for n in range(2):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         broker = Broker(tempfile.mkdtemp(prefix="kwire-fixture-")).start()
         bb.metadata_once(broker.port, 10.0)
         times.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)  # every thread's, the broker's included
         broker.stop()
-    print((t1 - t0) * 1000, times[0] * 1000, times[1] * 1000)
+    print((t1 - t0) * 1000, times[0] * 1000, times[1] * 1000, cpu[0] * 1000, cpu[1] * 1000)
     """
 )
 
@@ -140,8 +142,31 @@ def measure_spawn(rounds: int) -> dict[str, list[float]]:
     return out
 
 
+def measure_spawn_cpu(rounds: int) -> dict[str, list[float]]:
+    """CPU time (user + system) of a process from its spawn to its first Metadata answer and its
+    stop, kwire's against the floor's: what a loaded machine inflates least."""
+    body = canned_metadata_body()
+    out: dict[str, list[float]] = {"kwire_cpu_ms": [], "floor_cpu_ms": []}
+    for r in range(rounds):
+        for which in ("kwire", "floor") if r % 2 == 0 else ("floor", "kwire"):
+            port = bb.free_port()
+            if which == "floor":
+                argv = [sys.executable, "-c", MINIMAL_SERVER, str(port), body]
+            else:
+                data_dir = tempfile.mkdtemp(prefix="kwire-startup-")
+                argv = [sys.executable, "-m", "kwire", "broker", "--data-dir", data_dir]
+                argv += ["--port", str(port)]
+            before = _children_cpu()
+            proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            bb.wait_metadata(port, proc)
+            stop(proc)
+            out[f"{which}_cpu_ms"].append((_children_cpu() - before) * 1000)
+    return out
+
+
 def measure_fixture(rounds: int) -> dict[str, list[float]]:
-    out: dict[str, list[float]] = {"import_ms": [], "first_ms": [], "later_ms": []}
+    names = ("import_ms", "first_ms", "later_ms", "first_cpu_ms", "later_cpu_ms")
+    out: dict[str, list[float]] = {k: [] for k in names}
     for _ in range(rounds):
         done = subprocess.run(
             [sys.executable, "-c", FIXTURE_PATH, str(Path(__file__).resolve().parent)],
@@ -150,10 +175,8 @@ def measure_fixture(rounds: int) -> dict[str, list[float]]:
             timeout=120,
             check=True,
         )
-        imported, first, later = map(float, done.stdout.split())
-        out["import_ms"].append(imported)
-        out["first_ms"].append(first)
-        out["later_ms"].append(later)
+        for name, value in zip(names, map(float, done.stdout.split()), strict=True):
+            out[name].append(value)
     return out
 
 
@@ -198,6 +221,7 @@ def main() -> int:
     results = {}
     if not args.plugin_only:
         results.update(measure_spawn(args.rounds))
+        results.update(measure_spawn_cpu(args.rounds))
         results.update({f"fixture_{k}": v for k, v in measure_fixture(args.rounds).items()})
     results.update({f"plugin_{k}": v for k, v in measure_plugin(args.rounds).items()})
     for name, values in results.items():
@@ -207,6 +231,7 @@ def main() -> int:
     med = {k: statistics.median(v) for k, v in results.items()}
     if not args.plugin_only:
         print(f"spawn ratio kwire / floor: {med['kwire_ms'] / med['floor_ms']:.2f}x")
+        print(f"spawn CPU ratio kwire / floor: {med['kwire_cpu_ms'] / med['floor_cpu_ms']:.2f}x")
     for unit in ("ms", "cpu_ms"):
         overhead = med[f"plugin_with_plugin_{unit}"] / med[f"plugin_without_{unit}"] - 1
         print(f"plugin overhead ({unit}): {overhead * 100:+.1f}%")

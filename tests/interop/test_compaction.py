@@ -122,7 +122,7 @@ def test_compacted_topic_keeps_the_latest_value_of_each_key(
     wait_until("the tombstones to expire", tombstones_gone, timeout=60)
     consumed = ck_consume(b.bootstrap, TOPIC, len(latest) + 1, timeout=8, require=False)
     assert {r.key: r.value for r in consumed} == latest and len(consumed) == len(latest)
-    assert b.call(lambda s: s.services["log_cleaner"].rounds) >= 2
+    assert b.call(lambda s: s.services.log_cleaner.rounds) >= 2
     data_dir = b.data_dir
     b.stop()
 

@@ -39,7 +39,7 @@ def produce(broker: Broker | Cluster, topic: str, partitions: int, count: int) -
 
 def initialized(group: str) -> Callable[[BrokerState], int]:
     def count(state: BrokerState) -> int:
-        coordinator = state.services.get("share")
+        coordinator = state.services.share
         if coordinator is None:
             return 0
         return sum(p.initialized for (g, _, _), p in coordinator.partitions.items() if g == group)
@@ -49,7 +49,8 @@ def initialized(group: str) -> Callable[[BrokerState], int]:
 
 def start_offsets(group: str) -> Callable[[BrokerState], list[int]]:
     def read(state: BrokerState) -> list[int]:
-        coordinator = state.services["share"]
+        coordinator = state.services.share
+        assert coordinator is not None
         return [
             p.start_offset
             for (g, _, _), p in sorted(coordinator.partitions.items(), key=lambda kv: kv[0][2])
@@ -65,9 +66,9 @@ def settled(group: str, members: int) -> Callable[[BrokerState], bool]:
     from as it was)."""
 
     def check(state: BrokerState) -> bool:
-        coordinator = state.services.get("share")
+        coordinator = state.services.share
         found = None if coordinator is None else coordinator.groups.get(group)
-        if found is None or len(found.members) != members:
+        if coordinator is None or found is None or len(found.members) != members:
             return False
         for member in found.members.values():
             if member.member_epoch != found.group_epoch:

@@ -100,7 +100,7 @@ def group_offset(broker: Any, group_id: str, topic: str, partition: int) -> int 
     """The stable committed offset of a group (the group coordinator's ``fetch_offsets``)."""
 
     def read(state: Any) -> int | None:
-        group = state.services.get("group")
+        group = state.services.group
         if group is None:
             return None
         for name, rows in group.fetch_offsets(group_id, [(topic, [partition])], True):

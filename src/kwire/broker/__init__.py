@@ -15,10 +15,12 @@ A sans-IO core and an asyncio edge (see docs/broker.md):
 """
 
 # The package's own namespace is filled on first use (``__getattr__`` below): `import kwire.broker`
-# (which the pytest plugin's import implies) must not load the broker, 200+ ms and 100+ modules.
+# (which the pytest plugin's import implies) must not load the broker, and a public name loads only
+# its own module: handlers load on the first request of their API (``_apis.TABLE``).
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import importlib
+from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from kwire.broker._apis import HANDLERS, Deferred, implemented_versions
@@ -71,21 +73,42 @@ __all__ = [
 ]
 
 
-_loading = False
+#: Public name -> the module that defines it: the package imports only that module (and what it
+#: imports) on the first use of a name, so ``from kwire.broker import Broker`` loads no handler.
+_HOME: Final = {
+    "BROKER_CONFIGS": "_config",
+    "HANDLERS": "_apis",
+    "TOPIC_CONFIGS": "_config",
+    "Broker": "_broker",
+    "BrokerError": "_state",
+    "BrokerState": "_state",
+    "Clock": "_state",
+    "Cluster": "_cluster",
+    "ConfigError": "_config",
+    "ConfigSource": "_config",
+    "ConfigType": "_config",
+    "Deferred": "_apis",
+    "KafkaServer": "_server",
+    "ManualClock": "_state",
+    "Partition": "_state",
+    "Personality": "_releases",
+    "RequestContext": "_context",
+    "SystemClock": "_state",
+    "Topic": "_state",
+    "implemented_versions": "_apis",
+    "metadata_record_json": "_metadata_log",
+    "personality": "_releases",
+}
 
 
 def __getattr__(name: str) -> Any:
-    global _loading
-    # Only a public name loads the broker. Any other (a submodule being imported, as in
+    # Only a public name loads a module. Any other (a submodule being imported, as in
     # ``from kwire.broker import _metadata_log``; probes such as ``__wrapped__``) is left to the
-    # import system, so that a submodule imported first imports only what it needs.
-    if name not in __all__ or _loading:
+    # import system.
+    home = _HOME.get(name)
+    if home is None:
         raise AttributeError(f"module 'kwire.broker' has no attribute {name!r}")
-    _loading = True
-    try:
-        import kwire.broker._everything as everything
-    finally:
-        _loading = False
-    namespace = globals()
-    namespace.update((n, getattr(everything, n)) for n in __all__)
-    return namespace[name]
+    module = importlib.import_module(f"kwire.broker.{home}")
+    value = getattr(module, "dump_json" if name == "metadata_record_json" else name)
+    globals()[name] = value
+    return value

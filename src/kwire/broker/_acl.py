@@ -30,7 +30,15 @@ from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
 from kwire.broker._metadata_log import StandardAcl
 from kwire.broker._state import BrokerState
-from kwire.protocol import ErrorCode, message_class, struct_class
+from kwire.protocol import ErrorCode
+from kwire.protocol.messages import (
+    CreateAclsRequest,
+    CreateAclsResponse,
+    DeleteAclsRequest,
+    DeleteAclsResponse,
+    DescribeAclsRequest,
+    DescribeAclsResponse,
+)
 
 __all__ = [
     "CLUSTER",
@@ -120,14 +128,14 @@ SUPPORTED: Final = {
 }
 CLUSTER_NAME: Final = "kafka-cluster"
 
-CREATE_ACLS_RESPONSE: Final = message_class("CreateAclsResponse")
-CREATE_ACLS_RESULT: Final = struct_class(CREATE_ACLS_RESPONSE, "results")
-DESCRIBE_ACLS_RESPONSE: Final = message_class("DescribeAclsResponse")
-DESCRIBE_ACLS_RESOURCE: Final = struct_class(DESCRIBE_ACLS_RESPONSE, "resources")
-DESCRIBE_ACLS_ACL: Final = struct_class(DESCRIBE_ACLS_RESPONSE, "resources", "acls")
-DELETE_ACLS_RESPONSE: Final = message_class("DeleteAclsResponse")
-DELETE_ACLS_RESULT: Final = struct_class(DELETE_ACLS_RESPONSE, "filter_results")
-DELETE_ACLS_MATCH: Final = struct_class(DELETE_ACLS_RESPONSE, "filter_results", "matching_acls")
+CREATE_ACLS_RESPONSE: Final = CreateAclsResponse
+CREATE_ACLS_RESULT: Final = CreateAclsResponse.AclCreationResult
+DESCRIBE_ACLS_RESPONSE: Final = DescribeAclsResponse
+DESCRIBE_ACLS_RESOURCE: Final = DescribeAclsResponse.DescribeAclsResource
+DESCRIBE_ACLS_ACL: Final = DescribeAclsResponse.AclDescription
+DELETE_ACLS_RESPONSE: Final = DeleteAclsResponse
+DELETE_ACLS_RESULT: Final = DeleteAclsResponse.DeleteAclsFilterResult
+DELETE_ACLS_MATCH: Final = DeleteAclsResponse.DeleteAclsMatchingAcl
 
 
 #: One ACL (Kafka's ``AclBinding``: a resource pattern and an access control entry), as the
@@ -265,18 +273,18 @@ class Authorizer:
 
 def authorizer(state: BrokerState) -> Authorizer | None:
     """The state's authorizer, or None without ``authorizer.class.name``."""
-    found = state.services.get("authorizer")
+    found = state.services.authorizer
     if found is not None:
-        return found if isinstance(found, Authorizer) else None
+        return found or None
     if not state.static_config.get("authorizer.class.name"):
-        state.services["authorizer"] = False
+        state.services.authorizer = False
         return None
     supers = [
         s.strip() for s in (state.static_config.get("super.users") or "").split(";") if s.strip()
     ]
     allow = (state.static_config.get("allow.everyone.if.no.acl.found") or "false").lower() == "true"
     made = Authorizer(AclStore(state.metadata_image, state.append_metadata), supers, allow)
-    state.services["authorizer"] = made
+    state.services.authorizer = made
     return made
 
 
@@ -288,8 +296,7 @@ def authorize(
     state: BrokerState, ctx: RequestContext, operation: str, resource_type: int, name: str
 ) -> bool:
     """Whether ``ctx``'s principal may do ``operation`` on the resource (True without authorizer)."""
-    found = state.services.get("authorizer")
-    if found is False:
+    if state.services.authorizer is False:
         return True
     auth = authorizer(state)
     if auth is None:
@@ -344,7 +351,7 @@ def _check_new(acl: AclBinding) -> str | None:
 
 
 @register(30, 0, 3)
-def handle_create_acls(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_create_acls(state: BrokerState, ctx: RequestContext, request: CreateAclsRequest) -> Any:
     auth = authorizer(state)
     results = []
     allowed = auth is not None and authorize(state, ctx, "ALTER", CLUSTER, CLUSTER_NAME)
@@ -411,7 +418,9 @@ def _filter_problem(f: AclFilter) -> str | None:
 
 
 @register(29, 0, 3)
-def handle_describe_acls(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_describe_acls(
+    state: BrokerState, ctx: RequestContext, request: DescribeAclsRequest
+) -> Any:
     def error(code: ErrorCode, message: str | None) -> Any:
         return DESCRIBE_ACLS_RESPONSE(
             throttle_time_ms=0, error_code=int(code), error_message=message, resources=[]
@@ -447,7 +456,7 @@ def handle_describe_acls(state: BrokerState, ctx: RequestContext, request: Any) 
 
 
 @register(31, 0, 3)
-def handle_delete_acls(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_delete_acls(state: BrokerState, ctx: RequestContext, request: DeleteAclsRequest) -> Any:
     auth = authorizer(state)
     allowed = auth is not None and authorize(state, ctx, "ALTER", CLUSTER, CLUSTER_NAME)
     results = []

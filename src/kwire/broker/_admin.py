@@ -52,7 +52,27 @@ from kwire.broker._routing import leader_error, live_nodes, serving_node
 from kwire.broker._share_service import alter_group_configs, describe_group_configs
 from kwire.broker._state import BrokerError, BrokerState, Topic, validate_topic_name
 from kwire.log import OffsetOutOfRangeError
-from kwire.protocol import ErrorCode, message_class, struct_class
+from kwire.protocol import ErrorCode
+from kwire.protocol.messages import (
+    AlterConfigsRequest,
+    AlterConfigsResponse,
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+    DescribeConfigsRequest,
+    DescribeConfigsResponse,
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+)
 
 __all__ = [
     "handle_alter_configs",
@@ -111,36 +131,32 @@ DYNAMIC_BROKER_CONFIGS: Final = frozenset(
     if d.synonym is not None and d.synonym != "log.message.format.version"
 )
 
-CREATE_TOPICS_RESPONSE: Final = message_class("CreateTopicsResponse")
-CREATE_TOPICS_RESULT: Final = struct_class(CREATE_TOPICS_RESPONSE, "topics")
-CREATE_TOPICS_CONFIG: Final = struct_class(CREATE_TOPICS_RESPONSE, "topics", "configs")
-DELETE_TOPICS_RESPONSE: Final = message_class("DeleteTopicsResponse")
-DELETE_TOPICS_RESULT: Final = struct_class(DELETE_TOPICS_RESPONSE, "responses")
-CREATE_PARTITIONS_RESPONSE: Final = message_class("CreatePartitionsResponse")
-CREATE_PARTITIONS_RESULT: Final = struct_class(CREATE_PARTITIONS_RESPONSE, "results")
-DESCRIBE_CONFIGS_RESPONSE: Final = message_class("DescribeConfigsResponse")
-DESCRIBE_CONFIGS_RESULT: Final = struct_class(DESCRIBE_CONFIGS_RESPONSE, "results")
-DESCRIBE_CONFIGS_ENTRY: Final = struct_class(DESCRIBE_CONFIGS_RESPONSE, "results", "configs")
-DESCRIBE_CONFIGS_SYNONYM: Final = struct_class(
-    DESCRIBE_CONFIGS_RESPONSE, "results", "configs", "synonyms"
+CREATE_TOPICS_RESPONSE: Final = CreateTopicsResponse
+CREATE_TOPICS_RESULT: Final = CreateTopicsResponse.CreatableTopicResult
+CREATE_TOPICS_CONFIG: Final = CreateTopicsResponse.CreatableTopicConfigs
+DELETE_TOPICS_RESPONSE: Final = DeleteTopicsResponse
+DELETE_TOPICS_RESULT: Final = DeleteTopicsResponse.DeletableTopicResult
+CREATE_PARTITIONS_RESPONSE: Final = CreatePartitionsResponse
+CREATE_PARTITIONS_RESULT: Final = CreatePartitionsResponse.CreatePartitionsTopicResult
+DESCRIBE_CONFIGS_RESPONSE: Final = DescribeConfigsResponse
+DESCRIBE_CONFIGS_RESULT: Final = DescribeConfigsResponse.DescribeConfigsResult
+DESCRIBE_CONFIGS_ENTRY: Final = DescribeConfigsResponse.DescribeConfigsResourceResult
+DESCRIBE_CONFIGS_SYNONYM: Final = DescribeConfigsResponse.DescribeConfigsSynonym
+ALTER_CONFIGS_RESPONSE: Final = AlterConfigsResponse
+ALTER_CONFIGS_RESULT: Final = AlterConfigsResponse.AlterConfigsResourceResponse
+INCREMENTAL_ALTER_CONFIGS_RESPONSE: Final = IncrementalAlterConfigsResponse
+INCREMENTAL_ALTER_CONFIGS_RESULT: Final = (
+    IncrementalAlterConfigsResponse.AlterConfigsResourceResponse
 )
-ALTER_CONFIGS_RESPONSE: Final = message_class("AlterConfigsResponse")
-ALTER_CONFIGS_RESULT: Final = struct_class(ALTER_CONFIGS_RESPONSE, "responses")
-INCREMENTAL_ALTER_CONFIGS_RESPONSE: Final = message_class("IncrementalAlterConfigsResponse")
-INCREMENTAL_ALTER_CONFIGS_RESULT: Final = struct_class(
-    INCREMENTAL_ALTER_CONFIGS_RESPONSE, "responses"
-)
-DESCRIBE_CLUSTER_RESPONSE: Final = message_class("DescribeClusterResponse")
-DESCRIBE_CLUSTER_BROKER: Final = struct_class(DESCRIBE_CLUSTER_RESPONSE, "brokers")
-DESCRIBE_LOG_DIRS_RESPONSE: Final = message_class("DescribeLogDirsResponse")
-DESCRIBE_LOG_DIRS_RESULT: Final = struct_class(DESCRIBE_LOG_DIRS_RESPONSE, "results")
-DESCRIBE_LOG_DIRS_TOPIC: Final = struct_class(DESCRIBE_LOG_DIRS_RESPONSE, "results", "topics")
-DESCRIBE_LOG_DIRS_PARTITION: Final = struct_class(
-    DESCRIBE_LOG_DIRS_RESPONSE, "results", "topics", "partitions"
-)
-DELETE_RECORDS_RESPONSE: Final = message_class("DeleteRecordsResponse")
-DELETE_RECORDS_TOPIC: Final = struct_class(DELETE_RECORDS_RESPONSE, "topics")
-DELETE_RECORDS_PARTITION: Final = struct_class(DELETE_RECORDS_RESPONSE, "topics", "partitions")
+DESCRIBE_CLUSTER_RESPONSE: Final = DescribeClusterResponse
+DESCRIBE_CLUSTER_BROKER: Final = DescribeClusterResponse.DescribeClusterBroker
+DESCRIBE_LOG_DIRS_RESPONSE: Final = DescribeLogDirsResponse
+DESCRIBE_LOG_DIRS_RESULT: Final = DescribeLogDirsResponse.DescribeLogDirsResult
+DESCRIBE_LOG_DIRS_TOPIC: Final = DescribeLogDirsResponse.DescribeLogDirsTopic
+DESCRIBE_LOG_DIRS_PARTITION: Final = DescribeLogDirsResponse.DescribeLogDirsPartition
+DELETE_RECORDS_RESPONSE: Final = DeleteRecordsResponse
+DELETE_RECORDS_TOPIC: Final = DeleteRecordsResponse.DeleteRecordsTopicResult
+DELETE_RECORDS_PARTITION: Final = DeleteRecordsResponse.DeleteRecordsPartitionResult
 
 _JAVA_INT: Final = re.compile(r"^[+-]?[0-9]+$")
 _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
@@ -380,7 +396,7 @@ def _create_topic(state: BrokerState, topic: Any, validate_only: bool) -> Any:
         configs = {k: v for k, v in requested.items() if v is not None}
         partitions, factor, leaders = _plan_topic(state, topic, configs)
         if validate_only:
-            topic_id = uuid.uuid4()
+            topic_id = state.uuid4()
         else:
             try:
                 created = state.create_topic(name, partitions, configs, leaders=leaders)
@@ -401,7 +417,9 @@ def _create_topic(state: BrokerState, topic: Any, validate_only: bool) -> Any:
 
 
 @register(19, 0, 7)
-def handle_create_topics(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_create_topics(
+    state: BrokerState, ctx: RequestContext, request: CreateTopicsRequest
+) -> Any:
     """CreateTopics (``ControllerApis.createTopics`` and ``ReplicationControlManager``)."""
     validate_only = ctx.api_version >= 1 and bool(request.validate_only)
     counts = Counter(t.name for t in request.topics)
@@ -451,7 +469,9 @@ def _deleted(name: str | None, topic_id: uuid.UUID, error: ErrorCode, message: s
 
 
 @register(20, 0, 6)
-def handle_delete_topics(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_delete_topics(
+    state: BrokerState, ctx: RequestContext, request: DeleteTopicsRequest
+) -> Any:
     """DeleteTopics (``ControllerApis.deleteTopics``): by name, or by id from v6.
 
     Internal topics are not refused: a KRaft controller deletes ``__consumer_offsets`` when
@@ -590,7 +610,9 @@ def _check_new_partitions(state: BrokerState, wanted: Any) -> tuple[Topic, list[
 
 
 @register(37, 0, 3)
-def handle_create_partitions(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_create_partitions(
+    state: BrokerState, ctx: RequestContext, request: CreatePartitionsRequest
+) -> Any:
     """CreatePartitions (``ControllerApis.createPartitions``, ``ReplicationControlManager``)."""
     counts = Counter(t.name for t in request.topics)
     results = [
@@ -845,7 +867,9 @@ def _describe_resource(
 
 
 @register(32, 0, 4)
-def handle_describe_configs(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_describe_configs(
+    state: BrokerState, ctx: RequestContext, request: DescribeConfigsRequest
+) -> Any:
     """DescribeConfigs (``ConfigHelper.describeConfigs``)."""
     include_synonyms = ctx.api_version >= 1 and bool(request.include_synonyms)
     results = []
@@ -1045,7 +1069,9 @@ def _legacy_alter(state: BrokerState, resource: Any, validate_only: bool) -> Non
 
 
 @register(33, 0, 2)
-def handle_alter_configs(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_alter_configs(
+    state: BrokerState, ctx: RequestContext, request: AlterConfigsRequest
+) -> Any:
     """AlterConfigs: a resource's whole override set replaced (``legacyAlterConfigs``)."""
     responses = _alter_each(state, ctx, request, _legacy_alter, ALTER_CONFIGS_RESULT)
     return ALTER_CONFIGS_RESPONSE(throttle_time_ms=0, responses=responses)
@@ -1180,7 +1206,9 @@ def _incremental_alter(state: BrokerState, resource: Any, validate_only: bool) -
 
 
 @register(44, 0, 1)
-def handle_incremental_alter_configs(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_incremental_alter_configs(
+    state: BrokerState, ctx: RequestContext, request: IncrementalAlterConfigsRequest
+) -> Any:
     """IncrementalAlterConfigs: SET, DELETE, APPEND and SUBTRACT (KIP-339)."""
     responses = _alter_each(
         state, ctx, request, _incremental_alter, INCREMENTAL_ALTER_CONFIGS_RESULT
@@ -1192,7 +1220,9 @@ def handle_incremental_alter_configs(state: BrokerState, ctx: RequestContext, re
 
 
 @register(60, 0, 2)
-def handle_describe_cluster(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_describe_cluster(
+    state: BrokerState, ctx: RequestContext, request: DescribeClusterRequest
+) -> Any:
     """DescribeCluster (``AuthHelper.computeDescribeClusterResponse`` on a broker endpoint)."""
     version = ctx.api_version
     endpoint = request.endpoint_type if version >= 1 else ENDPOINT_BROKER
@@ -1274,7 +1304,9 @@ def _fenced_brokers(state: BrokerState, ctx: RequestContext, listed: set[int]) -
 
 
 @register(35, 0, 5)
-def handle_describe_log_dirs(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_describe_log_dirs(
+    state: BrokerState, ctx: RequestContext, request: DescribeLogDirsRequest
+) -> Any:
     """DescribeLogDirs (``ReplicaManager.describeLogDirs``): every log directory of the node (the
     data directory, then the other ``log.dirs``) with its sizes and the replicas this node holds
     in it (in an in-process cluster, the partitions it leads)."""
@@ -1358,7 +1390,9 @@ def _delete_records(
 
 
 @register(21, 0, 2)
-def handle_delete_records(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_delete_records(
+    state: BrokerState, ctx: RequestContext, request: DeleteRecordsRequest
+) -> Any:
     """DeleteRecords: move log start offsets up; the low watermark is the new log start."""
     topics = []
     deleted = False

@@ -24,13 +24,14 @@ from kwire.broker._admin import _ApiError, _check_manual_assignment
 from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
 from kwire.broker._state import BrokerState
-from kwire.protocol import ErrorCode, message_class, struct_class
+from kwire.protocol import ErrorCode
+from kwire.protocol.messages import AlterPartitionReassignmentsResponse
 
 __all__ = ["handle_alter_partition_reassignments"]
 
-RESPONSE: Final = message_class("AlterPartitionReassignmentsResponse")
-TOPIC_RESPONSE: Final = struct_class(RESPONSE, "responses")
-PARTITION_RESPONSE: Final = struct_class(RESPONSE, "responses", "partitions")
+RESPONSE: Final = AlterPartitionReassignmentsResponse
+TOPIC_RESPONSE: Final = AlterPartitionReassignmentsResponse.ReassignableTopicResponse
+PARTITION_RESPONSE: Final = AlterPartitionReassignmentsResponse.ReassignablePartitionResponse
 
 
 def _reassign(

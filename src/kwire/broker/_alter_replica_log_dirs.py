@@ -25,13 +25,14 @@ from kwire.broker._context import RequestContext
 from kwire.broker._routing import serving_node
 from kwire.broker._state import BrokerState
 from kwire.errors import KafkaStorageError
-from kwire.protocol import ErrorCode, message_class, struct_class
+from kwire.protocol import ErrorCode
+from kwire.protocol.messages import AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse
 
 __all__ = ["handle_alter_replica_log_dirs", "log_dirs"]
 
-RESPONSE: Final = message_class("AlterReplicaLogDirsResponse")
-TOPIC_RESULT: Final = struct_class(RESPONSE, "results")
-PARTITION_RESULT: Final = struct_class(RESPONSE, "results", "partitions")
+RESPONSE: Final = AlterReplicaLogDirsResponse
+TOPIC_RESULT: Final = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult
+PARTITION_RESULT: Final = AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult
 
 
 def log_dirs(state: BrokerState) -> list[str]:
@@ -58,7 +59,9 @@ def _alter(state: BrokerState, node: int, path: str, topic: str, index: int) -> 
 
 
 @register(34, 0, 2)
-def handle_alter_replica_log_dirs(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_alter_replica_log_dirs(
+    state: BrokerState, ctx: RequestContext, request: AlterReplicaLogDirsRequest
+) -> Any:
     authorized = authorize(state, ctx, "ALTER", CLUSTER, CLUSTER_NAME)
     node = serving_node(state, ctx)
     results: dict[str, list[Any]] = {}

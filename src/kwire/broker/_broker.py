@@ -25,7 +25,8 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any, TypeVar
 
-from kwire.broker._apis import STARTUP, implemented_versions
+from kwire.broker._apis import implemented_versions
+from kwire.broker._apis import start as run_startup
 from kwire.broker._config import check_broker_config
 from kwire.broker._releases import Personality, personality
 from kwire.broker._server import KafkaServer
@@ -134,8 +135,7 @@ class Broker:
             static_config=self.config,
             clock=self.clock,
         )
-        for hook in STARTUP:
-            hook(state)
+        run_startup(state)
         server = KafkaServer(state, self.host, self.requested_port)
         try:
             await server.start()

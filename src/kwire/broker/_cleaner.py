@@ -28,7 +28,6 @@ __all__ = ["BrokerLogCleaner", "start_log_cleaner"]
 
 log = logging.getLogger("kwire.broker.cleaner")
 
-SERVICE: Final = "log_cleaner"
 DEFAULT_BACKOFF_MS: Final = 15000  # log.cleaner.backoff.ms
 _ROUND_SPACING_MS: Final = 1000  # at most one round per second
 _DEDUPE_ENTRY_BYTES: Final = 24  # SkimpyOffsetMap: MD5 (16) + offset (8)
@@ -92,7 +91,7 @@ def start_log_cleaner(state: BrokerState) -> BrokerLogCleaner | None:
     if not _enabled(state):
         return None
     cleaner = BrokerLogCleaner(state)
-    state.services[SERVICE] = cleaner
+    state.services.log_cleaner = cleaner
     state.add_ticker(cleaner.tick)
     return cleaner
 

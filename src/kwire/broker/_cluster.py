@@ -31,7 +31,7 @@ import threading
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
-from kwire.broker._apis import STARTUP
+from kwire.broker._apis import start as run_startup
 from kwire.broker._broker import Broker
 from kwire.broker._routing import DISCONNECT, Fault, Faults
 from kwire.broker._security import Listener, parse_listeners
@@ -153,8 +153,7 @@ class Cluster(Broker):
             clock=self.clock,
             nodes=self.node_ids,
         )
-        for hook in STARTUP:
-            hook(state)
+        run_startup(state)
         nodes: dict[int, KafkaServer] = {}
         try:
             for node in self.node_ids:

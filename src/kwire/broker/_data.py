@@ -32,7 +32,21 @@ from kwire.broker._routing import leader_error, live_nodes, node_endpoints
 from kwire.broker._state import BrokerError, BrokerState, Partition, Topic, validate_topic_name
 from kwire.errors import DecompressedSizeError, KwireError
 from kwire.log import KafkaStorageError, ProducerStateError
-from kwire.protocol import ZERO_UUID, ErrorCode, message_class, struct_class
+from kwire.protocol import ZERO_UUID, ErrorCode
+from kwire.protocol.messages import (
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    MetadataRequest,
+    MetadataResponse,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+    ProduceRequest,
+    ProduceResponse,
+)
 from kwire.records import DEFAULT_MAX_DECOMPRESSED_SIZE, AppendError, AppendResult
 
 __all__ = [
@@ -68,31 +82,27 @@ def _bits(*operations: int) -> int:
 TOPIC_OPERATIONS: Final = _bits(3, 4, 5, 6, 7, 8, 10, 11)
 CLUSTER_OPERATIONS: Final = _bits(5, 7, 8, 9, 10, 11, 12)
 
-API_VERSIONS_RESPONSE: Final = message_class("ApiVersionsResponse")
-API_VERSION: Final = struct_class(API_VERSIONS_RESPONSE, "api_keys")
-SUPPORTED_FEATURE: Final = struct_class(API_VERSIONS_RESPONSE, "supported_features")
-FINALIZED_FEATURE: Final = struct_class(API_VERSIONS_RESPONSE, "finalized_features")
-METADATA_RESPONSE: Final = message_class("MetadataResponse")
-METADATA_BROKER: Final = struct_class(METADATA_RESPONSE, "brokers")
-METADATA_TOPIC: Final = struct_class(METADATA_RESPONSE, "topics")
-METADATA_PARTITION: Final = struct_class(METADATA_RESPONSE, "topics", "partitions")
-PRODUCE_RESPONSE: Final = message_class("ProduceResponse")
-PRODUCE_TOPIC: Final = struct_class(PRODUCE_RESPONSE, "responses")
-PRODUCE_PARTITION: Final = struct_class(PRODUCE_RESPONSE, "responses", "partition_responses")
-PRODUCE_RECORD_ERROR: Final = struct_class(
-    PRODUCE_RESPONSE, "responses", "partition_responses", "record_errors"
-)
-PRODUCE_CURRENT_LEADER: Final = struct_class(
-    PRODUCE_RESPONSE, "responses", "partition_responses", "current_leader"
-)
-PRODUCE_NODE_ENDPOINT: Final = struct_class(PRODUCE_RESPONSE, "node_endpoints")
-LIST_OFFSETS_RESPONSE: Final = message_class("ListOffsetsResponse")
-LIST_OFFSETS_TOPIC: Final = struct_class(LIST_OFFSETS_RESPONSE, "topics")
-LIST_OFFSETS_PARTITION: Final = struct_class(LIST_OFFSETS_RESPONSE, "topics", "partitions")
-INIT_PRODUCER_ID_RESPONSE: Final = message_class("InitProducerIdResponse")
-EPOCH_RESPONSE: Final = message_class("OffsetForLeaderEpochResponse")
-EPOCH_TOPIC: Final = struct_class(EPOCH_RESPONSE, "topics")
-EPOCH_PARTITION: Final = struct_class(EPOCH_RESPONSE, "topics", "partitions")
+API_VERSIONS_RESPONSE: Final = ApiVersionsResponse
+API_VERSION: Final = ApiVersionsResponse.ApiVersion
+SUPPORTED_FEATURE: Final = ApiVersionsResponse.SupportedFeatureKey
+FINALIZED_FEATURE: Final = ApiVersionsResponse.FinalizedFeatureKey
+METADATA_RESPONSE: Final = MetadataResponse
+METADATA_BROKER: Final = MetadataResponse.MetadataResponseBroker
+METADATA_TOPIC: Final = MetadataResponse.MetadataResponseTopic
+METADATA_PARTITION: Final = MetadataResponse.MetadataResponsePartition
+PRODUCE_RESPONSE: Final = ProduceResponse
+PRODUCE_TOPIC: Final = ProduceResponse.TopicProduceResponse
+PRODUCE_PARTITION: Final = ProduceResponse.PartitionProduceResponse
+PRODUCE_RECORD_ERROR: Final = ProduceResponse.BatchIndexAndErrorMessage
+PRODUCE_CURRENT_LEADER: Final = ProduceResponse.LeaderIdAndEpoch
+PRODUCE_NODE_ENDPOINT: Final = ProduceResponse.NodeEndpoint
+LIST_OFFSETS_RESPONSE: Final = ListOffsetsResponse
+LIST_OFFSETS_TOPIC: Final = ListOffsetsResponse.ListOffsetsTopicResponse
+LIST_OFFSETS_PARTITION: Final = ListOffsetsResponse.ListOffsetsPartitionResponse
+INIT_PRODUCER_ID_RESPONSE: Final = InitProducerIdResponse
+EPOCH_RESPONSE: Final = OffsetForLeaderEpochResponse
+EPOCH_TOPIC: Final = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
+EPOCH_PARTITION: Final = OffsetForLeaderEpochResponse.EpochEndOffset
 
 # ListOffsets special timestamps (Kafka's ListOffsetsRequest constants)
 LATEST: Final = -1
@@ -155,7 +165,9 @@ def api_versions_response(
 
 
 @register(18, 0, 4)
-def handle_api_versions(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_api_versions(
+    state: BrokerState, ctx: RequestContext, request: ApiVersionsRequest
+) -> Any:
     """ApiVersions; v3+ validates the client software name and version (KIP-511)."""
     if ctx.api_version >= 3:
         for value in (request.client_software_name, request.client_software_version):
@@ -203,7 +215,7 @@ def _metadata_error(name: str | None, topic_id: uuid.UUID | None, error: ErrorCo
 
 
 @register(3, 0, 13)
-def handle_metadata(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_metadata(state: BrokerState, ctx: RequestContext, request: MetadataRequest) -> Any:
     """Metadata (``KafkaApis.handleTopicMetadataRequest``), with auto-creation."""
     version = ctx.api_version
     with_ops = version >= 8 and bool(request.include_topic_authorized_operations)
@@ -465,7 +477,7 @@ def append_to_partition(
 
 
 @register(0, 0, 13)
-def handle_produce(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_produce(state: BrokerState, ctx: RequestContext, request: ProduceRequest) -> Any:
     """Produce (``KafkaApis.handleProduceRequest`` and ``ReplicaManager.appendRecords``); v12+
     with ``transaction.version`` 2 adds a transactional batch's partition to its transaction."""
     from kwire.broker._txn_apis import add_partition_for_produce, uses_transaction_v2
@@ -580,7 +592,9 @@ def _list_offset(partition: Partition, timestamp: int, isolation: int) -> tuple[
 
 
 @register(2, 0, 10)
-def handle_list_offsets(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_list_offsets(
+    state: BrokerState, ctx: RequestContext, request: ListOffsetsRequest
+) -> Any:
     version = ctx.api_version
     isolation = request.isolation_level if version >= 2 else 0
     topics = []
@@ -643,7 +657,9 @@ def _old_style_offsets(partition: Partition, timestamp: int, max_num: int) -> li
 
 
 @register(22, 0, 5)
-def handle_init_producer_id(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_init_producer_id(
+    state: BrokerState, ctx: RequestContext, request: InitProducerIdRequest
+) -> Any:
     """InitProducerId for idempotent producers: a new producer id, epoch 0, every time.
 
     That is what Kafka's ``TransactionCoordinator.handleInitProducerId`` does without a
@@ -680,7 +696,9 @@ def handle_init_producer_id(state: BrokerState, ctx: RequestContext, request: An
 
 
 @register(23, 0, 4)
-def handle_offset_for_leader_epoch(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_offset_for_leader_epoch(
+    state: BrokerState, ctx: RequestContext, request: OffsetForLeaderEpochRequest
+) -> Any:
     version = ctx.api_version
     topics = []
     for wanted in request.topics:

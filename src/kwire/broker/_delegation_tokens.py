@@ -48,7 +48,7 @@ from kwire.broker._sasl import scram_credential
 from kwire.broker._state import BrokerState
 from kwire.protocol import ErrorCode, message_class, struct_class
 
-__all__ = ["TokenLogin", "token_hmac", "token_login"]
+__all__ = ["DelegationTokenCache", "TokenLogin", "token_hmac", "token_login"]
 
 CREATE_RESPONSE: Final = message_class("CreateDelegationTokenResponse")
 RENEW_RESPONSE: Final = message_class("RenewDelegationTokenResponse")
@@ -87,7 +87,7 @@ def _split(principal: str) -> tuple[str, str]:
 
 
 @dataclass
-class _Tokens:
+class DelegationTokenCache:
     """The broker's token service: derived SCRAM credentials (``DelegationTokenCache``) and when
     expired tokens were last swept."""
 
@@ -95,10 +95,12 @@ class _Tokens:
     last_sweep_ms: int = 0
 
 
-def _service(state: BrokerState) -> _Tokens:
-    found = state.services.get("delegation_tokens")
-    if not isinstance(found, _Tokens):
-        found = state.services["delegation_tokens"] = _Tokens(last_sweep_ms=state.now_ms())
+def _service(state: BrokerState) -> DelegationTokenCache:
+    found = state.services.delegation_tokens
+    if found is None:
+        found = state.services.delegation_tokens = DelegationTokenCache(
+            last_sweep_ms=state.now_ms()
+        )
     return found
 
 

@@ -23,16 +23,17 @@ from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
 from kwire.broker._metadata_log import METADATA_TOPIC
 from kwire.broker._state import BrokerState
-from kwire.protocol import ZERO_UUID, ErrorCode, message_class, struct_class
+from kwire.protocol import ZERO_UUID, ErrorCode
+from kwire.protocol.messages import DescribeQuorumRequest, DescribeQuorumResponse
 
 __all__ = ["handle_describe_quorum"]
 
-RESPONSE: Final = message_class("DescribeQuorumResponse")
-TOPIC: Final = struct_class(RESPONSE, "topics")
-PARTITION: Final = struct_class(RESPONSE, "topics", "partitions")
-REPLICA: Final = struct_class(RESPONSE, "topics", "partitions", "current_voters")
-NODE: Final = struct_class(RESPONSE, "nodes")
-LISTENER: Final = struct_class(RESPONSE, "nodes", "listeners")
+RESPONSE: Final = DescribeQuorumResponse
+TOPIC: Final = DescribeQuorumResponse.TopicData
+PARTITION: Final = DescribeQuorumResponse.PartitionData
+REPLICA: Final = DescribeQuorumResponse.ReplicaState
+NODE: Final = DescribeQuorumResponse.Node
+LISTENER: Final = DescribeQuorumResponse.Listener
 
 
 def _is_metadata_partition(request: Any) -> bool:
@@ -85,7 +86,9 @@ def _replica(node: int, log_end_offset: int, now: int) -> Any:
 
 
 @register(55, 0, 2)
-def handle_describe_quorum(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_describe_quorum(
+    state: BrokerState, ctx: RequestContext, request: DescribeQuorumRequest
+) -> Any:
     if not authorize(state, ctx, "DESCRIBE", CLUSTER, CLUSTER_NAME):
         error = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
         return RESPONSE(error_code=int(error), error_message=error.message, topics=[], nodes=[])

@@ -18,14 +18,15 @@ from kwire.broker._acl import TOPIC, authorize, authorized_operations
 from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
 from kwire.broker._state import BrokerError, BrokerState, Topic, validate_topic_name
-from kwire.protocol import ZERO_UUID, ErrorCode, message_class, struct_class
+from kwire.protocol import ZERO_UUID, ErrorCode
+from kwire.protocol.messages import DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse
 
 __all__ = ["handle_describe_topic_partitions"]
 
-RESPONSE: Final = message_class("DescribeTopicPartitionsResponse")
-RESPONSE_TOPIC: Final = struct_class(RESPONSE, "topics")
-RESPONSE_PARTITION: Final = struct_class(RESPONSE, "topics", "partitions")
-CURSOR: Final = struct_class(RESPONSE, "next_cursor")
+RESPONSE: Final = DescribeTopicPartitionsResponse
+RESPONSE_TOPIC: Final = DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic
+RESPONSE_PARTITION: Final = DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition
+CURSOR: Final = DescribeTopicPartitionsResponse.Cursor
 
 #: ``max.request.partition.size.limit`` (ServerConfigs) default
 PARTITION_SIZE_LIMIT: Final = 2000
@@ -69,7 +70,9 @@ def _invalid(request: Any) -> Any:
 
 
 @register(75, 0, 0)
-def handle_describe_topic_partitions(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_describe_topic_partitions(
+    state: BrokerState, ctx: RequestContext, request: DescribeTopicPartitionsRequest
+) -> Any:
     cursor = request.cursor
     after = cursor.topic_name if cursor is not None else ""
     every = not request.topics

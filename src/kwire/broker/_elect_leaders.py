@@ -20,13 +20,14 @@ from kwire.broker._acl import CLUSTER, CLUSTER_NAME, authorize
 from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
 from kwire.broker._state import BrokerState
-from kwire.protocol import ErrorCode, message_class, struct_class
+from kwire.protocol import ErrorCode
+from kwire.protocol.messages import ElectLeadersRequest, ElectLeadersResponse
 
 __all__ = ["handle_elect_leaders"]
 
-RESPONSE: Final = message_class("ElectLeadersResponse")
-RESULT: Final = struct_class(RESPONSE, "replica_election_results")
-PARTITION: Final = struct_class(RESPONSE, "replica_election_results", "partition_result")
+RESPONSE: Final = ElectLeadersResponse
+RESULT: Final = ElectLeadersResponse.ReplicaElectionResult
+PARTITION: Final = ElectLeadersResponse.PartitionResult
 
 PREFERRED: Final = 0  # ElectionType.PREFERRED
 UNCLEAN: Final = 1  # ElectionType.UNCLEAN
@@ -58,7 +59,9 @@ def _result(index: int, error: ErrorCode, message: str | None) -> Any:
 
 
 @register(43, 0, 2)
-def handle_elect_leaders(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_elect_leaders(
+    state: BrokerState, ctx: RequestContext, request: ElectLeadersRequest
+) -> Any:
     election = request.election_type if ctx.api_version >= 1 else PREFERRED
     wanted = request.topic_partitions
     if not authorize(state, ctx, "ALTER", CLUSTER, CLUSTER_NAME):

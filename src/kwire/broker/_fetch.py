@@ -46,17 +46,18 @@ from kwire.log import (
     batch_formats,
     read_batch_chunks,
 )
-from kwire.protocol import ZERO_UUID, ErrorCode, RecordsReference, message_class, struct_class
+from kwire.protocol import ZERO_UUID, ErrorCode, RecordsReference
+from kwire.protocol.messages import FetchRequest, FetchResponse
 from kwire.records import Compression, convert_for_fetch, magic_for_fetch_version
 
 __all__ = ["ConvertedRecords", "FetchSessionCache", "FileRecords", "handle_fetch"]
 
-FETCH_RESPONSE: Final = message_class("FetchResponse")
-FETCH_TOPIC: Final = struct_class(FETCH_RESPONSE, "responses")
-FETCH_PARTITION: Final = struct_class(FETCH_RESPONSE, "responses", "partitions")
-ABORTED_TXN: Final = struct_class(FETCH_RESPONSE, "responses", "partitions", "aborted_transactions")
-CURRENT_LEADER: Final = struct_class(FETCH_RESPONSE, "responses", "partitions", "current_leader")
-NODE_ENDPOINT: Final = struct_class(FETCH_RESPONSE, "node_endpoints")
+FETCH_RESPONSE: Final = FetchResponse
+FETCH_TOPIC: Final = FetchResponse.FetchableTopicResponse
+FETCH_PARTITION: Final = FetchResponse.PartitionData
+ABORTED_TXN: Final = FetchResponse.AbortedTransaction
+CURRENT_LEADER: Final = FetchResponse.LeaderIdAndEpoch
+NODE_ENDPOINT: Final = FetchResponse.NodeEndpoint
 
 INITIAL_EPOCH: Final = 0
 FINAL_EPOCH: Final = -1
@@ -171,10 +172,10 @@ class FetchSession:
 class FetchSessionCache:
     """The broker's incremental fetch sessions, least recently used evicted first."""
 
-    def __init__(self, max_sessions: int = MAX_SESSIONS) -> None:
+    def __init__(self, rng: random.Random, max_sessions: int = MAX_SESSIONS) -> None:
         self.max_sessions = max_sessions
         self.sessions: OrderedDict[int, FetchSession] = OrderedDict()
-        self._random = random.Random()
+        self._random = rng  # the state's (``BrokerState.random``)
 
     def new_session(self) -> FetchSession:
         while True:
@@ -199,14 +200,11 @@ class FetchSessionCache:
 
 def _sessions(state: BrokerState, node: int) -> FetchSessionCache:
     """The fetch session cache of a node (each node of an in-process cluster has its own)."""
-    if node == state.node_id:
-        cache = getattr(state, "fetch_sessions", None)
-        if cache is None:
-            cache = FetchSessionCache()
-            state.fetch_sessions = cache  # type: ignore[attr-defined]
-        return cache
-    caches: dict[int, FetchSessionCache] = state.services.setdefault("fetch_sessions", {})
-    return caches.setdefault(node, FetchSessionCache())
+    caches = state.services.fetch_sessions
+    cache = caches.get(node)
+    if cache is None:
+        cache = caches[node] = FetchSessionCache(state.random)
+    return cache
 
 
 # --- the handler ------------------------------------------------------------------------------
@@ -242,7 +240,7 @@ def _error_response(error: ErrorCode) -> Any:
 
 
 @register(1, 0, 17)
-def handle_fetch(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_fetch(state: BrokerState, ctx: RequestContext, request: FetchRequest) -> Any:
     version = ctx.api_version
     by_id = version >= 13
     session_id = request.session_id if version >= 7 else 0

@@ -17,11 +17,12 @@ from kwire.broker._acl import CLUSTER, CLUSTER_NAME, authorize
 from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
 from kwire.broker._state import BrokerState
-from kwire.protocol import ErrorCode, message_class
+from kwire.protocol import ErrorCode
+from kwire.protocol.messages import ListPartitionReassignmentsResponse
 
 __all__ = ["handle_list_partition_reassignments"]
 
-RESPONSE: Final = message_class("ListPartitionReassignmentsResponse")
+RESPONSE: Final = ListPartitionReassignmentsResponse
 
 
 @register(46, 0, 0)

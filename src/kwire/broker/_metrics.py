@@ -102,7 +102,7 @@ class _Histogram:
 
 
 class BrokerMetrics:
-    """What the broker counts (module doc); ``state.services["metrics"]``."""
+    """What the broker counts (module doc); ``state.services.metrics``."""
 
     def __init__(self, state: BrokerState) -> None:
         self.state = state
@@ -250,12 +250,10 @@ class BrokerMetrics:
 
 
 def broker_metrics(state: BrokerState) -> BrokerMetrics:
-    """The state's metrics (``state.services["metrics"]``), made on first use."""
-    found = state.services.get("metrics")
-    if isinstance(found, BrokerMetrics):
-        return found
-    metrics = BrokerMetrics(state)
-    state.services["metrics"] = metrics
+    """The state's metrics (``state.services.metrics``), made on first use."""
+    metrics = state.services.metrics
+    if metrics is None:
+        metrics = state.services.metrics = BrokerMetrics(state)
     return metrics
 
 
@@ -432,7 +430,7 @@ def _quota_metrics(w: _Writer, quotas: ClientQuotas, now_ms: int) -> None:
 
 
 def _consumer_lag(w: _Writer, state: BrokerState) -> None:
-    coordinator = state.services.get("group")
+    coordinator = state.services.group
     groups: Iterable[Any] = getattr(coordinator, "groups", {}).values() if coordinator else ()
     offsets = "kafka_consumergroup_current_offset"
     lag = "kafka_consumergroup_lag"

@@ -40,6 +40,12 @@ from kwire.broker._apis import on_startup, register
 from kwire.broker._context import RequestContext
 from kwire.broker._state import BrokerState
 from kwire.protocol import ErrorCode, message_class, struct_class
+from kwire.protocol.messages import (
+    AlterClientQuotasRequest,
+    AlterClientQuotasResponse,
+    DescribeClientQuotasRequest,
+    DescribeClientQuotasResponse,
+)
 
 __all__ = [
     "CONSUMER_BYTE_RATE",
@@ -307,16 +313,16 @@ _ENFORCED: Final = frozenset({PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE, REQUEST_PE
 
 
 def client_quotas(state: BrokerState) -> ClientQuotas:
-    """The state's quotas (``state.services["quotas"]``), made on first use."""
-    found = state.services.get("quotas")
-    if isinstance(found, ClientQuotas):
+    """The state's quotas (``state.services.quotas``), made on first use."""
+    found = state.services.quotas
+    if found is not None:
         return found
     config = state.static_config
     quotas = ClientQuotas(
         int(config.get("quota.window.num", DEFAULT_WINDOW_NUM)),
         int(config.get("quota.window.size.seconds", DEFAULT_WINDOW_SECONDS)),
     )
-    state.services["quotas"] = quotas
+    state.services.quotas = quotas
     return quotas
 
 
@@ -366,13 +372,13 @@ def alter_quotas(state: BrokerState, ent: Entity, values: Mapping[str, float | N
 
 # --- DescribeClientQuotas / AlterClientQuotas -------------------------------------------------
 
-DESCRIBE_RESPONSE: Final = message_class("DescribeClientQuotasResponse")
-DESCRIBE_ENTRY: Final = struct_class(DESCRIBE_RESPONSE, "entries")
-DESCRIBE_ENTITY: Final = struct_class(DESCRIBE_RESPONSE, "entries", "entity")
-DESCRIBE_VALUE: Final = struct_class(DESCRIBE_RESPONSE, "entries", "values")
-ALTER_RESPONSE: Final = message_class("AlterClientQuotasResponse")
-ALTER_ENTRY: Final = struct_class(ALTER_RESPONSE, "entries")
-ALTER_ENTITY: Final = struct_class(ALTER_RESPONSE, "entries", "entity")
+DESCRIBE_RESPONSE: Final = DescribeClientQuotasResponse
+DESCRIBE_ENTRY: Final = DescribeClientQuotasResponse.EntryData
+DESCRIBE_ENTITY: Final = DescribeClientQuotasResponse.EntityData
+DESCRIBE_VALUE: Final = DescribeClientQuotasResponse.ValueData
+ALTER_RESPONSE: Final = AlterClientQuotasResponse
+ALTER_ENTRY: Final = AlterClientQuotasResponse.EntryData
+ALTER_ENTITY: Final = AlterClientQuotasResponse.EntityData
 MATCH_EXACT: Final = 0
 MATCH_DEFAULT: Final = 1
 MATCH_SPECIFIED: Final = 2
@@ -455,7 +461,9 @@ def describe(quotas: ClientQuotas, components: Iterable[Any], strict: bool) -> l
 
 
 @register(48, 0, 1)
-def handle_describe_client_quotas(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_describe_client_quotas(
+    state: BrokerState, ctx: RequestContext, request: DescribeClientQuotasRequest
+) -> Any:
     if not authorize(state, ctx, "DESCRIBE_CONFIGS", CLUSTER, CLUSTER_NAME):
         error = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
         return DESCRIBE_RESPONSE(
@@ -549,7 +557,9 @@ def _alter_entity(
 
 
 @register(49, 0, 1)
-def handle_alter_client_quotas(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_alter_client_quotas(
+    state: BrokerState, ctx: RequestContext, request: AlterClientQuotasRequest
+) -> Any:
     """``ClientQuotaControlManager.alterClientQuotas``: per entity, all or nothing."""
     quotas = client_quotas(state)
     allowed = authorize(state, ctx, "ALTER_CONFIGS", CLUSTER, CLUSTER_NAME)

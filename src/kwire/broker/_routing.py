@@ -11,7 +11,7 @@ decided here from the request's ``RequestContext.node_id`` (the node whose liste
 - a coordinator request is served by the node leading the coordinator's partition of
   ``__consumer_offsets`` (groups) or ``__transaction_state`` (transactional ids), as Kafka's
   coordinators load only the partitions their node leads; elsewhere NOT_COORDINATOR, answered by
-  a guard before the handler (``_apis.GUARDS``) so the coordinators themselves do not change;
+  a guard before the handler (``_apis.GUARD_TABLE``) so the coordinators themselves do not change;
 - ``error_response`` builds any API's response with one error code in every ``error_code`` field,
   its arrays mirroring the request's (Kafka's ``AbstractRequest.getErrorResponse``, generic over
   kwire's message metadata): NOT_COORDINATOR answers and injected faults (``Faults``) use it.
@@ -27,7 +27,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from kwire.broker._apis import GUARDS
 from kwire.broker._context import RequestContext
 from kwire.broker._state import BrokerState, Partition, partition_for
 from kwire.protocol import ErrorCode, KafkaMessage, message_class
@@ -159,7 +158,7 @@ def _coordinator_keys(api_key: int, version: int, request: Any) -> tuple[int, li
     return GROUP_KEY, []
 
 
-def _route_coordinator(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def route_coordinator(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
     """NOT_COORDINATOR for a coordinator request sent to a node that does not lead one of its
     keys' partitions (clients send each request to the coordinator they found: its keys never
     mix coordinators). Keys whose internal topic does not exist yet are left to the handler."""
@@ -172,9 +171,6 @@ def _route_coordinator(state: BrokerState, ctx: RequestContext, request: Any) ->
         if partition is not None and partition.leader_id != node:
             return error_response(ctx.api_key, ctx.api_version, request, ErrorCode.NOT_COORDINATOR)
     return None
-
-
-GUARDS.append(_route_coordinator)
 
 
 # --- one error everywhere -----------------------------------------------------------------------

@@ -47,8 +47,16 @@ from kwire.broker._context import RequestContext
 from kwire.broker._metadata_log import ScramCredential
 from kwire.broker._security import listener_config
 from kwire.broker._state import BrokerState
-from kwire.protocol import ErrorCode, message_class, struct_class
+from kwire.protocol import ErrorCode
 from kwire.protocol import _scram as scram
+from kwire.protocol.messages import (
+    AlterUserScramCredentialsResponse,
+    DescribeUserScramCredentialsResponse,
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+)
 
 __all__ = [
     "MECHANISM_IDS",
@@ -76,15 +84,17 @@ MAX_ITERATIONS: Final = 16384
 DEFAULT_MECHANISMS: Final = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"
 MAX_RECEIVE_SIZE: Final = 524288  # sasl.server.max.receive.size
 
-HANDSHAKE_REQUEST: Final = message_class("SaslHandshakeRequest")
-HANDSHAKE_RESPONSE: Final = message_class("SaslHandshakeResponse")
-AUTHENTICATE_REQUEST: Final = message_class("SaslAuthenticateRequest")
-AUTHENTICATE_RESPONSE: Final = message_class("SaslAuthenticateResponse")
-DESCRIBE_SCRAM_RESPONSE: Final = message_class("DescribeUserScramCredentialsResponse")
-DESCRIBE_SCRAM_RESULT: Final = struct_class(DESCRIBE_SCRAM_RESPONSE, "results")
-DESCRIBE_SCRAM_INFO: Final = struct_class(DESCRIBE_SCRAM_RESPONSE, "results", "credential_infos")
-ALTER_SCRAM_RESPONSE: Final = message_class("AlterUserScramCredentialsResponse")
-ALTER_SCRAM_RESULT: Final = struct_class(ALTER_SCRAM_RESPONSE, "results")
+HANDSHAKE_REQUEST: Final = SaslHandshakeRequest
+HANDSHAKE_RESPONSE: Final = SaslHandshakeResponse
+AUTHENTICATE_REQUEST: Final = SaslAuthenticateRequest
+AUTHENTICATE_RESPONSE: Final = SaslAuthenticateResponse
+DESCRIBE_SCRAM_RESPONSE: Final = DescribeUserScramCredentialsResponse
+DESCRIBE_SCRAM_RESULT: Final = (
+    DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult
+)
+DESCRIBE_SCRAM_INFO: Final = DescribeUserScramCredentialsResponse.CredentialInfo
+ALTER_SCRAM_RESPONSE: Final = AlterUserScramCredentialsResponse
+ALTER_SCRAM_RESULT: Final = AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult
 
 
 #: (token id, mechanism) -> (the token's SCRAM credential, its owner "Type:name", its expiry ms),
@@ -484,10 +494,9 @@ class ScramStore(mlog.ImageView):
 
 
 def scram_store(state: BrokerState) -> ScramStore:
-    store = state.services.get("scram")
+    store = state.services.scram
     if store is None:
-        store = state.services["scram"] = ScramStore(state.metadata_image, state.append_metadata)
-    assert isinstance(store, ScramStore)
+        store = state.services.scram = ScramStore(state.metadata_image, state.append_metadata)
     return store
 
 
@@ -752,14 +761,18 @@ class SaslAuthenticator:
 
 
 @register(SASL_HANDSHAKE, 0, 1)
-def handle_sasl_handshake(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_sasl_handshake(
+    state: BrokerState, ctx: RequestContext, request: SaslHandshakeRequest
+) -> Any:
     """On a listener without SASL (or once authenticated, v0): ILLEGAL_SASL_STATE, as
     ``KafkaApis.handleSaslHandshakeRequest``. SASL listeners answer in the server."""
     return HANDSHAKE_RESPONSE(error_code=int(ErrorCode.ILLEGAL_SASL_STATE), mechanisms=[])
 
 
 @register(SASL_AUTHENTICATE, 0, 2)
-def handle_sasl_authenticate(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_sasl_authenticate(
+    state: BrokerState, ctx: RequestContext, request: SaslAuthenticateRequest
+) -> Any:
     return AUTHENTICATE_RESPONSE(
         error_code=int(ErrorCode.ILLEGAL_SASL_STATE),
         error_message="SaslAuthenticate request received after successful authentication",

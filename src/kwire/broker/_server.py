@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable, Hashable
 from typing import Any, Final
 
-from kwire.broker._apis import CLOSE_CONNECTION, HANDLERS, Deferred, dispatch, load_handlers
+from kwire.broker._apis import CLOSE_CONNECTION, TABLE, Deferred, dispatch
 from kwire.broker._connection import BrokerConnection, FrameSizeError
 from kwire.broker._context import RequestContext
 from kwire.broker._data import api_versions_response, validation_jobs
@@ -163,7 +163,6 @@ class KafkaServer:
         housekeeping: bool = True,
         faults: Faults | None = None,
     ) -> None:
-        load_handlers()
         self.state = state
         self.host = host
         self.port = port
@@ -431,7 +430,7 @@ class KafkaServer:
             conn.requests += 1
             if not self._admitted(conn, api_key):
                 return
-            if not self.state.personality.supports(api_key, api_version) or api_key not in HANDLERS:
+            if not self.state.personality.supports(api_key, api_version) or api_key not in TABLE:
                 if api_key == API_VERSIONS and API_VERSIONS in self.state.personality.advertised:
                     # An ApiVersions version the broker does not know is answered in v0 with
                     # UNSUPPORTED_VERSION: from 2.4 (KIP-511) with the versions it serves, so the

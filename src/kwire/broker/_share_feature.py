@@ -18,14 +18,12 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from kwire.broker._apis import GUARDS
 from kwire.broker._context import RequestContext
 from kwire.broker._routing import error_response
-from kwire.broker._share_group import ShareCoordinator
 from kwire.broker._state import BrokerState
 from kwire.protocol import ErrorCode
 
-__all__ = ["SHARE_APIS", "SHARE_VERSION", "share_groups_enabled"]
+__all__ = ["SHARE_APIS", "SHARE_VERSION", "share_gate", "share_groups_enabled"]
 
 SHARE_VERSION: Final = "share.version"
 SHARE_APIS: Final = frozenset({76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92})
@@ -37,14 +35,12 @@ def share_groups_enabled(state: BrokerState) -> bool:
     return state.feature_level(SHARE_VERSION) >= 1
 
 
-def _gate(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def share_gate(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+    """The guard (``_apis.GUARD_TABLE``): UNSUPPORTED_VERSION for a share API while off."""
     if ctx.api_key not in SHARE_APIS or share_groups_enabled(state):
         return None
-    coordinator = state.services.get("share")
-    if isinstance(coordinator, ShareCoordinator) and coordinator.sessions:
+    coordinator = state.services.share
+    if coordinator is not None and coordinator.sessions:
         for group_id, member_id, _ in list(coordinator.sessions):
             coordinator.close_session(group_id, member_id)
     return error_response(ctx.api_key, ctx.api_version, request, ErrorCode.UNSUPPORTED_VERSION)
-
-
-GUARDS.append(_gate)

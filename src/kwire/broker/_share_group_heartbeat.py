@@ -16,7 +16,7 @@ from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
 from kwire.broker._share_service import client_host, share_coordinator, topic_metadata
 from kwire.broker._state import BrokerState
-from kwire.broker.group import DEAD, GroupCoordinator
+from kwire.broker.group import DEAD
 from kwire.protocol import ErrorCode, message_class, struct_class
 
 __all__ = ["handle_share_group_heartbeat", "other_kind"]
@@ -40,8 +40,8 @@ def _error(error: ErrorCode, message: str | None = None) -> Any:
 
 def other_kind(state: BrokerState, group_id: str) -> bool:
     """Whether ``group_id`` is a classic or consumer group (the kinds share one id space)."""
-    coordinator = state.services.get("group")
-    if not isinstance(coordinator, GroupCoordinator):
+    coordinator = state.services.group
+    if coordinator is None:
         return False
     found = coordinator.groups.get(group_id)
     return found is not None and found.state != DEAD

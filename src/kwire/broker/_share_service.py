@@ -61,12 +61,12 @@ def client_host(ctx: RequestContext) -> str:
 
 
 def share_coordinator(state: BrokerState) -> ShareCoordinator:
-    found = state.services.get(SERVICE)
-    if isinstance(found, ShareCoordinator):
+    found = state.services.share
+    if found is not None:
         return found
     conf = {k: state.static_config[k] for k in DEFAULTS if k in state.static_config}
     coordinator = ShareCoordinator(conf, released=lambda gid: state.notify(share_key(gid)))
-    state.services[SERVICE] = coordinator
+    state.services.share = coordinator
     for (kind, group_id), configs in state.metadata_image.configs.items():
         duration = configs.get("share.record.lock.duration.ms")
         if kind == GROUP_RESOURCE and duration is not None:
@@ -123,8 +123,7 @@ def acknowledge(
 
 
 def _existing(state: BrokerState) -> ShareCoordinator | None:
-    found = state.services.get(SERVICE)
-    return found if isinstance(found, ShareCoordinator) else None
+    return state.services.share
 
 
 def share_group_exists(state: BrokerState, group_id: str) -> bool:

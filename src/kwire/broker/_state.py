@@ -18,15 +18,17 @@ checkpoint files are exactly Kafka's.
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import os
+import random
 import re
 import time
 import uuid
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, Protocol
+from typing import Final, Literal, Protocol
 
 from kwire._wire import java_string_hash
 from kwire.broker import _metadata_log as mlog
@@ -37,6 +39,7 @@ from kwire.broker._config import (
     validate_topic_configs,
 )
 from kwire.broker._releases import Personality
+from kwire.broker._services import Services
 from kwire.log import DataDir, KafkaStorageError, LiveLog
 from kwire.protocol import ErrorCode
 from kwire.records import AppendOrigin
@@ -183,8 +186,12 @@ class BrokerState:
         clock: Clock | None = None,
         cluster_id: str | None = None,
         nodes: Sequence[int] | None = None,
+        rng: random.Random | None = None,
     ) -> None:
         self.path = os.fspath(data_dir)
+        #: Where every random choice of the broker comes from (ids of topics, the cluster, fetch
+        #: sessions, ...): a test that seeds it replays the same decisions.
+        self.random = random.Random() if rng is None else rng
         self.personality = personality
         self.node_id = node_id
         #: Every node of the cluster (an in-process cluster has several; see ``_cluster``) ...
@@ -207,11 +214,11 @@ class BrokerState:
         self.next_producer_id = 1000
         self._listeners: list[Callable[[Hashable], None]] = []
         self._tickers: list[Callable[[int], None]] = []
-        #: Coordinators and other services that plug into the state, by name ("group", ...).
-        self.services: dict[str, Any] = {}
+        #: Coordinators and other services that plug into the state, as named fields.
+        self.services = Services()
         meta = self._read_metadata()
         self.cluster_id: str = (
-            cluster_id or str(meta.get("cluster_id") or "") or _random_cluster_id()
+            cluster_id or str(meta.get("cluster_id") or "") or _random_cluster_id(self.uuid4())
         )
         self.data_dir = DataDir.open(self.path, cluster_id=self.cluster_id, node_id=node_id)
         #: Every log directory (``log.dirs``, JBOD): the data directory first (it also holds
@@ -237,6 +244,10 @@ class BrokerState:
 
     def now_ms(self) -> int:
         return self.clock.now_ms()
+
+    def uuid4(self) -> uuid.UUID:
+        """A random (version 4) UUID drawn from ``self.random``."""
+        return uuid.UUID(int=self.random.getrandbits(128), version=4)
 
     def dynamic_broker_configs(self, resource: str) -> dict[str, str]:
         """The dynamic broker configs of a BROKER resource (``""``: the cluster-wide default,
@@ -381,7 +392,7 @@ class BrokerState:
         )
         configs = dict(configs or {})
         self.check_new_topic(name, count, configs)
-        topic = Topic(name, uuid.uuid4(), configs)
+        topic = Topic(name, self.uuid4(), configs)
         self.topics[name] = topic
         self.topics_by_id[topic.topic_id] = topic
         self._add_partitions(topic, count, _first_leaders(0, leaders), new=True)
@@ -735,8 +746,6 @@ class BrokerState:
             log.info("migrated %s into the metadata log", METADATA_FILE)
 
 
-def _random_cluster_id() -> str:
+def _random_cluster_id(random_uuid: uuid.UUID) -> str:
     """A cluster id as Kafka's ``Uuid.randomUuid().toString()`` prints it (URL-safe base64)."""
-    import base64
-
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
+    return base64.urlsafe_b64encode(random_uuid.bytes).decode("ascii").rstrip("=")

@@ -27,12 +27,13 @@ from kwire.broker._acl import CLUSTER, CLUSTER_NAME, authorize
 from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
 from kwire.broker._state import BrokerState
-from kwire.protocol import ErrorCode, message_class, struct_class
+from kwire.protocol import ErrorCode
+from kwire.protocol.messages import UpdateFeaturesRequest, UpdateFeaturesResponse
 
 __all__ = ["handle_update_features", "validate_update"]
 
-RESPONSE: Final = message_class("UpdateFeaturesResponse")
-RESULT: Final = struct_class(RESPONSE, "results")
+RESPONSE: Final = UpdateFeaturesResponse
+RESULT: Final = UpdateFeaturesResponse.UpdatableFeatureResult
 
 #: ``FeatureUpdate.UpgradeType``.
 UPGRADE: Final = 1
@@ -100,7 +101,9 @@ def validate_update(state: BrokerState, name: str, level: int, upgrade_type: int
 
 
 @register(57, 0, 2)
-def handle_update_features(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_update_features(
+    state: BrokerState, ctx: RequestContext, request: UpdateFeaturesRequest
+) -> Any:
     version = ctx.api_version
     # The request as the controller reads it: a map by feature name (a repeated name: the last).
     updates: dict[str, tuple[int, int]] = {}

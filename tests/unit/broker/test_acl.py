@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kwire.broker import HANDLERS, RequestContext, implemented_versions, personality
+from kwire.broker import RequestContext, implemented_versions, personality
 from kwire.broker._acl import (
     ALLOW,
     CLUSTER,
@@ -23,6 +23,7 @@ from kwire.broker._acl import (
     AclStore,
     Authorizer,
 )
+from kwire.broker._apis import handler
 from kwire.broker._state import BrokerState
 from kwire.protocol import ErrorCode, message_class, struct_class
 
@@ -122,7 +123,7 @@ def call(state: BrokerState, api: str, version: int, principal: str, **fields: A
         client_address="127.0.0.1:5555",
         principal=principal,
     )
-    return HANDLERS[cls.API_KEY][0](state, ctx, cls(**fields))
+    return handler(cls.API_KEY)(state, ctx, cls(**fields))
 
 
 SECURED = {"authorizer.class.name": "StandardAuthorizer", "super.users": "User:admin"}

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from kwire.broker import BrokerState, ManualClock, RequestContext, personality
-from kwire.broker._apis import HANDLERS, implemented_versions
+from kwire.broker import BrokerState, testing
+from kwire.broker._apis import implemented_versions
 from kwire.broker._config import TOPIC_CONFIGS, ConfigSource, ConfigType, listed_in
 from kwire.broker._data import CLUSTER_OPERATIONS, append_to_partition
 from kwire.protocol import ErrorCode, message_class, struct_class
@@ -33,12 +33,7 @@ TOPIC_CONFIGS_4_3 = {name for name in TOPIC_CONFIGS if listed_in(name, "4.3")}
 
 
 def make_state(path: Path, **config: str) -> BrokerState:
-    return BrokerState(
-        path,
-        personality=personality("4.3", implemented_versions()),
-        clock=ManualClock(NOW),
-        static_config=config,
-    )
+    return testing.make_state(path, config=config)
 
 
 @pytest.fixture
@@ -55,19 +50,11 @@ def versions(name: str) -> range:
 
 def call(state: BrokerState, name: str, version: int, /, **fields: Any) -> Any:
     """Request bytes -> handler -> response bytes -> the response a client decodes."""
-    cls = message_class(f"{name}Request")
-    request = cls.decode(cls(**fields).encode(version), version)
-    api_key = cls.API_KEY
-    assert api_key is not None
-    handler, lo, hi = HANDLERS[api_key]
-    assert lo <= version <= hi
-    ctx = RequestContext(
-        api_key, version, 7, "test", listener_host="h.example", listener_port=19092
-    )
-    response = handler(state, ctx, request)
+    assert version in testing.served(name)
+    listener = {"listener_host": "h.example", "listener_port": 19092}
+    response = testing.call(state, name, version, context=listener, **fields)
     assert response.throttle_time_ms == 0
-    out = message_class(f"{name}Response")
-    return out.decode(response.encode(version), version)
+    return response
 
 
 def sub(name: str, *path: str) -> Any:
@@ -95,7 +82,7 @@ def test_handlers_cover_the_corpus_versions() -> None:
         ("DescribeCluster", 60),
     ]:
         cls = message_class(f"{name}Request")
-        assert HANDLERS[key][1:] == (cls.MIN_VERSION, cls.MAX_VERSION), name
+        assert implemented_versions()[key] == (cls.MIN_VERSION, cls.MAX_VERSION), name
 
 
 # --- CreateTopics -------------------------------------------------------------------------------

@@ -16,15 +16,11 @@ from typing import Any
 
 import pytest
 
-from kwire.broker import HANDLERS, RequestContext, implemented_versions, personality
+from kwire.broker import implemented_versions, personality, testing
 from kwire.broker._acl import ALLOW, GROUP, LITERAL, OPERATIONS, TOPIC, TRANSACTIONAL_ID
 from kwire.broker._state import BrokerState
 from kwire.protocol import (
     ErrorCode,
-    decode_request_frame,
-    decode_response_frame,
-    encode_request_frame,
-    encode_response_frame,
     message_class,
     struct_class,
 )
@@ -45,21 +41,8 @@ TXNS = ("txsecr", "txmiss")
 
 def call(state: BrokerState, api: str, version: int, principal: str, **fields: Any) -> Any:
     """Through the wire both ways, as ``principal``."""
-    cls = message_class(f"{api}Request")
-    frame = encode_request_frame(cls(**fields), version, correlation_id=1, client_id="t")
-    api_key = cls.API_KEY
-    assert api_key is not None
-    ctx = RequestContext(
-        api_key=api_key,
-        api_version=version,
-        correlation_id=1,
-        client_id="t",
-        client_address="127.0.0.1:5555",
-        principal=principal,
-    )
-    outcome = HANDLERS[api_key][0](state, ctx, decode_request_frame(frame).message)
-    response = encode_response_frame(outcome, version, correlation_id=1)
-    return decode_response_frame(response, api_key, version).message
+    context = {"client_address": "127.0.0.1:5555", "principal": principal}
+    return testing.call(state, api, version, client_id="t", context=context, **fields)
 
 
 def part(api: str, *path: str, **fields: Any) -> Any:

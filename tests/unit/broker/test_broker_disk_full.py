@@ -21,7 +21,7 @@ import pytest
 from diskfaults import DiskFull
 
 from kwire.broker import Broker, BrokerState, ManualClock, RequestContext, personality
-from kwire.broker._apis import HANDLERS, implemented_versions
+from kwire.broker._apis import handler, implemented_versions
 from kwire.log._datadir import CLEAN_SHUTDOWN_FILE
 from kwire.protocol import (
     ClientConnection,
@@ -114,7 +114,7 @@ def _handle(state: BrokerState, message: Any, version: int) -> Any:
     frame = encode_request_frame(message, version, correlation_id=7, client_id="test")
     decoded = decode_request_frame(frame)
     ctx = RequestContext(message.API_KEY, version, 7, "test")
-    return HANDLERS[message.API_KEY][0](state, ctx, decoded.message)
+    return handler(message.API_KEY)(state, ctx, decoded.message)
 
 
 def _partition_error(response: Any) -> int:

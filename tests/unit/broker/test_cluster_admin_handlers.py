@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from kwire.broker import BrokerState, ManualClock, RequestContext, personality
-from kwire.broker._apis import HANDLERS, implemented_versions
+from kwire.broker import BrokerState, ManualClock, personality, testing
+from kwire.broker._apis import implemented_versions
 from kwire.protocol import ErrorCode, message_class, struct_class
 
 NOW = 1_700_000_000_000
@@ -35,18 +35,12 @@ def state(tmp_path: Path) -> Iterator[BrokerState]:
 
 
 def served(name: str) -> range:
-    _, lo, hi = HANDLERS[message_class(f"{name}Request").API_KEY]
-    return range(lo, hi + 1)
+    return testing.served(name)
 
 
 def call(state: BrokerState, name: str, version: int, /, **fields: Any) -> Any:
     """Request bytes -> handler -> response bytes -> the response a client decodes."""
-    cls = message_class(f"{name}Request")
-    request = cls.decode(cls(**fields).encode(version), version)
-    ctx = RequestContext(cls.API_KEY, version, 7, "test")
-    response = HANDLERS[cls.API_KEY][0](state, ctx, request)
-    out = message_class(f"{name}Response")
-    return out.decode(response.encode(version), version)
+    return testing.call(state, name, version, **fields)
 
 
 def sub(name: str, *path: str) -> Any:

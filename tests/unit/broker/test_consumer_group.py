@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kwire.broker import BrokerState, Deferred, ManualClock, RequestContext, personality
-from kwire.broker._apis import HANDLERS, implemented_versions
+from kwire.broker import BrokerState, Deferred, ManualClock, personality, testing
+from kwire.broker._apis import implemented_versions
 from kwire.broker._releases import group_version_features
 from kwire.broker.group import (
     ASSIGNING,
@@ -32,10 +32,6 @@ from kwire.broker.group import (
 from kwire.protocol import (
     ZERO_UUID,
     ErrorCode,
-    decode_request_frame,
-    decode_response_frame,
-    encode_request_frame,
-    encode_response_frame,
     message_class,
     struct_class,
 )
@@ -55,12 +51,7 @@ FETCH_GROUP_TOPIC = struct_class("OffsetFetchRequest", "groups", "topics")
 
 def make_state(path: Path, release: str = "4.3", **config: str) -> BrokerState:
     config.setdefault("group.initial.rebalance.delay.ms", "0")
-    return BrokerState(
-        path,
-        personality=personality(release, implemented_versions()),
-        clock=ManualClock(NOW),
-        static_config=config,
-    )
+    return testing.make_state(path, release=release, config=config)
 
 
 @pytest.fixture
@@ -73,16 +64,16 @@ def state(tmp_path: Path) -> Any:
 
 def call(state: BrokerState, name: str, version: int, **fields: Any) -> Any:
     """One request encoded, decoded as the server does, handled; the response round-tripped."""
-    request = message_class(f"{name}Request")(**fields)
-    frame = encode_request_frame(request, version, correlation_id=3, client_id="test-client")
-    decoded = decode_request_frame(frame)
-    api_key = request.API_KEY
-    assert api_key is not None
-    ctx = RequestContext(api_key, version, 3, "test-client", client_address="127.0.0.1:5555")
-    outcome = HANDLERS[api_key][0](state, ctx, decoded.message)
-    assert not isinstance(outcome, Deferred)
-    frame = encode_response_frame(outcome, version, correlation_id=3)
-    return decode_response_frame(frame, api_key, version).message
+    response = testing.call(
+        state,
+        name,
+        version,
+        client_id="test-client",
+        context={"client_address": "127.0.0.1:5555"},
+        **fields,
+    )
+    assert not isinstance(response, Deferred)
+    return response
 
 
 def hb(state: BrokerState, version: int = 1, **fields: Any) -> Any:

@@ -12,23 +12,16 @@ from typing import Any
 
 import pytest
 
-from kwire.broker import BrokerState, Deferred, ManualClock, RequestContext, personality
-from kwire.broker._apis import CLOSE_CONNECTION, HANDLERS, implemented_versions
-from kwire.broker._fetch import FileRecords
-from kwire.broker._server import encode_response_pieces
-from kwire.protocol import ErrorCode, decode_request_frame, encode_request_frame, message_class
+from kwire.broker import BrokerState, Deferred, testing
+from kwire.broker._apis import CLOSE_CONNECTION
+from kwire.protocol import ErrorCode, message_class
 from kwire.records import Compression, build_batch, read_batches
 
 NOW = 1_700_000_000_000
 
 
 def make_state(path: Path, release: str = "4.3", **config: str) -> BrokerState:
-    return BrokerState(
-        path,
-        personality=personality(release, implemented_versions()),
-        clock=ManualClock(NOW),
-        static_config=config,
-    )
+    return testing.make_state(path, release=release, config=config)
 
 
 @pytest.fixture
@@ -38,36 +31,16 @@ def state(tmp_path: Path) -> Any:
     s.close()
 
 
-def response_bytes(message: Any, version: int) -> bytes:
-    """The response frame as the server writes it (FileRecords read back from the files)."""
-    size, pieces = encode_response_pieces(message, version, 7)
-    out = b"".join(p.to_bytes() if isinstance(p, FileRecords) else p for p in pieces)
-    for p in pieces:
-        if isinstance(p, FileRecords):
-            p.close()
-    assert len(out) == size + 4
-    return out
-
-
 def call(state: BrokerState, name: str, version: int, **fields: Any) -> Any:
     """Send one request through the wire and the handler; the decoded response (or outcome)."""
-    request = message_class(f"{name}Request")(**fields)
-    frame = encode_request_frame(request, version, correlation_id=7, client_id="test")
-    decoded = decode_request_frame(frame)
-    api_key = request.API_KEY
-    assert api_key is not None
-    ctx = RequestContext(api_key, version, 7, "test")
-    outcome = HANDLERS[api_key][0](state, ctx, decoded.message)
-    if outcome is None or outcome is CLOSE_CONNECTION or isinstance(outcome, Deferred):
-        return outcome
-    return decode_response(outcome, version)
+    return testing.call(state, name, version, **fields)
 
 
 def decode_response(message: Any, version: int) -> Any:
     from kwire.protocol import decode_response_frame
 
     api_key = message.API_KEY
-    return decode_response_frame(response_bytes(message, version), api_key, version).message
+    return decode_response_frame(testing.response_frame(message, version), api_key, version).message
 
 
 def produce(

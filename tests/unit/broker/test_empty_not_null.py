@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from kwire.broker import BrokerState, ManualClock, RequestContext, personality
-from kwire.broker._apis import HANDLERS, implemented_versions
+from kwire.broker import BrokerState, ManualClock, personality, testing
+from kwire.broker._apis import implemented_versions
 from kwire.broker._data import append_to_partition
 from kwire.protocol import ErrorCode, message_class, struct_class
 from kwire.records import build_batch
@@ -39,19 +39,12 @@ def state(tmp_path: Path) -> Iterator[BrokerState]:
 
 def call(state: BrokerState, name: str, version: int, **fields: Any) -> Any:
     """Request bytes -> handler -> response bytes -> the response as a client decodes it."""
-    cls = message_class(f"{name}Request")
-    request = cls.decode(cls(**fields).encode(version), version)
-    api_key = cls.API_KEY
-    assert api_key is not None
-    ctx = RequestContext(api_key, version, 7, "test")
-    response = HANDLERS[api_key][0](state, ctx, request)
-    return message_class(f"{name}Response").decode(response.encode(version), version)
+    return testing.call(state, name, version, **fields)
 
 
 def versions(name: str) -> range:
     """The versions kwire's handler serves."""
-    _, lo, hi = HANDLERS[message_class(f"{name}Request").API_KEY]
-    return range(lo, hi + 1)
+    return testing.served(name)
 
 
 @pytest.mark.parametrize("version", versions("Fetch"))

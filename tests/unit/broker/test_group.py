@@ -15,8 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kwire._wire import java_string_hash
-from kwire.broker import BrokerState, Deferred, ManualClock, RequestContext, personality
-from kwire.broker._apis import HANDLERS, implemented_versions
+from kwire.broker import BrokerState, Deferred, ManualClock, testing
 from kwire.broker._state import partition_for
 from kwire.broker.group import (
     COMPLETING_REBALANCE,
@@ -31,11 +30,8 @@ from kwire.broker.group import (
 from kwire.protocol import (
     ZERO_UUID,
     ErrorCode,
-    decode_request_frame,
     decode_response_frame,
-    encode_request_frame,
     encode_response_frame,
-    message_class,
     struct_class,
 )
 from kwire.records import read_batches
@@ -48,12 +44,7 @@ GROUP = "g1"
 
 def make_state(path: Path, **config: str) -> BrokerState:
     config.setdefault("group.initial.rebalance.delay.ms", "0")
-    return BrokerState(
-        path,
-        personality=personality("4.3", implemented_versions()),
-        clock=ManualClock(NOW),
-        static_config=config,
-    )
+    return testing.make_state(path, config=config)
 
 
 @pytest.fixture
@@ -71,16 +62,14 @@ def roundtrip_response(message: Any, version: int) -> Any:
 
 def call(state: BrokerState, name: str, version: int, **fields: Any) -> Any:
     """One request through the wire and the handler: the decoded response, or a Deferred."""
-    request = message_class(f"{name}Request")(**fields)
-    frame = encode_request_frame(request, version, correlation_id=7, client_id="test-client")
-    decoded = decode_request_frame(frame)
-    api_key = request.API_KEY
-    assert api_key is not None
-    ctx = RequestContext(api_key, version, 7, "test-client", client_address="127.0.0.1:5555")
-    outcome = HANDLERS[api_key][0](state, ctx, decoded.message)
-    if outcome is None or isinstance(outcome, Deferred):
-        return outcome
-    return roundtrip_response(outcome, version)
+    return testing.call(
+        state,
+        name,
+        version,
+        client_id="test-client",
+        context={"client_address": "127.0.0.1:5555"},
+        **fields,
+    )
 
 
 def settle(outcome: Any, version: int, final: bool = False) -> Any:

@@ -13,16 +13,12 @@ from typing import Any
 
 import pytest
 
-from kwire.broker import BrokerState, Deferred, ManualClock, RequestContext, personality
-from kwire.broker._apis import HANDLERS, implemented_versions
+from kwire.broker import BrokerState, ManualClock, personality, testing
+from kwire.broker._apis import implemented_versions
 from kwire.broker._state import partition_for
 from kwire.broker.group import EMPTY, GROUP_TOPIC, STABLE, GroupCoordinator, group_coordinator
 from kwire.protocol import (
     ZERO_UUID,
-    decode_request_frame,
-    decode_response_frame,
-    encode_request_frame,
-    encode_response_frame,
     message_class,
     struct_class,
 )
@@ -46,12 +42,7 @@ SUBSCRIPTION = message_class("ConsumerProtocolSubscription")
 
 
 def make_state(path: Path, **config: str) -> BrokerState:
-    return BrokerState(
-        path,
-        personality=personality("4.3", implemented_versions()),
-        clock=ManualClock(NOW),
-        static_config={**CONFIG, **config},
-    )
+    return testing.make_state(path, config={**CONFIG, **config})
 
 
 @pytest.fixture
@@ -73,17 +64,15 @@ def coordinator(state: BrokerState) -> GroupCoordinator:
 
 
 def call(state: BrokerState, name: str, version: int, **fields: Any) -> Any:
-    request = message_class(f"{name}Request")(**fields)
-    frame = encode_request_frame(request, version, correlation_id=7, client_id="test-client")
-    api_key = request.API_KEY
-    assert api_key is not None
-    ctx = RequestContext(api_key, version, 7, "test-client", client_address="127.0.0.1:5555")
-    outcome = HANDLERS[api_key][0](state, ctx, decode_request_frame(frame).message)
-    if isinstance(outcome, Deferred):
-        outcome = outcome.complete(False)
-        assert outcome is not None
-    frame = encode_response_frame(outcome, version, correlation_id=7)
-    return decode_response_frame(frame, api_key, version).message
+    return testing.call(
+        state,
+        name,
+        version,
+        settle=False,
+        client_id="test-client",
+        context={"client_address": "127.0.0.1:5555"},
+        **fields,
+    )
 
 
 def subscription(*topics: str) -> bytes:

@@ -76,7 +76,7 @@ def test_kwire_modules_are_not_rewritten_by_pytest(tmp_path: Path) -> None:
 
         def test_loaded_from_bytecode_not_rewritten():
             loaded = [m for n, m in sys.modules.items() if n.startswith("kwire.")]
-            assert len(loaded) > 100
+            assert len(loaded) > 50  # the broker, not its handlers (loaded on first use)
             for module in loaded:
                 if module.__name__ not in {PLUGIN_ONLY!r}:
                     assert type(module.__loader__).__name__ != "AssertionRewritingHook", module
@@ -92,12 +92,11 @@ def test_kwire_modules_are_not_rewritten_by_pytest(tmp_path: Path) -> None:
 
 def test_a_broker_submodule_imported_first_then_the_package(tmp_path: Path) -> None:
     # the package loads lazily: a submodule first must still import, and the first public name
-    # must still register every handler
+    # still serves every handler of the table
     code = (
         "import kwire.broker._state, kwire.broker._apis as apis\n"
-        "before = len(apis.HANDLERS)\n"
         "from kwire.broker import Broker, implemented_versions\n"
-        "print(before < len(apis.HANDLERS) == len(implemented_versions()))"
+        "print(len(apis.HANDLERS) == len(implemented_versions()) == len(apis.TABLE) > 50)"
     )
     done = _run([sys.executable, "-c", code], tmp_path)
     assert done.returncode == 0, done.stderr

@@ -11,8 +11,7 @@ from typing import Any
 
 import pytest
 
-from kwire.broker import BrokerState, ManualClock, RequestContext, personality
-from kwire.broker._apis import HANDLERS, STARTUP, implemented_versions
+from kwire.broker import BrokerState, ManualClock, testing
 from kwire.broker._metadata_log import decode_record
 from kwire.broker._quotas import (
     CONSUMER_BYTE_RATE,
@@ -33,14 +32,7 @@ INVALID_REQUEST = int(ErrorCode.INVALID_REQUEST)
 
 
 def make_state(path: Path, clock: ManualClock | None = None) -> BrokerState:
-    state = BrokerState(
-        path,
-        personality=personality("4.3", implemented_versions()),
-        clock=clock or ManualClock(NOW),
-    )
-    for hook in STARTUP:
-        hook(state)
-    return state
+    return testing.make_state(path, clock=clock, startup=True)
 
 
 @pytest.fixture
@@ -57,17 +49,10 @@ def versions(name: str) -> range:
 
 def call(state: BrokerState, name: str, version: int, /, **fields: Any) -> Any:
     """Request bytes -> handler -> response bytes -> the response a client decodes."""
-    cls = message_class(f"{name}Request")
-    request = cls.decode(cls(**fields).encode(version), version)
-    api_key = cls.API_KEY
-    assert api_key is not None
-    handler, lo, hi = HANDLERS[api_key]
-    assert lo <= version <= hi
-    ctx = RequestContext(api_key, version, 7, "test")
-    response = handler(state, ctx, request)
+    assert version in testing.served(name)
+    response = testing.call(state, name, version, **fields)
     assert response.throttle_time_ms == 0
-    out = message_class(f"{name}Response")
-    return out.decode(response.encode(version), version)
+    return response
 
 
 def sub(name: str, *path: str) -> Any:

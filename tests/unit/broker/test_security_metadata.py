@@ -12,7 +12,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from kwire.broker import HANDLERS, ManualClock, RequestContext, implemented_versions, personality
+from kwire.broker import ManualClock, RequestContext, implemented_versions, personality
 from kwire.broker import _metadata_log as mlog
 from kwire.broker._acl import (
     ALLOW,
@@ -25,6 +25,7 @@ from kwire.broker._acl import (
     AclBinding,
     authorizer,
 )
+from kwire.broker._apis import handler
 from kwire.broker._sasl import scram_credential, scram_store
 from kwire.broker._state import BrokerState
 from kwire.protocol import ErrorCode, message_class, struct_class
@@ -73,7 +74,7 @@ def call(state: BrokerState, api: str, version: int, principal: str, **fields: A
         client_address="127.0.0.1:5555",
         principal=principal,
     )
-    return HANDLERS[cls.API_KEY][0](state, ctx, cls(**fields))
+    return handler(cls.API_KEY)(state, ctx, cls(**fields))
 
 
 # --- SCRAM -------------------------------------------------------------------------------------

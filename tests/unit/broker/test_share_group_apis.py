@@ -10,15 +10,10 @@ from typing import Any
 
 import pytest
 
-from kwire.broker import BrokerState, Deferred, ManualClock, RequestContext, personality
-from kwire.broker._apis import HANDLERS, implemented_versions
+from kwire.broker import BrokerState, ManualClock, personality, testing
+from kwire.broker._apis import implemented_versions
 from kwire.protocol import (
     ErrorCode,
-    decode_request_frame,
-    decode_response_frame,
-    encode_request_frame,
-    encode_response_frame,
-    message_class,
     struct_class,
 )
 from kwire.records import BatchBuilder, read_batches
@@ -50,17 +45,15 @@ def state(tmp_path: Path) -> Any:
 
 def call(state: BrokerState, name: str, version: int, **fields: Any) -> Any:
     """One request encoded, decoded as the server does, handled; the response round-tripped."""
-    request = message_class(f"{name}Request")(**fields)
-    frame = encode_request_frame(request, version, correlation_id=3, client_id="test-client")
-    decoded = decode_request_frame(frame)
-    api_key = request.API_KEY
-    assert api_key is not None
-    ctx = RequestContext(api_key, version, 3, "test-client", client_address="127.0.0.1:5555")
-    outcome = HANDLERS[api_key][0](state, ctx, decoded.message)
-    if isinstance(outcome, Deferred):
-        outcome = outcome.complete(True)
-    frame = encode_response_frame(outcome, version, correlation_id=3)
-    return decode_response_frame(frame, api_key, version).message
+    return testing.call(
+        state,
+        name,
+        version,
+        settle=True,
+        client_id="test-client",
+        context={"client_address": "127.0.0.1:5555"},
+        **fields,
+    )
 
 
 def produce(state: BrokerState, count: int) -> None:

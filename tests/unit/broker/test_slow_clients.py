@@ -19,7 +19,7 @@ from test_data_path import batch, make_state, produce
 from test_server import Client, fetch_request, produce_request
 
 from kwire.broker import Broker, BrokerState, RequestContext
-from kwire.broker._apis import HANDLERS
+from kwire.broker._apis import handler
 from kwire.broker._fetch import ConvertedRecords, FileRecords
 from kwire.broker._server import encode_response_pieces
 from kwire.protocol import (
@@ -56,7 +56,7 @@ def raw_fetch(state: BrokerState, version: int, max_bytes: int = 1 << 24) -> Any
             )
         ],
     )
-    return HANDLERS[1][0](state, RequestContext(1, version, 7, "test"), request)
+    return handler(1)(state, RequestContext(1, version, 7, "test"), request)
 
 
 def sent_records(response: Any, version: int) -> bytes:
@@ -321,7 +321,7 @@ def test_validation_done_ahead_moves_to_the_log_end(tmp_path: Path) -> None:
         ahead = {key: job() for key, job in jobs}
         produce(state, "t", batch([b"first"]))
         ctx.validated = ahead
-        response = HANDLERS[0][0](state, ctx, request)
+        response = handler(0)(state, ctx, request)
         part = response.responses[0].partition_responses[0]
         assert (part.error_code, part.base_offset) == (0, 1)
         records = sent_records(raw_fetch(state, 12), 12)

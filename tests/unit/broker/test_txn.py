@@ -15,10 +15,8 @@ from typing import Any
 import pytest
 
 from kwire._wire import java_string_hash
-from kwire.broker import BrokerState, ManualClock, RequestContext, personality
-from kwire.broker._apis import HANDLERS, implemented_versions
-from kwire.broker._fetch import FileRecords
-from kwire.broker._server import encode_response_pieces
+from kwire.broker import BrokerState, ManualClock, personality, testing
+from kwire.broker._apis import implemented_versions
 from kwire.broker._state import partition_for
 from kwire.broker._txn import (
     TRANSACTION_TOPIC,
@@ -28,9 +26,6 @@ from kwire.broker._txn import (
 from kwire.log import ReadCommittedFilter
 from kwire.protocol import (
     ErrorCode,
-    decode_request_frame,
-    decode_response_frame,
-    encode_request_frame,
     message_class,
     struct_class,
 )
@@ -47,12 +42,7 @@ SMALL = {"transaction.state.log.num.partitions": "3"}
 
 
 def make_state(path: Path, release: str = "4.3", **config: str) -> BrokerState:
-    return BrokerState(
-        path,
-        personality=personality(release, implemented_versions()),
-        clock=ManualClock(NOW),
-        static_config={**SMALL, **config},
-    )
+    return testing.make_state(path, release=release, config={**SMALL, **config})
 
 
 @pytest.fixture
@@ -70,21 +60,7 @@ def clock(state: BrokerState) -> ManualClock:
 
 def call(state: BrokerState, name: str, version: int, **fields: Any) -> Any:
     """Send one request through the wire and the handler; the decoded response."""
-    request = message_class(f"{name}Request")(**fields)
-    frame = encode_request_frame(request, version, correlation_id=7, client_id="test")
-    decoded = decode_request_frame(frame)
-    api_key = request.API_KEY
-    assert api_key is not None
-    outcome = HANDLERS[api_key][0](
-        state, RequestContext(api_key, version, 7, "test"), decoded.message
-    )
-    size, pieces = encode_response_pieces(outcome, version, 7)
-    data = b"".join(p.to_bytes() if isinstance(p, FileRecords) else p for p in pieces)
-    for p in pieces:
-        if isinstance(p, FileRecords):
-            p.close()
-    assert len(data) == size + 4
-    return decode_response_frame(data, api_key, version).message
+    return testing.call(state, name, version, **fields)
 
 
 def init(state: BrokerState, txn: str = TXN, version: int = 4, **fields: Any) -> Any:

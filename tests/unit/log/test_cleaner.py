@@ -587,7 +587,7 @@ def test_groups_fit_one_segment(tmp_path: Path) -> None:
 
 def test_broker_cleans_compacted_topics(tmp_path: Path) -> None:
     from kwire.broker import BrokerState, ManualClock, implemented_versions, personality
-    from kwire.broker._cleaner import SERVICE, BrokerLogCleaner
+    from kwire.broker._cleaner import BrokerLogCleaner
 
     def make() -> BrokerState:
         state = BrokerState(
@@ -596,10 +596,9 @@ def test_broker_cleans_compacted_topics(tmp_path: Path) -> None:
             clock=ManualClock(NOW),
             static_config={"log.cleaner.backoff.ms": "500"},
         )
-        from kwire.broker._apis import STARTUP
+        from kwire.broker._apis import start
 
-        for hook in STARTUP:
-            hook(state)
+        start(state)
         return state
 
     state = make()
@@ -615,7 +614,7 @@ def test_broker_cleans_compacted_topics(tmp_path: Path) -> None:
             lg.append_as_leader(one(b"k%d" % (i % 4), b"v%d" % i), now_ms=NOW)
         lg.roll()
         lg.high_watermark = lg.log_end_offset
-    service = state.services[SERVICE]
+    service = state.services.log_cleaner
     assert isinstance(service, BrokerLogCleaner)
     state.run_tickers()
     assert service.rounds == 1
@@ -627,7 +626,8 @@ def test_broker_cleans_compacted_topics(tmp_path: Path) -> None:
     assert checkpoint == "0\n1\ncompacted 0 100\n"
     state.close()
     state = make()
-    assert state.services[SERVICE].cleaner.checkpoints == {TopicPartition("compacted", 0): 100}
+    assert isinstance(state.services.log_cleaner, BrokerLogCleaner)
+    assert state.services.log_cleaner.cleaner.checkpoints == {TopicPartition("compacted", 0): 100}
     state.close()
     disabled = BrokerState(
         tmp_path / "data",

@@ -39,3 +39,21 @@ def test_importing_the_module_loads_no_generated_module() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "0"
+
+
+def test_nested_structs_are_typed_names_of_their_message() -> None:
+    # ``ProduceResponse.TopicProduceResponse`` is the class of ``responses``' elements, declared
+    # in the class body (a type alias a checker reads), not attached after it
+    from kwire.protocol import struct_class
+    from kwire.protocol.messages import FetchRequest, ProduceResponse
+
+    assert ProduceResponse.TopicProduceResponse is struct_class(ProduceResponse, "responses")
+    assert FetchRequest.FetchTopic is struct_class(FetchRequest, "topics")
+    for name in messages.__all__:
+        cls = getattr(messages, name)
+        nested = {
+            f.struct for f in cls.__kafka_fields__ if f.struct is not None and f.struct is not cls
+        }
+        for struct in nested:
+            alias = next(n for n, v in vars(cls).items() if v is struct)
+            assert cls.__annotations__.get(alias) == "TypeAlias", (name, alias)

@@ -20,7 +20,6 @@ group at start.
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -184,7 +183,7 @@ class ClassicGroups:
         now_ms: int,
         supports_skip_assignment: bool = False,
     ) -> None:
-        new_id = (instance_id or client_id) + "-" + str(uuid.uuid4())
+        new_id = (instance_id or client_id) + "-" + str(self.shard.uuid4())
         if instance_id is not None:
             old_id = group.static_members.get(instance_id)
             if old_id is not None and old_id in group.members:

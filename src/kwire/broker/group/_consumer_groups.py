@@ -333,7 +333,7 @@ class ConsumerGroups:
                 f"{self.conf('group.consumer.max.size')} members.",
             )
         if not member_id:
-            member_id = str(uuid.uuid4()).replace("-", "")[:22]
+            member_id = str(self.shard.uuid4()).replace("-", "")[:22]
         replaced: str | None = None
         if instance_id is None:
             member = group.members.get(member_id)

@@ -19,6 +19,8 @@ registers it (``state.services["group"]``) on first use, its ``tick`` run every 
 
 from __future__ import annotations
 
+import random
+import uuid
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Final
 
@@ -80,6 +82,8 @@ class GroupCoordinator:
         log: OffsetsLog | None = None,
     ) -> None:
         self.state = state
+        #: member ids come from the broker's seeded random source (a property test replays)
+        self.random = state.random if state is not None else random.Random(0)
         conf = dict(state.static_config if state is not None else {})
         conf.update(config or {})
         self.config = conf
@@ -121,6 +125,10 @@ class GroupCoordinator:
         )
 
     # --- configuration ------------------------------------------------------------------------
+
+    def uuid4(self) -> uuid.UUID:
+        """A random (version 4) UUID from the shard's random source."""
+        return uuid.UUID(int=self.random.getrandbits(128), version=4)
 
     def conf(self, name: str) -> int:
         value = self.config.get(name)

@@ -139,10 +139,6 @@ def _emit_module(specs: Iterable[MessageSpec], options: EmitOptions | None) -> s
                     body(f"{_kfield(f, m.class_names)},  # {_field_comment(f)}")
             body(")")
             body(f"{cls}.__kafka_message__ = _INFO_{spec.name}")
-        # the nested struct classes also under Kafka's names on the message class, as Java nests them
-        top_cls = m.cls(spec.struct)
-        for n in sorted(x for x in spec.structs if x != spec.name):
-            body(f'setattr({top_cls}, "{n}", {m.class_names[n]})')
         body()
         versions = sorted(spec.versions())
         if opts.only_versions is not None:
@@ -176,7 +172,8 @@ def _emit_module(specs: Iterable[MessageSpec], options: EmitOptions | None) -> s
     head()
     head("import struct as _struct")
     head("import uuid as _uuid")
-    head("from typing import Any, ClassVar")
+    nested = any(x != s.name for s in specs for x in s.structs)
+    head(f"from typing import Any, ClassVar{', TypeAlias' if nested else ''}")
     head()
     head("from kwire.protocol._primitives import (")
     with head.block():

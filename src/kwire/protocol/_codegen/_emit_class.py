@@ -44,6 +44,13 @@ def _emit_class(
             code(f"MIN_VERSION: ClassVar[int] = {spec.valid_versions.lowest}")
             code(f"MAX_VERSION: ClassVar[int] = {spec.valid_versions.highest}")
             code()
+            # the nested struct classes under Kafka's names, as Java nests them, typed for
+            # checkers: ``ProduceResponse.TopicProduceResponse(...)``
+            nested = sorted(x for x in spec.structs if x != spec.name)
+            for n in nested:
+                code(f"{n}: TypeAlias = {m.class_names[n]}")
+            if nested:
+                code()
         for f in s.fields:
             code(f"{f.attr}: {_annotation(f, m.class_names)}  # {_field_comment(f)}")
         code()

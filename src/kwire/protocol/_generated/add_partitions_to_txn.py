@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -204,6 +204,9 @@ class AddPartitionsToTxnRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
 
+    AddPartitionsToTxnTopic: TypeAlias = AddPartitionsToTxnTopic
+    AddPartitionsToTxnTransaction: TypeAlias = AddPartitionsToTxnTransaction
+
     v3_and_below_transactional_id: str  # v0-3
     v3_and_below_producer_id: int  # v0-3
     v3_and_below_producer_epoch: int  # v0-3
@@ -348,8 +351,6 @@ AddPartitionsToTxnRequest.__kafka_fields__ = (
     ),  # v4+
 )
 AddPartitionsToTxnRequest.__kafka_message__ = _INFO_AddPartitionsToTxnRequest
-setattr(AddPartitionsToTxnRequest, "AddPartitionsToTxnTopic", AddPartitionsToTxnTopic)
-setattr(AddPartitionsToTxnRequest, "AddPartitionsToTxnTransaction", AddPartitionsToTxnTransaction)
 
 
 def _d_AddPartitionsToTxnTopic_v0(b: Any, p: int) -> tuple[AddPartitionsToTxnTopic, int]:
@@ -749,6 +750,10 @@ class AddPartitionsToTxnResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
 
+    AddPartitionsToTxnPartitionResult: TypeAlias = AddPartitionsToTxnPartitionResult
+    AddPartitionsToTxnResult: TypeAlias = AddPartitionsToTxnResult
+    AddPartitionsToTxnTopicResult: TypeAlias = AddPartitionsToTxnTopicResult
+
     throttle_time_ms: int  # v0+
     results_by_topic_v3_and_below: list[AddPartitionsToTxnTopicResult]  # v0-3
     error_code: int  # v4+, ignorable
@@ -881,13 +886,6 @@ AddPartitionsToTxnResponse.__kafka_fields__ = (
     ),  # v4+
 )
 AddPartitionsToTxnResponse.__kafka_message__ = _INFO_AddPartitionsToTxnResponse
-setattr(
-    AddPartitionsToTxnResponse,
-    "AddPartitionsToTxnPartitionResult",
-    AddPartitionsToTxnPartitionResult,
-)
-setattr(AddPartitionsToTxnResponse, "AddPartitionsToTxnResult", AddPartitionsToTxnResult)
-setattr(AddPartitionsToTxnResponse, "AddPartitionsToTxnTopicResult", AddPartitionsToTxnTopicResult)
 
 
 def _d_AddPartitionsToTxnPartitionResult_v0(

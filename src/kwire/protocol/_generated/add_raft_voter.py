@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -146,6 +146,8 @@ class AddRaftVoterRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
 
+    Listener: TypeAlias = Listener
+
     cluster_id: str | None  # v0+, nullable v0+
     timeout_ms: int  # v0+
     voter_id: int  # v0+
@@ -240,7 +242,6 @@ AddRaftVoterRequest.__kafka_fields__ = (
     ),  # v1+
 )
 AddRaftVoterRequest.__kafka_message__ = _INFO_AddRaftVoterRequest
-setattr(AddRaftVoterRequest, "Listener", Listener)
 
 
 def _d_Listener_v0(b: Any, p: int) -> tuple[Listener, int]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -225,6 +225,10 @@ class AlterClientQuotasRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
 
+    EntityData: TypeAlias = EntityData
+    EntryData: TypeAlias = EntryData
+    OpData: TypeAlias = OpData
+
     entries: list[EntryData]  # v0+
     validate_only: bool  # v0+
 
@@ -329,9 +333,6 @@ AlterClientQuotasRequest.__kafka_fields__ = (
     ),  # v0+
 )
 AlterClientQuotasRequest.__kafka_message__ = _INFO_AlterClientQuotasRequest
-setattr(AlterClientQuotasRequest, "EntityData", EntityData)
-setattr(AlterClientQuotasRequest, "EntryData", EntryData)
-setattr(AlterClientQuotasRequest, "OpData", OpData)
 
 
 def _d_EntityData_v0(b: Any, p: int) -> tuple[EntityData, int]:
@@ -681,6 +682,9 @@ class AlterClientQuotasResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
 
+    EntityData: TypeAlias = AlterClientQuotasResponseEntityData
+    EntryData: TypeAlias = AlterClientQuotasResponseEntryData
+
     throttle_time_ms: int  # v0+
     entries: list[AlterClientQuotasResponseEntryData]  # v0+
 
@@ -773,8 +777,6 @@ AlterClientQuotasResponse.__kafka_fields__ = (
     ),  # v0+
 )
 AlterClientQuotasResponse.__kafka_message__ = _INFO_AlterClientQuotasResponse
-setattr(AlterClientQuotasResponse, "EntityData", AlterClientQuotasResponseEntityData)
-setattr(AlterClientQuotasResponse, "EntryData", AlterClientQuotasResponseEntryData)
 
 
 def _d_AlterClientQuotasResponseEntityData_v0(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -187,6 +187,9 @@ class AlterConfigsRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
 
+    AlterConfigsResource: TypeAlias = AlterConfigsResource
+    AlterableConfig: TypeAlias = AlterableConfig
+
     resources: list[AlterConfigsResource]  # v0+
     validate_only: bool  # v0+
 
@@ -266,8 +269,6 @@ AlterConfigsRequest.__kafka_fields__ = (
     ),  # v0+
 )
 AlterConfigsRequest.__kafka_message__ = _INFO_AlterConfigsRequest
-setattr(AlterConfigsRequest, "AlterConfigsResource", AlterConfigsResource)
-setattr(AlterConfigsRequest, "AlterableConfig", AlterableConfig)
 
 
 def _d_AlterableConfig_v0(b: Any, p: int) -> tuple[AlterableConfig, int]:
@@ -537,6 +538,8 @@ class AlterConfigsResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
 
+    AlterConfigsResourceResponse: TypeAlias = AlterConfigsResourceResponse
+
     throttle_time_ms: int  # v0+
     responses: list[AlterConfigsResourceResponse]  # v0+
 
@@ -606,7 +609,6 @@ AlterConfigsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 AlterConfigsResponse.__kafka_message__ = _INFO_AlterConfigsResponse
-setattr(AlterConfigsResponse, "AlterConfigsResourceResponse", AlterConfigsResourceResponse)
 
 
 def _d_AlterConfigsResourceResponse_v0(b: Any, p: int) -> tuple[AlterConfigsResourceResponse, int]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -248,6 +248,10 @@ class AlterPartitionRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
 
+    BrokerState: TypeAlias = BrokerState
+    PartitionData: TypeAlias = PartitionData
+    TopicData: TypeAlias = TopicData
+
     broker_id: int  # v0+
     broker_epoch: int  # v0+
     topics: list[TopicData]  # v0+
@@ -378,9 +382,6 @@ AlterPartitionRequest.__kafka_fields__ = (
     KField("Topics", "topics", "[]TopicData", "0+", default=UNSET, struct=TopicData),  # v0+
 )
 AlterPartitionRequest.__kafka_message__ = _INFO_AlterPartitionRequest
-setattr(AlterPartitionRequest, "BrokerState", BrokerState)
-setattr(AlterPartitionRequest, "PartitionData", PartitionData)
-setattr(AlterPartitionRequest, "TopicData", TopicData)
 
 
 def _d_PartitionData_v0(b: Any, p: int) -> tuple[PartitionData, int]:
@@ -1008,6 +1009,9 @@ class AlterPartitionResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
 
+    PartitionData: TypeAlias = AlterPartitionResponsePartitionData
+    TopicData: TypeAlias = AlterPartitionResponseTopicData
+
     throttle_time_ms: int  # v0+
     error_code: int  # v0+
     topics: list[AlterPartitionResponseTopicData]  # v0+
@@ -1130,8 +1134,6 @@ AlterPartitionResponse.__kafka_fields__ = (
     ),  # v0+
 )
 AlterPartitionResponse.__kafka_message__ = _INFO_AlterPartitionResponse
-setattr(AlterPartitionResponse, "PartitionData", AlterPartitionResponsePartitionData)
-setattr(AlterPartitionResponse, "TopicData", AlterPartitionResponseTopicData)
 
 
 def _d_AlterPartitionResponsePartitionData_v0(

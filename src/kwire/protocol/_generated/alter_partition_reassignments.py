@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -183,6 +183,9 @@ class AlterPartitionReassignmentsRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
 
+    ReassignablePartition: TypeAlias = ReassignablePartition
+    ReassignableTopic: TypeAlias = ReassignableTopic
+
     timeout_ms: int  # v0+
     allow_replication_factor_change: bool  # v1+
     topics: list[ReassignableTopic]  # v0+
@@ -272,8 +275,6 @@ AlterPartitionReassignmentsRequest.__kafka_fields__ = (
     ),  # v0+
 )
 AlterPartitionReassignmentsRequest.__kafka_message__ = _INFO_AlterPartitionReassignmentsRequest
-setattr(AlterPartitionReassignmentsRequest, "ReassignablePartition", ReassignablePartition)
-setattr(AlterPartitionReassignmentsRequest, "ReassignableTopic", ReassignableTopic)
 
 
 def _d_ReassignablePartition_v0(b: Any, p: int) -> tuple[ReassignablePartition, int]:
@@ -554,6 +555,9 @@ class AlterPartitionReassignmentsResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
 
+    ReassignablePartitionResponse: TypeAlias = ReassignablePartitionResponse
+    ReassignableTopicResponse: TypeAlias = ReassignableTopicResponse
+
     throttle_time_ms: int  # v0+
     allow_replication_factor_change: bool  # v1+
     error_code: int  # v0+
@@ -678,12 +682,6 @@ AlterPartitionReassignmentsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 AlterPartitionReassignmentsResponse.__kafka_message__ = _INFO_AlterPartitionReassignmentsResponse
-setattr(
-    AlterPartitionReassignmentsResponse,
-    "ReassignablePartitionResponse",
-    ReassignablePartitionResponse,
-)
-setattr(AlterPartitionReassignmentsResponse, "ReassignableTopicResponse", ReassignableTopicResponse)
 
 
 def _d_ReassignablePartitionResponse_v0(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -179,6 +179,9 @@ class AlterReplicaLogDirsRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
 
+    AlterReplicaLogDir: TypeAlias = AlterReplicaLogDir
+    AlterReplicaLogDirTopic: TypeAlias = AlterReplicaLogDirTopic
+
     dirs: list[AlterReplicaLogDir]  # v0+
 
     def __init__(
@@ -230,8 +233,6 @@ AlterReplicaLogDirsRequest.__kafka_fields__ = (
     ),  # v0+
 )
 AlterReplicaLogDirsRequest.__kafka_message__ = _INFO_AlterReplicaLogDirsRequest
-setattr(AlterReplicaLogDirsRequest, "AlterReplicaLogDir", AlterReplicaLogDir)
-setattr(AlterReplicaLogDirsRequest, "AlterReplicaLogDirTopic", AlterReplicaLogDirTopic)
 
 
 def _d_AlterReplicaLogDirTopic_v0(b: Any, p: int) -> tuple[AlterReplicaLogDirTopic, int]:
@@ -540,6 +541,9 @@ class AlterReplicaLogDirsResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
 
+    AlterReplicaLogDirPartitionResult: TypeAlias = AlterReplicaLogDirPartitionResult
+    AlterReplicaLogDirTopicResult: TypeAlias = AlterReplicaLogDirTopicResult
+
     throttle_time_ms: int  # v0+
     results: list[AlterReplicaLogDirTopicResult]  # v0+
 
@@ -617,12 +621,6 @@ AlterReplicaLogDirsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 AlterReplicaLogDirsResponse.__kafka_message__ = _INFO_AlterReplicaLogDirsResponse
-setattr(
-    AlterReplicaLogDirsResponse,
-    "AlterReplicaLogDirPartitionResult",
-    AlterReplicaLogDirPartitionResult,
-)
-setattr(AlterReplicaLogDirsResponse, "AlterReplicaLogDirTopicResult", AlterReplicaLogDirTopicResult)
 
 
 def _d_AlterReplicaLogDirPartitionResult_v0(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -179,6 +179,9 @@ class AlterShareGroupOffsetsRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
 
+    AlterShareGroupOffsetsRequestPartition: TypeAlias = AlterShareGroupOffsetsRequestPartition
+    AlterShareGroupOffsetsRequestTopic: TypeAlias = AlterShareGroupOffsetsRequestTopic
+
     group_id: str  # v0+
     topics: list[AlterShareGroupOffsetsRequestTopic]  # v0+
 
@@ -247,16 +250,6 @@ AlterShareGroupOffsetsRequest.__kafka_fields__ = (
     ),  # v0+
 )
 AlterShareGroupOffsetsRequest.__kafka_message__ = _INFO_AlterShareGroupOffsetsRequest
-setattr(
-    AlterShareGroupOffsetsRequest,
-    "AlterShareGroupOffsetsRequestPartition",
-    AlterShareGroupOffsetsRequestPartition,
-)
-setattr(
-    AlterShareGroupOffsetsRequest,
-    "AlterShareGroupOffsetsRequestTopic",
-    AlterShareGroupOffsetsRequestTopic,
-)
 
 
 def _d_AlterShareGroupOffsetsRequestPartition_v0(
@@ -470,6 +463,9 @@ class AlterShareGroupOffsetsResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
 
+    AlterShareGroupOffsetsResponsePartition: TypeAlias = AlterShareGroupOffsetsResponsePartition
+    AlterShareGroupOffsetsResponseTopic: TypeAlias = AlterShareGroupOffsetsResponseTopic
+
     throttle_time_ms: int  # v0+
     error_code: int  # v0+
     error_message: str | None  # v0+, nullable v0+
@@ -583,16 +579,6 @@ AlterShareGroupOffsetsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 AlterShareGroupOffsetsResponse.__kafka_message__ = _INFO_AlterShareGroupOffsetsResponse
-setattr(
-    AlterShareGroupOffsetsResponse,
-    "AlterShareGroupOffsetsResponsePartition",
-    AlterShareGroupOffsetsResponsePartition,
-)
-setattr(
-    AlterShareGroupOffsetsResponse,
-    "AlterShareGroupOffsetsResponseTopic",
-    AlterShareGroupOffsetsResponseTopic,
-)
 
 
 def _d_AlterShareGroupOffsetsResponsePartition_v0(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -193,6 +193,9 @@ class AlterUserScramCredentialsRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
 
+    ScramCredentialDeletion: TypeAlias = ScramCredentialDeletion
+    ScramCredentialUpsertion: TypeAlias = ScramCredentialUpsertion
+
     deletions: list[ScramCredentialDeletion]  # v0+
     upsertions: list[ScramCredentialUpsertion]  # v0+
 
@@ -266,8 +269,6 @@ AlterUserScramCredentialsRequest.__kafka_fields__ = (
     ),  # v0+
 )
 AlterUserScramCredentialsRequest.__kafka_message__ = _INFO_AlterUserScramCredentialsRequest
-setattr(AlterUserScramCredentialsRequest, "ScramCredentialDeletion", ScramCredentialDeletion)
-setattr(AlterUserScramCredentialsRequest, "ScramCredentialUpsertion", ScramCredentialUpsertion)
 
 
 def _d_ScramCredentialDeletion_v0(b: Any, p: int) -> tuple[ScramCredentialDeletion, int]:
@@ -439,6 +440,8 @@ class AlterUserScramCredentialsResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
 
+    AlterUserScramCredentialsResult: TypeAlias = AlterUserScramCredentialsResult
+
     throttle_time_ms: int  # v0+
     results: list[AlterUserScramCredentialsResult]  # v0+
 
@@ -501,11 +504,6 @@ AlterUserScramCredentialsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 AlterUserScramCredentialsResponse.__kafka_message__ = _INFO_AlterUserScramCredentialsResponse
-setattr(
-    AlterUserScramCredentialsResponse,
-    "AlterUserScramCredentialsResult",
-    AlterUserScramCredentialsResult,
-)
 
 
 def _d_AlterUserScramCredentialsResult_v0(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -360,6 +360,10 @@ class ApiVersionsResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
 
+    ApiVersion: TypeAlias = ApiVersion
+    FinalizedFeatureKey: TypeAlias = FinalizedFeatureKey
+    SupportedFeatureKey: TypeAlias = SupportedFeatureKey
+
     error_code: int  # v0+
     api_keys: list[ApiVersion]  # v0+
     throttle_time_ms: int  # v1+, ignorable
@@ -543,9 +547,6 @@ ApiVersionsResponse.__kafka_fields__ = (
     ),  # v3+, tag 3, ignorable
 )
 ApiVersionsResponse.__kafka_message__ = _INFO_ApiVersionsResponse
-setattr(ApiVersionsResponse, "ApiVersion", ApiVersion)
-setattr(ApiVersionsResponse, "FinalizedFeatureKey", FinalizedFeatureKey)
-setattr(ApiVersionsResponse, "SupportedFeatureKey", SupportedFeatureKey)
 
 
 def _d_ApiVersion_v0(b: Any, p: int) -> tuple[ApiVersion, int]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -203,6 +203,10 @@ class AssignReplicasToDirsRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
 
+    DirectoryData: TypeAlias = DirectoryData
+    PartitionData: TypeAlias = PartitionData
+    TopicData: TypeAlias = TopicData
+
     broker_id: int  # v0+
     broker_epoch: int  # v0+
     directories: list[DirectoryData]  # v0+
@@ -273,9 +277,6 @@ AssignReplicasToDirsRequest.__kafka_fields__ = (
     ),  # v0+
 )
 AssignReplicasToDirsRequest.__kafka_message__ = _INFO_AssignReplicasToDirsRequest
-setattr(AssignReplicasToDirsRequest, "DirectoryData", DirectoryData)
-setattr(AssignReplicasToDirsRequest, "PartitionData", PartitionData)
-setattr(AssignReplicasToDirsRequest, "TopicData", TopicData)
 
 
 def _d_PartitionData_v0(b: Any, p: int) -> tuple[PartitionData, int]:
@@ -541,6 +542,10 @@ class AssignReplicasToDirsResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
 
+    DirectoryData: TypeAlias = AssignReplicasToDirsResponseDirectoryData
+    PartitionData: TypeAlias = AssignReplicasToDirsResponsePartitionData
+    TopicData: TypeAlias = AssignReplicasToDirsResponseTopicData
+
     throttle_time_ms: int  # v0+
     error_code: int  # v0+
     directories: list[AssignReplicasToDirsResponseDirectoryData]  # v0+
@@ -636,9 +641,6 @@ AssignReplicasToDirsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 AssignReplicasToDirsResponse.__kafka_message__ = _INFO_AssignReplicasToDirsResponse
-setattr(AssignReplicasToDirsResponse, "DirectoryData", AssignReplicasToDirsResponseDirectoryData)
-setattr(AssignReplicasToDirsResponse, "PartitionData", AssignReplicasToDirsResponsePartitionData)
-setattr(AssignReplicasToDirsResponse, "TopicData", AssignReplicasToDirsResponseTopicData)
 
 
 def _d_AssignReplicasToDirsResponsePartitionData_v0(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -237,6 +237,10 @@ class BeginQuorumEpochRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
 
+    LeaderEndpoint: TypeAlias = LeaderEndpoint
+    PartitionData: TypeAlias = PartitionData
+    TopicData: TypeAlias = TopicData
+
     cluster_id: str | None  # v0+, nullable v0+
     voter_id: int  # v1+, ignorable
     topics: list[TopicData]  # v0+
@@ -345,9 +349,6 @@ BeginQuorumEpochRequest.__kafka_fields__ = (
     ),  # v1+, ignorable
 )
 BeginQuorumEpochRequest.__kafka_message__ = _INFO_BeginQuorumEpochRequest
-setattr(BeginQuorumEpochRequest, "LeaderEndpoint", LeaderEndpoint)
-setattr(BeginQuorumEpochRequest, "PartitionData", PartitionData)
-setattr(BeginQuorumEpochRequest, "TopicData", TopicData)
 
 
 def _d_PartitionData_v0(b: Any, p: int) -> tuple[PartitionData, int]:
@@ -730,6 +731,10 @@ class BeginQuorumEpochResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
 
+    NodeEndpoint: TypeAlias = NodeEndpoint
+    PartitionData: TypeAlias = BeginQuorumEpochResponsePartitionData
+    TopicData: TypeAlias = BeginQuorumEpochResponseTopicData
+
     error_code: int  # v0+
     topics: list[BeginQuorumEpochResponseTopicData]  # v0+
     node_endpoints: list[NodeEndpoint]  # v1+, tag 0
@@ -831,9 +836,6 @@ BeginQuorumEpochResponse.__kafka_fields__ = (
     ),  # v1+, tag 0
 )
 BeginQuorumEpochResponse.__kafka_message__ = _INFO_BeginQuorumEpochResponse
-setattr(BeginQuorumEpochResponse, "NodeEndpoint", NodeEndpoint)
-setattr(BeginQuorumEpochResponse, "PartitionData", BeginQuorumEpochResponsePartitionData)
-setattr(BeginQuorumEpochResponse, "TopicData", BeginQuorumEpochResponseTopicData)
 
 
 def _d_BeginQuorumEpochResponsePartitionData_v0(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -201,6 +201,9 @@ class BrokerRegistrationRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
 
+    Feature: TypeAlias = Feature
+    Listener: TypeAlias = Listener
+
     broker_id: int  # v0+
     cluster_id: str  # v0+
     incarnation_id: _uuid.UUID  # v0+
@@ -371,8 +374,6 @@ BrokerRegistrationRequest.__kafka_fields__ = (
     ),  # v3+, ignorable
 )
 BrokerRegistrationRequest.__kafka_message__ = _INFO_BrokerRegistrationRequest
-setattr(BrokerRegistrationRequest, "Feature", Feature)
-setattr(BrokerRegistrationRequest, "Listener", Listener)
 
 
 def _d_Listener_v0(b: Any, p: int) -> tuple[Listener, int]:

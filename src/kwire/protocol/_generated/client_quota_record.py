@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -120,6 +120,8 @@ class ClientQuotaRecord(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
 
+    EntityData: TypeAlias = EntityData
+
     entity: list[EntityData]  # v0+
     key: str  # v0+
     value: float  # v0+
@@ -202,7 +204,6 @@ ClientQuotaRecord.__kafka_fields__ = (
     ),  # v0+
 )
 ClientQuotaRecord.__kafka_message__ = _INFO_ClientQuotaRecord
-setattr(ClientQuotaRecord, "EntityData", EntityData)
 
 
 def _d_EntityData_v0(b: Any, p: int) -> tuple[EntityData, int]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -130,6 +130,8 @@ class ConsumerGroupCurrentMemberAssignmentValue(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
 
+    TopicPartitions: TypeAlias = TopicPartitions
+
     member_epoch: int  # v0+
     previous_member_epoch: int  # v0+
     state: int  # v0+
@@ -229,7 +231,6 @@ ConsumerGroupCurrentMemberAssignmentValue.__kafka_fields__ = (
 ConsumerGroupCurrentMemberAssignmentValue.__kafka_message__ = (
     _INFO_ConsumerGroupCurrentMemberAssignmentValue
 )
-setattr(ConsumerGroupCurrentMemberAssignmentValue, "TopicPartitions", TopicPartitions)
 
 
 def _d_TopicPartitions_v0(b: Any, p: int) -> tuple[TopicPartitions, int]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -464,6 +464,11 @@ class ConsumerGroupDescribeResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
 
+    Assignment: TypeAlias = Assignment
+    DescribedGroup: TypeAlias = DescribedGroup
+    Member: TypeAlias = Member
+    TopicPartitions: TypeAlias = TopicPartitions
+
     throttle_time_ms: int  # v0+
     groups: list[DescribedGroup]  # v0+
 
@@ -656,10 +661,6 @@ ConsumerGroupDescribeResponse.__kafka_fields__ = (
     ),  # v0+
 )
 ConsumerGroupDescribeResponse.__kafka_message__ = _INFO_ConsumerGroupDescribeResponse
-setattr(ConsumerGroupDescribeResponse, "Assignment", Assignment)
-setattr(ConsumerGroupDescribeResponse, "DescribedGroup", DescribedGroup)
-setattr(ConsumerGroupDescribeResponse, "Member", Member)
-setattr(ConsumerGroupDescribeResponse, "TopicPartitions", TopicPartitions)
 
 
 def _d_TopicPartitions_v0(b: Any, p: int) -> tuple[TopicPartitions, int]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -151,6 +151,8 @@ class ConsumerGroupHeartbeatRequest(KafkaMessage):
     API_KEY: ClassVar[int | None] = 68
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
+
+    TopicPartitions: TypeAlias = TopicPartitions
 
     group_id: str  # v0+
     member_id: str  # v0+
@@ -310,7 +312,6 @@ ConsumerGroupHeartbeatRequest.__kafka_fields__ = (
     ),  # v0+, nullable v0+
 )
 ConsumerGroupHeartbeatRequest.__kafka_message__ = _INFO_ConsumerGroupHeartbeatRequest
-setattr(ConsumerGroupHeartbeatRequest, "TopicPartitions", TopicPartitions)
 
 
 def _d_TopicPartitions_v0(b: Any, p: int) -> tuple[TopicPartitions, int]:
@@ -624,6 +625,9 @@ class ConsumerGroupHeartbeatResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
 
+    Assignment: TypeAlias = Assignment
+    TopicPartitions: TypeAlias = ConsumerGroupHeartbeatResponseTopicPartitions
+
     throttle_time_ms: int  # v0+
     error_code: int  # v0+
     error_message: str | None  # v0+, nullable v0+
@@ -756,10 +760,6 @@ ConsumerGroupHeartbeatResponse.__kafka_fields__ = (
     ),  # v0+, nullable v0+
 )
 ConsumerGroupHeartbeatResponse.__kafka_message__ = _INFO_ConsumerGroupHeartbeatResponse
-setattr(ConsumerGroupHeartbeatResponse, "Assignment", Assignment)
-setattr(
-    ConsumerGroupHeartbeatResponse, "TopicPartitions", ConsumerGroupHeartbeatResponseTopicPartitions
-)
 
 
 def _d_ConsumerGroupHeartbeatResponseTopicPartitions_v0(

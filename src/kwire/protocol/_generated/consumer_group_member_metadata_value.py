@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -163,6 +163,9 @@ class ConsumerGroupMemberMetadataValue(KafkaMessage):
     API_KEY: ClassVar[int | None] = None
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
+
+    ClassicMemberMetadata: TypeAlias = ClassicMemberMetadata
+    ClassicProtocol: TypeAlias = ClassicProtocol
 
     instance_id: str | None  # v0+, nullable v0+
     rack_id: str | None  # v0+, nullable v0+
@@ -329,8 +332,6 @@ ConsumerGroupMemberMetadataValue.__kafka_fields__ = (
     ),  # v0+, nullable v0+, tag 0
 )
 ConsumerGroupMemberMetadataValue.__kafka_message__ = _INFO_ConsumerGroupMemberMetadataValue
-setattr(ConsumerGroupMemberMetadataValue, "ClassicMemberMetadata", ClassicMemberMetadata)
-setattr(ConsumerGroupMemberMetadataValue, "ClassicProtocol", ClassicProtocol)
 
 
 def _d_ClassicProtocol_v0(b: Any, p: int) -> tuple[ClassicProtocol, int]:

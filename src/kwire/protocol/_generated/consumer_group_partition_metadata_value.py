@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -173,6 +173,9 @@ class ConsumerGroupPartitionMetadataValue(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
 
+    PartitionMetadata: TypeAlias = PartitionMetadata
+    TopicMetadata: TypeAlias = TopicMetadata
+
     topics: list[TopicMetadata]  # v0+
 
     def __init__(
@@ -237,8 +240,6 @@ ConsumerGroupPartitionMetadataValue.__kafka_fields__ = (
     ),  # v0+
 )
 ConsumerGroupPartitionMetadataValue.__kafka_message__ = _INFO_ConsumerGroupPartitionMetadataValue
-setattr(ConsumerGroupPartitionMetadataValue, "PartitionMetadata", PartitionMetadata)
-setattr(ConsumerGroupPartitionMetadataValue, "TopicMetadata", TopicMetadata)
 
 
 def _d_PartitionMetadata_v0(b: Any, p: int) -> tuple[PartitionMetadata, int]:

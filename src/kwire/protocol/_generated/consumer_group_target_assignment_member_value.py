@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -125,6 +125,8 @@ class ConsumerGroupTargetAssignmentMemberValue(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
 
+    TopicPartition: TypeAlias = TopicPartition
+
     topic_partitions: list[TopicPartition]  # v0+
 
     def __init__(
@@ -165,7 +167,6 @@ ConsumerGroupTargetAssignmentMemberValue.__kafka_fields__ = (
 ConsumerGroupTargetAssignmentMemberValue.__kafka_message__ = (
     _INFO_ConsumerGroupTargetAssignmentMemberValue
 )
-setattr(ConsumerGroupTargetAssignmentMemberValue, "TopicPartition", TopicPartition)
 
 
 def _d_TopicPartition_v0(b: Any, p: int) -> tuple[TopicPartition, int]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -123,6 +123,8 @@ class ConsumerProtocolAssignment(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
 
+    TopicPartition: TypeAlias = TopicPartition
+
     assigned_partitions: list[TopicPartition]  # v0+
     user_data: bytes | None  # v0+, nullable v0+
 
@@ -170,7 +172,6 @@ ConsumerProtocolAssignment.__kafka_fields__ = (
     ),  # v0+, nullable v0+
 )
 ConsumerProtocolAssignment.__kafka_message__ = _INFO_ConsumerProtocolAssignment
-setattr(ConsumerProtocolAssignment, "TopicPartition", TopicPartition)
 
 
 def _d_TopicPartition_v0(b: Any, p: int) -> tuple[TopicPartition, int]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -128,6 +128,8 @@ class ConsumerProtocolSubscription(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
 
+    TopicPartition: TypeAlias = TopicPartition
+
     topics: list[str]  # v0+
     user_data: bytes | None  # v0+, nullable v0+
     owned_partitions: list[TopicPartition]  # v1+, ignorable
@@ -198,7 +200,6 @@ ConsumerProtocolSubscription.__kafka_fields__ = (
     ),  # v3+, nullable v3+, ignorable
 )
 ConsumerProtocolSubscription.__kafka_message__ = _INFO_ConsumerProtocolSubscription
-setattr(ConsumerProtocolSubscription, "TopicPartition", TopicPartition)
 
 
 def _d_ConsumerProtocolSubscription_v0(b: Any, p: int) -> tuple[ConsumerProtocolSubscription, int]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -270,6 +270,8 @@ class ControlledShutdownResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
 
+    RemainingPartition: TypeAlias = RemainingPartition
+
     error_code: int  # v0+
     remaining_partitions: list[RemainingPartition]  # v0+
 
@@ -327,7 +329,6 @@ ControlledShutdownResponse.__kafka_fields__ = (
     ),  # v0+
 )
 ControlledShutdownResponse.__kafka_message__ = _INFO_ControlledShutdownResponse
-setattr(ControlledShutdownResponse, "RemainingPartition", RemainingPartition)
 
 
 def _d_RemainingPartition_v0(b: Any, p: int) -> tuple[RemainingPartition, int]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -194,6 +194,9 @@ class ControllerRegistrationRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
 
+    Feature: TypeAlias = Feature
+    Listener: TypeAlias = Listener
+
     controller_id: int  # v0+
     incarnation_id: _uuid.UUID  # v0+
     zk_migration_ready: bool  # v0+
@@ -316,8 +319,6 @@ ControllerRegistrationRequest.__kafka_fields__ = (
     ),  # v0+
 )
 ControllerRegistrationRequest.__kafka_message__ = _INFO_ControllerRegistrationRequest
-setattr(ControllerRegistrationRequest, "Feature", Feature)
-setattr(ControllerRegistrationRequest, "Listener", Listener)
 
 
 def _d_Listener_v0(b: Any, p: int) -> tuple[Listener, int]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -161,6 +161,8 @@ class CreateAclsRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
 
+    AclCreation: TypeAlias = AclCreation
+
     creations: list[AclCreation]  # v0+
 
     def __init__(
@@ -233,7 +235,6 @@ CreateAclsRequest.__kafka_fields__ = (
     ),  # v0+
 )
 CreateAclsRequest.__kafka_message__ = _INFO_CreateAclsRequest
-setattr(CreateAclsRequest, "AclCreation", AclCreation)
 
 
 def _d_AclCreation_v0(b: Any, p: int) -> tuple[AclCreation, int]:
@@ -514,6 +515,8 @@ class CreateAclsResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
 
+    AclCreationResult: TypeAlias = AclCreationResult
+
     throttle_time_ms: int  # v0+
     results: list[AclCreationResult]  # v0+
 
@@ -582,7 +585,6 @@ CreateAclsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 CreateAclsResponse.__kafka_message__ = _INFO_CreateAclsResponse
-setattr(CreateAclsResponse, "AclCreationResult", AclCreationResult)
 
 
 def _d_AclCreationResult_v0(b: Any, p: int) -> tuple[AclCreationResult, int]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -140,6 +140,8 @@ class CreateDelegationTokenRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
 
+    CreatableRenewers: TypeAlias = CreatableRenewers
+
     owner_principal_type: str | None  # v3+, nullable v3+
     owner_principal_name: str | None  # v3+, nullable v3+
     renewers: list[CreatableRenewers]  # v0+
@@ -235,7 +237,6 @@ CreateDelegationTokenRequest.__kafka_fields__ = (
     ),  # v0+
 )
 CreateDelegationTokenRequest.__kafka_message__ = _INFO_CreateDelegationTokenRequest
-setattr(CreateDelegationTokenRequest, "CreatableRenewers", CreatableRenewers)
 
 
 def _d_CreatableRenewers_v0(b: Any, p: int) -> tuple[CreatableRenewers, int]:

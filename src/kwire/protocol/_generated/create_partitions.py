@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -177,6 +177,9 @@ class CreatePartitionsRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
 
+    CreatePartitionsAssignment: TypeAlias = CreatePartitionsAssignment
+    CreatePartitionsTopic: TypeAlias = CreatePartitionsTopic
+
     topics: list[CreatePartitionsTopic]  # v0+
     timeout_ms: int  # v0+
     validate_only: bool  # v0+
@@ -259,8 +262,6 @@ CreatePartitionsRequest.__kafka_fields__ = (
     ),  # v0+
 )
 CreatePartitionsRequest.__kafka_message__ = _INFO_CreatePartitionsRequest
-setattr(CreatePartitionsRequest, "CreatePartitionsAssignment", CreatePartitionsAssignment)
-setattr(CreatePartitionsRequest, "CreatePartitionsTopic", CreatePartitionsTopic)
 
 
 def _d_CreatePartitionsAssignment_v0(b: Any, p: int) -> tuple[CreatePartitionsAssignment, int]:
@@ -564,6 +565,8 @@ class CreatePartitionsResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
 
+    CreatePartitionsTopicResult: TypeAlias = CreatePartitionsTopicResult
+
     throttle_time_ms: int  # v0+
     results: list[CreatePartitionsTopicResult]  # v0+
 
@@ -633,7 +636,6 @@ CreatePartitionsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 CreatePartitionsResponse.__kafka_message__ = _INFO_CreatePartitionsResponse
-setattr(CreatePartitionsResponse, "CreatePartitionsTopicResult", CreatePartitionsTopicResult)
 
 
 def _d_CreatePartitionsTopicResult_v0(b: Any, p: int) -> tuple[CreatePartitionsTopicResult, int]:

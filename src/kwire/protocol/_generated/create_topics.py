@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -243,6 +243,10 @@ class CreateTopicsRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 7
 
+    CreatableReplicaAssignment: TypeAlias = CreatableReplicaAssignment
+    CreatableTopic: TypeAlias = CreatableTopic
+    CreatableTopicConfig: TypeAlias = CreatableTopicConfig
+
     topics: list[CreatableTopic]  # v0+
     timeout_ms: int  # v0+
     validate_only: bool  # v1+
@@ -369,9 +373,6 @@ CreateTopicsRequest.__kafka_fields__ = (
     ),  # v1+
 )
 CreateTopicsRequest.__kafka_message__ = _INFO_CreateTopicsRequest
-setattr(CreateTopicsRequest, "CreatableReplicaAssignment", CreatableReplicaAssignment)
-setattr(CreateTopicsRequest, "CreatableTopic", CreatableTopic)
-setattr(CreateTopicsRequest, "CreatableTopicConfig", CreatableTopicConfig)
 
 
 def _d_CreatableReplicaAssignment_v0(b: Any, p: int) -> tuple[CreatableReplicaAssignment, int]:
@@ -865,6 +866,9 @@ class CreateTopicsResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 7
 
+    CreatableTopicConfigs: TypeAlias = CreatableTopicConfigs
+    CreatableTopicResult: TypeAlias = CreatableTopicResult
+
     throttle_time_ms: int  # v2+, ignorable
     topics: list[CreatableTopicResult]  # v0+
 
@@ -1023,8 +1027,6 @@ CreateTopicsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 CreateTopicsResponse.__kafka_message__ = _INFO_CreateTopicsResponse
-setattr(CreateTopicsResponse, "CreatableTopicConfigs", CreatableTopicConfigs)
-setattr(CreateTopicsResponse, "CreatableTopicResult", CreatableTopicResult)
 
 
 def _d_CreatableTopicResult_v0(b: Any, p: int) -> tuple[CreatableTopicResult, int]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -167,6 +167,8 @@ class DeleteAclsRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
 
+    DeleteAclsFilter: TypeAlias = DeleteAclsFilter
+
     filters: list[DeleteAclsFilter]  # v0+
 
     def __init__(
@@ -248,7 +250,6 @@ DeleteAclsRequest.__kafka_fields__ = (
     ),  # v0+
 )
 DeleteAclsRequest.__kafka_message__ = _INFO_DeleteAclsRequest
-setattr(DeleteAclsRequest, "DeleteAclsFilter", DeleteAclsFilter)
 
 
 def _d_DeleteAclsFilter_v0(b: Any, p: int) -> tuple[DeleteAclsFilter, int]:
@@ -614,6 +615,9 @@ class DeleteAclsResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
 
+    DeleteAclsFilterResult: TypeAlias = DeleteAclsFilterResult
+    DeleteAclsMatchingAcl: TypeAlias = DeleteAclsMatchingAcl
+
     throttle_time_ms: int  # v0+
     filter_results: list[DeleteAclsFilterResult]  # v0+
 
@@ -736,8 +740,6 @@ DeleteAclsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 DeleteAclsResponse.__kafka_message__ = _INFO_DeleteAclsResponse
-setattr(DeleteAclsResponse, "DeleteAclsFilterResult", DeleteAclsFilterResult)
-setattr(DeleteAclsResponse, "DeleteAclsMatchingAcl", DeleteAclsMatchingAcl)
 
 
 def _d_DeleteAclsMatchingAcl_v0(b: Any, p: int) -> tuple[DeleteAclsMatchingAcl, int]:

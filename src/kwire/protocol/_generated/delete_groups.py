@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -250,6 +250,8 @@ class DeleteGroupsResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
 
+    DeletableGroupResult: TypeAlias = DeletableGroupResult
+
     throttle_time_ms: int  # v0+
     results: list[DeletableGroupResult]  # v0+
 
@@ -310,7 +312,6 @@ DeleteGroupsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 DeleteGroupsResponse.__kafka_message__ = _INFO_DeleteGroupsResponse
-setattr(DeleteGroupsResponse, "DeletableGroupResult", DeletableGroupResult)
 
 
 def _d_DeletableGroupResult_v0(b: Any, p: int) -> tuple[DeletableGroupResult, int]:

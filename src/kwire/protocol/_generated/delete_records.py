@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -179,6 +179,9 @@ class DeleteRecordsRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
 
+    DeleteRecordsPartition: TypeAlias = DeleteRecordsPartition
+    DeleteRecordsTopic: TypeAlias = DeleteRecordsTopic
+
     topics: list[DeleteRecordsTopic]  # v0+
     timeout_ms: int  # v0+
 
@@ -247,8 +250,6 @@ DeleteRecordsRequest.__kafka_fields__ = (
     ),  # v0+
 )
 DeleteRecordsRequest.__kafka_message__ = _INFO_DeleteRecordsRequest
-setattr(DeleteRecordsRequest, "DeleteRecordsPartition", DeleteRecordsPartition)
-setattr(DeleteRecordsRequest, "DeleteRecordsTopic", DeleteRecordsTopic)
 
 
 def _d_DeleteRecordsPartition_v0(b: Any, p: int) -> tuple[DeleteRecordsPartition, int]:
@@ -533,6 +534,9 @@ class DeleteRecordsResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
 
+    DeleteRecordsPartitionResult: TypeAlias = DeleteRecordsPartitionResult
+    DeleteRecordsTopicResult: TypeAlias = DeleteRecordsTopicResult
+
     throttle_time_ms: int  # v0+
     topics: list[DeleteRecordsTopicResult]  # v0+
 
@@ -616,8 +620,6 @@ DeleteRecordsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 DeleteRecordsResponse.__kafka_message__ = _INFO_DeleteRecordsResponse
-setattr(DeleteRecordsResponse, "DeleteRecordsPartitionResult", DeleteRecordsPartitionResult)
-setattr(DeleteRecordsResponse, "DeleteRecordsTopicResult", DeleteRecordsTopicResult)
 
 
 def _d_DeleteRecordsPartitionResult_v0(b: Any, p: int) -> tuple[DeleteRecordsPartitionResult, int]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -128,6 +128,8 @@ class DeleteShareGroupOffsetsRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
 
+    DeleteShareGroupOffsetsRequestTopic: TypeAlias = DeleteShareGroupOffsetsRequestTopic
+
     group_id: str  # v0+
     topics: list[DeleteShareGroupOffsetsRequestTopic]  # v0+
 
@@ -173,11 +175,6 @@ DeleteShareGroupOffsetsRequest.__kafka_fields__ = (
     ),  # v0+
 )
 DeleteShareGroupOffsetsRequest.__kafka_message__ = _INFO_DeleteShareGroupOffsetsRequest
-setattr(
-    DeleteShareGroupOffsetsRequest,
-    "DeleteShareGroupOffsetsRequestTopic",
-    DeleteShareGroupOffsetsRequestTopic,
-)
 
 
 def _d_DeleteShareGroupOffsetsRequestTopic_v0(
@@ -313,6 +310,8 @@ class DeleteShareGroupOffsetsResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
 
+    DeleteShareGroupOffsetsResponseTopic: TypeAlias = DeleteShareGroupOffsetsResponseTopic
+
     throttle_time_ms: int  # v0+
     error_code: int  # v0+
     error_message: str | None  # v0+, nullable v0+
@@ -412,11 +411,6 @@ DeleteShareGroupOffsetsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 DeleteShareGroupOffsetsResponse.__kafka_message__ = _INFO_DeleteShareGroupOffsetsResponse
-setattr(
-    DeleteShareGroupOffsetsResponse,
-    "DeleteShareGroupOffsetsResponseTopic",
-    DeleteShareGroupOffsetsResponseTopic,
-)
 
 
 def _d_DeleteShareGroupOffsetsResponseTopic_v0(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -166,6 +166,9 @@ class DeleteShareGroupStateRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
 
+    DeleteStateData: TypeAlias = DeleteStateData
+    PartitionData: TypeAlias = PartitionData
+
     group_id: str  # v0+
     topics: list[DeleteStateData]  # v0+
 
@@ -226,8 +229,6 @@ DeleteShareGroupStateRequest.__kafka_fields__ = (
     ),  # v0+
 )
 DeleteShareGroupStateRequest.__kafka_message__ = _INFO_DeleteShareGroupStateRequest
-setattr(DeleteShareGroupStateRequest, "DeleteStateData", DeleteStateData)
-setattr(DeleteShareGroupStateRequest, "PartitionData", PartitionData)
 
 
 def _d_PartitionData_v0(b: Any, p: int) -> tuple[PartitionData, int]:
@@ -425,6 +426,9 @@ class DeleteShareGroupStateResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
 
+    DeleteStateResult: TypeAlias = DeleteStateResult
+    PartitionResult: TypeAlias = PartitionResult
+
     results: list[DeleteStateResult]  # v0+
 
     def __init__(
@@ -492,8 +496,6 @@ DeleteShareGroupStateResponse.__kafka_fields__ = (
     ),  # v0+
 )
 DeleteShareGroupStateResponse.__kafka_message__ = _INFO_DeleteShareGroupStateResponse
-setattr(DeleteShareGroupStateResponse, "DeleteStateResult", DeleteStateResult)
-setattr(DeleteShareGroupStateResponse, "PartitionResult", PartitionResult)
 
 
 def _d_PartitionResult_v0(b: Any, p: int) -> tuple[PartitionResult, int]:

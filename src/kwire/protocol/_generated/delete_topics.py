@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -142,6 +142,8 @@ class DeleteTopicsRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 6
 
+    DeleteTopicState: TypeAlias = DeleteTopicState
+
     topic_names: list[str]  # v0-5, ignorable
     topics: list[DeleteTopicState]  # v6+
     timeout_ms: int  # v0+
@@ -213,7 +215,6 @@ DeleteTopicsRequest.__kafka_fields__ = (
     ),  # v0+
 )
 DeleteTopicsRequest.__kafka_message__ = _INFO_DeleteTopicsRequest
-setattr(DeleteTopicsRequest, "DeleteTopicState", DeleteTopicState)
 
 
 def _d_DeleteTopicsRequest_v0(b: Any, p: int) -> tuple[DeleteTopicsRequest, int]:
@@ -439,6 +440,8 @@ class DeleteTopicsResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 6
 
+    DeletableTopicResult: TypeAlias = DeletableTopicResult
+
     throttle_time_ms: int  # v1+, ignorable
     responses: list[DeletableTopicResult]  # v0+
 
@@ -521,7 +524,6 @@ DeleteTopicsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 DeleteTopicsResponse.__kafka_message__ = _INFO_DeleteTopicsResponse
-setattr(DeleteTopicsResponse, "DeletableTopicResult", DeletableTopicResult)
 
 
 def _d_DeletableTopicResult_v0(b: Any, p: int) -> tuple[DeletableTopicResult, int]:

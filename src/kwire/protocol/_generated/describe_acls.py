@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -470,6 +470,9 @@ class DescribeAclsResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
 
+    AclDescription: TypeAlias = AclDescription
+    DescribeAclsResource: TypeAlias = DescribeAclsResource
+
     throttle_time_ms: int  # v0+
     error_code: int  # v0+
     error_message: str | None  # v0+, nullable v0+
@@ -580,8 +583,6 @@ DescribeAclsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 DescribeAclsResponse.__kafka_message__ = _INFO_DescribeAclsResponse
-setattr(DescribeAclsResponse, "AclDescription", AclDescription)
-setattr(DescribeAclsResponse, "DescribeAclsResource", DescribeAclsResource)
 
 
 def _d_AclDescription_v0(b: Any, p: int) -> tuple[AclDescription, int]:

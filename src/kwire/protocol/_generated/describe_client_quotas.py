@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -151,6 +151,8 @@ class DescribeClientQuotasRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
 
+    ComponentData: TypeAlias = ComponentData
+
     components: list[ComponentData]  # v0+
     strict: bool  # v0+
 
@@ -227,7 +229,6 @@ DescribeClientQuotasRequest.__kafka_fields__ = (
     ),  # v0+
 )
 DescribeClientQuotasRequest.__kafka_message__ = _INFO_DescribeClientQuotasRequest
-setattr(DescribeClientQuotasRequest, "ComponentData", ComponentData)
 
 
 def _d_ComponentData_v0(b: Any, p: int) -> tuple[ComponentData, int]:
@@ -488,6 +489,10 @@ class DescribeClientQuotasResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
 
+    EntityData: TypeAlias = EntityData
+    EntryData: TypeAlias = EntryData
+    ValueData: TypeAlias = ValueData
+
     throttle_time_ms: int  # v0+
     error_code: int  # v0+
     error_message: str | None  # v0+, nullable v0+
@@ -607,9 +612,6 @@ DescribeClientQuotasResponse.__kafka_fields__ = (
     ),  # v0+, nullable v0+
 )
 DescribeClientQuotasResponse.__kafka_message__ = _INFO_DescribeClientQuotasResponse
-setattr(DescribeClientQuotasResponse, "EntityData", EntityData)
-setattr(DescribeClientQuotasResponse, "EntryData", EntryData)
-setattr(DescribeClientQuotasResponse, "ValueData", ValueData)
 
 
 def _d_EntityData_v0(b: Any, p: int) -> tuple[EntityData, int]:

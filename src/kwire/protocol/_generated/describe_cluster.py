@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -335,6 +335,8 @@ class DescribeClusterResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
 
+    DescribeClusterBroker: TypeAlias = DescribeClusterBroker
+
     throttle_time_ms: int  # v0+
     error_code: int  # v0+
     error_message: str | None  # v0+, nullable v0+
@@ -480,7 +482,6 @@ DescribeClusterResponse.__kafka_fields__ = (
     ),  # v0+
 )
 DescribeClusterResponse.__kafka_message__ = _INFO_DescribeClusterResponse
-setattr(DescribeClusterResponse, "DescribeClusterBroker", DescribeClusterBroker)
 
 
 def _d_DescribeClusterBroker_v0(b: Any, p: int) -> tuple[DescribeClusterBroker, int]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -155,6 +155,8 @@ class DescribeConfigsRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
 
+    DescribeConfigsResource: TypeAlias = DescribeConfigsResource
+
     resources: list[DescribeConfigsResource]  # v0+
     include_synonyms: bool  # v1+
     include_documentation: bool  # v3+
@@ -234,7 +236,6 @@ DescribeConfigsRequest.__kafka_fields__ = (
     ),  # v3+
 )
 DescribeConfigsRequest.__kafka_message__ = _INFO_DescribeConfigsRequest
-setattr(DescribeConfigsRequest, "DescribeConfigsResource", DescribeConfigsResource)
 
 
 def _d_DescribeConfigsResource_v0(b: Any, p: int) -> tuple[DescribeConfigsResource, int]:
@@ -674,6 +675,10 @@ class DescribeConfigsResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
 
+    DescribeConfigsResourceResult: TypeAlias = DescribeConfigsResourceResult
+    DescribeConfigsResult: TypeAlias = DescribeConfigsResult
+    DescribeConfigsSynonym: TypeAlias = DescribeConfigsSynonym
+
     throttle_time_ms: int  # v0+
     results: list[DescribeConfigsResult]  # v0+
 
@@ -840,9 +845,6 @@ DescribeConfigsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 DescribeConfigsResponse.__kafka_message__ = _INFO_DescribeConfigsResponse
-setattr(DescribeConfigsResponse, "DescribeConfigsResourceResult", DescribeConfigsResourceResult)
-setattr(DescribeConfigsResponse, "DescribeConfigsResult", DescribeConfigsResult)
-setattr(DescribeConfigsResponse, "DescribeConfigsSynonym", DescribeConfigsSynonym)
 
 
 def _d_DescribeConfigsResourceResult_v0(

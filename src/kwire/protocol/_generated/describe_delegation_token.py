@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -141,6 +141,8 @@ class DescribeDelegationTokenRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
 
+    DescribeDelegationTokenOwner: TypeAlias = DescribeDelegationTokenOwner
+
     owners: list[DescribeDelegationTokenOwner] | None  # v0+, nullable v0+
 
     def __init__(
@@ -192,9 +194,6 @@ DescribeDelegationTokenRequest.__kafka_fields__ = (
     ),  # v0+, nullable v0+
 )
 DescribeDelegationTokenRequest.__kafka_message__ = _INFO_DescribeDelegationTokenRequest
-setattr(
-    DescribeDelegationTokenRequest, "DescribeDelegationTokenOwner", DescribeDelegationTokenOwner
-)
 
 
 def _d_DescribeDelegationTokenOwner_v0(b: Any, p: int) -> tuple[DescribeDelegationTokenOwner, int]:
@@ -467,6 +466,9 @@ class DescribeDelegationTokenResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
 
+    DescribedDelegationToken: TypeAlias = DescribedDelegationToken
+    DescribedDelegationTokenRenewer: TypeAlias = DescribedDelegationTokenRenewer
+
     error_code: int  # v0+
     tokens: list[DescribedDelegationToken]  # v0+
     throttle_time_ms: int  # v0+
@@ -617,12 +619,6 @@ DescribeDelegationTokenResponse.__kafka_fields__ = (
     ),  # v0+
 )
 DescribeDelegationTokenResponse.__kafka_message__ = _INFO_DescribeDelegationTokenResponse
-setattr(DescribeDelegationTokenResponse, "DescribedDelegationToken", DescribedDelegationToken)
-setattr(
-    DescribeDelegationTokenResponse,
-    "DescribedDelegationTokenRenewer",
-    DescribedDelegationTokenRenewer,
-)
 
 
 def _d_DescribedDelegationTokenRenewer_v0(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -419,6 +419,9 @@ class DescribeGroupsResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 6
 
+    DescribedGroup: TypeAlias = DescribedGroup
+    DescribedGroupMember: TypeAlias = DescribedGroupMember
+
     throttle_time_ms: int  # v1+, ignorable
     groups: list[DescribedGroup]  # v0+
 
@@ -578,8 +581,6 @@ DescribeGroupsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 DescribeGroupsResponse.__kafka_message__ = _INFO_DescribeGroupsResponse
-setattr(DescribeGroupsResponse, "DescribedGroup", DescribedGroup)
-setattr(DescribeGroupsResponse, "DescribedGroupMember", DescribedGroupMember)
 
 
 def _d_DescribedGroupMember_v0(b: Any, p: int) -> tuple[DescribedGroupMember, int]:

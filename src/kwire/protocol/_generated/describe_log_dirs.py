@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -147,6 +147,8 @@ class DescribeLogDirsRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
 
+    DescribableLogDirTopic: TypeAlias = DescribableLogDirTopic
+
     topics: list[DescribableLogDirTopic] | None  # v0+, nullable v0+
 
     def __init__(
@@ -186,7 +188,6 @@ DescribeLogDirsRequest.__kafka_fields__ = (
     ),  # v0+, nullable v0+
 )
 DescribeLogDirsRequest.__kafka_message__ = _INFO_DescribeLogDirsRequest
-setattr(DescribeLogDirsRequest, "DescribableLogDirTopic", DescribableLogDirTopic)
 
 
 def _d_DescribableLogDirTopic_v0(b: Any, p: int) -> tuple[DescribableLogDirTopic, int]:
@@ -518,6 +519,10 @@ class DescribeLogDirsResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
 
+    DescribeLogDirsPartition: TypeAlias = DescribeLogDirsPartition
+    DescribeLogDirsResult: TypeAlias = DescribeLogDirsResult
+    DescribeLogDirsTopic: TypeAlias = DescribeLogDirsTopic
+
     throttle_time_ms: int  # v0+
     error_code: int  # v3+, ignorable
     results: list[DescribeLogDirsResult]  # v0+
@@ -671,9 +676,6 @@ DescribeLogDirsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 DescribeLogDirsResponse.__kafka_message__ = _INFO_DescribeLogDirsResponse
-setattr(DescribeLogDirsResponse, "DescribeLogDirsPartition", DescribeLogDirsPartition)
-setattr(DescribeLogDirsResponse, "DescribeLogDirsResult", DescribeLogDirsResult)
-setattr(DescribeLogDirsResponse, "DescribeLogDirsTopic", DescribeLogDirsTopic)
 
 
 def _d_DescribeLogDirsPartition_v0(b: Any, p: int) -> tuple[DescribeLogDirsPartition, int]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -141,6 +141,8 @@ class DescribeProducersRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
 
+    TopicRequest: TypeAlias = TopicRequest
+
     topics: list[TopicRequest]  # v0+
 
     def __init__(
@@ -173,7 +175,6 @@ DescribeProducersRequest.__kafka_fields__ = (
     KField("Topics", "topics", "[]TopicRequest", "0+", default=UNSET, struct=TopicRequest),  # v0+
 )
 DescribeProducersRequest.__kafka_message__ = _INFO_DescribeProducersRequest
-setattr(DescribeProducersRequest, "TopicRequest", TopicRequest)
 
 
 def _d_TopicRequest_v0(b: Any, p: int) -> tuple[TopicRequest, int]:
@@ -415,6 +416,10 @@ class DescribeProducersResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
 
+    PartitionResponse: TypeAlias = PartitionResponse
+    ProducerState: TypeAlias = ProducerState
+    TopicResponse: TypeAlias = TopicResponse
+
     throttle_time_ms: int  # v0+
     topics: list[TopicResponse]  # v0+
 
@@ -516,9 +521,6 @@ DescribeProducersResponse.__kafka_fields__ = (
     ),  # v0+
 )
 DescribeProducersResponse.__kafka_message__ = _INFO_DescribeProducersResponse
-setattr(DescribeProducersResponse, "PartitionResponse", PartitionResponse)
-setattr(DescribeProducersResponse, "ProducerState", ProducerState)
-setattr(DescribeProducersResponse, "TopicResponse", TopicResponse)
 
 
 def _d_ProducerState_v0(b: Any, p: int) -> tuple[ProducerState, int]:

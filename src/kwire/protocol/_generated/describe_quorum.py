@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -172,6 +172,9 @@ class DescribeQuorumRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
 
+    PartitionData: TypeAlias = PartitionData
+    TopicData: TypeAlias = TopicData
+
     topics: list[TopicData]  # v0+
 
     def __init__(
@@ -205,8 +208,6 @@ DescribeQuorumRequest.__kafka_fields__ = (
     KField("Topics", "topics", "[]TopicData", "0+", default=UNSET, struct=TopicData),  # v0+
 )
 DescribeQuorumRequest.__kafka_message__ = _INFO_DescribeQuorumRequest
-setattr(DescribeQuorumRequest, "PartitionData", PartitionData)
-setattr(DescribeQuorumRequest, "TopicData", TopicData)
 
 
 def _d_PartitionData_v0(b: Any, p: int) -> tuple[PartitionData, int]:
@@ -567,6 +568,12 @@ class DescribeQuorumResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
 
+    Listener: TypeAlias = Listener
+    Node: TypeAlias = Node
+    PartitionData: TypeAlias = DescribeQuorumResponsePartitionData
+    ReplicaState: TypeAlias = ReplicaState
+    TopicData: TypeAlias = DescribeQuorumResponseTopicData
+
     error_code: int  # v0+
     error_message: str | None  # v2+, nullable v2+, ignorable
     topics: list[DescribeQuorumResponseTopicData]  # v0+
@@ -739,11 +746,6 @@ DescribeQuorumResponse.__kafka_fields__ = (
     KField("Nodes", "nodes", "[]Node", "2+", default=UNSET, struct=Node),  # v2+
 )
 DescribeQuorumResponse.__kafka_message__ = _INFO_DescribeQuorumResponse
-setattr(DescribeQuorumResponse, "Listener", Listener)
-setattr(DescribeQuorumResponse, "Node", Node)
-setattr(DescribeQuorumResponse, "PartitionData", DescribeQuorumResponsePartitionData)
-setattr(DescribeQuorumResponse, "ReplicaState", ReplicaState)
-setattr(DescribeQuorumResponse, "TopicData", DescribeQuorumResponseTopicData)
 
 
 def _d_ReplicaState_v0(b: Any, p: int) -> tuple[ReplicaState, int]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -183,6 +183,9 @@ class DescribeShareGroupOffsetsRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
 
+    DescribeShareGroupOffsetsRequestGroup: TypeAlias = DescribeShareGroupOffsetsRequestGroup
+    DescribeShareGroupOffsetsRequestTopic: TypeAlias = DescribeShareGroupOffsetsRequestTopic
+
     groups: list[DescribeShareGroupOffsetsRequestGroup]  # v0+
 
     def __init__(
@@ -235,16 +238,6 @@ DescribeShareGroupOffsetsRequest.__kafka_fields__ = (
     ),  # v0+
 )
 DescribeShareGroupOffsetsRequest.__kafka_message__ = _INFO_DescribeShareGroupOffsetsRequest
-setattr(
-    DescribeShareGroupOffsetsRequest,
-    "DescribeShareGroupOffsetsRequestGroup",
-    DescribeShareGroupOffsetsRequestGroup,
-)
-setattr(
-    DescribeShareGroupOffsetsRequest,
-    "DescribeShareGroupOffsetsRequestTopic",
-    DescribeShareGroupOffsetsRequestTopic,
-)
 
 
 def _d_DescribeShareGroupOffsetsRequestTopic_v0(
@@ -553,6 +546,12 @@ class DescribeShareGroupOffsetsResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
 
+    DescribeShareGroupOffsetsResponseGroup: TypeAlias = DescribeShareGroupOffsetsResponseGroup
+    DescribeShareGroupOffsetsResponsePartition: TypeAlias = (
+        DescribeShareGroupOffsetsResponsePartition
+    )
+    DescribeShareGroupOffsetsResponseTopic: TypeAlias = DescribeShareGroupOffsetsResponseTopic
+
     throttle_time_ms: int  # v0+
     groups: list[DescribeShareGroupOffsetsResponseGroup]  # v0+
 
@@ -688,21 +687,6 @@ DescribeShareGroupOffsetsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 DescribeShareGroupOffsetsResponse.__kafka_message__ = _INFO_DescribeShareGroupOffsetsResponse
-setattr(
-    DescribeShareGroupOffsetsResponse,
-    "DescribeShareGroupOffsetsResponseGroup",
-    DescribeShareGroupOffsetsResponseGroup,
-)
-setattr(
-    DescribeShareGroupOffsetsResponse,
-    "DescribeShareGroupOffsetsResponsePartition",
-    DescribeShareGroupOffsetsResponsePartition,
-)
-setattr(
-    DescribeShareGroupOffsetsResponse,
-    "DescribeShareGroupOffsetsResponseTopic",
-    DescribeShareGroupOffsetsResponseTopic,
-)
 
 
 def _d_DescribeShareGroupOffsetsResponsePartition_v0(

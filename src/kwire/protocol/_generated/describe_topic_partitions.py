@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -169,6 +169,9 @@ class DescribeTopicPartitionsRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
 
+    Cursor: TypeAlias = Cursor
+    TopicRequest: TypeAlias = TopicRequest
+
     topics: list[TopicRequest]  # v0+
     response_partition_limit: int  # v0+
     cursor: Cursor | None  # v0+, nullable v0+
@@ -255,8 +258,6 @@ DescribeTopicPartitionsRequest.__kafka_fields__ = (
     ),  # v0+, nullable v0+
 )
 DescribeTopicPartitionsRequest.__kafka_message__ = _INFO_DescribeTopicPartitionsRequest
-setattr(DescribeTopicPartitionsRequest, "Cursor", Cursor)
-setattr(DescribeTopicPartitionsRequest, "TopicRequest", TopicRequest)
 
 
 def _d_TopicRequest_v0(b: Any, p: int) -> tuple[TopicRequest, int]:
@@ -553,6 +554,10 @@ class DescribeTopicPartitionsResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
 
+    Cursor: TypeAlias = DescribeTopicPartitionsResponseCursor
+    DescribeTopicPartitionsResponsePartition: TypeAlias = DescribeTopicPartitionsResponsePartition
+    DescribeTopicPartitionsResponseTopic: TypeAlias = DescribeTopicPartitionsResponseTopic
+
     throttle_time_ms: int  # v0+, ignorable
     topics: list[DescribeTopicPartitionsResponseTopic]  # v0+
     next_cursor: DescribeTopicPartitionsResponseCursor | None  # v0+, nullable v0+
@@ -754,17 +759,6 @@ DescribeTopicPartitionsResponse.__kafka_fields__ = (
     ),  # v0+, nullable v0+
 )
 DescribeTopicPartitionsResponse.__kafka_message__ = _INFO_DescribeTopicPartitionsResponse
-setattr(DescribeTopicPartitionsResponse, "Cursor", DescribeTopicPartitionsResponseCursor)
-setattr(
-    DescribeTopicPartitionsResponse,
-    "DescribeTopicPartitionsResponsePartition",
-    DescribeTopicPartitionsResponsePartition,
-)
-setattr(
-    DescribeTopicPartitionsResponse,
-    "DescribeTopicPartitionsResponseTopic",
-    DescribeTopicPartitionsResponseTopic,
-)
 
 
 def _d_DescribeTopicPartitionsResponsePartition_v0(

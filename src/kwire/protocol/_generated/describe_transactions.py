@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -294,6 +294,9 @@ class DescribeTransactionsResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
 
+    TopicData: TypeAlias = TopicData
+    TransactionState: TypeAlias = TransactionState
+
     throttle_time_ms: int  # v0+
     transaction_states: list[TransactionState]  # v0+
 
@@ -365,8 +368,6 @@ DescribeTransactionsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 DescribeTransactionsResponse.__kafka_message__ = _INFO_DescribeTransactionsResponse
-setattr(DescribeTransactionsResponse, "TopicData", TopicData)
-setattr(DescribeTransactionsResponse, "TransactionState", TransactionState)
 
 
 def _d_TopicData_v0(b: Any, p: int) -> tuple[TopicData, int]:

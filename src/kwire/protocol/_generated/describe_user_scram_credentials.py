@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -125,6 +125,8 @@ class DescribeUserScramCredentialsRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
 
+    UserName: TypeAlias = UserName
+
     users: list[UserName] | None  # v0+, nullable v0+
 
     def __init__(
@@ -158,7 +160,6 @@ DescribeUserScramCredentialsRequest.__kafka_fields__ = (
     ),  # v0+, nullable v0+
 )
 DescribeUserScramCredentialsRequest.__kafka_message__ = _INFO_DescribeUserScramCredentialsRequest
-setattr(DescribeUserScramCredentialsRequest, "UserName", UserName)
 
 
 def _d_UserName_v0(b: Any, p: int) -> tuple[UserName, int]:
@@ -332,6 +333,9 @@ class DescribeUserScramCredentialsResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
 
+    CredentialInfo: TypeAlias = CredentialInfo
+    DescribeUserScramCredentialsResult: TypeAlias = DescribeUserScramCredentialsResult
+
     throttle_time_ms: int  # v0+
     error_code: int  # v0+
     error_message: str | None  # v0+, nullable v0+
@@ -444,12 +448,6 @@ DescribeUserScramCredentialsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 DescribeUserScramCredentialsResponse.__kafka_message__ = _INFO_DescribeUserScramCredentialsResponse
-setattr(DescribeUserScramCredentialsResponse, "CredentialInfo", CredentialInfo)
-setattr(
-    DescribeUserScramCredentialsResponse,
-    "DescribeUserScramCredentialsResult",
-    DescribeUserScramCredentialsResult,
-)
 
 
 def _d_CredentialInfo_v0(b: Any, p: int) -> tuple[CredentialInfo, int]:

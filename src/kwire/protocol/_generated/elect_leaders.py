@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -145,6 +145,8 @@ class ElectLeadersRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
 
+    TopicPartitions: TypeAlias = TopicPartitions
+
     election_type: int  # v1+
     topic_partitions: list[TopicPartitions] | None  # v0+, nullable v0+
     timeout_ms: int  # v0+
@@ -219,7 +221,6 @@ ElectLeadersRequest.__kafka_fields__ = (
     ),  # v0+
 )
 ElectLeadersRequest.__kafka_message__ = _INFO_ElectLeadersRequest
-setattr(ElectLeadersRequest, "TopicPartitions", TopicPartitions)
 
 
 def _d_TopicPartitions_v0(b: Any, p: int) -> tuple[TopicPartitions, int]:
@@ -536,6 +537,9 @@ class ElectLeadersResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
 
+    PartitionResult: TypeAlias = PartitionResult
+    ReplicaElectionResult: TypeAlias = ReplicaElectionResult
+
     throttle_time_ms: int  # v0+
     error_code: int  # v1+
     replica_election_results: list[ReplicaElectionResult]  # v0+
@@ -635,8 +639,6 @@ ElectLeadersResponse.__kafka_fields__ = (
     ),  # v0+
 )
 ElectLeadersResponse.__kafka_message__ = _INFO_ElectLeadersResponse
-setattr(ElectLeadersResponse, "PartitionResult", PartitionResult)
-setattr(ElectLeadersResponse, "ReplicaElectionResult", ReplicaElectionResult)
 
 
 def _d_PartitionResult_v0(b: Any, p: int) -> tuple[PartitionResult, int]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -283,6 +283,11 @@ class EndQuorumEpochRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
 
+    LeaderEndpoint: TypeAlias = LeaderEndpoint
+    PartitionData: TypeAlias = PartitionData
+    ReplicaInfo: TypeAlias = ReplicaInfo
+    TopicData: TypeAlias = TopicData
+
     cluster_id: str | None  # v0+, nullable v0+
     topics: list[TopicData]  # v0+
     leader_endpoints: list[LeaderEndpoint]  # v1+, ignorable
@@ -389,10 +394,6 @@ EndQuorumEpochRequest.__kafka_fields__ = (
     ),  # v1+, ignorable
 )
 EndQuorumEpochRequest.__kafka_message__ = _INFO_EndQuorumEpochRequest
-setattr(EndQuorumEpochRequest, "LeaderEndpoint", LeaderEndpoint)
-setattr(EndQuorumEpochRequest, "PartitionData", PartitionData)
-setattr(EndQuorumEpochRequest, "ReplicaInfo", ReplicaInfo)
-setattr(EndQuorumEpochRequest, "TopicData", TopicData)
 
 
 def _d_PartitionData_v0(b: Any, p: int) -> tuple[PartitionData, int]:
@@ -818,6 +819,10 @@ class EndQuorumEpochResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
 
+    NodeEndpoint: TypeAlias = NodeEndpoint
+    PartitionData: TypeAlias = EndQuorumEpochResponsePartitionData
+    TopicData: TypeAlias = EndQuorumEpochResponseTopicData
+
     error_code: int  # v0+
     topics: list[EndQuorumEpochResponseTopicData]  # v0+
     node_endpoints: list[NodeEndpoint]  # v1+, tag 0
@@ -919,9 +924,6 @@ EndQuorumEpochResponse.__kafka_fields__ = (
     ),  # v1+, tag 0
 )
 EndQuorumEpochResponse.__kafka_message__ = _INFO_EndQuorumEpochResponse
-setattr(EndQuorumEpochResponse, "NodeEndpoint", NodeEndpoint)
-setattr(EndQuorumEpochResponse, "PartitionData", EndQuorumEpochResponsePartitionData)
-setattr(EndQuorumEpochResponse, "TopicData", EndQuorumEpochResponseTopicData)
 
 
 def _d_EndQuorumEpochResponsePartitionData_v0(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -322,6 +322,11 @@ class FetchRequest(KafkaMessage):
     API_KEY: ClassVar[int | None] = 1
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 18
+
+    FetchPartition: TypeAlias = FetchPartition
+    FetchTopic: TypeAlias = FetchTopic
+    ForgottenTopic: TypeAlias = ForgottenTopic
+    ReplicaState: TypeAlias = ReplicaState
 
     cluster_id: str | None  # v12+, nullable v12+, tag 0, ignorable
     replica_id: int  # v0-14
@@ -647,10 +652,6 @@ FetchRequest.__kafka_fields__ = (
     ),  # v11+, ignorable
 )
 FetchRequest.__kafka_message__ = _INFO_FetchRequest
-setattr(FetchRequest, "FetchPartition", FetchPartition)
-setattr(FetchRequest, "FetchTopic", FetchTopic)
-setattr(FetchRequest, "ForgottenTopic", ForgottenTopic)
-setattr(FetchRequest, "ReplicaState", ReplicaState)
 
 
 def _d_FetchPartition_v0(b: Any, p: int) -> tuple[FetchPartition, int]:
@@ -2646,6 +2647,14 @@ class FetchResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 18
 
+    AbortedTransaction: TypeAlias = AbortedTransaction
+    EpochEndOffset: TypeAlias = EpochEndOffset
+    FetchableTopicResponse: TypeAlias = FetchableTopicResponse
+    LeaderIdAndEpoch: TypeAlias = LeaderIdAndEpoch
+    NodeEndpoint: TypeAlias = NodeEndpoint
+    PartitionData: TypeAlias = PartitionData
+    SnapshotId: TypeAlias = SnapshotId
+
     throttle_time_ms: int  # v1+, ignorable
     error_code: int  # v7+, ignorable
     session_id: int  # v7+
@@ -2921,13 +2930,6 @@ FetchResponse.__kafka_fields__ = (
     ),  # v16+, tag 0
 )
 FetchResponse.__kafka_message__ = _INFO_FetchResponse
-setattr(FetchResponse, "AbortedTransaction", AbortedTransaction)
-setattr(FetchResponse, "EpochEndOffset", EpochEndOffset)
-setattr(FetchResponse, "FetchableTopicResponse", FetchableTopicResponse)
-setattr(FetchResponse, "LeaderIdAndEpoch", LeaderIdAndEpoch)
-setattr(FetchResponse, "NodeEndpoint", NodeEndpoint)
-setattr(FetchResponse, "PartitionData", PartitionData)
-setattr(FetchResponse, "SnapshotId", SnapshotId)
 
 
 def _d_PartitionData_v0(b: Any, p: int) -> tuple[PartitionData, int]:

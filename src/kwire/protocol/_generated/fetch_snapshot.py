@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -241,6 +241,10 @@ class FetchSnapshotRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
 
+    PartitionSnapshot: TypeAlias = PartitionSnapshot
+    SnapshotId: TypeAlias = SnapshotId
+    TopicSnapshot: TypeAlias = TopicSnapshot
+
     cluster_id: str | None  # v0+, nullable v0+, tag 0
     replica_id: int  # v0+
     max_bytes: int  # v0+
@@ -373,9 +377,6 @@ FetchSnapshotRequest.__kafka_fields__ = (
     ),  # v0+
 )
 FetchSnapshotRequest.__kafka_message__ = _INFO_FetchSnapshotRequest
-setattr(FetchSnapshotRequest, "PartitionSnapshot", PartitionSnapshot)
-setattr(FetchSnapshotRequest, "SnapshotId", SnapshotId)
-setattr(FetchSnapshotRequest, "TopicSnapshot", TopicSnapshot)
 
 
 def _d_SnapshotId_v0(b: Any, p: int) -> tuple[SnapshotId, int]:
@@ -935,6 +936,12 @@ class FetchSnapshotResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
 
+    LeaderIdAndEpoch: TypeAlias = LeaderIdAndEpoch
+    NodeEndpoint: TypeAlias = NodeEndpoint
+    PartitionSnapshot: TypeAlias = FetchSnapshotResponsePartitionSnapshot
+    SnapshotId: TypeAlias = FetchSnapshotResponseSnapshotId
+    TopicSnapshot: TypeAlias = FetchSnapshotResponseTopicSnapshot
+
     throttle_time_ms: int  # v0+, ignorable
     error_code: int  # v0+
     topics: list[FetchSnapshotResponseTopicSnapshot]  # v0+
@@ -1110,11 +1117,6 @@ FetchSnapshotResponse.__kafka_fields__ = (
     ),  # v1+, tag 0
 )
 FetchSnapshotResponse.__kafka_message__ = _INFO_FetchSnapshotResponse
-setattr(FetchSnapshotResponse, "LeaderIdAndEpoch", LeaderIdAndEpoch)
-setattr(FetchSnapshotResponse, "NodeEndpoint", NodeEndpoint)
-setattr(FetchSnapshotResponse, "PartitionSnapshot", FetchSnapshotResponsePartitionSnapshot)
-setattr(FetchSnapshotResponse, "SnapshotId", FetchSnapshotResponseSnapshotId)
-setattr(FetchSnapshotResponse, "TopicSnapshot", FetchSnapshotResponseTopicSnapshot)
 
 
 def _d_FetchSnapshotResponseSnapshotId_v0(

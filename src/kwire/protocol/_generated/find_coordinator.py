@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -369,6 +369,8 @@ class FindCoordinatorResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 6
 
+    Coordinator: TypeAlias = Coordinator
+
     throttle_time_ms: int  # v1+, ignorable
     error_code: int  # v0-3
     error_message: str | None  # v1-3, nullable v1+, ignorable
@@ -489,7 +491,6 @@ FindCoordinatorResponse.__kafka_fields__ = (
     ),  # v4+
 )
 FindCoordinatorResponse.__kafka_message__ = _INFO_FindCoordinatorResponse
-setattr(FindCoordinatorResponse, "Coordinator", Coordinator)
 
 
 def _d_FindCoordinatorResponse_v0(b: Any, p: int) -> tuple[FindCoordinatorResponse, int]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -165,6 +165,8 @@ class GroupMetadataValue(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
 
+    MemberMetadata: TypeAlias = MemberMetadata
+
     protocol_type: str  # v0+
     generation: int  # v0+
     protocol: str | None  # v0+, nullable v0+
@@ -252,7 +254,6 @@ GroupMetadataValue.__kafka_fields__ = (
     ),  # v0+
 )
 GroupMetadataValue.__kafka_message__ = _INFO_GroupMetadataValue
-setattr(GroupMetadataValue, "MemberMetadata", MemberMetadata)
 
 
 def _d_MemberMetadata_v0(b: Any, p: int) -> tuple[MemberMetadata, int]:

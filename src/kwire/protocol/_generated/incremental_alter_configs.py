@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -193,6 +193,9 @@ class IncrementalAlterConfigsRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
 
+    AlterConfigsResource: TypeAlias = AlterConfigsResource
+    AlterableConfig: TypeAlias = AlterableConfig
+
     resources: list[AlterConfigsResource]  # v0+
     validate_only: bool  # v0+
 
@@ -280,8 +283,6 @@ IncrementalAlterConfigsRequest.__kafka_fields__ = (
     ),  # v0+
 )
 IncrementalAlterConfigsRequest.__kafka_message__ = _INFO_IncrementalAlterConfigsRequest
-setattr(IncrementalAlterConfigsRequest, "AlterConfigsResource", AlterConfigsResource)
-setattr(IncrementalAlterConfigsRequest, "AlterableConfig", AlterableConfig)
 
 
 def _d_AlterableConfig_v0(b: Any, p: int) -> tuple[AlterableConfig, int]:
@@ -567,6 +568,8 @@ class IncrementalAlterConfigsResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
 
+    AlterConfigsResourceResponse: TypeAlias = AlterConfigsResourceResponse
+
     throttle_time_ms: int  # v0+
     responses: list[AlterConfigsResourceResponse]  # v0+
 
@@ -636,9 +639,6 @@ IncrementalAlterConfigsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 IncrementalAlterConfigsResponse.__kafka_message__ = _INFO_IncrementalAlterConfigsResponse
-setattr(
-    IncrementalAlterConfigsResponse, "AlterConfigsResourceResponse", AlterConfigsResourceResponse
-)
 
 
 def _d_AlterConfigsResourceResponse_v0(b: Any, p: int) -> tuple[AlterConfigsResourceResponse, int]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -185,6 +185,9 @@ class InitializeShareGroupStateRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
 
+    InitializeStateData: TypeAlias = InitializeStateData
+    PartitionData: TypeAlias = PartitionData
+
     group_id: str  # v0+
     topics: list[InitializeStateData]  # v0+
 
@@ -261,8 +264,6 @@ InitializeShareGroupStateRequest.__kafka_fields__ = (
     ),  # v0+
 )
 InitializeShareGroupStateRequest.__kafka_message__ = _INFO_InitializeShareGroupStateRequest
-setattr(InitializeShareGroupStateRequest, "InitializeStateData", InitializeStateData)
-setattr(InitializeShareGroupStateRequest, "PartitionData", PartitionData)
 
 
 def _d_PartitionData_v0(b: Any, p: int) -> tuple[PartitionData, int]:
@@ -466,6 +467,9 @@ class InitializeShareGroupStateResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
 
+    InitializeStateResult: TypeAlias = InitializeStateResult
+    PartitionResult: TypeAlias = PartitionResult
+
     results: list[InitializeStateResult]  # v0+
 
     def __init__(
@@ -533,8 +537,6 @@ InitializeShareGroupStateResponse.__kafka_fields__ = (
     ),  # v0+
 )
 InitializeShareGroupStateResponse.__kafka_message__ = _INFO_InitializeShareGroupStateResponse
-setattr(InitializeShareGroupStateResponse, "InitializeStateResult", InitializeStateResult)
-setattr(InitializeShareGroupStateResponse, "PartitionResult", PartitionResult)
 
 
 def _d_PartitionResult_v0(b: Any, p: int) -> tuple[PartitionResult, int]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -142,6 +142,8 @@ class JoinGroupRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 9
 
+    JoinGroupRequestProtocol: TypeAlias = JoinGroupRequestProtocol
+
     group_id: str  # v0+
     session_timeout_ms: int  # v0+
     rebalance_timeout_ms: int  # v1+, ignorable
@@ -272,7 +274,6 @@ JoinGroupRequest.__kafka_fields__ = (
     ),  # v8+, nullable v8+, ignorable
 )
 JoinGroupRequest.__kafka_message__ = _INFO_JoinGroupRequest
-setattr(JoinGroupRequest, "JoinGroupRequestProtocol", JoinGroupRequestProtocol)
 
 
 def _d_JoinGroupRequestProtocol_v0(b: Any, p: int) -> tuple[JoinGroupRequestProtocol, int]:
@@ -664,6 +665,8 @@ class JoinGroupResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 9
 
+    JoinGroupResponseMember: TypeAlias = JoinGroupResponseMember
+
     throttle_time_ms: int  # v2+, ignorable
     error_code: int  # v0+
     generation_id: int  # v0+
@@ -818,7 +821,6 @@ JoinGroupResponse.__kafka_fields__ = (
     ),  # v0+
 )
 JoinGroupResponse.__kafka_message__ = _INFO_JoinGroupResponse
-setattr(JoinGroupResponse, "JoinGroupResponseMember", JoinGroupResponseMember)
 
 
 def _d_JoinGroupResponseMember_v0(b: Any, p: int) -> tuple[JoinGroupResponseMember, int]:

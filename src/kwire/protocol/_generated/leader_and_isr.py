@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -306,6 +306,10 @@ class LeaderAndIsrRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 7
 
+    LeaderAndIsrLiveLeader: TypeAlias = LeaderAndIsrLiveLeader
+    LeaderAndIsrPartitionState: TypeAlias = LeaderAndIsrPartitionState
+    LeaderAndIsrTopicState: TypeAlias = LeaderAndIsrTopicState
+
     controller_id: int  # v0+
     is_kraft_controller: bool  # v7+
     controller_epoch: int  # v0+
@@ -543,9 +547,6 @@ LeaderAndIsrRequest.__kafka_fields__ = (
     ),  # v0+
 )
 LeaderAndIsrRequest.__kafka_message__ = _INFO_LeaderAndIsrRequest
-setattr(LeaderAndIsrRequest, "LeaderAndIsrLiveLeader", LeaderAndIsrLiveLeader)
-setattr(LeaderAndIsrRequest, "LeaderAndIsrPartitionState", LeaderAndIsrPartitionState)
-setattr(LeaderAndIsrRequest, "LeaderAndIsrTopicState", LeaderAndIsrTopicState)
 
 
 def _d_LeaderAndIsrPartitionState_v0(b: Any, p: int) -> tuple[LeaderAndIsrPartitionState, int]:
@@ -1902,6 +1903,9 @@ class LeaderAndIsrResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 7
 
+    LeaderAndIsrPartitionError: TypeAlias = LeaderAndIsrPartitionError
+    LeaderAndIsrTopicError: TypeAlias = LeaderAndIsrTopicError
+
     error_code: int  # v0+
     partition_errors: list[LeaderAndIsrPartitionError]  # v0-4
     topics: list[LeaderAndIsrTopicError]  # v5+
@@ -2002,8 +2006,6 @@ LeaderAndIsrResponse.__kafka_fields__ = (
     ),  # v5+
 )
 LeaderAndIsrResponse.__kafka_message__ = _INFO_LeaderAndIsrResponse
-setattr(LeaderAndIsrResponse, "LeaderAndIsrPartitionError", LeaderAndIsrPartitionError)
-setattr(LeaderAndIsrResponse, "LeaderAndIsrTopicError", LeaderAndIsrTopicError)
 
 
 def _d_LeaderAndIsrPartitionError_v0(b: Any, p: int) -> tuple[LeaderAndIsrPartitionError, int]:

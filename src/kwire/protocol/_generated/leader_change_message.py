@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -128,6 +128,8 @@ class LeaderChangeMessage(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
 
+    Voter: TypeAlias = Voter
+
     version: int  # v0+
     leader_id: int  # v0+
     voters: list[Voter]  # v0+
@@ -215,7 +217,6 @@ LeaderChangeMessage.__kafka_fields__ = (
     ),  # v0+
 )
 LeaderChangeMessage.__kafka_message__ = _INFO_LeaderChangeMessage
-setattr(LeaderChangeMessage, "Voter", Voter)
 
 
 def _d_Voter_v0(b: Any, p: int) -> tuple[Voter, int]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -135,6 +135,8 @@ class LeaveGroupRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
 
+    MemberIdentity: TypeAlias = MemberIdentity
+
     group_id: str  # v0+
     member_id: str  # v0-2
     members: list[MemberIdentity]  # v3+
@@ -221,7 +223,6 @@ LeaveGroupRequest.__kafka_fields__ = (
     ),  # v3+
 )
 LeaveGroupRequest.__kafka_message__ = _INFO_LeaveGroupRequest
-setattr(LeaveGroupRequest, "MemberIdentity", MemberIdentity)
 
 
 def _d_LeaveGroupRequest_v0(b: Any, p: int) -> tuple[LeaveGroupRequest, int]:
@@ -506,6 +507,8 @@ class LeaveGroupResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
 
+    MemberResponse: TypeAlias = MemberResponse
+
     throttle_time_ms: int  # v1+, ignorable
     error_code: int  # v0+
     members: list[MemberResponse]  # v3+
@@ -596,7 +599,6 @@ LeaveGroupResponse.__kafka_fields__ = (
     ),  # v3+
 )
 LeaveGroupResponse.__kafka_message__ = _INFO_LeaveGroupResponse
-setattr(LeaveGroupResponse, "MemberResponse", MemberResponse)
 
 
 def _d_LeaveGroupResponse_v0(b: Any, p: int) -> tuple[LeaveGroupResponse, int]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -252,6 +252,8 @@ class ListConfigResourcesResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
 
+    ConfigResource: TypeAlias = ConfigResource
+
     throttle_time_ms: int  # v0+
     error_code: int  # v0+
     config_resources: list[ConfigResource]  # v0+
@@ -322,7 +324,6 @@ ListConfigResourcesResponse.__kafka_fields__ = (
     ),  # v0+
 )
 ListConfigResourcesResponse.__kafka_message__ = _INFO_ListConfigResourcesResponse
-setattr(ListConfigResourcesResponse, "ConfigResource", ConfigResource)
 
 
 def _d_ConfigResource_v0(b: Any, p: int) -> tuple[ConfigResource, int]:

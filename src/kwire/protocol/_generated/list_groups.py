@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -347,6 +347,8 @@ class ListGroupsResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
 
+    ListedGroup: TypeAlias = ListedGroup
+
     throttle_time_ms: int  # v1+, ignorable
     error_code: int  # v0+
     groups: list[ListedGroup]  # v0+
@@ -439,7 +441,6 @@ ListGroupsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 ListGroupsResponse.__kafka_message__ = _INFO_ListGroupsResponse
-setattr(ListGroupsResponse, "ListedGroup", ListedGroup)
 
 
 def _d_ListedGroup_v0(b: Any, p: int) -> tuple[ListedGroup, int]:

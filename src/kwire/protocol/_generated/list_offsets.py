@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -201,6 +201,9 @@ class ListOffsetsRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 11
 
+    ListOffsetsPartition: TypeAlias = ListOffsetsPartition
+    ListOffsetsTopic: TypeAlias = ListOffsetsTopic
+
     replica_id: int  # v0+
     isolation_level: int  # v2+
     topics: list[ListOffsetsTopic]  # v0+
@@ -314,8 +317,6 @@ ListOffsetsRequest.__kafka_fields__ = (
     ),  # v10+
 )
 ListOffsetsRequest.__kafka_message__ = _INFO_ListOffsetsRequest
-setattr(ListOffsetsRequest, "ListOffsetsPartition", ListOffsetsPartition)
-setattr(ListOffsetsRequest, "ListOffsetsTopic", ListOffsetsTopic)
 
 
 def _d_ListOffsetsPartition_v0(b: Any, p: int) -> tuple[ListOffsetsPartition, int]:
@@ -904,6 +905,9 @@ class ListOffsetsResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 11
 
+    ListOffsetsPartitionResponse: TypeAlias = ListOffsetsPartitionResponse
+    ListOffsetsTopicResponse: TypeAlias = ListOffsetsTopicResponse
+
     throttle_time_ms: int  # v2+, ignorable
     topics: list[ListOffsetsTopicResponse]  # v0+
 
@@ -998,8 +1002,6 @@ ListOffsetsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 ListOffsetsResponse.__kafka_message__ = _INFO_ListOffsetsResponse
-setattr(ListOffsetsResponse, "ListOffsetsPartitionResponse", ListOffsetsPartitionResponse)
-setattr(ListOffsetsResponse, "ListOffsetsTopicResponse", ListOffsetsTopicResponse)
 
 
 def _d_ListOffsetsPartitionResponse_v0(b: Any, p: int) -> tuple[ListOffsetsPartitionResponse, int]:

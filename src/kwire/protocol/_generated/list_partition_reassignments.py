@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -142,6 +142,8 @@ class ListPartitionReassignmentsRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
 
+    ListPartitionReassignmentsTopics: TypeAlias = ListPartitionReassignmentsTopics
+
     timeout_ms: int  # v0+
     topics: list[ListPartitionReassignmentsTopics] | None  # v0+, nullable v0+
 
@@ -203,11 +205,6 @@ ListPartitionReassignmentsRequest.__kafka_fields__ = (
     ),  # v0+, nullable v0+
 )
 ListPartitionReassignmentsRequest.__kafka_message__ = _INFO_ListPartitionReassignmentsRequest
-setattr(
-    ListPartitionReassignmentsRequest,
-    "ListPartitionReassignmentsTopics",
-    ListPartitionReassignmentsTopics,
-)
 
 
 def _d_ListPartitionReassignmentsTopics_v0(
@@ -410,6 +407,9 @@ class ListPartitionReassignmentsResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
 
+    OngoingPartitionReassignment: TypeAlias = OngoingPartitionReassignment
+    OngoingTopicReassignment: TypeAlias = OngoingTopicReassignment
+
     throttle_time_ms: int  # v0+
     error_code: int  # v0+
     error_message: str | None  # v0+, nullable v0+
@@ -528,10 +528,6 @@ ListPartitionReassignmentsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 ListPartitionReassignmentsResponse.__kafka_message__ = _INFO_ListPartitionReassignmentsResponse
-setattr(
-    ListPartitionReassignmentsResponse, "OngoingPartitionReassignment", OngoingPartitionReassignment
-)
-setattr(ListPartitionReassignmentsResponse, "OngoingTopicReassignment", OngoingTopicReassignment)
 
 
 def _d_OngoingPartitionReassignment_v0(b: Any, p: int) -> tuple[OngoingPartitionReassignment, int]:

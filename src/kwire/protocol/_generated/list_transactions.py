@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -421,6 +421,8 @@ class ListTransactionsResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
 
+    TransactionState: TypeAlias = TransactionState
+
     throttle_time_ms: int  # v0+
     error_code: int  # v0+
     unknown_state_filters: list[str]  # v0+
@@ -500,7 +502,6 @@ ListTransactionsResponse.__kafka_fields__ = (
     ),  # v0+
 )
 ListTransactionsResponse.__kafka_message__ = _INFO_ListTransactionsResponse
-setattr(ListTransactionsResponse, "TransactionState", TransactionState)
 
 
 def _d_TransactionState_v0(b: Any, p: int) -> tuple[TransactionState, int]:

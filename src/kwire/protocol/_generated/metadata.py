@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -143,6 +143,8 @@ class MetadataRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 13
 
+    MetadataRequestTopic: TypeAlias = MetadataRequestTopic
+
     topics: list[MetadataRequestTopic] | None  # v0+, nullable v1+
     allow_auto_topic_creation: bool  # v4+
     include_cluster_authorized_operations: bool  # v8-10
@@ -233,7 +235,6 @@ MetadataRequest.__kafka_fields__ = (
     ),  # v8+
 )
 MetadataRequest.__kafka_message__ = _INFO_MetadataRequest
-setattr(MetadataRequest, "MetadataRequestTopic", MetadataRequestTopic)
 
 
 def _d_MetadataRequestTopic_v0(b: Any, p: int) -> tuple[MetadataRequestTopic, int]:
@@ -855,6 +856,10 @@ class MetadataResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 13
 
+    MetadataResponseBroker: TypeAlias = MetadataResponseBroker
+    MetadataResponsePartition: TypeAlias = MetadataResponsePartition
+    MetadataResponseTopic: TypeAlias = MetadataResponseTopic
+
     throttle_time_ms: int  # v3+, ignorable
     brokers: list[MetadataResponseBroker]  # v0+
     cluster_id: str | None  # v2+, nullable v2+, ignorable
@@ -1095,9 +1100,6 @@ MetadataResponse.__kafka_fields__ = (
     ),  # v13+
 )
 MetadataResponse.__kafka_message__ = _INFO_MetadataResponse
-setattr(MetadataResponse, "MetadataResponseBroker", MetadataResponseBroker)
-setattr(MetadataResponse, "MetadataResponsePartition", MetadataResponsePartition)
-setattr(MetadataResponse, "MetadataResponseTopic", MetadataResponseTopic)
 
 
 def _d_MetadataResponseBroker_v0(b: Any, p: int) -> tuple[MetadataResponseBroker, int]:

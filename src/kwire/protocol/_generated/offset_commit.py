@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -214,6 +214,9 @@ class OffsetCommitRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 10
 
+    OffsetCommitRequestPartition: TypeAlias = OffsetCommitRequestPartition
+    OffsetCommitRequestTopic: TypeAlias = OffsetCommitRequestTopic
+
     group_id: str  # v0+
     generation_id_or_member_epoch: int  # v1+, ignorable
     member_id: str  # v1+, ignorable
@@ -367,8 +370,6 @@ OffsetCommitRequest.__kafka_fields__ = (
     ),  # v0+
 )
 OffsetCommitRequest.__kafka_message__ = _INFO_OffsetCommitRequest
-setattr(OffsetCommitRequest, "OffsetCommitRequestPartition", OffsetCommitRequestPartition)
-setattr(OffsetCommitRequest, "OffsetCommitRequestTopic", OffsetCommitRequestTopic)
 
 
 def _d_OffsetCommitRequestPartition_v0(b: Any, p: int) -> tuple[OffsetCommitRequestPartition, int]:
@@ -1162,6 +1163,9 @@ class OffsetCommitResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 10
 
+    OffsetCommitResponsePartition: TypeAlias = OffsetCommitResponsePartition
+    OffsetCommitResponseTopic: TypeAlias = OffsetCommitResponseTopic
+
     throttle_time_ms: int  # v3+, ignorable
     topics: list[OffsetCommitResponseTopic]  # v0+
 
@@ -1239,8 +1243,6 @@ OffsetCommitResponse.__kafka_fields__ = (
     ),  # v0+
 )
 OffsetCommitResponse.__kafka_message__ = _INFO_OffsetCommitResponse
-setattr(OffsetCommitResponse, "OffsetCommitResponsePartition", OffsetCommitResponsePartition)
-setattr(OffsetCommitResponse, "OffsetCommitResponseTopic", OffsetCommitResponseTopic)
 
 
 def _d_OffsetCommitResponsePartition_v0(

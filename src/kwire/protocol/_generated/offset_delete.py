@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -168,6 +168,9 @@ class OffsetDeleteRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
 
+    OffsetDeleteRequestPartition: TypeAlias = OffsetDeleteRequestPartition
+    OffsetDeleteRequestTopic: TypeAlias = OffsetDeleteRequestTopic
+
     group_id: str  # v0+
     topics: list[OffsetDeleteRequestTopic]  # v0+
 
@@ -230,8 +233,6 @@ OffsetDeleteRequest.__kafka_fields__ = (
     ),  # v0+
 )
 OffsetDeleteRequest.__kafka_message__ = _INFO_OffsetDeleteRequest
-setattr(OffsetDeleteRequest, "OffsetDeleteRequestPartition", OffsetDeleteRequestPartition)
-setattr(OffsetDeleteRequest, "OffsetDeleteRequestTopic", OffsetDeleteRequestTopic)
 
 
 def _d_OffsetDeleteRequestPartition_v0(b: Any, p: int) -> tuple[OffsetDeleteRequestPartition, int]:
@@ -402,6 +403,9 @@ class OffsetDeleteResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
 
+    OffsetDeleteResponsePartition: TypeAlias = OffsetDeleteResponsePartition
+    OffsetDeleteResponseTopic: TypeAlias = OffsetDeleteResponseTopic
+
     error_code: int  # v0+
     throttle_time_ms: int  # v0+, ignorable
     topics: list[OffsetDeleteResponseTopic]  # v0+
@@ -491,8 +495,6 @@ OffsetDeleteResponse.__kafka_fields__ = (
     ),  # v0+
 )
 OffsetDeleteResponse.__kafka_message__ = _INFO_OffsetDeleteResponse
-setattr(OffsetDeleteResponse, "OffsetDeleteResponsePartition", OffsetDeleteResponsePartition)
-setattr(OffsetDeleteResponse, "OffsetDeleteResponseTopic", OffsetDeleteResponseTopic)
 
 
 def _d_OffsetDeleteResponsePartition_v0(

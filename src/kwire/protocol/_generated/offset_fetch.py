@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -247,6 +247,10 @@ class OffsetFetchRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 10
 
+    OffsetFetchRequestGroup: TypeAlias = OffsetFetchRequestGroup
+    OffsetFetchRequestTopic: TypeAlias = OffsetFetchRequestTopic
+    OffsetFetchRequestTopics: TypeAlias = OffsetFetchRequestTopics
+
     group_id: str  # v0-7
     topics: list[OffsetFetchRequestTopic] | None  # v0-7, nullable v2+
     groups: list[OffsetFetchRequestGroup]  # v8+
@@ -376,9 +380,6 @@ OffsetFetchRequest.__kafka_fields__ = (
     ),  # v7+
 )
 OffsetFetchRequest.__kafka_message__ = _INFO_OffsetFetchRequest
-setattr(OffsetFetchRequest, "OffsetFetchRequestGroup", OffsetFetchRequestGroup)
-setattr(OffsetFetchRequest, "OffsetFetchRequestTopic", OffsetFetchRequestTopic)
-setattr(OffsetFetchRequest, "OffsetFetchRequestTopics", OffsetFetchRequestTopics)
 
 
 def _d_OffsetFetchRequestTopic_v0(b: Any, p: int) -> tuple[OffsetFetchRequestTopic, int]:
@@ -1284,6 +1285,12 @@ class OffsetFetchResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 10
 
+    OffsetFetchResponseGroup: TypeAlias = OffsetFetchResponseGroup
+    OffsetFetchResponsePartition: TypeAlias = OffsetFetchResponsePartition
+    OffsetFetchResponsePartitions: TypeAlias = OffsetFetchResponsePartitions
+    OffsetFetchResponseTopic: TypeAlias = OffsetFetchResponseTopic
+    OffsetFetchResponseTopics: TypeAlias = OffsetFetchResponseTopics
+
     throttle_time_ms: int  # v3+, ignorable
     topics: list[OffsetFetchResponseTopic]  # v0-7
     error_code: int  # v2-7, ignorable
@@ -1489,11 +1496,6 @@ OffsetFetchResponse.__kafka_fields__ = (
     ),  # v8+
 )
 OffsetFetchResponse.__kafka_message__ = _INFO_OffsetFetchResponse
-setattr(OffsetFetchResponse, "OffsetFetchResponseGroup", OffsetFetchResponseGroup)
-setattr(OffsetFetchResponse, "OffsetFetchResponsePartition", OffsetFetchResponsePartition)
-setattr(OffsetFetchResponse, "OffsetFetchResponsePartitions", OffsetFetchResponsePartitions)
-setattr(OffsetFetchResponse, "OffsetFetchResponseTopic", OffsetFetchResponseTopic)
-setattr(OffsetFetchResponse, "OffsetFetchResponseTopics", OffsetFetchResponseTopics)
 
 
 def _d_OffsetFetchResponsePartition_v0(b: Any, p: int) -> tuple[OffsetFetchResponsePartition, int]:

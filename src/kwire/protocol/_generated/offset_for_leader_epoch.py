@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -187,6 +187,9 @@ class OffsetForLeaderEpochRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
 
+    OffsetForLeaderPartition: TypeAlias = OffsetForLeaderPartition
+    OffsetForLeaderTopic: TypeAlias = OffsetForLeaderTopic
+
     replica_id: int  # v3+, ignorable
     topics: list[OffsetForLeaderTopic]  # v0+
 
@@ -270,8 +273,6 @@ OffsetForLeaderEpochRequest.__kafka_fields__ = (
     ),  # v0+
 )
 OffsetForLeaderEpochRequest.__kafka_message__ = _INFO_OffsetForLeaderEpochRequest
-setattr(OffsetForLeaderEpochRequest, "OffsetForLeaderPartition", OffsetForLeaderPartition)
-setattr(OffsetForLeaderEpochRequest, "OffsetForLeaderTopic", OffsetForLeaderTopic)
 
 
 def _d_OffsetForLeaderPartition_v0(b: Any, p: int) -> tuple[OffsetForLeaderPartition, int]:
@@ -672,6 +673,9 @@ class OffsetForLeaderEpochResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
 
+    EpochEndOffset: TypeAlias = EpochEndOffset
+    OffsetForLeaderTopicResult: TypeAlias = OffsetForLeaderTopicResult
+
     throttle_time_ms: int  # v2+, ignorable
     topics: list[OffsetForLeaderTopicResult]  # v0+
 
@@ -758,8 +762,6 @@ OffsetForLeaderEpochResponse.__kafka_fields__ = (
     ),  # v0+
 )
 OffsetForLeaderEpochResponse.__kafka_message__ = _INFO_OffsetForLeaderEpochResponse
-setattr(OffsetForLeaderEpochResponse, "EpochEndOffset", EpochEndOffset)
-setattr(OffsetForLeaderEpochResponse, "OffsetForLeaderTopicResult", OffsetForLeaderTopicResult)
 
 
 def _d_EpochEndOffset_v0(b: Any, p: int) -> tuple[EpochEndOffset, int]:

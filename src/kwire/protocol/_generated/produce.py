@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -183,6 +183,9 @@ class ProduceRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 13
 
+    PartitionProduceData: TypeAlias = PartitionProduceData
+    TopicProduceData: TypeAlias = TopicProduceData
+
     transactional_id: str | None  # v3+, nullable v3+
     acks: int  # v0+
     timeout_ms: int  # v0+
@@ -287,8 +290,6 @@ ProduceRequest.__kafka_fields__ = (
     ),  # v0+
 )
 ProduceRequest.__kafka_message__ = _INFO_ProduceRequest
-setattr(ProduceRequest, "PartitionProduceData", PartitionProduceData)
-setattr(ProduceRequest, "TopicProduceData", TopicProduceData)
 
 
 def _d_PartitionProduceData_v0(b: Any, p: int) -> tuple[PartitionProduceData, int]:
@@ -890,6 +891,12 @@ class ProduceResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 13
 
+    BatchIndexAndErrorMessage: TypeAlias = BatchIndexAndErrorMessage
+    LeaderIdAndEpoch: TypeAlias = LeaderIdAndEpoch
+    NodeEndpoint: TypeAlias = NodeEndpoint
+    PartitionProduceResponse: TypeAlias = PartitionProduceResponse
+    TopicProduceResponse: TypeAlias = TopicProduceResponse
+
     responses: list[TopicProduceResponse]  # v0+
     throttle_time_ms: int  # v1+, ignorable
     node_endpoints: list[NodeEndpoint]  # v10+, tag 0
@@ -1088,11 +1095,6 @@ ProduceResponse.__kafka_fields__ = (
     ),  # v10+, tag 0
 )
 ProduceResponse.__kafka_message__ = _INFO_ProduceResponse
-setattr(ProduceResponse, "BatchIndexAndErrorMessage", BatchIndexAndErrorMessage)
-setattr(ProduceResponse, "LeaderIdAndEpoch", LeaderIdAndEpoch)
-setattr(ProduceResponse, "NodeEndpoint", NodeEndpoint)
-setattr(ProduceResponse, "PartitionProduceResponse", PartitionProduceResponse)
-setattr(ProduceResponse, "TopicProduceResponse", TopicProduceResponse)
 
 
 def _d_PartitionProduceResponse_v0(b: Any, p: int) -> tuple[PartitionProduceResponse, int]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -182,6 +182,9 @@ class ReadShareGroupStateRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
 
+    PartitionData: TypeAlias = PartitionData
+    ReadStateData: TypeAlias = ReadStateData
+
     group_id: str  # v0+
     topics: list[ReadStateData]  # v0+
 
@@ -250,8 +253,6 @@ ReadShareGroupStateRequest.__kafka_fields__ = (
     ),  # v0+
 )
 ReadShareGroupStateRequest.__kafka_message__ = _INFO_ReadShareGroupStateRequest
-setattr(ReadShareGroupStateRequest, "PartitionData", PartitionData)
-setattr(ReadShareGroupStateRequest, "ReadStateData", ReadStateData)
 
 
 def _d_PartitionData_v0(b: Any, p: int) -> tuple[PartitionData, int]:
@@ -515,6 +516,10 @@ class ReadShareGroupStateResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
 
+    PartitionResult: TypeAlias = PartitionResult
+    ReadStateResult: TypeAlias = ReadStateResult
+    StateBatch: TypeAlias = StateBatch
+
     results: list[ReadStateResult]  # v0+
 
     def __init__(
@@ -631,9 +636,6 @@ ReadShareGroupStateResponse.__kafka_fields__ = (
     ),  # v0+
 )
 ReadShareGroupStateResponse.__kafka_message__ = _INFO_ReadShareGroupStateResponse
-setattr(ReadShareGroupStateResponse, "PartitionResult", PartitionResult)
-setattr(ReadShareGroupStateResponse, "ReadStateResult", ReadStateResult)
-setattr(ReadShareGroupStateResponse, "StateBatch", StateBatch)
 
 
 def _d_StateBatch_v0(b: Any, p: int) -> tuple[StateBatch, int]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -181,6 +181,9 @@ class ReadShareGroupStateSummaryRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
 
+    PartitionData: TypeAlias = PartitionData
+    ReadStateSummaryData: TypeAlias = ReadStateSummaryData
+
     group_id: str  # v0+
     topics: list[ReadStateSummaryData]  # v0+
 
@@ -249,8 +252,6 @@ ReadShareGroupStateSummaryRequest.__kafka_fields__ = (
     ),  # v0+
 )
 ReadShareGroupStateSummaryRequest.__kafka_message__ = _INFO_ReadShareGroupStateSummaryRequest
-setattr(ReadShareGroupStateSummaryRequest, "PartitionData", PartitionData)
-setattr(ReadShareGroupStateSummaryRequest, "ReadStateSummaryData", ReadStateSummaryData)
 
 
 def _d_PartitionData_v0(b: Any, p: int) -> tuple[PartitionData, int]:
@@ -483,6 +484,9 @@ class ReadShareGroupStateSummaryResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
 
+    PartitionResult: TypeAlias = PartitionResult
+    ReadStateSummaryResult: TypeAlias = ReadStateSummaryResult
+
     results: list[ReadStateSummaryResult]  # v0+
 
     def __init__(
@@ -582,8 +586,6 @@ ReadShareGroupStateSummaryResponse.__kafka_fields__ = (
     ),  # v0+
 )
 ReadShareGroupStateSummaryResponse.__kafka_message__ = _INFO_ReadShareGroupStateSummaryResponse
-setattr(ReadShareGroupStateSummaryResponse, "PartitionResult", PartitionResult)
-setattr(ReadShareGroupStateSummaryResponse, "ReadStateSummaryResult", ReadStateSummaryResult)
 
 
 def _d_PartitionResult_v0(b: Any, p: int) -> tuple[PartitionResult, int]:

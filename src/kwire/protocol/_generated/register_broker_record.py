@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -192,6 +192,9 @@ class RegisterBrokerRecord(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
 
+    BrokerEndpoint: TypeAlias = BrokerEndpoint
+    BrokerFeature: TypeAlias = BrokerFeature
+
     broker_id: int  # v0+
     is_migrating_zk_broker: bool  # v2+
     incarnation_id: _uuid.UUID  # v0+
@@ -364,8 +367,6 @@ RegisterBrokerRecord.__kafka_fields__ = (
     ),  # v3+, tag 0
 )
 RegisterBrokerRecord.__kafka_message__ = _INFO_RegisterBrokerRecord
-setattr(RegisterBrokerRecord, "BrokerEndpoint", BrokerEndpoint)
-setattr(RegisterBrokerRecord, "BrokerFeature", BrokerFeature)
 
 
 def _d_BrokerEndpoint_v0(b: Any, p: int) -> tuple[BrokerEndpoint, int]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -184,6 +184,9 @@ class RegisterControllerRecord(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
 
+    ControllerEndpoint: TypeAlias = ControllerEndpoint
+    ControllerFeature: TypeAlias = ControllerFeature
+
     controller_id: int  # v0+
     incarnation_id: _uuid.UUID  # v0+
     zk_migration_ready: bool  # v0+
@@ -301,8 +304,6 @@ RegisterControllerRecord.__kafka_fields__ = (
     ),  # v0+
 )
 RegisterControllerRecord.__kafka_message__ = _INFO_RegisterControllerRecord
-setattr(RegisterControllerRecord, "ControllerEndpoint", ControllerEndpoint)
-setattr(RegisterControllerRecord, "ControllerFeature", ControllerFeature)
 
 
 def _d_ControllerEndpoint_v0(b: Any, p: int) -> tuple[ControllerEndpoint, int]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -235,6 +235,10 @@ class ShareAcknowledgeRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
 
+    AcknowledgePartition: TypeAlias = AcknowledgePartition
+    AcknowledgeTopic: TypeAlias = AcknowledgeTopic
+    AcknowledgementBatch: TypeAlias = AcknowledgementBatch
+
     group_id: str | None  # v0+, nullable v0+
     member_id: str | None  # v0+, nullable v0+
     share_session_epoch: int  # v0+
@@ -375,9 +379,6 @@ ShareAcknowledgeRequest.__kafka_fields__ = (
     ),  # v0+
 )
 ShareAcknowledgeRequest.__kafka_message__ = _INFO_ShareAcknowledgeRequest
-setattr(ShareAcknowledgeRequest, "AcknowledgePartition", AcknowledgePartition)
-setattr(ShareAcknowledgeRequest, "AcknowledgeTopic", AcknowledgeTopic)
-setattr(ShareAcknowledgeRequest, "AcknowledgementBatch", AcknowledgementBatch)
 
 
 def _d_AcknowledgementBatch_v0(b: Any, p: int) -> tuple[AcknowledgementBatch, int]:
@@ -793,6 +794,11 @@ class ShareAcknowledgeResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
 
+    LeaderIdAndEpoch: TypeAlias = LeaderIdAndEpoch
+    NodeEndpoint: TypeAlias = NodeEndpoint
+    PartitionData: TypeAlias = PartitionData
+    ShareAcknowledgeTopicResponse: TypeAlias = ShareAcknowledgeTopicResponse
+
     throttle_time_ms: int  # v0+, ignorable
     error_code: int  # v0+, ignorable
     error_message: str | None  # v0+, nullable v0+
@@ -985,10 +991,6 @@ ShareAcknowledgeResponse.__kafka_fields__ = (
     ),  # v0+
 )
 ShareAcknowledgeResponse.__kafka_message__ = _INFO_ShareAcknowledgeResponse
-setattr(ShareAcknowledgeResponse, "LeaderIdAndEpoch", LeaderIdAndEpoch)
-setattr(ShareAcknowledgeResponse, "NodeEndpoint", NodeEndpoint)
-setattr(ShareAcknowledgeResponse, "PartitionData", PartitionData)
-setattr(ShareAcknowledgeResponse, "ShareAcknowledgeTopicResponse", ShareAcknowledgeTopicResponse)
 
 
 def _d_LeaderIdAndEpoch_v0(b: Any, p: int) -> tuple[LeaderIdAndEpoch, int]:

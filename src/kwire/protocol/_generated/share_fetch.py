@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -287,6 +287,11 @@ class ShareFetchRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
 
+    AcknowledgementBatch: TypeAlias = AcknowledgementBatch
+    FetchPartition: TypeAlias = FetchPartition
+    FetchTopic: TypeAlias = FetchTopic
+    ForgottenTopic: TypeAlias = ForgottenTopic
+
     group_id: str | None  # v0+, nullable v0+
     member_id: str | None  # v0+, nullable v0+
     share_session_epoch: int  # v0+
@@ -554,10 +559,6 @@ ShareFetchRequest.__kafka_fields__ = (
     ),  # v0+
 )
 ShareFetchRequest.__kafka_message__ = _INFO_ShareFetchRequest
-setattr(ShareFetchRequest, "AcknowledgementBatch", AcknowledgementBatch)
-setattr(ShareFetchRequest, "FetchPartition", FetchPartition)
-setattr(ShareFetchRequest, "FetchTopic", FetchTopic)
-setattr(ShareFetchRequest, "ForgottenTopic", ForgottenTopic)
 
 
 def _d_AcknowledgementBatch_v0(b: Any, p: int) -> tuple[AcknowledgementBatch, int]:
@@ -1302,6 +1303,12 @@ class ShareFetchResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
 
+    AcquiredRecords: TypeAlias = AcquiredRecords
+    LeaderIdAndEpoch: TypeAlias = LeaderIdAndEpoch
+    NodeEndpoint: TypeAlias = NodeEndpoint
+    PartitionData: TypeAlias = PartitionData
+    ShareFetchableTopicResponse: TypeAlias = ShareFetchableTopicResponse
+
     throttle_time_ms: int  # v0+, ignorable
     error_code: int  # v0+, ignorable
     error_message: str | None  # v0+, nullable v0+
@@ -1550,11 +1557,6 @@ ShareFetchResponse.__kafka_fields__ = (
     ),  # v0+
 )
 ShareFetchResponse.__kafka_message__ = _INFO_ShareFetchResponse
-setattr(ShareFetchResponse, "AcquiredRecords", AcquiredRecords)
-setattr(ShareFetchResponse, "LeaderIdAndEpoch", LeaderIdAndEpoch)
-setattr(ShareFetchResponse, "NodeEndpoint", NodeEndpoint)
-setattr(ShareFetchResponse, "PartitionData", PartitionData)
-setattr(ShareFetchResponse, "ShareFetchableTopicResponse", ShareFetchableTopicResponse)
 
 
 def _d_LeaderIdAndEpoch_v0(b: Any, p: int) -> tuple[LeaderIdAndEpoch, int]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -439,6 +439,11 @@ class ShareGroupDescribeResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
 
+    Assignment: TypeAlias = Assignment
+    DescribedGroup: TypeAlias = DescribedGroup
+    Member: TypeAlias = Member
+    TopicPartitions: TypeAlias = TopicPartitions
+
     throttle_time_ms: int  # v0+
     groups: list[DescribedGroup]  # v0+
 
@@ -596,10 +601,6 @@ ShareGroupDescribeResponse.__kafka_fields__ = (
     ),  # v0+
 )
 ShareGroupDescribeResponse.__kafka_message__ = _INFO_ShareGroupDescribeResponse
-setattr(ShareGroupDescribeResponse, "Assignment", Assignment)
-setattr(ShareGroupDescribeResponse, "DescribedGroup", DescribedGroup)
-setattr(ShareGroupDescribeResponse, "Member", Member)
-setattr(ShareGroupDescribeResponse, "TopicPartitions", TopicPartitions)
 
 
 def _d_TopicPartitions_v0(b: Any, p: int) -> tuple[TopicPartitions, int]:

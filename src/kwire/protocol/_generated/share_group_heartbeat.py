@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -339,6 +339,9 @@ class ShareGroupHeartbeatResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
 
+    Assignment: TypeAlias = Assignment
+    TopicPartitions: TypeAlias = TopicPartitions
+
     throttle_time_ms: int  # v0+
     error_code: int  # v0+
     error_message: str | None  # v0+, nullable v0+
@@ -469,8 +472,6 @@ ShareGroupHeartbeatResponse.__kafka_fields__ = (
     ),  # v0+, nullable v0+
 )
 ShareGroupHeartbeatResponse.__kafka_message__ = _INFO_ShareGroupHeartbeatResponse
-setattr(ShareGroupHeartbeatResponse, "Assignment", Assignment)
-setattr(ShareGroupHeartbeatResponse, "TopicPartitions", TopicPartitions)
 
 
 def _d_TopicPartitions_v0(b: Any, p: int) -> tuple[TopicPartitions, int]:

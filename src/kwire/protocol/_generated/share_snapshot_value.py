@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -143,6 +143,8 @@ class ShareSnapshotValue(KafkaMessage):
     API_KEY: ClassVar[int | None] = 0
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
+
+    StateBatch: TypeAlias = StateBatch
 
     snapshot_epoch: int  # v0+
     state_epoch: int  # v0+
@@ -297,7 +299,6 @@ ShareSnapshotValue.__kafka_fields__ = (
     ),  # v0+
 )
 ShareSnapshotValue.__kafka_message__ = _INFO_ShareSnapshotValue
-setattr(ShareSnapshotValue, "StateBatch", StateBatch)
 
 
 def _d_StateBatch_v0(b: Any, p: int) -> tuple[StateBatch, int]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -141,6 +141,8 @@ class ShareUpdateValue(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
 
+    StateBatch: TypeAlias = StateBatch
+
     snapshot_epoch: int  # v0+
     leader_epoch: int  # v0+
     start_offset: int  # v0+
@@ -255,7 +257,6 @@ ShareUpdateValue.__kafka_fields__ = (
     ),  # v0+
 )
 ShareUpdateValue.__kafka_message__ = _INFO_ShareUpdateValue
-setattr(ShareUpdateValue, "StateBatch", StateBatch)
 
 
 def _d_StateBatch_v0(b: Any, p: int) -> tuple[StateBatch, int]:

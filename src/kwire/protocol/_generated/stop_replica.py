@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -272,6 +272,11 @@ class StopReplicaRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
 
+    StopReplicaPartitionState: TypeAlias = StopReplicaPartitionState
+    StopReplicaPartitionV0: TypeAlias = StopReplicaPartitionV0
+    StopReplicaTopicState: TypeAlias = StopReplicaTopicState
+    StopReplicaTopicV1: TypeAlias = StopReplicaTopicV1
+
     controller_id: int  # v0+
     is_kraft_controller: bool  # v4+
     controller_epoch: int  # v0+
@@ -445,10 +450,6 @@ StopReplicaRequest.__kafka_fields__ = (
     ),  # v3+
 )
 StopReplicaRequest.__kafka_message__ = _INFO_StopReplicaRequest
-setattr(StopReplicaRequest, "StopReplicaPartitionState", StopReplicaPartitionState)
-setattr(StopReplicaRequest, "StopReplicaPartitionV0", StopReplicaPartitionV0)
-setattr(StopReplicaRequest, "StopReplicaTopicState", StopReplicaTopicState)
-setattr(StopReplicaRequest, "StopReplicaTopicV1", StopReplicaTopicV1)
 
 
 def _d_StopReplicaPartitionV0_v0(b: Any, p: int) -> tuple[StopReplicaPartitionV0, int]:
@@ -927,6 +928,8 @@ class StopReplicaResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
 
+    StopReplicaPartitionError: TypeAlias = StopReplicaPartitionError
+
     error_code: int  # v0+
     partition_errors: list[StopReplicaPartitionError]  # v0+
 
@@ -990,7 +993,6 @@ StopReplicaResponse.__kafka_fields__ = (
     ),  # v0+
 )
 StopReplicaResponse.__kafka_message__ = _INFO_StopReplicaResponse
-setattr(StopReplicaResponse, "StopReplicaPartitionError", StopReplicaPartitionError)
 
 
 def _d_StopReplicaPartitionError_v0(b: Any, p: int) -> tuple[StopReplicaPartitionError, int]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -751,6 +751,17 @@ class StreamsGroupDescribeResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
 
+    Assignment: TypeAlias = Assignment
+    DescribedGroup: TypeAlias = DescribedGroup
+    Endpoint: TypeAlias = Endpoint
+    KeyValue: TypeAlias = KeyValue
+    Member: TypeAlias = Member
+    Subtopology: TypeAlias = Subtopology
+    TaskIds: TypeAlias = TaskIds
+    TaskOffset: TypeAlias = TaskOffset
+    TopicInfo: TypeAlias = TopicInfo
+    Topology: TypeAlias = Topology
+
     throttle_time_ms: int  # v0+
     groups: list[DescribedGroup]  # v0+
 
@@ -1127,16 +1138,6 @@ StreamsGroupDescribeResponse.__kafka_fields__ = (
     ),  # v0+
 )
 StreamsGroupDescribeResponse.__kafka_message__ = _INFO_StreamsGroupDescribeResponse
-setattr(StreamsGroupDescribeResponse, "Assignment", Assignment)
-setattr(StreamsGroupDescribeResponse, "DescribedGroup", DescribedGroup)
-setattr(StreamsGroupDescribeResponse, "Endpoint", Endpoint)
-setattr(StreamsGroupDescribeResponse, "KeyValue", KeyValue)
-setattr(StreamsGroupDescribeResponse, "Member", Member)
-setattr(StreamsGroupDescribeResponse, "Subtopology", Subtopology)
-setattr(StreamsGroupDescribeResponse, "TaskIds", TaskIds)
-setattr(StreamsGroupDescribeResponse, "TaskOffset", TaskOffset)
-setattr(StreamsGroupDescribeResponse, "TopicInfo", TopicInfo)
-setattr(StreamsGroupDescribeResponse, "Topology", Topology)
 
 
 def _d_KeyValue_v0(b: Any, p: int) -> tuple[KeyValue, int]:

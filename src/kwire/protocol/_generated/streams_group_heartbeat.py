@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -488,6 +488,15 @@ class StreamsGroupHeartbeatRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
 
+    CopartitionGroup: TypeAlias = CopartitionGroup
+    Endpoint: TypeAlias = Endpoint
+    KeyValue: TypeAlias = KeyValue
+    Subtopology: TypeAlias = Subtopology
+    TaskIds: TypeAlias = TaskIds
+    TaskOffset: TypeAlias = TaskOffset
+    TopicInfo: TypeAlias = TopicInfo
+    Topology: TypeAlias = Topology
+
     group_id: str  # v0+
     member_id: str  # v0+
     member_epoch: int  # v0+
@@ -922,14 +931,6 @@ StreamsGroupHeartbeatRequest.__kafka_fields__ = (
     ),  # v0+
 )
 StreamsGroupHeartbeatRequest.__kafka_message__ = _INFO_StreamsGroupHeartbeatRequest
-setattr(StreamsGroupHeartbeatRequest, "CopartitionGroup", CopartitionGroup)
-setattr(StreamsGroupHeartbeatRequest, "Endpoint", Endpoint)
-setattr(StreamsGroupHeartbeatRequest, "KeyValue", KeyValue)
-setattr(StreamsGroupHeartbeatRequest, "Subtopology", Subtopology)
-setattr(StreamsGroupHeartbeatRequest, "TaskIds", TaskIds)
-setattr(StreamsGroupHeartbeatRequest, "TaskOffset", TaskOffset)
-setattr(StreamsGroupHeartbeatRequest, "TopicInfo", TopicInfo)
-setattr(StreamsGroupHeartbeatRequest, "Topology", Topology)
 
 
 def _d_KeyValue_v0(b: Any, p: int) -> tuple[KeyValue, int]:
@@ -1704,6 +1705,12 @@ class StreamsGroupHeartbeatResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
 
+    Endpoint: TypeAlias = StreamsGroupHeartbeatResponseEndpoint
+    EndpointToPartitions: TypeAlias = EndpointToPartitions
+    Status: TypeAlias = Status
+    TaskIds: TypeAlias = StreamsGroupHeartbeatResponseTaskIds
+    TopicPartition: TypeAlias = TopicPartition
+
     throttle_time_ms: int  # v0+
     error_code: int  # v0+
     error_message: str | None  # v0+, nullable v0+
@@ -1993,11 +2000,6 @@ StreamsGroupHeartbeatResponse.__kafka_fields__ = (
     ),  # v0+, nullable v0+
 )
 StreamsGroupHeartbeatResponse.__kafka_message__ = _INFO_StreamsGroupHeartbeatResponse
-setattr(StreamsGroupHeartbeatResponse, "Endpoint", StreamsGroupHeartbeatResponseEndpoint)
-setattr(StreamsGroupHeartbeatResponse, "EndpointToPartitions", EndpointToPartitions)
-setattr(StreamsGroupHeartbeatResponse, "Status", Status)
-setattr(StreamsGroupHeartbeatResponse, "TaskIds", StreamsGroupHeartbeatResponseTaskIds)
-setattr(StreamsGroupHeartbeatResponse, "TopicPartition", TopicPartition)
 
 
 def _d_Status_v0(b: Any, p: int) -> tuple[Status, int]:

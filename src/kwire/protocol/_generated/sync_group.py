@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -134,6 +134,8 @@ class SyncGroupRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
 
+    SyncGroupRequestAssignment: TypeAlias = SyncGroupRequestAssignment
+
     group_id: str  # v0+
     generation_id: int  # v0+
     member_id: str  # v0+
@@ -256,7 +258,6 @@ SyncGroupRequest.__kafka_fields__ = (
     ),  # v0+
 )
 SyncGroupRequest.__kafka_message__ = _INFO_SyncGroupRequest
-setattr(SyncGroupRequest, "SyncGroupRequestAssignment", SyncGroupRequestAssignment)
 
 
 def _d_SyncGroupRequestAssignment_v0(b: Any, p: int) -> tuple[SyncGroupRequestAssignment, int]:

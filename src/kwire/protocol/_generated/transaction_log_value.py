@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -132,6 +132,8 @@ class TransactionLogValue(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
 
+    PartitionsSchema: TypeAlias = PartitionsSchema
+
     producer_id: int  # v0+
     producer_epoch: int  # v0+
     transaction_timeout_ms: int  # v0+
@@ -253,7 +255,6 @@ TransactionLogValue.__kafka_fields__ = (
     ),  # v0+
 )
 TransactionLogValue.__kafka_message__ = _INFO_TransactionLogValue
-setattr(TransactionLogValue, "PartitionsSchema", PartitionsSchema)
 
 
 def _d_PartitionsSchema_v0(b: Any, p: int) -> tuple[PartitionsSchema, int]:

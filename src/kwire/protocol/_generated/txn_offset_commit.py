@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -202,6 +202,9 @@ class TxnOffsetCommitRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
 
+    TxnOffsetCommitRequestPartition: TypeAlias = TxnOffsetCommitRequestPartition
+    TxnOffsetCommitRequestTopic: TypeAlias = TxnOffsetCommitRequestTopic
+
     transactional_id: str  # v0+
     group_id: str  # v0+
     producer_id: int  # v0+
@@ -372,8 +375,6 @@ TxnOffsetCommitRequest.__kafka_fields__ = (
     ),  # v0+
 )
 TxnOffsetCommitRequest.__kafka_message__ = _INFO_TxnOffsetCommitRequest
-setattr(TxnOffsetCommitRequest, "TxnOffsetCommitRequestPartition", TxnOffsetCommitRequestPartition)
-setattr(TxnOffsetCommitRequest, "TxnOffsetCommitRequestTopic", TxnOffsetCommitRequestTopic)
 
 
 def _d_TxnOffsetCommitRequestPartition_v0(
@@ -818,6 +819,9 @@ class TxnOffsetCommitResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
 
+    TxnOffsetCommitResponsePartition: TypeAlias = TxnOffsetCommitResponsePartition
+    TxnOffsetCommitResponseTopic: TypeAlias = TxnOffsetCommitResponseTopic
+
     throttle_time_ms: int  # v0+
     topics: list[TxnOffsetCommitResponseTopic]  # v0+
 
@@ -893,10 +897,6 @@ TxnOffsetCommitResponse.__kafka_fields__ = (
     ),  # v0+
 )
 TxnOffsetCommitResponse.__kafka_message__ = _INFO_TxnOffsetCommitResponse
-setattr(
-    TxnOffsetCommitResponse, "TxnOffsetCommitResponsePartition", TxnOffsetCommitResponsePartition
-)
-setattr(TxnOffsetCommitResponse, "TxnOffsetCommitResponseTopic", TxnOffsetCommitResponseTopic)
 
 
 def _d_TxnOffsetCommitResponsePartition_v0(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -156,6 +156,8 @@ class UpdateFeaturesRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
 
+    FeatureUpdateKey: TypeAlias = FeatureUpdateKey
+
     timeout_ms: int  # v0+
     feature_updates: list[FeatureUpdateKey]  # v0+
     validate_only: bool  # v1+
@@ -252,7 +254,6 @@ UpdateFeaturesRequest.__kafka_fields__ = (
     ),  # v1+
 )
 UpdateFeaturesRequest.__kafka_message__ = _INFO_UpdateFeaturesRequest
-setattr(UpdateFeaturesRequest, "FeatureUpdateKey", FeatureUpdateKey)
 
 
 def _d_FeatureUpdateKey_v0(b: Any, p: int) -> tuple[FeatureUpdateKey, int]:
@@ -468,6 +469,8 @@ class UpdateFeaturesResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
 
+    UpdatableFeatureResult: TypeAlias = UpdatableFeatureResult
+
     throttle_time_ms: int  # v0+
     error_code: int  # v0+
     error_message: str | None  # v0+, nullable v0+
@@ -571,7 +574,6 @@ UpdateFeaturesResponse.__kafka_fields__ = (
     ),  # v0-1
 )
 UpdateFeaturesResponse.__kafka_message__ = _INFO_UpdateFeaturesResponse
-setattr(UpdateFeaturesResponse, "UpdatableFeatureResult", UpdatableFeatureResult)
 
 
 def _d_UpdatableFeatureResult_v0(b: Any, p: int) -> tuple[UpdatableFeatureResult, int]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -344,6 +344,11 @@ class UpdateMetadataRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 8
 
+    UpdateMetadataBroker: TypeAlias = UpdateMetadataBroker
+    UpdateMetadataEndpoint: TypeAlias = UpdateMetadataEndpoint
+    UpdateMetadataPartitionState: TypeAlias = UpdateMetadataPartitionState
+    UpdateMetadataTopicState: TypeAlias = UpdateMetadataTopicState
+
     controller_id: int  # v0+
     is_kraft_controller: bool  # v8+
     type: int  # v8+, tag 0
@@ -614,10 +619,6 @@ UpdateMetadataRequest.__kafka_fields__ = (
     ),  # v0+
 )
 UpdateMetadataRequest.__kafka_message__ = _INFO_UpdateMetadataRequest
-setattr(UpdateMetadataRequest, "UpdateMetadataBroker", UpdateMetadataBroker)
-setattr(UpdateMetadataRequest, "UpdateMetadataEndpoint", UpdateMetadataEndpoint)
-setattr(UpdateMetadataRequest, "UpdateMetadataPartitionState", UpdateMetadataPartitionState)
-setattr(UpdateMetadataRequest, "UpdateMetadataTopicState", UpdateMetadataTopicState)
 
 
 def _d_UpdateMetadataPartitionState_v0(b: Any, p: int) -> tuple[UpdateMetadataPartitionState, int]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -191,6 +191,9 @@ class UpdateRaftVoterRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
 
+    KRaftVersionFeature: TypeAlias = KRaftVersionFeature
+    Listener: TypeAlias = Listener
+
     cluster_id: str | None  # v0+, nullable v0+
     current_leader_epoch: int  # v0+
     voter_id: int  # v0+
@@ -314,8 +317,6 @@ UpdateRaftVoterRequest.__kafka_fields__ = (
     ),  # v0+
 )
 UpdateRaftVoterRequest.__kafka_message__ = _INFO_UpdateRaftVoterRequest
-setattr(UpdateRaftVoterRequest, "KRaftVersionFeature", KRaftVersionFeature)
-setattr(UpdateRaftVoterRequest, "Listener", Listener)
 
 
 def _d_Listener_v0(b: Any, p: int) -> tuple[Listener, int]:
@@ -483,6 +484,8 @@ class UpdateRaftVoterResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
 
+    CurrentLeader: TypeAlias = CurrentLeader
+
     throttle_time_ms: int  # v0+
     error_code: int  # v0+
     current_leader: CurrentLeader  # v0+, tag 0
@@ -566,7 +569,6 @@ UpdateRaftVoterResponse.__kafka_fields__ = (
     ),  # v0+, tag 0
 )
 UpdateRaftVoterResponse.__kafka_message__ = _INFO_UpdateRaftVoterResponse
-setattr(UpdateRaftVoterResponse, "CurrentLeader", CurrentLeader)
 
 
 def _d_CurrentLeader_v0(b: Any, p: int) -> tuple[CurrentLeader, int]:

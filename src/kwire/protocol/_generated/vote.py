@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -205,6 +205,9 @@ class VoteRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
 
+    PartitionData: TypeAlias = PartitionData
+    TopicData: TypeAlias = TopicData
+
     cluster_id: str | None  # v0+, nullable v0+
     voter_id: int  # v1+, ignorable
     topics: list[TopicData]  # v0+
@@ -325,8 +328,6 @@ VoteRequest.__kafka_fields__ = (
     KField("Topics", "topics", "[]TopicData", "0+", default=UNSET, struct=TopicData),  # v0+
 )
 VoteRequest.__kafka_message__ = _INFO_VoteRequest
-setattr(VoteRequest, "PartitionData", PartitionData)
-setattr(VoteRequest, "TopicData", TopicData)
 
 
 def _d_PartitionData_v0(b: Any, p: int) -> tuple[PartitionData, int]:
@@ -845,6 +846,10 @@ class VoteResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
 
+    NodeEndpoint: TypeAlias = NodeEndpoint
+    PartitionData: TypeAlias = VoteResponsePartitionData
+    TopicData: TypeAlias = VoteResponseTopicData
+
     error_code: int  # v0+
     topics: list[VoteResponseTopicData]  # v0+
     node_endpoints: list[NodeEndpoint]  # v1+, tag 0
@@ -949,9 +954,6 @@ VoteResponse.__kafka_fields__ = (
     ),  # v1+, tag 0
 )
 VoteResponse.__kafka_message__ = _INFO_VoteResponse
-setattr(VoteResponse, "NodeEndpoint", NodeEndpoint)
-setattr(VoteResponse, "PartitionData", VoteResponsePartitionData)
-setattr(VoteResponse, "TopicData", VoteResponseTopicData)
 
 
 def _d_VoteResponsePartitionData_v0(b: Any, p: int) -> tuple[VoteResponsePartitionData, int]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -213,6 +213,10 @@ class VotersRecord(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
 
+    Endpoint: TypeAlias = Endpoint
+    KRaftVersionFeature: TypeAlias = KRaftVersionFeature
+    Voter: TypeAlias = Voter
+
     version: int  # v0+
     voters: list[Voter]  # v0+
 
@@ -310,9 +314,6 @@ VotersRecord.__kafka_fields__ = (
     KField("Voters", "voters", "[]Voter", "0+", default=UNSET, struct=Voter),  # v0+
 )
 VotersRecord.__kafka_message__ = _INFO_VotersRecord
-setattr(VotersRecord, "Endpoint", Endpoint)
-setattr(VotersRecord, "KRaftVersionFeature", KRaftVersionFeature)
-setattr(VotersRecord, "Voter", Voter)
 
 
 def _d_Endpoint_v0(b: Any, p: int) -> tuple[Endpoint, int]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -253,6 +253,10 @@ class WriteShareGroupStateRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
 
+    PartitionData: TypeAlias = PartitionData
+    StateBatch: TypeAlias = StateBatch
+    WriteStateData: TypeAlias = WriteStateData
+
     group_id: str  # v0+
     topics: list[WriteStateData]  # v0+
 
@@ -378,9 +382,6 @@ WriteShareGroupStateRequest.__kafka_fields__ = (
     ),  # v0+
 )
 WriteShareGroupStateRequest.__kafka_message__ = _INFO_WriteShareGroupStateRequest
-setattr(WriteShareGroupStateRequest, "PartitionData", PartitionData)
-setattr(WriteShareGroupStateRequest, "StateBatch", StateBatch)
-setattr(WriteShareGroupStateRequest, "WriteStateData", WriteStateData)
 
 
 def _d_StateBatch_v0(b: Any, p: int) -> tuple[StateBatch, int]:
@@ -753,6 +754,9 @@ class WriteShareGroupStateResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
 
+    PartitionResult: TypeAlias = PartitionResult
+    WriteStateResult: TypeAlias = WriteStateResult
+
     results: list[WriteStateResult]  # v0+
 
     def __init__(
@@ -820,8 +824,6 @@ WriteShareGroupStateResponse.__kafka_fields__ = (
     ),  # v0+
 )
 WriteShareGroupStateResponse.__kafka_message__ = _INFO_WriteShareGroupStateResponse
-setattr(WriteShareGroupStateResponse, "PartitionResult", PartitionResult)
-setattr(WriteShareGroupStateResponse, "WriteStateResult", WriteStateResult)
 
 
 def _d_PartitionResult_v0(b: Any, p: int) -> tuple[PartitionResult, int]:

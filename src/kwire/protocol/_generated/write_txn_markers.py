@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct as _struct
 import uuid as _uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from kwire.protocol._primitives import (
     ARRAYS,
@@ -207,6 +207,9 @@ class WriteTxnMarkersRequest(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
 
+    WritableTxnMarker: TypeAlias = WritableTxnMarker
+    WritableTxnMarkerTopic: TypeAlias = WritableTxnMarkerTopic
+
     markers: list[WritableTxnMarker]  # v0+
 
     def __init__(
@@ -297,8 +300,6 @@ WriteTxnMarkersRequest.__kafka_fields__ = (
     ),  # v0+
 )
 WriteTxnMarkersRequest.__kafka_message__ = _INFO_WriteTxnMarkersRequest
-setattr(WriteTxnMarkersRequest, "WritableTxnMarker", WritableTxnMarker)
-setattr(WriteTxnMarkersRequest, "WritableTxnMarkerTopic", WritableTxnMarkerTopic)
 
 
 def _d_WritableTxnMarkerTopic_v0(b: Any, p: int) -> tuple[WritableTxnMarkerTopic, int]:
@@ -742,6 +743,10 @@ class WriteTxnMarkersResponse(KafkaMessage):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
 
+    WritableTxnMarkerPartitionResult: TypeAlias = WritableTxnMarkerPartitionResult
+    WritableTxnMarkerResult: TypeAlias = WritableTxnMarkerResult
+    WritableTxnMarkerTopicResult: TypeAlias = WritableTxnMarkerTopicResult
+
     markers: list[WritableTxnMarkerResult]  # v0+
 
     def __init__(
@@ -820,11 +825,6 @@ WriteTxnMarkersResponse.__kafka_fields__ = (
     ),  # v0+
 )
 WriteTxnMarkersResponse.__kafka_message__ = _INFO_WriteTxnMarkersResponse
-setattr(
-    WriteTxnMarkersResponse, "WritableTxnMarkerPartitionResult", WritableTxnMarkerPartitionResult
-)
-setattr(WriteTxnMarkersResponse, "WritableTxnMarkerResult", WritableTxnMarkerResult)
-setattr(WriteTxnMarkersResponse, "WritableTxnMarkerTopicResult", WritableTxnMarkerTopicResult)
 
 
 def _d_WritableTxnMarkerPartitionResult_v0(
