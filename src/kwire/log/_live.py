@@ -1248,21 +1248,13 @@ class LiveLog:
             self.roll(now_ms)
         return self._segments[-1]
 
-    @_storage("rolling the log")
-    def maybe_roll(self, now_ms: int) -> None:
-        """Timer work: roll after ``segment.ms``, delete the files of segments deleted more than
-        ``file.delete.delay.ms`` ago."""
+    @_storage("deleting segment files")
+    def delete_pending_files(self, now_ms: int) -> None:
+        """Timer work: delete the files of segments deleted more than ``file.delete.delay.ms``
+        ago. There is no roll here: ``segment.ms`` rolls only when appending
+        (``UnifiedLog.maybeRoll``), so an idle partition keeps its active segment."""
         self._check_open()
         self._now_ms = now_ms
-        seg = self._segments[-1]
-        if seg.size > 0:
-            since = (
-                seg.indexer.rolling_timestamp
-                if seg.indexer.rolling_timestamp >= 0
-                else seg.created_ms
-            )
-            if now_ms - since > self.config.segment_ms:
-                self.roll(now_ms)
         self._delete_pending(now_ms)
 
     @_storage("flushing the log")
