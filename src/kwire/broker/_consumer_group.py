@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import logging
 import re
-import struct
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final
 
+from kwire.log.internal_topics import versioned
 from kwire.protocol import ErrorCode, message_class, struct_class
 
 if TYPE_CHECKING:
@@ -94,7 +94,6 @@ TARGET_PARTITIONS: Final = struct_class(TARGET_MEMBER_VALUE, "topic_partitions")
 CURRENT_KEY: Final = message_class("ConsumerGroupCurrentMemberAssignmentKey")
 CURRENT_VALUE: Final = message_class("ConsumerGroupCurrentMemberAssignmentValue")
 CURRENT_PARTITIONS: Final = struct_class(CURRENT_VALUE, "assigned_partitions")
-_VERSION: Final = struct.Struct(">h")
 
 #: topic id -> partitions
 Assignment = dict[uuid.UUID, frozenset[int]]
@@ -342,10 +341,6 @@ ASSIGNORS: Final = {"uniform": uniform_assign, "range": range_assign}
 # --- records ------------------------------------------------------------------------------------
 
 
-def _versioned(message: Any, version: int) -> bytes:
-    return _VERSION.pack(version) + bytes(message.encode(version))
-
-
 def _partitions(cls: Any, assignment: Assignment) -> list[Any]:
     return [cls(topic_id=t, partitions=sorted(ps)) for t, ps in sorted(assignment.items()) if ps]
 
@@ -358,14 +353,14 @@ def _from_partitions(rows: Iterable[Any]) -> Assignment:
 
 
 def epoch_record(group_id: str, epoch: int | None) -> Record:
-    key = _versioned(METADATA_KEY(group_id=group_id), KEY_METADATA)
-    return key, None if epoch is None else _versioned(METADATA_VALUE(epoch=epoch), 0)
+    key = versioned(METADATA_KEY(group_id=group_id), KEY_METADATA)
+    return key, None if epoch is None else versioned(METADATA_VALUE(epoch=epoch), 0)
 
 
 def partition_metadata_record(
     group_id: str, metadata: Mapping[str, tuple[uuid.UUID, int]] | None
 ) -> Record:
-    key = _versioned(PARTITION_METADATA_KEY(group_id=group_id), KEY_PARTITION_METADATA)
+    key = versioned(PARTITION_METADATA_KEY(group_id=group_id), KEY_PARTITION_METADATA)
     if metadata is None:
         return key, None
     topics = [
@@ -374,11 +369,11 @@ def partition_metadata_record(
         )
         for name, (topic_id, count) in sorted(metadata.items())
     ]
-    return key, _versioned(PARTITION_METADATA_VALUE(topics=topics), 0)
+    return key, versioned(PARTITION_METADATA_VALUE(topics=topics), 0)
 
 
 def member_record(group_id: str, member_id: str, member: ConsumerMember | None) -> Record:
-    key = _versioned(MEMBER_KEY(group_id=group_id, member_id=member_id), KEY_MEMBER)
+    key = versioned(MEMBER_KEY(group_id=group_id, member_id=member_id), KEY_MEMBER)
     if member is None:
         return key, None
     value = MEMBER_VALUE(
@@ -392,28 +387,28 @@ def member_record(group_id: str, member_id: str, member: ConsumerMember | None) 
         server_assignor=member.server_assignor,
         classic_member_metadata=None,
     )
-    return key, _versioned(value, 0)
+    return key, versioned(value, 0)
 
 
 def target_epoch_record(group_id: str, epoch: int | None) -> Record:
-    key = _versioned(TARGET_METADATA_KEY(group_id=group_id), KEY_TARGET_METADATA)
-    return key, None if epoch is None else _versioned(
+    key = versioned(TARGET_METADATA_KEY(group_id=group_id), KEY_TARGET_METADATA)
+    return key, None if epoch is None else versioned(
         TARGET_METADATA_VALUE(assignment_epoch=epoch), 0
     )
 
 
 def target_member_record(group_id: str, member_id: str, assignment: Assignment | None) -> Record:
-    key = _versioned(TARGET_MEMBER_KEY(group_id=group_id, member_id=member_id), KEY_TARGET_MEMBER)
+    key = versioned(TARGET_MEMBER_KEY(group_id=group_id, member_id=member_id), KEY_TARGET_MEMBER)
     if assignment is None:
         return key, None
     value = TARGET_MEMBER_VALUE(topic_partitions=_partitions(TARGET_PARTITIONS, assignment))
-    return key, _versioned(value, 0)
+    return key, versioned(value, 0)
 
 
 def current_assignment_record(
     group_id: str, member_id: str, member: ConsumerMember | None
 ) -> Record:
-    key = _versioned(CURRENT_KEY(group_id=group_id, member_id=member_id), KEY_CURRENT_ASSIGNMENT)
+    key = versioned(CURRENT_KEY(group_id=group_id, member_id=member_id), KEY_CURRENT_ASSIGNMENT)
     if member is None:
         return key, None
     value = CURRENT_VALUE(
@@ -423,7 +418,7 @@ def current_assignment_record(
         assigned_partitions=_partitions(CURRENT_PARTITIONS, member.assigned),
         partitions_pending_revocation=_partitions(CURRENT_PARTITIONS, member.pending_revocation),
     )
-    return key, _versioned(value, 0)
+    return key, versioned(value, 0)
 
 
 # --- reconciliation -----------------------------------------------------------------------------

@@ -38,7 +38,6 @@ tombstones), so it leaves ListGroups.
 from __future__ import annotations
 
 import logging
-import struct
 import uuid
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -46,6 +45,7 @@ from typing import Any, Final
 
 from kwire.broker._consumer_group import ConsumerGroup, ConsumerGroupError, ConsumerGroups
 from kwire.broker._state import BrokerState, Partition, partition_for
+from kwire.log.internal_topics import CONSUMER_OFFSETS, read_version, versioned
 from kwire.protocol import ErrorCode, message_class, struct_class
 from kwire.records import BatchBuilder
 from kwire.records._control import parse_control_key
@@ -69,7 +69,7 @@ __all__ = [
 
 log = logging.getLogger("kwire.broker.group")
 
-GROUP_TOPIC: Final = "__consumer_offsets"
+GROUP_TOPIC: Final = CONSUMER_OFFSETS
 EMPTY: Final = "Empty"
 PREPARING_REBALANCE: Final = "PreparingRebalance"
 COMPLETING_REBALANCE: Final = "CompletingRebalance"
@@ -85,7 +85,6 @@ GROUP_METADATA_KEY: Final = message_class("GroupMetadataKey")
 GROUP_METADATA_VALUE: Final = message_class("GroupMetadataValue")
 MEMBER_METADATA: Final = struct_class(GROUP_METADATA_VALUE, "members")
 SUBSCRIPTION: Final = message_class("ConsumerProtocolSubscription")
-_VERSION: Final = struct.Struct(">h")
 
 _DEFAULTS: Final = {
     "offsets.topic.num.partitions": 50,
@@ -248,7 +247,7 @@ class Group:
         for member in self.members.values():
             meta = member.metadata(self.protocol_name)
             try:
-                version = _VERSION.unpack_from(meta, 0)[0]
+                version = read_version(meta)[0]
                 sub = SUBSCRIPTION.decode(memoryview(meta)[2:], min(version, 3))
             except Exception:
                 return None
@@ -1247,7 +1246,7 @@ class GroupCoordinator:
             current_state_timestamp=now_ms,
             members=members,
         )
-        self._append(group.group_id, [(_group_key(group.group_id), _versioned(value, 3))], now_ms)
+        self._append(group.group_id, [(_group_key(group.group_id), versioned(value, 3))], now_ms)
 
     def load(self) -> None:
         """Replay ``__consumer_offsets`` (``GroupMetadataManager.loadGroupsAndOffsets``)."""
@@ -1300,13 +1299,13 @@ class GroupCoordinator:
         pending: dict[int, list[tuple[str, tuple[str, int], OffsetAndMetadata | None]]],
         now_ms: int,
     ) -> None:
-        (key_version,) = _VERSION.unpack_from(key, 0)
+        key_version = read_version(key)[0]
         if key_version in (0, 1):
             k = OFFSET_COMMIT_KEY.decode(memoryview(key)[2:], key_version)
             tp = (k.topic, k.partition)
             om = None
             if value is not None:
-                (vv,) = _VERSION.unpack_from(value, 0)
+                vv = read_version(value)[0]
                 v = OFFSET_COMMIT_VALUE.decode(memoryview(value)[2:], min(vv, 4))
                 om = OffsetAndMetadata(
                     v.offset,
@@ -1332,7 +1331,7 @@ class GroupCoordinator:
                         k.group, offsets=dropped.offsets, pending_txn=dropped.pending_txn
                     )
                 return
-            (vv,) = _VERSION.unpack_from(value, 0)
+            vv = read_version(value)[0]
             v = GROUP_METADATA_VALUE.decode(memoryview(value)[2:], min(vv, 4))
             group = self._loaded_group(k.group, now_ms)
             group.generation_id = v.generation
@@ -1372,16 +1371,12 @@ class GroupCoordinator:
         return [g for g in self.groups.values() if g.state != DEAD]
 
 
-def _versioned(message: Any, version: int) -> bytes:
-    return _VERSION.pack(version) + bytes(message.encode(version))
-
-
 def _offset_key(group_id: str, tp: tuple[str, int]) -> bytes:
-    return _versioned(OFFSET_COMMIT_KEY(group=group_id, topic=tp[0], partition=tp[1]), 1)
+    return versioned(OFFSET_COMMIT_KEY(group=group_id, topic=tp[0], partition=tp[1]), 1)
 
 
 def _group_key(group_id: str) -> bytes:
-    return _versioned(GROUP_METADATA_KEY(group=group_id), 2)
+    return versioned(GROUP_METADATA_KEY(group=group_id), 2)
 
 
 def _offset_record(
@@ -1396,7 +1391,7 @@ def _offset_record(
         commit_timestamp=om.commit_timestamp,
         expire_timestamp=om.expire_timestamp,
     )
-    return _offset_key(group_id, tp), _versioned(value, version)
+    return _offset_key(group_id, tp), versioned(value, version)
 
 
 def group_coordinator(state: BrokerState) -> GroupCoordinator:

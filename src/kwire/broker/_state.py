@@ -28,7 +28,6 @@ from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol
 
-from kwire._wire import java_string_hash
 from kwire.broker import _metadata_log as mlog
 from kwire.broker._config import (
     ConfigError,
@@ -38,6 +37,7 @@ from kwire.broker._config import (
 )
 from kwire.broker._releases import Personality
 from kwire.log import DataDir, KafkaStorageError, LiveLog
+from kwire.log.internal_topics import COORDINATOR_TOPICS, partition_for
 from kwire.protocol import ErrorCode
 from kwire.records import AppendOrigin
 
@@ -59,9 +59,7 @@ log = logging.getLogger("kwire.broker")
 METADATA_FILE: Final = "kwire-metadata.json"
 MAX_TOPIC_NAME: Final = 249
 _LEGAL_TOPIC: Final = re.compile(r"^[a-zA-Z0-9._-]+$")
-INTERNAL_TOPICS: Final = frozenset(
-    {"__consumer_offsets", "__transaction_state", "__share_group_state"}
-)
+INTERNAL_TOPICS: Final = COORDINATOR_TOPICS
 
 
 class Clock(Protocol):
@@ -95,15 +93,6 @@ class BrokerError(Exception):
         self.error = error
         self.message = message
         super().__init__(f"{error.name}: {message}" if message else error.name)
-
-
-def partition_for(key: str, partitions: int) -> int:
-    """The partition of an internal topic holding ``key`` (a group or transactional id):
-    ``Utils.abs(key.hashCode()) % partitions``, where Kafka's ``Utils.abs`` maps
-    ``Integer.MIN_VALUE`` to 0 (``GroupMetadataManager.partitionFor``,
-    ``TransactionStateManager.partitionFor``)."""
-    h = java_string_hash(key)
-    return (0 if h == -(1 << 31) else abs(h)) % partitions
 
 
 def validate_topic_name(name: str) -> None:

@@ -37,7 +37,7 @@ import json
 import os
 import struct
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, TextIO
 
@@ -59,6 +59,19 @@ from kwire.log import (
     time_index_sanity_problem,
     walk_offset_index,
     walk_time_index,
+)
+from kwire.log.internal_topics import (
+    CLUSTER_METADATA,
+    CONSUMER_OFFSETS,
+    GROUP_METADATA_TYPE,
+    OFFSETS_RECORD_TYPES,
+    SHARE_STATE_RECORD_TYPES,
+    TRANSACTION_STATE,
+    TransactionState,
+    coordinator_record_json,
+    read_version,
+    read_versioned,
+    transaction_state_name,
 )
 from kwire.protocol import KafkaMessage, message_class
 from kwire.records import (
@@ -220,31 +233,6 @@ _DECODERS: Final[dict[str, Decoder]] = {
 
 RecordParser = Callable[[Record], tuple[str | None, str | None]]
 
-#: CoordinatorRecordSerde.apiMessageKeyFor / apiMessageValueFor (Kafka 3.9): record type -> name.
-_OFFSETS_RECORD_TYPES: Final = {
-    0: "OffsetCommit",
-    1: "OffsetCommit",
-    2: "GroupMetadata",
-    3: "ConsumerGroupMetadata",
-    4: "ConsumerGroupPartitionMetadata",
-    5: "ConsumerGroupMemberMetadata",
-    6: "ConsumerGroupTargetAssignmentMetadata",
-    7: "ConsumerGroupTargetAssignmentMember",
-    8: "ConsumerGroupCurrentMemberAssignment",
-}
-
-#: Kafka 3.9's TransactionState, by the id TransactionLogValue carries.
-_TRANSACTION_STATES: Final = (
-    "Empty",
-    "Ongoing",
-    "PrepareCommit",
-    "PrepareAbort",
-    "CompleteCommit",
-    "CompleteAbort",
-    "Dead",
-    "PrepareEpochFence",
-)
-
 
 def _jackson(doc: Any) -> str:
     """``doc`` as Jackson's ``JsonNode.toString`` writes it: compact, non-ASCII as is, control
@@ -267,26 +255,6 @@ def _jackson(doc: Any) -> str:
     return "".join(out)
 
 
-def _version_prefixed(data: bytes, what: str) -> tuple[int, memoryview]:
-    if len(data) < 2:
-        raise ValueError(f"Could not read version from {what}'s buffer.")
-    return struct.unpack_from(">h", data)[0], memoryview(data)[2:]
-
-
-def _read_message(name: str, data: memoryview, version: int, what: str) -> KafkaMessage:
-    """A message read as Kafka's ``message.read`` does (bytes after its end are left alone)."""
-    try:
-        cls = message_class(name)
-        if not cls.MIN_VERSION <= version <= cls.MAX_VERSION:
-            raise ValueError(f"Can't read version {version} of {name}")
-        message: KafkaMessage = cls.decode_from(data, version)[0]
-    except (KwireError, ValueError) as exc:
-        raise ValueError(
-            f"Could not read record with version {version} from {what}'s buffer due to: {exc}."
-        ) from exc
-    return message
-
-
 def _embedded_consumer_protocol(doc: dict[str, Any]) -> dict[str, Any]:
     """DumpLogSegments' ``prepareGroupMetadataValue``: in a "consumer" group, each member's
     subscription and assignment bytes are shown decoded (ConsumerProtocolSubscription/Assignment at
@@ -302,68 +270,49 @@ def _embedded_consumer_protocol(doc: dict[str, Any]) -> dict[str, Any]:
             if not isinstance(encoded, str):
                 continue
             try:
-                version, body = _version_prefixed(base64.b64decode(encoded), field_name)
-                member[field_name] = _read_message(name, body, version, field_name).to_json(version)
+                version, message = read_versioned(name, base64.b64decode(encoded), field_name)
+                member[field_name] = message.to_json(version)
             except ValueError:
                 pass  # Kafka swallows the RuntimeException and keeps the original bytes
     return doc
 
 
-def _offsets_parse(record: Record) -> tuple[str | None, str | None]:
-    """Kafka 3.9's ``DumpLogSegments.OffsetsMessageParser`` (``--offsets-decoder``):
-    key ``{"type":"<record type>","data":{...}}``, payload ``{"version":"<v>","data":{...}}`` (the
-    messages' JsonConverter JSON), ``<DELETE>`` for a tombstone."""
+def _coordinator_parse(
+    record: Record, record_types: Mapping[int, str], topic_decoder: str
+) -> tuple[str | None, str | None]:
+    """Kafka's ``CoordinatorRecordMessageParser``: key ``{"type":"<record type>","data":{...}}``,
+    payload ``{"version":"<v>","data":{...}}`` (the messages' JsonConverter JSON), ``<DELETE>``
+    for a tombstone."""
     if record.key is None:
         # Kafka throws this RuntimeException (the tool stops); kwire reports it and goes on.
         raise ValueError(
-            f"Failed to decode message at offset {record.offset} using offset topic decoder "
+            f"Failed to decode message at offset {record.offset} using {topic_decoder} "
             "(message had a missing key)"
         )
+    value = None if record.value is None else bytes(record.value)
     try:
-        record_type, key_body = _version_prefixed(bytes(record.key), "key")
-        name = _OFFSETS_RECORD_TYPES.get(record_type)
-        if name is None:
-            return f"Unknown record type {record_type} at offset {record.offset}, skipping.", None
-        key = _read_message(name + "Key", key_body, record_type, "key")
-        key_text = _jackson({"type": str(record_type), "data": key.to_json(record_type)})
-        if record.value is None:
-            return key_text, "<DELETE>"
-        version, value_body = _version_prefixed(bytes(record.value), "value")
-        value_doc = _read_message(name + "Value", value_body, version, "value").to_json(version)
-        if name == "GroupMetadata":
-            value_doc = _embedded_consumer_protocol(value_doc)
-        return key_text, _jackson({"version": str(version), "data": value_doc})
+        decoded = coordinator_record_json(record_types, bytes(record.key), value)
     except ValueError as exc:
         return f"Error at offset {record.offset}, skipping. {exc}", None
+    if decoded is None:
+        record_type = read_version(bytes(record.key))[0]
+        return f"Unknown record type {record_type} at offset {record.offset}, skipping.", None
+    record_type, _, key_doc, value_doc = decoded
+    if value_doc is None:
+        return _jackson(key_doc), "<DELETE>"
+    if record_types is OFFSETS_RECORD_TYPES and record_type == GROUP_METADATA_TYPE:
+        value_doc["data"] = _embedded_consumer_protocol(value_doc["data"])
+    return _jackson(key_doc), _jackson(value_doc)
 
 
-#: Kafka 4.x's ShareCoordinatorRecordSerde: record type -> name (``__share_group_state``).
-_SHARE_STATE_RECORD_TYPES: Final = {0: "ShareSnapshot", 1: "ShareUpdate"}
+def _offsets_parse(record: Record) -> tuple[str | None, str | None]:
+    """Kafka 3.9's ``DumpLogSegments.OffsetsMessageParser`` (``--offsets-decoder``)."""
+    return _coordinator_parse(record, OFFSETS_RECORD_TYPES, "offset topic decoder")
 
 
 def _share_group_state_parse(record: Record) -> tuple[str | None, str | None]:
-    """Kafka 4.x's ``ShareGroupStateMessageParser`` (``--share-group-state-decoder``), a
-    coordinator record parser like the offsets one: key ``{"type":"<record type>","data":{...}}``,
-    payload ``{"version":"<v>","data":{...}}``, ``<DELETE>`` for a tombstone."""
-    if record.key is None:
-        raise ValueError(
-            f"Failed to decode message at offset {record.offset} using share group state "
-            "topic decoder (message had a missing key)"
-        )
-    try:
-        record_type, key_body = _version_prefixed(bytes(record.key), "key")
-        name = _SHARE_STATE_RECORD_TYPES.get(record_type)
-        if name is None:
-            return f"Unknown record type {record_type} at offset {record.offset}, skipping.", None
-        key = _read_message(name + "Key", key_body, record_type, "key")
-        key_text = _jackson({"type": str(record_type), "data": key.to_json(record_type)})
-        if record.value is None:
-            return key_text, "<DELETE>"
-        version, value_body = _version_prefixed(bytes(record.value), "value")
-        value_doc = _read_message(name + "Value", value_body, version, "value").to_json(version)
-        return key_text, _jackson({"version": str(version), "data": value_doc})
-    except ValueError as exc:
-        return f"Error at offset {record.offset}, skipping. {exc}", None
+    """Kafka 4.x's ``ShareGroupStateMessageParser`` (``--share-group-state-decoder``)."""
+    return _coordinator_parse(record, SHARE_STATE_RECORD_TYPES, "share group state topic decoder")
 
 
 def _scala_hash_set_order(partitions: list[tuple[str, int]]) -> list[tuple[str, int]]:
@@ -393,28 +342,28 @@ def _transaction_log_parse(record: Record) -> tuple[str | None, str | None]:
     version."""
     if record.key is None:
         raise ValueError(f"the record at offset {record.offset} has no key")
-    version, key_body = _version_prefixed(bytes(record.key), "key")
+    version, _ = read_version(bytes(record.key), "key")
     key_cls = message_class("TransactionLogKey")
     if not key_cls.MIN_VERSION <= version <= key_cls.MAX_VERSION:
         return f"unknown::version={version}", None
-    txn_id = _read_message("TransactionLogKey", key_body, version, "key").transactional_id
+    txn_id = read_versioned("TransactionLogKey", bytes(record.key), "key")[1].transactional_id
     key_text = f"transaction_metadata::transactionalId={txn_id}"
     if record.value is None:
         return key_text, "<DELETE>"
-    value_version, value_body = _version_prefixed(bytes(record.value), "value")
+    value_version, _ = read_version(bytes(record.value), "value")
     value_cls = message_class("TransactionLogValue")
     if not value_cls.MIN_VERSION <= value_version <= value_cls.MAX_VERSION:
         # Kafka's IllegalStateException (the tool stops); kwire reports it and goes on.
         raise ValueError(f"Unknown version {value_version} from the transaction log message value")
-    value = _read_message("TransactionLogValue", value_body, value_version, "value")
+    _, value = read_versioned("TransactionLogValue", bytes(record.value), "value")
     status = value.transaction_status
-    if not 0 <= status < len(_TRANSACTION_STATES):
+    state = transaction_state_name(status)
+    if state is None:
         raise ValueError(
             f"Unknown transaction state id {status} from the transaction status message"
         )
-    state = _TRANSACTION_STATES[status]
     partitions: list[tuple[str, int]] = []
-    if state != "Empty":
+    if status != TransactionState.EMPTY:
         for entry in value.transaction_partitions or ():
             partitions.extend((entry.topic, p) for p in entry.partition_ids)
     listed = ",".join(f"{t}-{p}" for t, p in _scala_hash_set_order(partitions))
@@ -559,9 +508,9 @@ def _resolve_decoder(name: str, out: _Out) -> Decoder:
 
 #: The decoder of each internal topic when a directory is dumped (as if its flag were given).
 _INTERNAL_DECODERS: Final = {
-    "__consumer_offsets": "offsets_decoder",
-    "__transaction_state": "transaction_log_decoder",
-    "__cluster_metadata": "cluster_metadata_decoder",
+    CONSUMER_OFFSETS: "offsets_decoder",
+    TRANSACTION_STATE: "transaction_log_decoder",
+    CLUSTER_METADATA: "cluster_metadata_decoder",
 }
 
 
