@@ -36,10 +36,10 @@ from kwire.broker._config import (
     validate_topic_configs,
 )
 from kwire.broker._releases import Personality
-from kwire.log import DataDir, KafkaStorageError, LiveLog
+from kwire.log import DataDir, KafkaStorageError, LiveLog, LogAppendInfo
 from kwire.log.internal_topics import COORDINATOR_TOPICS, partition_for
 from kwire.protocol import ErrorCode
-from kwire.records import AppendOrigin
+from kwire.records import AppendOrigin, AppendResult
 
 __all__ = [
     "BrokerError",
@@ -130,6 +130,31 @@ class Partition:
     @property
     def high_watermark(self) -> int:
         return self.log.high_watermark
+
+    def append(
+        self,
+        records: bytes | bytearray | memoryview,
+        now_ms: int,
+        *,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
+        produce_version: int | None = None,
+        validated: AppendResult | None = None,
+    ) -> LogAppendInfo:
+        """Append as the leader, at its leader epoch, then apply the high-watermark rule: this
+        process holds the only replica, the whole ISR, so the high watermark follows the log end
+        at once (``Partition.appendRecordsToLeader`` then ``maybeIncrementLeaderHW``). Callers
+        go through ``BrokerState.append``, which also wakes the parked fetches."""
+        info = self.log.append_as_leader(
+            records,
+            now_ms=now_ms,
+            leader_epoch=self.leader_epoch,
+            origin=origin,
+            produce_version=produce_version,
+            validated=validated,
+        )
+        if not info.duplicate and info.last_offset >= 0:
+            self.log.high_watermark = self.log.log_end_offset
+        return info
 
     def last_stable_offset(self) -> int:
         """The first offset of the oldest open transaction, else the high watermark."""
@@ -263,18 +288,29 @@ class BrokerState:
         """A partition grew: wake the fetches waiting on it."""
         self.notify(partition)
 
+    def append(
+        self,
+        partition: Partition,
+        records: bytes | bytearray | memoryview,
+        now_ms: int,
+        *,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
+        produce_version: int | None = None,
+        validated: AppendResult | None = None,
+    ) -> LogAppendInfo:
+        """The one way records reach a partition: ``Partition.append`` (the high-watermark
+        rule), then the fetches parked on it wake."""
+        info = partition.append(
+            records, now_ms, origin=origin, produce_version=produce_version, validated=validated
+        )
+        if not info.duplicate and info.last_offset >= 0:
+            self.appended(partition)
+        return info
+
     def append_as_coordinator(self, partition: Partition, records: bytes, now_ms: int) -> None:
         """Append a coordinator's records (or transaction markers) to an internal or data
-        partition, then replicate: this process holds every partition's only replica, so the
-        high watermark moves to the log end at once, and parked fetches wake."""
-        partition.log.append_as_leader(
-            records,
-            now_ms=now_ms,
-            leader_epoch=partition.leader_epoch,
-            origin=AppendOrigin.COORDINATOR,
-        )
-        partition.log.high_watermark = partition.log.log_end_offset
-        self.appended(partition)
+        partition."""
+        self.append(partition, records, now_ms, origin=AppendOrigin.COORDINATOR)
 
     def add_ticker(self, ticker: Callable[[int], None]) -> None:
         """Run ``ticker(now_ms)`` periodically (every 100 ms: session timeouts, expiries)."""
