@@ -59,6 +59,13 @@ from kwire.log._errors import (
     ProducerStateError,
 )
 from kwire.log._failure import LogDirFailureChannel
+from kwire.log._fetch_info import (
+    FetchDataInfo,
+    FileSlice,
+    LogAppendInfo,
+    batch_formats,
+    read_batch_chunks,
+)
 from kwire.log._files import MappedFile, list_log_dir, open_segment, read_small_file
 from kwire.log._index import (
     OffsetIndex,
@@ -80,16 +87,9 @@ from kwire.log._layout import (
     segment_file_beside,
     segment_file_name,
 )
-from kwire.log._live import (
-    FetchDataInfo,
-    FileSlice,
-    LiveLog,
-    LogAppendInfo,
-    LogConfig,
-    batch_formats,
-    read_batch_chunks,
-    read_topic_id,
-)
+from kwire.log._live import LiveLog
+from kwire.log._log_config import LogConfig
+from kwire.log._log_loader import read_topic_id
 from kwire.log._metadata_records import (
     CLUSTER_METADATA_DIR,
     CLUSTER_METADATA_TOPIC,

@@ -39,8 +39,10 @@ from typing import Final
 from kwire.errors import DecodeError, KafkaStorageError
 from kwire.log._failure import LogDirFailureChannel
 from kwire.log._layout import TopicPartition, parse_partition_dir
-from kwire.log._live import LiveLog, LogConfig, read_topic_id
+from kwire.log._live import LiveLog
 from kwire.log._lock import DirLock
+from kwire.log._log_config import LogConfig
+from kwire.log._log_loader import read_topic_id
 from kwire.log._writer import _fsync_dir
 
 log = logging.getLogger("kwire.log")
