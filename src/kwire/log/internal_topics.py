@@ -11,6 +11,7 @@ module, so a rule changes in one place. Sans-IO: bytes in, messages out.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping
 from enum import IntEnum
 from typing import Any, Final
@@ -36,6 +37,8 @@ __all__ = [
     "partition_for",
     "read_version",
     "read_versioned",
+    "scala_hash_set_order",
+    "transaction_log_text",
     "transaction_state_name",
     "versioned",
 ]
@@ -169,4 +172,90 @@ def coordinator_record_json(
     if value is None:
         return record_type, name, key_doc, None
     version, v = read_versioned(name + "Value", value, "value")
-    return record_type, name, key_doc, {"version": str(version), "data": v.to_json(version)}
+    value_json = v.to_json(version)
+    if record_types is OFFSETS_RECORD_TYPES and record_type == GROUP_METADATA_TYPE:
+        value_json = _embedded_consumer_protocol(value_json)
+    return record_type, name, key_doc, {"version": str(version), "data": value_json}
+
+
+# -- the text of kafka-dump-log --------------------------------------------------------------------
+
+
+def scala_hash_set_order(partitions: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """The iteration order of a Scala 2.13 ``mutable.HashSet[TopicPartition]`` holding
+    ``partitions`` (how Kafka's ``formatRecordKeyAndValue`` lists them): buckets of the table in
+    order, by hash within a bucket; the hash is Kafka's ``TopicPartition.hashCode`` improved as Scala
+    does (``h ^ (h >>> 16)``); the table starts at 16 and doubles at a load factor of 0.75."""
+    unique = list(dict.fromkeys(partitions))
+    capacity = 16
+    while len(unique) + 1 > capacity * 0.75:
+        capacity *= 2
+
+    def position(tp: tuple[str, int]) -> tuple[int, int]:
+        h = (31 * (31 + tp[1]) + java_string_hash(tp[0])) & 0xFFFFFFFF
+        h ^= h >> 16
+        signed = h - (1 << 32) if h & 0x80000000 else h
+        return h & (capacity - 1), signed
+
+    return sorted(unique, key=position)
+
+
+def transaction_log_text(key: Buffer, value: Buffer | None) -> tuple[str, str | None]:
+    """Kafka 3.9's ``TransactionLog.formatRecordKeyAndValue`` (``--transaction-log-decoder``):
+    key ``transaction_metadata::transactionalId=<id>``, payload ``producerId:<id>,producerEpoch:<e>,
+    state=<state>,partitions=[<topic>-<p>,...],txnLastUpdateTimestamp=<ms>,txnTimeoutMs=<ms>``,
+    ``<DELETE>`` for a tombstone, ``unknown::version=<v>`` (no payload) for a key of another
+    version; ``ValueError`` for what Kafka's tool fails on."""
+    version, _ = read_version(key, "key")
+    key_cls = message_class("TransactionLogKey")
+    if not key_cls.MIN_VERSION <= version <= key_cls.MAX_VERSION:
+        return f"unknown::version={version}", None
+    txn_id = read_versioned("TransactionLogKey", key, "key")[1].transactional_id
+    key_text = f"transaction_metadata::transactionalId={txn_id}"
+    if value is None:
+        return key_text, "<DELETE>"
+    value_version, _ = read_version(value, "value")
+    value_cls = message_class("TransactionLogValue")
+    if not value_cls.MIN_VERSION <= value_version <= value_cls.MAX_VERSION:
+        # Kafka's IllegalStateException (the tool stops); kwire reports it and goes on.
+        raise ValueError(f"Unknown version {value_version} from the transaction log message value")
+    _, decoded = read_versioned("TransactionLogValue", value, "value")
+    status = decoded.transaction_status
+    state = transaction_state_name(status)
+    if state is None:
+        raise ValueError(
+            f"Unknown transaction state id {status} from the transaction status message"
+        )
+    partitions: list[tuple[str, int]] = []
+    if status != TransactionState.EMPTY:
+        for entry in decoded.transaction_partitions or ():
+            partitions.extend((entry.topic, p) for p in entry.partition_ids)
+    listed = ",".join(f"{t}-{p}" for t, p in scala_hash_set_order(partitions))
+    payload = (
+        f"producerId:{decoded.producer_id},producerEpoch:{decoded.producer_epoch},state={state},"
+        f"partitions=[{listed}],txnLastUpdateTimestamp={decoded.transaction_last_update_timestamp_ms},"
+        f"txnTimeoutMs={decoded.transaction_timeout_ms}"
+    )
+    return key_text, payload
+
+
+def _embedded_consumer_protocol(doc: dict[str, Any]) -> dict[str, Any]:
+    """DumpLogSegments' ``prepareGroupMetadataValue``: in a "consumer" group, each member's
+    subscription and assignment bytes are shown decoded (ConsumerProtocolSubscription/Assignment at
+    the version their first int16 names); bytes that do not decode stay as they are (base64)."""
+    if doc.get("protocolType") != "consumer" or not isinstance(doc.get("members"), list):
+        return doc
+    for member in doc["members"]:
+        for field_name, name in (
+            ("subscription", "ConsumerProtocolSubscription"),
+            ("assignment", "ConsumerProtocolAssignment"),
+        ):
+            encoded = member.get(field_name)
+            if not isinstance(encoded, str):
+                continue
+            try:
+                version, message = read_versioned(name, base64.b64decode(encoded), field_name)
+                member[field_name] = message.to_json(version)
+            except ValueError:
+                pass  # Kafka swallows the RuntimeException and keeps the original bytes
+    return doc
