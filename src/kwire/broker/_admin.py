@@ -50,7 +50,8 @@ from kwire.broker._data import NO_OPERATIONS
 from kwire.broker._routing import leader_error, live_nodes, serving_node
 from kwire.broker._share_service import alter_group_configs, describe_group_configs
 from kwire.broker._state import BrokerError, BrokerState, Topic, validate_topic_name
-from kwire.log import CLUSTER_METADATA_TOPIC, OffsetOutOfRangeError
+from kwire.log import OffsetOutOfRangeError
+from kwire.log.metadata import CLUSTER_METADATA_TOPIC
 from kwire.protocol import ErrorCode, message_class, struct_class
 
 __all__ = [

@@ -31,7 +31,7 @@ from kwire.broker._context import RequestContext
 from kwire.broker._routing import leader_error, live_nodes, node_endpoints
 from kwire.broker._state import BrokerError, BrokerState, Partition, Topic, validate_topic_name
 from kwire.errors import KwireError
-from kwire.log import KafkaStorageError, ProducerStateError
+from kwire.log.storage import KafkaStorageError, ProducerStateError
 from kwire.protocol import ZERO_UUID, ErrorCode, message_class, struct_class
 from kwire.records import AppendError, AppendResult
 

@@ -58,14 +58,12 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Self
 
-from kwire.log import (
+from kwire.log._datadir import META_PROPERTIES
+from kwire.log.metadata import (
     CLUSTER_METADATA_DIR,
     CLUSTER_METADATA_TOPIC,
     METADATA_FRAME_VERSION,
     METADATA_RECORD_TYPES,
-    LiveLog,
-    LogConfig,
-    LogDirFailureChannel,
     MetadataRecord,
     PartitionImage,
     TopicImage,
@@ -77,7 +75,7 @@ from kwire.log import (
     new_metadata_record,
     replay_topic_record,
 )
-from kwire.log._datadir import META_PROPERTIES
+from kwire.log.storage import LiveLog, LogConfig, LogDirFailureChannel
 from kwire.records import (
     AppendOrigin,
     BatchBuilder,

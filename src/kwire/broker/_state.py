@@ -36,8 +36,8 @@ from kwire.broker._config import (
     validate_topic_configs,
 )
 from kwire.broker._releases import Personality
-from kwire.log import DataDir, KafkaStorageError, LiveLog, LogAppendInfo
 from kwire.log.internal_topics import COORDINATOR_TOPICS, partition_for
+from kwire.log.storage import DataDir, KafkaStorageError, LiveLog, LogAppendInfo
 from kwire.protocol import ErrorCode
 from kwire.records import AppendOrigin, AppendResult
 

@@ -52,7 +52,7 @@ from typing import Any, Final, NamedTuple
 
 from kwire.broker._state import BrokerError, BrokerState, Partition, partition_for
 from kwire.errors import KwireError
-from kwire.log import KafkaStorageError, LogError, ProducerStateError
+from kwire.log import LogError
 from kwire.log.internal_topics import (
     CONSUMER_OFFSETS,
     TRANSACTION_STATE,
@@ -60,6 +60,7 @@ from kwire.log.internal_topics import (
     read_version,
     versioned,
 )
+from kwire.log.storage import KafkaStorageError, ProducerStateError
 from kwire.protocol import ErrorCode
 from kwire.records import AppendError, build_batch, build_end_txn_marker
 

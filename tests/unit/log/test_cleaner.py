@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from kwire.log import (
+from kwire.log.storage import (
     CleanedTransactionMetadata,
     CleaningRound,
     DataDir,
@@ -17,11 +16,14 @@ from kwire.log import (
     LiveLog,
     LogCleaner,
     LogConfig,
-    LogWriter,
     OffsetMap,
-    TopicPartition,
     build_offset_map,
     clean_batches,
+)
+
+from kwire.log import (
+    LogWriter,
+    TopicPartition,
     list_log_dir,
     read_txn_index,
     walk_offset_index,

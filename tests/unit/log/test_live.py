@@ -6,16 +6,13 @@ import os
 from pathlib import Path
 
 import pytest
+from kwire.log.storage import FetchDataInfo, LiveLog, LogConfig, ProducerStateError
 
 from kwire.log import (
-    FetchDataInfo,
-    LiveLog,
-    LogConfig,
     LogWriter,
     OffsetIndex,
     OffsetOutOfRangeError,
     PartitionLog,
-    ProducerStateError,
     list_log_dir,
     open_segment,
     read_leader_epoch_checkpoint,

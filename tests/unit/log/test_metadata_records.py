@@ -12,9 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from kwire.errors import DecodeError
-from kwire.log import (
+from kwire.log.metadata import (
     CLUSTER_METADATA_DIR,
     ReplicaSetReader,
     ReplicaSets,
@@ -25,6 +23,8 @@ from kwire.log import (
     new_metadata_record,
     read_replica_sets,
 )
+
+from kwire.errors import DecodeError
 from kwire.records import BatchBuilder, ControlRecordType, build_control_batch
 
 NOW = 1_700_000_000_000
