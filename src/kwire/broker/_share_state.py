@@ -17,12 +17,12 @@ restart they are handed out again; acknowledged ones never are. Sans-IO: bytes i
 
 from __future__ import annotations
 
-import base64
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
+from kwire._wire import uuid_text
 from kwire.broker._share_partition import InFlight, RecordState, SharePartition
 from kwire.log.internal_topics import SHARE_GROUP_STATE, read_version, versioned
 from kwire.protocol import message_class, struct_class
@@ -70,14 +70,9 @@ class StoredState:
         return out
 
 
-def _uuid_string(topic_id: uuid.UUID) -> str:
-    """Kafka's ``Uuid.toString``: URL-safe base64 without padding."""
-    return base64.urlsafe_b64encode(topic_id.bytes).decode("ascii").rstrip("=")
-
-
 def coordinator_key(group_id: str, topic_id: uuid.UUID, partition: int) -> str:
     """``SharePartitionKey.asCoordinatorKey``: what picks the state topic's partition."""
-    return f"{group_id}:{_uuid_string(topic_id)}:{partition}"
+    return f"{group_id}:{uuid_text(topic_id.bytes)}:{partition}"
 
 
 def state_batches(share: SharePartition) -> list[Batch]:

@@ -28,6 +28,7 @@ from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol
 
+from kwire._wire import random_uuid_text
 from kwire.broker import _metadata_log as mlog
 from kwire.broker._config import (
     ConfigError,
@@ -224,9 +225,7 @@ class BrokerState:
         #: Coordinators and other services that plug into the state, by name ("group", ...).
         self.services: dict[str, Any] = {}
         meta = self._read_metadata()
-        self.cluster_id: str = (
-            cluster_id or str(meta.get("cluster_id") or "") or _random_cluster_id()
-        )
+        self.cluster_id: str = cluster_id or str(meta.get("cluster_id") or "") or random_uuid_text()
         self.data_dir = DataDir.open(self.path, cluster_id=self.cluster_id, node_id=node_id)
         self.next_producer_id = int(str(meta.get("next_producer_id", self.next_producer_id)))
         self._load_topics(meta.get("topics", {}))
@@ -685,10 +684,3 @@ class BrokerState:
             self._write_metadata()
             os.replace(self._metadata_path(), self._metadata_path() + ".migrated")
             log.info("migrated %s into the metadata log", METADATA_FILE)
-
-
-def _random_cluster_id() -> str:
-    """A cluster id as Kafka's ``Uuid.randomUuid().toString()`` prints it (URL-safe base64)."""
-    import base64
-
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")

@@ -32,6 +32,7 @@ from kwire.log._live import LiveLog
 from kwire.log._log_config import LogConfig
 from kwire.log._log_loader import read_topic_id
 from kwire.log._producer_state import ProducerStateEntry
+from kwire.log._writer import write_atomic
 
 __all__ = [
     "CleanResult",
@@ -58,4 +59,5 @@ __all__ = [
     "clean_batches",
     "read_batch_chunks",
     "read_topic_id",
+    "write_atomic",
 ]
