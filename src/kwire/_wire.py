@@ -10,7 +10,10 @@ signed record fields; 32-bit varints are at most 5 bytes and 64-bit ones at most
 
 from __future__ import annotations
 
+import base64
+import random
 import struct
+import uuid
 from typing import Any, Final
 
 from kwire.errors import DecodeError
@@ -27,10 +30,13 @@ __all__ = [
     "UINT32",
     "as_view",
     "java_string_hash",
+    "random_uuid_text",
     "read_uvarint",
     "read_uvarlong",
     "read_varint",
     "read_varlong",
+    "uuid_from_text",
+    "uuid_text",
     "uvarint_size",
     "varint_size",
     "write_uvarint",
@@ -178,3 +184,37 @@ def java_string_hash(text: str) -> int:
     for i in range(0, len(data), 2):
         h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
     return h - (1 << 32) if h & 0x80000000 else h
+
+
+# -- Kafka's Uuid text form ------------------------------------------------------------------------
+
+
+def uuid_text(raw: bytes) -> str:
+    """Kafka's ``Uuid.toString``: the 16 bytes in URL-safe base64 without padding (22 chars)."""
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def uuid_from_text(text: str) -> bytes:
+    """Kafka's ``Uuid.fromString``: the 16 bytes; ``ValueError`` for anything else."""
+    if len(text) > 24:
+        raise ValueError(f"not a Kafka UUID: {text!r}")
+    try:
+        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except ValueError as exc:  # binascii.Error
+        raise ValueError(f"not a Kafka UUID: {text!r}") from exc
+    if len(raw) != 16:
+        raise ValueError(f"not a Kafka UUID: {text!r}")
+    return raw
+
+
+def random_uuid_text(source: random.Random | None = None) -> str:
+    """``Uuid.randomUuid().toString()``: never one starting with "-" (Kafka's rule for ids on
+    command lines) nor a reserved one (all zeros, or zeros then 1: ``METADATA_TOPIC_ID``).
+    ``source``: a seeded random source (tests replay), else the system's."""
+    while True:
+        raw = (
+            uuid.uuid4() if source is None else uuid.UUID(int=source.getrandbits(128), version=4)
+        ).bytes
+        text = uuid_text(raw)
+        if not text.startswith("-") and raw[:15] != bytes(15):
+            return text

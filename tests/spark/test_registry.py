@@ -658,7 +658,8 @@ def test_protobuf_values_with_proto_source_schemas(spark: Any, tmp_path: Path) -
     assert got == expected
     # nested messages by their message indexes: [0, 1] is Order.Line (the map's entry type
     # Order.AttributesEntry, which protoc declares first, is [0, 0]), as Confluent numbers them
-    from kwire.spark._registry import _Protobuf, store_from_records
+    from kwire.spark._registry_protobuf import _Protobuf
+    from kwire.spark._registry_store import store_from_records
 
     store = store_from_records(list(reg.log))
     line = _Protobuf(store, store.latest("orders-value")).message(store.get(order_id), (0, 1))
@@ -696,10 +697,12 @@ def test_protobuf_source_schema_errors_name_the_schema(
     with pytest.raises(KwireError, match=r"Protobuf schema 1 .*customer\.proto"):
         typed_source(str(data), {"valueFormat": "protobuf"}).arrow_schema()
     # without grpcio-tools: says what to install
-    from kwire.spark import _registry
+    from kwire.spark import _registry_protobuf
 
     monkeypatch.setitem(sys.modules, "grpc_tools", None)
-    monkeypatch.setattr(_registry, "_COMPILED", {})  # nothing compiled earlier in this process
+    monkeypatch.setattr(
+        _registry_protobuf, "_COMPILED", {}
+    )  # nothing compiled earlier in this process
     data = _write_log(
         tmp_path / "log3", {"orders": [], "_schemas": list(_proto_text_registry().log)}
     )
@@ -803,7 +806,8 @@ def test_json_schema_references_to_other_subjects(spark: Any, tmp_path: Path) ->
 
 
 def test_json_schema_reference_types_follow_ids_and_guard_cycles() -> None:
-    from kwire.spark._registry import SchemaEntry, SchemaStore, _Json
+    from kwire.spark._registry_json import _Json
+    from kwire.spark._registry_store import SchemaEntry, SchemaStore
 
     base = "https://example.com/schemas/"
     node = {
@@ -840,7 +844,8 @@ def test_protobuf_source_imports_builtins_and_serialized_references() -> None:
 
     from google.protobuf import descriptor_pb2
 
-    from kwire.spark._registry import SchemaEntry, SchemaStore, _Protobuf
+    from kwire.spark._registry_protobuf import _Protobuf
+    from kwire.spark._registry_store import SchemaEntry, SchemaStore
 
     store = SchemaStore()
     builtins = """syntax = "proto3";

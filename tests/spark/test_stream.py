@@ -353,7 +353,7 @@ def _metadata_log(root: Path, replicas: dict[tuple[str, int], list[int]]) -> Non
     """A KRaft metadata log in ``root`` placing each partition on ``replicas``."""
     import uuid
 
-    from kwire.log import CLUSTER_METADATA_DIR, encode_metadata_record, new_metadata_record
+    from kwire.log.metadata import CLUSTER_METADATA_DIR, encode_metadata_record, new_metadata_record
 
     ids = {topic: uuid.uuid5(uuid.NAMESPACE_OID, topic) for topic, _ in replicas}
     builder = BatchBuilder(2, base_offset=0, partition_leader_epoch=1)
@@ -407,7 +407,7 @@ def test_auto_takes_the_log_end_only_where_this_node_is_the_only_replica(tmp_pat
     assert ends(streamEnd="highWatermark") == high_watermarks
     assert ends(streamEnd="logEnd") == {"0": 30, "1": 30, "2": 30, "3": 30}
     # a reassignment to more replicas is seen by the next planning (the log is read on)
-    from kwire.log import CLUSTER_METADATA_DIR
+    from kwire.log.metadata import CLUSTER_METADATA_DIR
 
     shutil.rmtree(tmp_path / CLUSTER_METADATA_DIR)
     _metadata_log(tmp_path, {("t", 0): [1, 2], ("t", 3): [1]})

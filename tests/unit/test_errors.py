@@ -9,7 +9,8 @@ from kwire.protocol import ErrorCode
 
 
 def test_every_public_exception_lives_in_kwire_errors() -> None:
-    from kwire.log import LogError, OffsetOutOfRangeError, ProducerStateError
+    from kwire.log import LogError, OffsetOutOfRangeError
+    from kwire.log.storage import ProducerStateError
     from kwire.protocol import SpecError
     from kwire.records import AppendError, RecordError
     from kwire.spark import OptionError

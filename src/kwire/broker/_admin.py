@@ -52,6 +52,7 @@ from kwire.broker._routing import leader_error, live_nodes, serving_node
 from kwire.broker._share_service import alter_group_configs, describe_group_configs
 from kwire.broker._state import BrokerError, BrokerState, Topic, validate_topic_name
 from kwire.log import OffsetOutOfRangeError
+from kwire.log.metadata import CLUSTER_METADATA_TOPIC
 from kwire.protocol import ErrorCode
 from kwire.protocol.messages import (
     AlterConfigsRequest,
@@ -89,7 +90,6 @@ __all__ = [
 log = logging.getLogger("kwire.broker")
 
 ZERO_UUID: Final = uuid.UUID(int=0)
-CLUSTER_METADATA_TOPIC: Final = "__cluster_metadata"
 
 # ConfigResource.Type ids
 RESOURCE_TOPIC: Final = 2

@@ -24,6 +24,7 @@ from typing import Any, Final, NamedTuple, TypeAlias
 
 from kwire.broker._context import RequestContext
 from kwire.broker._state import BrokerState
+from kwire.log.internal_topics import CONSUMER_OFFSETS, SHARE_GROUP_STATE, TRANSACTION_STATE
 
 __all__ = [
     "CLOSE_CONNECTION",
@@ -332,9 +333,9 @@ def dispatch(state: BrokerState, ctx: RequestContext, request: Any) -> Outcome:
 STARTUP_TABLE: Final[tuple[tuple[str, str, str | None], ...]] = (
     ("kwire.broker._cleaner", "_start", None),
     (_QUOTAS, "_load_quotas", None),
-    (_GROUP, "_load_groups", "__consumer_offsets"),
-    (_TXN, "_load_transactions", "__transaction_state"),
-    ("kwire.broker._share_service", "_load_share_state", "__share_group_state"),
+    (_GROUP, "_load_groups", CONSUMER_OFFSETS),
+    (_TXN, "_load_transactions", TRANSACTION_STATE),
+    ("kwire.broker._share_service", "_load_share_state", SHARE_GROUP_STATE),
 )
 
 #: What handler modules declared with ``@on_startup`` when imported (checked against the table).

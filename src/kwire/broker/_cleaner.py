@@ -21,8 +21,9 @@ from typing import Final
 
 from kwire.broker._apis import on_startup
 from kwire.broker._state import BrokerState
-from kwire.log import LogCleaner, TopicPartition
+from kwire.log import TopicPartition
 from kwire.log._compaction import DEFAULT_MAX_MAP_ENTRIES
+from kwire.log.storage import LogCleaner
 
 __all__ = ["BrokerLogCleaner", "start_log_cleaner"]
 

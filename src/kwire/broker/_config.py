@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from kwire.log import LogConfig
+from kwire.log.storage import LogConfig
 from kwire.records import magic_for_message_format_version
 
 __all__ = [

@@ -31,7 +31,7 @@ from kwire.broker._context import RequestContext
 from kwire.broker._routing import leader_error, live_nodes, node_endpoints
 from kwire.broker._state import BrokerError, BrokerState, Partition, Topic, validate_topic_name
 from kwire.errors import DecompressedSizeError, KwireError
-from kwire.log import KafkaStorageError, ProducerStateError
+from kwire.log.storage import KafkaStorageError, ProducerStateError
 from kwire.protocol import ZERO_UUID, ErrorCode
 from kwire.protocol.messages import (
     ApiVersionsRequest,
@@ -441,13 +441,7 @@ def append_to_partition(
     try:
         if isinstance(ahead, Exception):
             raise ahead
-        info = partition.log.append_as_leader(
-            records,
-            now_ms=now_ms,
-            leader_epoch=partition.leader_epoch,
-            produce_version=version,
-            validated=ahead,
-        )
+        info = state.append(partition, records, now_ms, produce_version=version, validated=ahead)
     except AppendError as exc:
         response = _produce_error(index, ErrorCode(exc.error_code), exc.message)
         response.record_errors = [
@@ -462,9 +456,6 @@ def append_to_partition(
         return _produce_error(index, ErrorCode.KAFKA_STORAGE_ERROR, exc.message)
     except KwireError as exc:
         return _produce_error(index, ErrorCode.CORRUPT_MESSAGE, str(exc))
-    if not info.duplicate and info.last_offset >= 0:
-        partition.log.high_watermark = partition.log.log_end_offset
-        state.appended(partition)
     return PRODUCE_PARTITION(
         index=index,
         error_code=0,

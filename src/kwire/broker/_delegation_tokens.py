@@ -35,10 +35,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, NamedTuple
 
+from kwire._wire import random_uuid_text
 from kwire.broker import _metadata_log as mlog
 from kwire.broker._acl import DELEGATION_TOKEN, USER, authorize
 from kwire.broker._apis import register
@@ -148,15 +148,6 @@ def token_login(state: BrokerState, token_id: str, mechanism: str) -> TokenLogin
     return TokenLogin(credential, token.owner, token.expiry_timestamp)
 
 
-def _random_token_id() -> str:
-    """``Uuid.randomUuid().toString()``: URL-safe base64 of 16 random bytes, never with a
-    leading dash."""
-    while True:
-        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode("ascii")
-        if not text.startswith("-"):
-            return text
-
-
 def _allow_token_requests(ctx: RequestContext) -> bool:
     """``ControllerApis.allowTokenRequests``."""
     if ctx.token_authenticated or ctx.security_protocol == "PLAINTEXT":
@@ -226,7 +217,7 @@ def handle_create_delegation_token(state: BrokerState, ctx: RequestContext, requ
         max_lifetime = min(max_lifetime, request.max_lifetime_ms)
     max_timestamp = now + max_lifetime
     token = DelegationToken(
-        token_id=_random_token_id(),
+        token_id=random_uuid_text(state.random),
         owner=owner,
         requester=requester,
         renewers=tuple(renewers),

@@ -39,13 +39,8 @@ from kwire.broker._data import check_leader_epoch
 from kwire.broker._routing import leader_error, node_endpoints, serving_node
 from kwire.broker._state import BrokerState, Partition
 from kwire.errors import KwireError, UnsupportedCodecError
-from kwire.log import (
-    FileSlice,
-    KafkaStorageError,
-    OffsetOutOfRangeError,
-    batch_formats,
-    read_batch_chunks,
-)
+from kwire.log import OffsetOutOfRangeError
+from kwire.log.storage import FileSlice, KafkaStorageError, batch_formats, read_batch_chunks
 from kwire.protocol import ZERO_UUID, ErrorCode, RecordsReference
 from kwire.protocol.messages import FetchRequest, FetchResponse
 from kwire.records import Compression, convert_for_fetch, magic_for_fetch_version

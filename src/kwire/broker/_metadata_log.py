@@ -58,14 +58,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Self
 
-from kwire.log import (
+from kwire._wire import uuid_from_text
+from kwire.log._datadir import META_PROPERTIES
+from kwire.log.metadata import (
     CLUSTER_METADATA_DIR,
     CLUSTER_METADATA_TOPIC,
     METADATA_FRAME_VERSION,
     METADATA_RECORD_TYPES,
-    LiveLog,
-    LogConfig,
-    LogDirFailureChannel,
     MetadataRecord,
     PartitionImage,
     TopicImage,
@@ -77,7 +76,7 @@ from kwire.log import (
     new_metadata_record,
     replay_topic_record,
 )
-from kwire.log._datadir import META_PROPERTIES
+from kwire.log.storage import LiveLog, LogConfig, LogDirFailureChannel, write_atomic
 from kwire.records import (
     AppendOrigin,
     BatchBuilder,
@@ -702,7 +701,7 @@ def fence_broker_record(broker_id: int, broker_epoch: int) -> Record:
 
 def _kafka_uuid(text: str) -> uuid.UUID:
     """A Kafka ``Uuid`` string (base64url, no padding) as a UUID."""
-    return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+    return uuid.UUID(bytes=uuid_from_text(text))
 
 
 def stored_cluster_id(root: str) -> str | None:
@@ -747,20 +746,6 @@ def read_quorum_state(path: str) -> dict[str, Any] | None:
     if not isinstance(doc, dict) or doc.get("data_version") not in (0, 1):
         return None
     return doc
-
-
-def _write_atomic(path: str, data: bytes) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    fd = os.open(os.path.dirname(path) or ".", os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def data_batch(records: Iterable[Record], *, offset: int, now_ms: int, leader_epoch: int) -> bytes:
@@ -883,14 +868,14 @@ class MetadataLog:
                 level = self.image.features[METADATA_VERSION_FEATURE]
                 self.node = NodeInfo(node_id, node.directory_id, level, host, port)
             # A new election: quorum-state first (Kafka's durable transition), then LeaderChange.
-            _write_atomic(
+            write_atomic(
                 quorum_path, quorum_state_json(node_id, self.epoch, [node_id]).encode("utf-8")
             )
             self._leader_change(now_ms)
             if self.fresh:
                 bootstrap = os.path.join(root, BOOTSTRAP_CHECKPOINT)
                 if not os.path.exists(bootstrap):
-                    _write_atomic(
+                    write_atomic(
                         bootstrap,
                         snapshot_bytes(bootstrap_records(level, features), now_ms=now_ms),
                     )

@@ -642,8 +642,8 @@ def storage_error(api_key: int, request: Any) -> ErrorCode:
 
 
 async def housekeep(state: BrokerState) -> None:
-    """Kafka's scheduled tasks: coordinator timers (every 100 ms), rolls by segment.ms and
-    flushes (every second), retention (``log.retention.check.interval.ms``), high-watermark
+    """Kafka's scheduled tasks: coordinator timers (every 100 ms), deletes of retired segment
+    files and flushes (every second; ``segment.ms`` rolls only on append), retention (``log.retention.check.interval.ms``), high-watermark
     checkpoints (``replica.high.watermark.checkpoint.interval.ms``)."""
     tick = 0.1
     retention_every = state.broker_int("log.retention.check.interval.ms") / 1000.0
@@ -663,7 +663,7 @@ async def housekeep(state: BrokerState) -> None:
             since_logs = elapsed
             now = state.now_ms()
             for partition in state.iter_partitions():
-                partition.log.maybe_roll(now)
+                partition.log.delete_pending_files(now)
                 partition.log.maybe_flush(now)
             if elapsed - since_retention >= retention_every:
                 since_retention = elapsed

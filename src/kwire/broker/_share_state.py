@@ -17,14 +17,14 @@ restart they are handed out again; acknowledged ones never are. Sans-IO: bytes i
 
 from __future__ import annotations
 
-import base64
-import struct
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
+from kwire._wire import uuid_text
 from kwire.broker._share_partition import InFlight, RecordState, SharePartition
+from kwire.log.internal_topics import SHARE_GROUP_STATE, read_version, versioned
 from kwire.protocol import message_class, struct_class
 
 __all__ = [
@@ -39,7 +39,7 @@ __all__ = [
     "tombstone",
 ]
 
-STATE_TOPIC: Final = "__share_group_state"
+STATE_TOPIC: Final = SHARE_GROUP_STATE
 SNAPSHOT: Final = 0  # key version = record type (ShareSnapshotKey)
 UPDATE: Final = 1  # ShareUpdateKey
 
@@ -48,7 +48,6 @@ SNAPSHOT_VALUE: Final = message_class("ShareSnapshotValue")
 SNAPSHOT_BATCH: Final = struct_class(SNAPSHOT_VALUE, "state_batches")
 UPDATE_KEY: Final = message_class("ShareUpdateKey")
 UPDATE_VALUE: Final = message_class("ShareUpdateValue")
-_VERSION: Final = struct.Struct(">h")
 
 Key = tuple[str, uuid.UUID, int]
 #: (first offset, last offset, delivery state, delivery count)
@@ -74,14 +73,9 @@ class StoredState:
         return out
 
 
-def _uuid_string(topic_id: uuid.UUID) -> str:
-    """Kafka's ``Uuid.toString``: URL-safe base64 without padding."""
-    return base64.urlsafe_b64encode(topic_id.bytes).decode("ascii").rstrip("=")
-
-
 def coordinator_key(group_id: str, topic_id: uuid.UUID, partition: int) -> str:
     """``SharePartitionKey.asCoordinatorKey``: what picks the state topic's partition."""
-    return f"{group_id}:{_uuid_string(topic_id)}:{partition}"
+    return f"{group_id}:{uuid_text(topic_id.bytes)}:{partition}"
 
 
 def state_batches(share: SharePartition) -> list[Batch]:
@@ -99,7 +93,7 @@ def state_batches(share: SharePartition) -> list[Batch]:
 def _key(kind: int, key: Key) -> bytes:
     cls = SNAPSHOT_KEY if kind == SNAPSHOT else UPDATE_KEY
     message = cls(group_id=key[0], topic_id=key[1], partition=key[2])
-    return _VERSION.pack(kind) + bytes(message.encode(kind))
+    return versioned(message, kind)
 
 
 def snapshot_record(
@@ -150,7 +144,7 @@ def snapshot_value(
             for first, last, kind, count in stored.batches
         ],
     )
-    return _key(SNAPSHOT, key), _VERSION.pack(0) + bytes(value.encode(0))
+    return _key(SNAPSHOT, key), versioned(value, 0)
 
 
 def tombstone(key: Key) -> tuple[bytes, None]:
@@ -182,18 +176,16 @@ def merge_batches(old: Iterable[Batch], new: list[Batch]) -> list[Batch]:
 
 def replay(store: dict[Key, StoredState], key: bytes, value: bytes | None) -> None:
     """Apply one record of the state topic to ``store`` (records of other types are skipped)."""
-    view = memoryview(key)
-    (kind,) = _VERSION.unpack_from(view)
+    kind, body = read_version(key)
     if kind not in (SNAPSHOT, UPDATE):
         return
     cls = SNAPSHOT_KEY if kind == SNAPSHOT else UPDATE_KEY
-    decoded = cls.decode(view[2:], kind)
+    decoded = cls.decode(body, kind)
     where: Key = (decoded.group_id, decoded.topic_id, decoded.partition)
     if value is None:
         store.pop(where, None)
         return
-    body = memoryview(value)[2:]
-    (version,) = _VERSION.unpack_from(value)
+    version, body = read_version(value)
     if kind == SNAPSHOT:
         snap = SNAPSHOT_VALUE.decode(body, version)
         store[where] = StoredState(

@@ -18,7 +18,6 @@ checkpoint files are exactly Kafka's.
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
 import os
@@ -30,7 +29,7 @@ from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal, Protocol
 
-from kwire._wire import java_string_hash
+from kwire._wire import random_uuid_text
 from kwire.broker import _metadata_log as mlog
 from kwire.broker._config import (
     ConfigError,
@@ -40,9 +39,10 @@ from kwire.broker._config import (
 )
 from kwire.broker._releases import Personality
 from kwire.broker._services import Services
-from kwire.log import DataDir, KafkaStorageError, LiveLog
+from kwire.log.internal_topics import COORDINATOR_TOPICS, partition_for
+from kwire.log.storage import DataDir, KafkaStorageError, LiveLog, LogAppendInfo
 from kwire.protocol import ErrorCode
-from kwire.records import AppendOrigin
+from kwire.records import AppendOrigin, AppendResult
 
 __all__ = [
     "BrokerError",
@@ -62,9 +62,7 @@ log = logging.getLogger("kwire.broker")
 METADATA_FILE: Final = "kwire-metadata.json"
 MAX_TOPIC_NAME: Final = 249
 _LEGAL_TOPIC: Final = re.compile(r"^[a-zA-Z0-9._-]+$")
-INTERNAL_TOPICS: Final = frozenset(
-    {"__consumer_offsets", "__transaction_state", "__share_group_state"}
-)
+INTERNAL_TOPICS: Final = COORDINATOR_TOPICS
 
 
 class Clock(Protocol):
@@ -98,15 +96,6 @@ class BrokerError(Exception):
         self.error = error
         self.message = message
         super().__init__(f"{error.name}: {message}" if message else error.name)
-
-
-def partition_for(key: str, partitions: int) -> int:
-    """The partition of an internal topic holding ``key`` (a group or transactional id):
-    ``Utils.abs(key.hashCode()) % partitions``, where Kafka's ``Utils.abs`` maps
-    ``Integer.MIN_VALUE`` to 0 (``GroupMetadataManager.partitionFor``,
-    ``TransactionStateManager.partitionFor``)."""
-    h = java_string_hash(key)
-    return (0 if h == -(1 << 31) else abs(h)) % partitions
 
 
 def validate_topic_name(name: str) -> None:
@@ -144,6 +133,31 @@ class Partition:
     @property
     def high_watermark(self) -> int:
         return self.log.high_watermark
+
+    def append(
+        self,
+        records: bytes | bytearray | memoryview,
+        now_ms: int,
+        *,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
+        produce_version: int | None = None,
+        validated: AppendResult | None = None,
+    ) -> LogAppendInfo:
+        """Append as the leader, at its leader epoch, then apply the high-watermark rule: this
+        process holds the only replica, the whole ISR, so the high watermark follows the log end
+        at once (``Partition.appendRecordsToLeader`` then ``maybeIncrementLeaderHW``). Callers
+        go through ``BrokerState.append``, which also wakes the parked fetches."""
+        info = self.log.append_as_leader(
+            records,
+            now_ms=now_ms,
+            leader_epoch=self.leader_epoch,
+            origin=origin,
+            produce_version=produce_version,
+            validated=validated,
+        )
+        if not info.duplicate and info.last_offset >= 0:
+            self.log.high_watermark = self.log.log_end_offset
+        return info
 
     def last_stable_offset(self) -> int:
         """The first offset of the oldest open transaction, else the high watermark."""
@@ -218,7 +232,7 @@ class BrokerState:
         self.services = Services()
         meta = self._read_metadata()
         self.cluster_id: str = (
-            cluster_id or str(meta.get("cluster_id") or "") or _random_cluster_id(self.uuid4())
+            cluster_id or str(meta.get("cluster_id") or "") or random_uuid_text(self.random)
         )
         self.data_dir = DataDir.open(self.path, cluster_id=self.cluster_id, node_id=node_id)
         #: Every log directory (``log.dirs``, JBOD): the data directory first (it also holds
@@ -298,18 +312,29 @@ class BrokerState:
         """A partition grew: wake the fetches waiting on it."""
         self.notify(partition)
 
+    def append(
+        self,
+        partition: Partition,
+        records: bytes | bytearray | memoryview,
+        now_ms: int,
+        *,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
+        produce_version: int | None = None,
+        validated: AppendResult | None = None,
+    ) -> LogAppendInfo:
+        """The one way records reach a partition: ``Partition.append`` (the high-watermark
+        rule), then the fetches parked on it wake."""
+        info = partition.append(
+            records, now_ms, origin=origin, produce_version=produce_version, validated=validated
+        )
+        if not info.duplicate and info.last_offset >= 0:
+            self.appended(partition)
+        return info
+
     def append_as_coordinator(self, partition: Partition, records: bytes, now_ms: int) -> None:
         """Append a coordinator's records (or transaction markers) to an internal or data
-        partition, then replicate: this process holds every partition's only replica, so the
-        high watermark moves to the log end at once, and parked fetches wake."""
-        partition.log.append_as_leader(
-            records,
-            now_ms=now_ms,
-            leader_epoch=partition.leader_epoch,
-            origin=AppendOrigin.COORDINATOR,
-        )
-        partition.log.high_watermark = partition.log.log_end_offset
-        self.appended(partition)
+        partition."""
+        self.append(partition, records, now_ms, origin=AppendOrigin.COORDINATOR)
 
     def add_ticker(self, ticker: Callable[[int], None]) -> None:
         """Run ``ticker(now_ms)`` periodically (every 100 ms: session timeouts, expiries)."""
@@ -744,8 +769,3 @@ class BrokerState:
             self._write_metadata()
             os.replace(self._metadata_path(), self._metadata_path() + ".migrated")
             log.info("migrated %s into the metadata log", METADATA_FILE)
-
-
-def _random_cluster_id(random_uuid: uuid.UUID) -> str:
-    """A cluster id as Kafka's ``Uuid.randomUuid().toString()`` prints it (URL-safe base64)."""
-    return base64.urlsafe_b64encode(random_uuid.bytes).decode("ascii").rstrip("=")

@@ -48,12 +48,19 @@ import dataclasses
 import logging
 import re
 from collections.abc import Callable, Iterable, Mapping
-from enum import IntEnum
 from typing import Any, Final, NamedTuple
 
 from kwire.broker._state import BrokerError, BrokerState, Partition, partition_for
 from kwire.errors import KwireError
-from kwire.log import KafkaStorageError, LogError, ProducerStateError
+from kwire.log import LogError
+from kwire.log.internal_topics import (
+    CONSUMER_OFFSETS,
+    TRANSACTION_STATE,
+    TransactionState,
+    read_version,
+    versioned,
+)
+from kwire.log.storage import KafkaStorageError, ProducerStateError
 from kwire.protocol import ErrorCode
 from kwire.records import AppendError, build_batch, build_end_txn_marker
 
@@ -69,8 +76,8 @@ __all__ = [
 
 log = logging.getLogger("kwire.broker")
 
-TRANSACTION_TOPIC: Final = "__transaction_state"
-GROUP_TOPIC: Final = "__consumer_offsets"
+TRANSACTION_TOPIC: Final = TRANSACTION_STATE
+GROUP_TOPIC: Final = CONSUMER_OFFSETS
 NO_PRODUCER_ID: Final = -1
 NO_PRODUCER_EPOCH: Final = -1
 SHORT_MAX: Final = 2**15 - 1
@@ -90,39 +97,6 @@ DEFAULTS: Final[Mapping[str, int]] = {
 }
 
 
-class TransactionState(IntEnum):
-    """Kafka's ``TransactionState``; the value is the id written in ``TransactionLogValue``."""
-
-    EMPTY = 0
-    ONGOING = 1
-    PREPARE_COMMIT = 2
-    PREPARE_ABORT = 3
-    COMPLETE_COMMIT = 4
-    COMPLETE_ABORT = 5
-    DEAD = 6
-    PREPARE_EPOCH_FENCE = 7
-
-    @property
-    def kafka_name(self) -> str:
-        """The name DescribeTransactions and ListTransactions use (``Ongoing``, ...)."""
-        return _KAFKA_NAMES[self]
-
-    @classmethod
-    def from_name(cls, name: str) -> TransactionState | None:
-        return _BY_NAME.get(name)
-
-
-_KAFKA_NAMES: Final = {
-    TransactionState.EMPTY: "Empty",
-    TransactionState.ONGOING: "Ongoing",
-    TransactionState.PREPARE_COMMIT: "PrepareCommit",
-    TransactionState.PREPARE_ABORT: "PrepareAbort",
-    TransactionState.COMPLETE_COMMIT: "CompleteCommit",
-    TransactionState.COMPLETE_ABORT: "CompleteAbort",
-    TransactionState.DEAD: "Dead",
-    TransactionState.PREPARE_EPOCH_FENCE: "PrepareEpochFence",
-}
-_BY_NAME: Final = {name: state for state, name in _KAFKA_NAMES.items()}
 _COMPLETE: Final = (TransactionState.COMPLETE_COMMIT, TransactionState.COMPLETE_ABORT)
 _PREPARE: Final = (TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT)
 
@@ -237,20 +211,21 @@ class TransactionCoordinator:
 
         key_cls = message_class("TransactionLogKey")
         value_cls = message_class("TransactionLogValue")
-        key = _version_prefix(LOG_KEY_VERSION) + key_cls(
-            transactional_id=meta.transactional_id
-        ).encode(LOG_KEY_VERSION)
+        key = versioned(key_cls(transactional_id=meta.transactional_id), LOG_KEY_VERSION)
         value: bytes | None = None
         if meta.state is not TransactionState.DEAD:
-            value = _version_prefix(LOG_VALUE_VERSION) + value_cls(
-                producer_id=meta.producer_id,
-                producer_epoch=meta.producer_epoch,
-                transaction_timeout_ms=meta.timeout_ms,
-                transaction_status=int(meta.state),
-                transaction_partitions=_partitions_schema(value_cls, meta),
-                transaction_last_update_timestamp_ms=meta.last_update_ms,
-                transaction_start_timestamp_ms=meta.start_ms,
-            ).encode(LOG_VALUE_VERSION)
+            value = versioned(
+                value_cls(
+                    producer_id=meta.producer_id,
+                    producer_epoch=meta.producer_epoch,
+                    transaction_timeout_ms=meta.timeout_ms,
+                    transaction_status=int(meta.state),
+                    transaction_partitions=_partitions_schema(value_cls, meta),
+                    transaction_last_update_timestamp_ms=meta.last_update_ms,
+                    transaction_start_timestamp_ms=meta.start_ms,
+                ),
+                LOG_VALUE_VERSION,
+            )
         try:
             partition = self._log_partition(meta.transactional_id)
             records = build_batch([(0, now_ms, key, value)], 2)
@@ -286,10 +261,10 @@ class TransactionCoordinator:
             for key, value in _read_records(partition):
                 if key is None or len(key) < 2:
                     continue
-                version = int.from_bytes(key[:2], "big", signed=True)
+                version, body = read_version(key)
                 if version != LOG_KEY_VERSION:
                     continue  # Kafka skips unknown key versions too
-                txn_id = key_cls.decode(key[2:], version).transactional_id
+                txn_id = key_cls.decode(body, version).transactional_id
                 if value is None:
                     loaded.pop(txn_id, None)
                     continue
@@ -733,10 +708,6 @@ def coordinator_for(state: BrokerState) -> TransactionCoordinator:
 # --- helpers ----------------------------------------------------------------------------------
 
 
-def _version_prefix(version: int) -> bytes:
-    return version.to_bytes(2, "big", signed=True)
-
-
 def _partitions_schema(value_cls: Any, meta: TransactionMetadata) -> list[Any] | None:
     """Kafka writes null partitions for Empty, else one entry per topic."""
     if meta.state is TransactionState.EMPTY:
@@ -753,11 +724,11 @@ def _partitions_schema(value_cls: Any, meta: TransactionMetadata) -> list[Any] |
 def _decode_value(value_cls: Any, txn_id: str, value: bytes) -> TransactionMetadata | None:
     if len(value) < 2:
         return None
-    version = int.from_bytes(value[:2], "big", signed=True)
+    version, body = read_version(value)
     if not value_cls.MIN_VERSION <= version <= value_cls.MAX_VERSION:
         log.warning("unknown TransactionLogValue version %d for %s", version, txn_id)
         return None
-    decoded = value_cls.decode(value[2:], version)
+    decoded = value_cls.decode(body, version)
     partitions = frozenset(
         (p.topic, i) for p in decoded.transaction_partitions or () for i in p.partition_ids
     )

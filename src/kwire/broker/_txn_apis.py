@@ -19,6 +19,7 @@ from kwire.broker._context import RequestContext
 from kwire.broker._state import BrokerError, BrokerState, validate_topic_name
 from kwire.broker._txn import TRANSACTION_TOPIC, TopicPartition, coordinator_for
 from kwire.errors import KwireError
+from kwire.log.internal_topics import CONSUMER_OFFSETS, TRANSACTION_STATE
 from kwire.protocol import ErrorCode, message_class, struct_class
 from kwire.records import read_batches
 
@@ -164,7 +165,7 @@ def handle_add_partitions_to_txn(state: BrokerState, ctx: RequestContext, reques
             results.append((txn_id, dict.fromkeys(partitions, denied)))
             continue
         for topic, index in partitions:
-            internal = topic in ("__consumer_offsets", "__transaction_state")
+            internal = topic in (CONSUMER_OFFSETS, TRANSACTION_STATE)
             if (version < 4 and internal) or not authorize(state, ctx, "WRITE", TOPIC, topic):
                 # Kafka authorizes client versions on non-internal topics only.
                 failed[(topic, index)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED

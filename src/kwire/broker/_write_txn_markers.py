@@ -30,6 +30,7 @@ from kwire.broker._context import RequestContext
 from kwire.broker._routing import serving_node
 from kwire.broker._state import BrokerState
 from kwire.errors import AppendError, KafkaStorageError, KwireError, LogError
+from kwire.log.internal_topics import CONSUMER_OFFSETS
 from kwire.protocol import ErrorCode, message_class, struct_class
 from kwire.records import build_end_txn_marker
 
@@ -39,7 +40,7 @@ RESPONSE: Final = message_class("WriteTxnMarkersResponse")
 MARKER: Final = struct_class(RESPONSE, "markers")
 TOPIC: Final = struct_class(RESPONSE, "markers", "topics")
 PARTITION: Final = struct_class(RESPONSE, "markers", "topics", "partitions")
-GROUP_TOPIC: Final = "__consumer_offsets"
+GROUP_TOPIC: Final = CONSUMER_OFFSETS
 
 #: producer id -> topic -> partition -> error, in the order asked
 Results = dict[int, dict[str, dict[int, ErrorCode]]]

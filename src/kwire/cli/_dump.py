@@ -32,18 +32,24 @@ Exit codes: 0 when every file read cleanly, 1 when anything was skipped, invalid
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import os
-import struct
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, TextIO
 
 __all__ = ["register"]
 
-from kwire._wire import INT32_MAX, java_string_hash
+from kwire._wire import INT32_MAX
+from kwire.cli._dump_decoders import (
+    DECODERS,
+    DEPRECATED_DECODERS,
+    RECORD_PARSERS,
+    SPECIAL_DECODER_HELP,
+    SPECIAL_DECODERS,
+    STRING_DECODER,
+    Decoder,
+)
 from kwire.errors import KwireError
 from kwire.log import (
     DEFAULT_MAX_MESSAGE_SIZE,
@@ -60,7 +66,12 @@ from kwire.log import (
     walk_offset_index,
     walk_time_index,
 )
-from kwire.protocol import KafkaMessage, message_class
+from kwire.log.internal_topics import (
+    CLUSTER_METADATA,
+    CONSUMER_OFFSETS,
+    TRANSACTION_STATE,
+)
+from kwire.protocol import KafkaMessage
 from kwire.records import (
     Batch,
     Compression,
@@ -74,27 +85,6 @@ from kwire.records import (
 
 _RECORD_INDENT: Final = "|"
 _TIMESTAMP_TYPES: Final = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
-
-_STRING_DECODER: Final = "org.apache.kafka.tools.api.StringDecoder"
-_INTEGER_DECODER: Final = "org.apache.kafka.tools.api.IntegerDecoder"
-_LONG_DECODER: Final = "org.apache.kafka.tools.api.LongDecoder"
-_DEFAULT_DECODER: Final = "org.apache.kafka.tools.api.DefaultDecoder"
-#: Kafka 3.8+ maps the deprecated kafka.serializer decoders, printing a notice each time.
-_DEPRECATED_DECODERS: Final = {
-    "kafka.serializer.StringDecoder": _STRING_DECODER,
-    "kafka.serializer.LongDecoder": _LONG_DECODER,
-    "kafka.serializer.IntegerDecoder": _INTEGER_DECODER,
-    "kafka.serializer.DefaultDecoder": _DEFAULT_DECODER,
-}
-_SPECIAL_DECODERS: Final = (
-    "offsets_decoder",
-    "transaction_log_decoder",
-    "cluster_metadata_decoder",
-    "remote_log_metadata_decoder",
-    "share_group_state_decoder",
-)
-
-Decoder = Callable[[bytes], str]
 
 #: DumpLogSegments prints these KRaft control records as "<label> <JSON of the message>".
 _KRAFT_LABELS: Final = {
@@ -162,16 +152,16 @@ def register(subparsers: Any) -> None:
         parser.add_argument(
             f"--{which}-decoder-class",
             nargs="?",
-            const=_STRING_DECODER,
+            const=STRING_DECODER,
             default=None,
             metavar="class",
             help=f"decode {which}s with Kafka's String (default), Integer, Long or Default decoder",
         )
-    for name in _SPECIAL_DECODERS:
+    for name in SPECIAL_DECODERS:
         parser.add_argument(
             "--" + name.replace("_", "-"),
             action="store_true",
-            help=_SPECIAL_DECODER_HELP.get(
+            help=SPECIAL_DECODER_HELP.get(
                 name,
                 "accepted for compatibility; kwire prints such data as strings (see docs/log.md)",
             ),
@@ -184,287 +174,13 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=_dump)
 
 
-# -- decoders -------------------------------------------------------------------------------------
-
-
-def _integer(data: bytes) -> str:
-    if len(data) < 4:
-        raise ValueError(f"IntegerDecoder needs 4 bytes, got {len(data)}")
-    return str(struct.unpack_from(">i", data)[0])
-
-
-def _long(data: bytes) -> str:
-    if len(data) < 8:
-        raise ValueError(f"LongDecoder needs 8 bytes, got {len(data)}")
-    return str(struct.unpack_from(">q", data)[0])
-
-
-def _raw(data: bytes) -> str:
-    # Kafka prints a byte[]'s identity ("[B@1b6d3586"); kwire prints the bytes in hex instead.
-    return data.hex()
-
-
-_DECODERS: Final[dict[str, Decoder]] = {
-    _STRING_DECODER: java_string,
-    _INTEGER_DECODER: _integer,
-    _LONG_DECODER: _long,
-    _DEFAULT_DECODER: _raw,
-}
-
-
-# -- coordinator topics: --offsets-decoder, --transaction-log-decoder ------------------------------
-#
-# Kafka's MessageParser: a record to (key, payload), either None (not printed). The data records of
-# __consumer_offsets and __transaction_state are version-prefixed: the key's first int16 is the
-# record type (CoordinatorRecordSerde) or key version, the value's its message version.
-
-RecordParser = Callable[[Record], tuple[str | None, str | None]]
-
-#: CoordinatorRecordSerde.apiMessageKeyFor / apiMessageValueFor (Kafka 3.9): record type -> name.
-_OFFSETS_RECORD_TYPES: Final = {
-    0: "OffsetCommit",
-    1: "OffsetCommit",
-    2: "GroupMetadata",
-    3: "ConsumerGroupMetadata",
-    4: "ConsumerGroupPartitionMetadata",
-    5: "ConsumerGroupMemberMetadata",
-    6: "ConsumerGroupTargetAssignmentMetadata",
-    7: "ConsumerGroupTargetAssignmentMember",
-    8: "ConsumerGroupCurrentMemberAssignment",
-}
-
-#: Kafka 3.9's TransactionState, by the id TransactionLogValue carries.
-_TRANSACTION_STATES: Final = (
-    "Empty",
-    "Ongoing",
-    "PrepareCommit",
-    "PrepareAbort",
-    "CompleteCommit",
-    "CompleteAbort",
-    "Dead",
-    "PrepareEpochFence",
-)
-
-
-def _jackson(doc: Any) -> str:
-    """``doc`` as Jackson's ``JsonNode.toString`` writes it: compact, non-ASCII as is, control
-    characters as ``\\uXXXX`` with upper-case hex digits (Python writes lower-case)."""
-    text = json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
-    if "\\u" not in text:
-        return text
-    out: list[str] = []
-    i = 0
-    while i < len(text):
-        if text[i] != "\\":
-            out.append(text[i])
-            i += 1
-        elif text[i + 1] == "u":
-            out.append("\\u" + text[i + 2 : i + 6].upper())
-            i += 6
-        else:
-            out.append(text[i : i + 2])
-            i += 2
-    return "".join(out)
-
-
-def _version_prefixed(data: bytes, what: str) -> tuple[int, memoryview]:
-    if len(data) < 2:
-        raise ValueError(f"Could not read version from {what}'s buffer.")
-    return struct.unpack_from(">h", data)[0], memoryview(data)[2:]
-
-
-def _read_message(name: str, data: memoryview, version: int, what: str) -> KafkaMessage:
-    """A message read as Kafka's ``message.read`` does (bytes after its end are left alone)."""
-    try:
-        cls = message_class(name)
-        if not cls.MIN_VERSION <= version <= cls.MAX_VERSION:
-            raise ValueError(f"Can't read version {version} of {name}")
-        message: KafkaMessage = cls.decode_from(data, version)[0]
-    except (KwireError, ValueError) as exc:
-        raise ValueError(
-            f"Could not read record with version {version} from {what}'s buffer due to: {exc}."
-        ) from exc
-    return message
-
-
-def _embedded_consumer_protocol(doc: dict[str, Any]) -> dict[str, Any]:
-    """DumpLogSegments' ``prepareGroupMetadataValue``: in a "consumer" group, each member's
-    subscription and assignment bytes are shown decoded (ConsumerProtocolSubscription/Assignment at
-    the version their first int16 names); bytes that do not decode stay as they are (base64)."""
-    if doc.get("protocolType") != "consumer" or not isinstance(doc.get("members"), list):
-        return doc
-    for member in doc["members"]:
-        for field_name, name in (
-            ("subscription", "ConsumerProtocolSubscription"),
-            ("assignment", "ConsumerProtocolAssignment"),
-        ):
-            encoded = member.get(field_name)
-            if not isinstance(encoded, str):
-                continue
-            try:
-                version, body = _version_prefixed(base64.b64decode(encoded), field_name)
-                member[field_name] = _read_message(name, body, version, field_name).to_json(version)
-            except ValueError:
-                pass  # Kafka swallows the RuntimeException and keeps the original bytes
-    return doc
-
-
-def _offsets_parse(record: Record) -> tuple[str | None, str | None]:
-    """Kafka 3.9's ``DumpLogSegments.OffsetsMessageParser`` (``--offsets-decoder``):
-    key ``{"type":"<record type>","data":{...}}``, payload ``{"version":"<v>","data":{...}}`` (the
-    messages' JsonConverter JSON), ``<DELETE>`` for a tombstone."""
-    if record.key is None:
-        # Kafka throws this RuntimeException (the tool stops); kwire reports it and goes on.
-        raise ValueError(
-            f"Failed to decode message at offset {record.offset} using offset topic decoder "
-            "(message had a missing key)"
-        )
-    try:
-        record_type, key_body = _version_prefixed(bytes(record.key), "key")
-        name = _OFFSETS_RECORD_TYPES.get(record_type)
-        if name is None:
-            return f"Unknown record type {record_type} at offset {record.offset}, skipping.", None
-        key = _read_message(name + "Key", key_body, record_type, "key")
-        key_text = _jackson({"type": str(record_type), "data": key.to_json(record_type)})
-        if record.value is None:
-            return key_text, "<DELETE>"
-        version, value_body = _version_prefixed(bytes(record.value), "value")
-        value_doc = _read_message(name + "Value", value_body, version, "value").to_json(version)
-        if name == "GroupMetadata":
-            value_doc = _embedded_consumer_protocol(value_doc)
-        return key_text, _jackson({"version": str(version), "data": value_doc})
-    except ValueError as exc:
-        return f"Error at offset {record.offset}, skipping. {exc}", None
-
-
-#: Kafka 4.x's ShareCoordinatorRecordSerde: record type -> name (``__share_group_state``).
-_SHARE_STATE_RECORD_TYPES: Final = {0: "ShareSnapshot", 1: "ShareUpdate"}
-
-
-def _share_group_state_parse(record: Record) -> tuple[str | None, str | None]:
-    """Kafka 4.x's ``ShareGroupStateMessageParser`` (``--share-group-state-decoder``), a
-    coordinator record parser like the offsets one: key ``{"type":"<record type>","data":{...}}``,
-    payload ``{"version":"<v>","data":{...}}``, ``<DELETE>`` for a tombstone."""
-    if record.key is None:
-        raise ValueError(
-            f"Failed to decode message at offset {record.offset} using share group state "
-            "topic decoder (message had a missing key)"
-        )
-    try:
-        record_type, key_body = _version_prefixed(bytes(record.key), "key")
-        name = _SHARE_STATE_RECORD_TYPES.get(record_type)
-        if name is None:
-            return f"Unknown record type {record_type} at offset {record.offset}, skipping.", None
-        key = _read_message(name + "Key", key_body, record_type, "key")
-        key_text = _jackson({"type": str(record_type), "data": key.to_json(record_type)})
-        if record.value is None:
-            return key_text, "<DELETE>"
-        version, value_body = _version_prefixed(bytes(record.value), "value")
-        value_doc = _read_message(name + "Value", value_body, version, "value").to_json(version)
-        return key_text, _jackson({"version": str(version), "data": value_doc})
-    except ValueError as exc:
-        return f"Error at offset {record.offset}, skipping. {exc}", None
-
-
-def _scala_hash_set_order(partitions: list[tuple[str, int]]) -> list[tuple[str, int]]:
-    """The iteration order of a Scala 2.13 ``mutable.HashSet[TopicPartition]`` holding
-    ``partitions`` (how Kafka's ``formatRecordKeyAndValue`` lists them): buckets of the table in
-    order, by hash within a bucket; the hash is Kafka's ``TopicPartition.hashCode`` improved as Scala
-    does (``h ^ (h >>> 16)``); the table starts at 16 and doubles at a load factor of 0.75."""
-    unique = list(dict.fromkeys(partitions))
-    capacity = 16
-    while len(unique) + 1 > capacity * 0.75:
-        capacity *= 2
-
-    def position(tp: tuple[str, int]) -> tuple[int, int]:
-        h = (31 * (31 + tp[1]) + java_string_hash(tp[0])) & 0xFFFFFFFF
-        h ^= h >> 16
-        signed = h - (1 << 32) if h & 0x80000000 else h
-        return h & (capacity - 1), signed
-
-    return sorted(unique, key=position)
-
-
-def _transaction_log_parse(record: Record) -> tuple[str | None, str | None]:
-    """Kafka 3.9's ``TransactionLog.formatRecordKeyAndValue`` (``--transaction-log-decoder``):
-    key ``transaction_metadata::transactionalId=<id>``, payload ``producerId:<id>,producerEpoch:<e>,
-    state=<state>,partitions=[<topic>-<p>,...],txnLastUpdateTimestamp=<ms>,txnTimeoutMs=<ms>``,
-    ``<DELETE>`` for a tombstone, ``unknown::version=<v>`` (no payload) for a key of another
-    version."""
-    if record.key is None:
-        raise ValueError(f"the record at offset {record.offset} has no key")
-    version, key_body = _version_prefixed(bytes(record.key), "key")
-    key_cls = message_class("TransactionLogKey")
-    if not key_cls.MIN_VERSION <= version <= key_cls.MAX_VERSION:
-        return f"unknown::version={version}", None
-    txn_id = _read_message("TransactionLogKey", key_body, version, "key").transactional_id
-    key_text = f"transaction_metadata::transactionalId={txn_id}"
-    if record.value is None:
-        return key_text, "<DELETE>"
-    value_version, value_body = _version_prefixed(bytes(record.value), "value")
-    value_cls = message_class("TransactionLogValue")
-    if not value_cls.MIN_VERSION <= value_version <= value_cls.MAX_VERSION:
-        # Kafka's IllegalStateException (the tool stops); kwire reports it and goes on.
-        raise ValueError(f"Unknown version {value_version} from the transaction log message value")
-    value = _read_message("TransactionLogValue", value_body, value_version, "value")
-    status = value.transaction_status
-    if not 0 <= status < len(_TRANSACTION_STATES):
-        raise ValueError(
-            f"Unknown transaction state id {status} from the transaction status message"
-        )
-    state = _TRANSACTION_STATES[status]
-    partitions: list[tuple[str, int]] = []
-    if state != "Empty":
-        for entry in value.transaction_partitions or ():
-            partitions.extend((entry.topic, p) for p in entry.partition_ids)
-    listed = ",".join(f"{t}-{p}" for t, p in _scala_hash_set_order(partitions))
-    payload = (
-        f"producerId:{value.producer_id},producerEpoch:{value.producer_epoch},state={state},"
-        f"partitions=[{listed}],txnLastUpdateTimestamp={value.transaction_last_update_timestamp_ms},"
-        f"txnTimeoutMs={value.transaction_timeout_ms}"
-    )
-    return key_text, payload
-
-
-def _cluster_metadata_parse(record: Record) -> tuple[str | None, str | None]:
-    """Kafka 3.9's ``ClusterMetadataLogMessageParser`` (``--cluster-metadata-decoder``): no key,
-    the payload ``{"type":"TOPIC_RECORD","version":0,"data":{...}}``, or ``Error at <offset>,
-    skipping. <why>`` for a value that is not a metadata record."""
-    from kwire.broker import metadata_record_json
-
-    try:
-        return None, metadata_record_json(b"" if record.value is None else bytes(record.value))
-    except (KwireError, ValueError) as exc:
-        return None, f"Error at {record.offset}, skipping. {exc}"
-
-
-#: The topic-specific decoder options kwire implements, in the order Kafka picks among them.
-_RECORD_PARSERS: Final[dict[str, RecordParser]] = {
-    "offsets_decoder": _offsets_parse,
-    "transaction_log_decoder": _transaction_log_parse,
-    "cluster_metadata_decoder": _cluster_metadata_parse,
-    "share_group_state_decoder": _share_group_state_parse,
-}
-
-_SPECIAL_DECODER_HELP: Final = {
-    "offsets_decoder": "decode __consumer_offsets records (offset commits, group metadata, "
-    "consumer group records) as JSON, as Kafka's OffsetsMessageParser",
-    "transaction_log_decoder": "decode __transaction_state records (transaction metadata), as "
-    "Kafka's TransactionLogMessageParser",
-    "cluster_metadata_decoder": "decode __cluster_metadata records (KRaft metadata) as JSON, as "
-    "Kafka's ClusterMetadataLogMessageParser",
-    "share_group_state_decoder": "decode __share_group_state records (share-partition state) as "
-    "JSON, as Kafka 4.x's ShareGroupStateMessageParser",
-}
-
-
 def _parse_record(
     record: Record, opts: _Options, key_decoder: Decoder, value_decoder: Decoder
 ) -> tuple[str | None, str | None]:
     """Kafka's ``MessageParser.parse``: the first topic decoder asked for that kwire implements,
     else ``DecoderMessageParser`` (the key and value decoders; None for a null key or value)."""
     for name in opts.special:
-        parser = _RECORD_PARSERS.get(name)
+        parser = RECORD_PARSERS.get(name)
         if parser is not None:
             return parser(record)
     key = None if record.key is None else key_decoder(bytes(record.key))
@@ -526,7 +242,7 @@ class _Options:
 
 
 def _options(args: argparse.Namespace) -> _Options:
-    special = [name for name in _SPECIAL_DECODERS if getattr(args, name)]
+    special = [name for name in SPECIAL_DECODERS if getattr(args, name)]
     print_data = bool(
         args.print_data_log
         or special
@@ -543,25 +259,25 @@ def _options(args: argparse.Namespace) -> _Options:
         max_message_size=args.max_message_size,
         max_bytes=args.max_bytes,
         skip_metadata=bool(args.skip_record_metadata),
-        value_decoder=args.value_decoder_class or _STRING_DECODER,
-        key_decoder=args.key_decoder_class or _STRING_DECODER,
+        value_decoder=args.value_decoder_class or STRING_DECODER,
+        key_decoder=args.key_decoder_class or STRING_DECODER,
         special=special,
     )
 
 
 def _resolve_decoder(name: str, out: _Out) -> Decoder:
-    if name in _DEPRECATED_DECODERS:
-        new = _DEPRECATED_DECODERS[name]
+    if name in DEPRECATED_DECODERS:
+        new = DEPRECATED_DECODERS[name]
         out.line(f"{name} is deprecated. Please use {new} instead")
         name = new
-    return _DECODERS[name]
+    return DECODERS[name]
 
 
 #: The decoder of each internal topic when a directory is dumped (as if its flag were given).
 _INTERNAL_DECODERS: Final = {
-    "__consumer_offsets": "offsets_decoder",
-    "__transaction_state": "transaction_log_decoder",
-    "__cluster_metadata": "cluster_metadata_decoder",
+    CONSUMER_OFFSETS: "offsets_decoder",
+    TRANSACTION_STATE: "transaction_log_decoder",
+    CLUSTER_METADATA: "cluster_metadata_decoder",
 }
 
 
@@ -610,8 +326,8 @@ def _dump_path(path: str, opts: _Options, out: _Out, report: _Report) -> None:
 def _dump(args: argparse.Namespace) -> int:
     opts = _options(args)
     for name in (opts.value_decoder, opts.key_decoder):
-        if name not in _DECODERS and name not in _DEPRECATED_DECODERS:
-            known = ", ".join(sorted([*_DECODERS, *_DEPRECATED_DECODERS]))
+        if name not in DECODERS and name not in DEPRECATED_DECODERS:
+            known = ", ".join(sorted([*DECODERS, *DEPRECATED_DECODERS]))
             print(
                 f"kwire dump: unsupported decoder class {name!r} (known: {known})", file=sys.stderr
             )
@@ -620,7 +336,7 @@ def _dump(args: argparse.Namespace) -> int:
         print("kwire dump: --max-bytes and --max-message-size must be >= 0", file=sys.stderr)
         return 2
     out = _Out(sys.stdout, sys.stderr, args.json)
-    for name in [n for n in opts.special if n not in _RECORD_PARSERS]:
+    for name in [n for n in opts.special if n not in RECORD_PARSERS]:
         flag = "--" + name.replace("_", "-")
         out.problem("(options)", f"{flag} is not supported by kwire; data is printed as strings")
     report = _Report()

@@ -13,12 +13,11 @@ Readers take ``str`` or bytes-like and raise ``DecodeError`` with the line numbe
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final, NamedTuple
 
+from kwire._wire import uuid_from_text, uuid_text
 from kwire.errors import DecodeError
 from kwire.log._index import BytesLike
 
@@ -107,7 +106,7 @@ class PartitionMetadata:
 
     @property
     def topic_id_bytes(self) -> bytes:
-        return base64.urlsafe_b64decode(self.topic_id + "==")
+        return uuid_from_text(self.topic_id)
 
 
 def read_partition_metadata(data: str | BytesLike) -> PartitionMetadata:
@@ -131,16 +130,14 @@ def read_partition_metadata(data: str | BytesLike) -> PartitionMetadata:
         )
     topic_id = fields["topic_id"]
     try:
-        raw = base64.urlsafe_b64decode(topic_id + "==")
-    except (binascii.Error, ValueError):
-        raw = b""
-    if len(raw) != 16:
-        raise DecodeError(f"topic_id {topic_id!r} is not a base64url UUID", path="line 2")
+        uuid_from_text(topic_id)
+    except ValueError:
+        raise DecodeError(f"topic_id {topic_id!r} is not a base64url UUID", path="line 2") from None
     return PartitionMetadata(version=version, topic_id=topic_id)
 
 
 def encode_partition_metadata(topic_id: bytes) -> str:
     if len(topic_id) != 16:
         raise ValueError("a topic id is 16 bytes")
-    text = base64.urlsafe_b64encode(topic_id).decode("ascii").rstrip("=")
+    text = uuid_text(topic_id)
     return f"version: {PARTITION_METADATA_VERSION}\ntopic_id: {text}\n"

@@ -67,13 +67,15 @@ from kwire.log._layout import (
     TXN_INDEX_SUFFIX,
     TopicPartition,
 )
-from kwire.log._live import CLEANED_SUFFIX, LiveLog
+from kwire.log._live import LiveLog
+from kwire.log._log_loader import last_batch_offset, map_segment
+from kwire.log._log_segment import CLEANED_SUFFIX
 from kwire.log._rules import SegmentIndexer
 from kwire.log._txnindex import AbortedTxn, encode_aborted_txn
 from kwire.records import BatchReader
 
 if TYPE_CHECKING:
-    from kwire.log._live import _Segment
+    from kwire.log._log_segment import LogSegment
 
 __all__ = [
     "CleanResult",
@@ -90,7 +92,7 @@ log = logging.getLogger("kwire.log.cleaner")
 T = TypeVar("T")
 
 
-def _log_segments(segments: list[_Segment], start: int, end: int) -> list[_Segment]:
+def _log_segments(segments: list[LogSegment], start: int, end: int) -> list[LogSegment]:
     """``LocalLog.logSegments(from, to)``: the segment holding ``start`` and the later ones whose
     base offset is below ``end``."""
     if start == end:
@@ -106,12 +108,12 @@ def _log_segments(segments: list[_Segment], start: int, end: int) -> list[_Segme
     return out
 
 
-def _mtime_ms(seg: _Segment) -> int:
+def _mtime_ms(seg: LogSegment) -> int:
     return os.fstat(seg.fd).st_mtime_ns // 1_000_000
 
 
-def _with_view(live: LiveLog, seg: _Segment, use: Callable[[memoryview], T]) -> T:
-    m, view = live._mapped(seg)
+def _with_view(live: LiveLog, seg: LogSegment, use: Callable[[memoryview], T]) -> T:
+    m, view = map_segment(live, seg)
     try:
         return use(view)
     finally:
@@ -224,11 +226,11 @@ def log_to_clean(live: LiveLog, last_clean_offset: int | None, now_ms: int) -> L
 
 
 def group_segments_by_size(
-    segments: list[_Segment], max_size: int, max_index_size: int, first_uncleanable_offset: int
-) -> list[list[_Segment]]:
+    segments: list[LogSegment], max_size: int, max_index_size: int, first_uncleanable_offset: int
+) -> list[list[LogSegment]]:
     """``Cleaner.groupSegmentsBySize``: consecutive segments whose sizes, index sizes and
     offsets (relative to the group's base) fit one segment."""
-    groups: list[list[_Segment]] = []
+    groups: list[list[LogSegment]] = []
     i = 0
     while i < len(segments):
         first = segments[i]
@@ -390,7 +392,7 @@ class LogCleaner:
     def _clean_segments(
         self,
         live: LiveLog,
-        group: list[_Segment],
+        group: list[LogSegment],
         offset_map: OffsetMap,
         now_ms: int,
         txn: CleanedTransactionMetadata,
@@ -423,7 +425,7 @@ class LogCleaner:
                 if i + 1 < len(group):
                     seg_upper = group[i + 1].base_offset
                 else:
-                    last = live._last_batch(seg)
+                    last = last_batch_offset(live, seg)
                     seg_upper = seg.base_offset if last is None else last + 1
                 txn.add_aborted_transactions(
                     live.collect_aborted_transactions(seg.base_offset, seg_upper)

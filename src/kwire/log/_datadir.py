@@ -27,7 +27,6 @@ the partition logs (``LiveLog``) with what they say:
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import logging
 import os
@@ -37,12 +36,15 @@ import uuid
 from collections.abc import Iterable, Mapping
 from typing import Final
 
+from kwire._wire import random_uuid_text
 from kwire.errors import DecodeError, KafkaStorageError
 from kwire.log._failure import LogDirFailureChannel
 from kwire.log._layout import TopicPartition, parse_partition_dir
-from kwire.log._live import LiveLog, LogConfig, read_topic_id
+from kwire.log._live import LiveLog
 from kwire.log._lock import DirLock
-from kwire.log._writer import _fsync_dir
+from kwire.log._log_config import LogConfig
+from kwire.log._log_loader import read_topic_id
+from kwire.log._writer import _fsync_dir, write_atomic
 
 log = logging.getLogger("kwire.log")
 
@@ -106,32 +108,6 @@ def read_offset_checkpoint(text: str) -> dict[TopicPartition, int]:
             path=f"line {len(lines)}",
         )
     return out
-
-
-def _write_atomic(path: str, text: str) -> None:
-    # CheckpointFile.write: <file>.tmp, flush + fsync, atomic move, then the directory. On an
-    # error the old file stays whole; the temporary one is removed.
-    tmp = path + ".tmp"
-    try:
-        with open(tmp, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.remove(tmp)
-        raise
-    _fsync_dir(os.path.dirname(path))
-
-
-def _random_uuid() -> str:
-    """A Kafka ``Uuid`` in its base64url form (``Uuid.randomUuid`` avoids the reserved ones)."""
-    while True:
-        raw = uuid.uuid4().bytes
-        text = base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
-        if not text.startswith("-") and raw[:15] != bytes(15):
-            return text
 
 
 def _java_date(epoch_s: float) -> str:
@@ -230,10 +206,10 @@ class DataDir:
                     f"{stored_cluster}"
                 )
             cluster_id = stored_cluster
-            directory_id = props.get("directory.id") or _random_uuid()
+            directory_id = props.get("directory.id") or random_uuid_text()
         else:
-            cluster_id = cluster_id or _random_uuid()
-            directory_id = _random_uuid()
+            cluster_id = cluster_id or random_uuid_text()
+            directory_id = random_uuid_text()
             text = (
                 f"#\n#{_java_date(time.time())}\n"
                 f"cluster.id={cluster_id}\n"
@@ -241,7 +217,8 @@ class DataDir:
                 f"node.id={node_id}\n"
                 "version=1\n"
             )
-            _write_atomic(meta_path, text)
+            # CheckpointFile.write: <file>.tmp, fsync, atomic move, then the directory
+            write_atomic(meta_path, text)
         marker = os.path.join(root, CLEAN_SHUTDOWN_FILE)
         clean = os.path.exists(marker)
         self = cls(root, cluster_id, node_id, directory_id, clean, lock)
@@ -266,7 +243,7 @@ class DataDir:
         """``CheckpointFile.write``: an I/O error takes the directory offline."""
         self.failures.check(self.path)
         with self.failures.guard(self.path, f"Error while writing {name} in dir {self.path}"):
-            _write_atomic(os.path.join(self.path, name), text)
+            write_atomic(os.path.join(self.path, name), text)
 
     def read_cleaner_checkpoint(self) -> dict[TopicPartition, int]:
         """The log cleaner's ``cleaner-offset-checkpoint`` (empty when absent)."""

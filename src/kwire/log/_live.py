@@ -1,7 +1,11 @@
 """The live partition log a broker appends to and fetches from (Kafka's ``UnifiedLog``).
 
 Approach: one ``LiveLog`` per ``<topic>-<partition>`` folder, single-threaded (the broker calls it
-from its event loop). Which Kafka class each part follows:
+from its event loop). Split as Kafka splits it: this module is ``UnifiedLog`` (append, roll,
+flush, read, lookups, the swap of cleaned segments); ``_log_segment`` is ``LogSegment``,
+``_log_loader`` is ``LogLoader``, ``_retention`` is ``deleteOldSegments``, ``_log_config`` is
+``LogConfig`` and ``_fetch_info`` holds what reads and appends answer. Which Kafka class each
+part follows:
 
 - ``UnifiedLog.append``: the records layer's ``validate_and_assign`` (``LogValidator``) assigns
   offsets; then the producer state is checked (``analyzeAndValidateProducerState``: duplicates of
@@ -51,35 +55,31 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import mmap
 import os
 import shutil
-import struct
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType, TracebackType
-from typing import Concatenate, Final, Literal, NamedTuple, ParamSpec, TypeVar
+from typing import Concatenate, Final, Literal, ParamSpec, TypeVar
 
-from kwire.errors import KafkaStorageError, KwireError
+from kwire.errors import KafkaStorageError
 from kwire.log._checkpoint import (
     encode_leader_epoch_checkpoint,
     encode_partition_metadata,
-    read_leader_epoch_checkpoint,
-    read_partition_metadata,
 )
 from kwire.log._errors import LogError, OffsetOutOfRangeError
 from kwire.log._failure import LogDirFailureChannel
+from kwire.log._fetch_info import (
+    FetchDataInfo,
+    FileSlice,
+    LogAppendInfo,
+)
 from kwire.log._index import (
     OFFSET_INDEX_ENTRY_SIZE,
     TIME_INDEX_ENTRY_SIZE,
-    OffsetIndex,
-    TimeIndex,
     encode_offset_index_entry,
     encode_time_index_entry,
-    offset_index_sanity_problem,
-    time_index_sanity_problem,
 )
 from kwire.log._layout import (
     INDEX_SUFFIX,
@@ -93,50 +93,45 @@ from kwire.log._layout import (
     parse_segment_file_name,
     segment_file_name,
 )
+from kwire.log._log_config import LogConfig
+from kwire.log._log_loader import load, read_topic_id
+from kwire.log._log_segment import (
+    CLEANED_SUFFIX,
+    SWAP_SUFFIX,
+    LogSegment,
+    write_all,
+)
 from kwire.log._producer_state import (
     CompletedTxn,
     ProducerAppendInfo,
     ProducerStateEntry,
     ProducerStateManager,
 )
+from kwire.log._retention import (
+    delete_below_log_start,
+    delete_old_segments,
+    retire_segment,
+)
 from kwire.log._rules import LeaderEpochCache, SegmentIndexer, should_roll
-from kwire.log._snapshot import read_producer_snapshot
-from kwire.log._txnindex import AbortedTxn, TransactionIndex, encode_aborted_txn
-from kwire.log._writer import TMP_SUFFIX, _fsync_dir, _write_file
+from kwire.log._txnindex import AbortedTxn, encode_aborted_txn
+from kwire.log._writer import _fsync_dir, _write_file
 from kwire.records import (
     DEFAULT_MAX_DECOMPRESSED_SIZE,
     AppendOrigin,
     AppendResult,
     Batch,
-    BatchReader,
-    TopicConfig,
     read_batches,
     validate_and_assign,
 )
 
-__all__ = [
-    "FetchDataInfo",
-    "FileSlice",
-    "LiveLog",
-    "LogAppendInfo",
-    "LogConfig",
-    "batch_formats",
-    "read_batch_chunks",
-    "read_topic_id",
-]
+__all__ = ["LiveLog"]
 
-log = logging.getLogger("kwire.log")
-
-LONG_MAX: Final = (1 << 63) - 1
-DELETED_SUFFIX: Final = ".deleted"
-CLEANED_SUFFIX: Final = ".cleaned"
-SWAP_SUFFIX: Final = ".swap"
-_LOG_OVERHEAD: Final = 12
-_HEADER: Final = struct.Struct(">qiibIhi")  # offset, length, leader epoch, magic, crc, attrs, delta
 _LATEST_TIMESTAMP: Final = -1
 _EARLIEST_TIMESTAMP: Final = -2
 _MAX_TIMESTAMP: Final = -3
 _EARLIEST_LOCAL_TIMESTAMP: Final = -4
+
+log = logging.getLogger("kwire.log")
 
 
 def _now_ms() -> int:
@@ -166,329 +161,6 @@ def _storage(
     return wrap
 
 
-@dataclass(frozen=True)
-class LogConfig:
-    """Kafka's topic-level log settings (names in comments), defaults as Kafka 3.9."""
-
-    segment_bytes: int = 1073741824  # segment.bytes
-    segment_ms: int = 604800000  # segment.ms
-    segment_index_bytes: int = 10485760  # segment.index.bytes
-    index_interval_bytes: int = 4096  # index.interval.bytes
-    retention_ms: int = 604800000  # retention.ms (-1: unlimited)
-    retention_bytes: int = -1  # retention.bytes
-    flush_messages: int = LONG_MAX  # flush.messages
-    flush_ms: int = LONG_MAX  # flush.ms
-    file_delete_delay_ms: int = 60000  # file.delete.delay.ms
-    cleanup_policy: str = "delete"  # cleanup.policy (retention applies when it holds "delete")
-    delete_retention_ms: int = 86400000  # delete.retention.ms (tombstones, markers)
-    min_compaction_lag_ms: int = 0  # min.compaction.lag.ms
-    max_compaction_lag_ms: int = LONG_MAX  # max.compaction.lag.ms
-    min_cleanable_dirty_ratio: float = 0.5  # min.cleanable.dirty.ratio
-    #: The records layer's append settings (message.format.version, compression.type,
-    #: message.timestamp.*, cleanup.policy=compact, max.message.bytes).
-    records: TopicConfig = field(default_factory=TopicConfig)
-
-    def __post_init__(self) -> None:
-        if not 14 <= self.segment_bytes <= (1 << 31) - 1:
-            raise ValueError(f"segment.bytes must be in [14, 2**31-1], not {self.segment_bytes}")
-        if self.segment_ms < 1:
-            raise ValueError("segment.ms must be >= 1")
-        if self.segment_index_bytes < 4 * TIME_INDEX_ENTRY_SIZE:
-            raise ValueError(f"segment.index.bytes must be >= {4 * TIME_INDEX_ENTRY_SIZE}")
-        if self.index_interval_bytes < 0:
-            raise ValueError("index.interval.bytes must be >= 0")
-        if self.flush_messages < 1 or self.flush_ms < 0 or self.file_delete_delay_ms < 0:
-            raise ValueError("flush.messages must be >= 1, flush.ms and delay must be >= 0")
-        if not 0.0 <= self.min_cleanable_dirty_ratio <= 1.0:
-            raise ValueError("min.cleanable.dirty.ratio must be in [0, 1]")
-        if self.delete_retention_ms < 0 or self.min_compaction_lag_ms < 0:
-            raise ValueError("delete.retention.ms and min.compaction.lag.ms must be >= 0")
-        if self.max_compaction_lag_ms < 1:
-            raise ValueError("max.compaction.lag.ms must be >= 1")
-
-    @property
-    def delete_retention(self) -> bool:
-        return "delete" in {p.strip() for p in self.cleanup_policy.split(",")}
-
-    @property
-    def compact(self) -> bool:
-        """``cleanup.policy`` holds "compact": the log cleaner compacts this log."""
-        return "compact" in {p.strip() for p in self.cleanup_policy.split(",")}
-
-    @classmethod
-    def from_properties(cls, props: Mapping[str, str]) -> LogConfig:
-        """Read Kafka topic properties (``segment.bytes=...``); unknown keys are ignored."""
-        names = {
-            "segment.bytes": "segment_bytes",
-            "segment.ms": "segment_ms",
-            "segment.index.bytes": "segment_index_bytes",
-            "index.interval.bytes": "index_interval_bytes",
-            "retention.ms": "retention_ms",
-            "retention.bytes": "retention_bytes",
-            "flush.messages": "flush_messages",
-            "flush.ms": "flush_ms",
-            "file.delete.delay.ms": "file_delete_delay_ms",
-            "delete.retention.ms": "delete_retention_ms",
-            "min.compaction.lag.ms": "min_compaction_lag_ms",
-            "max.compaction.lag.ms": "max_compaction_lag_ms",
-        }
-        kwargs: dict[str, object] = {
-            attr: int(props[key].strip()) for key, attr in names.items() if key in props
-        }
-        if "min.cleanable.dirty.ratio" in props:
-            kwargs["min_cleanable_dirty_ratio"] = float(props["min.cleanable.dirty.ratio"])
-        if "cleanup.policy" in props:
-            kwargs["cleanup_policy"] = props["cleanup.policy"]
-        kwargs["records"] = TopicConfig.from_properties(props)
-        return cls(**kwargs)  # type: ignore[arg-type]
-
-
-class FileSlice(NamedTuple):
-    """``size`` bytes at ``position`` of the open file ``fd`` (valid while the log is open)."""
-
-    fd: int
-    position: int
-    size: int
-
-
-@dataclass(frozen=True)
-class FetchDataInfo:
-    """Kafka's ``FetchDataInfo``: what a fetch at ``first_offset`` returns (whole batches)."""
-
-    first_offset: int
-    slices: list[FileSlice] = field(default_factory=list)
-    #: Base offset of the segment the data comes from (-1 when empty).
-    segment_base_offset: int = -1
-
-    @property
-    def size(self) -> int:
-        return sum(s.size for s in self.slices)
-
-    def read_bytes(self) -> bytes:
-        return b"".join(_pread_exact(s.fd, s.size, s.position) for s in self.slices)
-
-
-@dataclass(frozen=True)
-class LogAppendInfo:
-    """Kafka's ``LogAppendInfo``: what a produce response reports for the partition."""
-
-    first_offset: int
-    last_offset: int
-    max_timestamp: int
-    offset_of_max_timestamp: int
-    log_append_time: int
-    log_start_offset: int
-    record_count: int
-    duplicate: bool = False
-    in_place: bool = True
-    recompressed: bool = False
-    size: int = 0
-
-
-def batch_formats(slices: list[FileSlice]) -> set[tuple[int, int]]:
-    """(magic, compression codec) of every batch in ``slices``, from their headers alone
-    (Kafka's ``FileRecords.hasMatchingMagic``: the fetch path decides whether to convert
-    without reading the records)."""
-    found: set[tuple[int, int]] = set()
-    for s in slices:
-        position, end = s.position, s.position + s.size
-        while position + _LOG_OVERHEAD + 10 <= end:
-            raw = os.pread(s.fd, 23, position)
-            if len(raw) < _LOG_OVERHEAD + 6:
-                break
-            length = struct.unpack_from(">i", raw, 8)[0]
-            magic = raw[16]
-            # v2: attributes (int16) at 21; v0/v1: attributes (int8) at 17 after the crc at 12
-            attributes = struct.unpack_from(">h", raw, 21)[0] if magic >= 2 else raw[17]
-            found.add((magic, attributes & 0x07))
-            position += _LOG_OVERHEAD + max(length, 0)
-            if length <= 0:
-                break
-    return found
-
-
-def read_batch_chunks(slices: list[FileSlice], chunk_bytes: int) -> Iterator[bytes]:
-    """The batches in ``slices``, read whole, about ``chunk_bytes`` at a time (one batch larger
-    than that is one chunk): what a lazy down-conversion reads, never all of it at once."""
-    for s in slices:
-        position, end = s.position, s.position + s.size
-        while position < end:
-            take = 0
-            while position + take + _LOG_OVERHEAD <= end:
-                raw = os.pread(s.fd, _LOG_OVERHEAD, position + take)
-                if len(raw) < _LOG_OVERHEAD:
-                    break
-                size = _LOG_OVERHEAD + max(struct.unpack_from(">i", raw, 8)[0], 0)
-                if take and take + size > chunk_bytes:
-                    break
-                take += min(size, end - position - take)
-                if take >= chunk_bytes:
-                    break
-            if take == 0:  # a trailing partial header: send it as it is
-                take = end - position
-            yield _pread_exact(s.fd, take, position)
-            position += take
-
-
-def _pread_exact(fd: int, size: int, position: int) -> bytes:
-    data = os.pread(fd, size, position)
-    if len(data) == size:
-        return data
-    parts = [data]
-    got = len(data)
-    while got < size:
-        more = os.pread(fd, size - got, position + got)
-        if not more:
-            raise OSError(f"short read: {got} of {size} bytes at {position}")
-        parts.append(more)
-        got += len(more)
-    return b"".join(parts)
-
-
-def _write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
-    view = memoryview(data)
-    while view:
-        n = os.write(fd, view)
-        view = view[n:]
-
-
-def read_topic_id(partition_dir: str | os.PathLike[str]) -> bytes | None:
-    """The topic id in a partition folder's ``partition.metadata`` (None when absent)."""
-    path = os.path.join(os.fspath(partition_dir), PARTITION_METADATA)
-    try:
-        with open(path, "rb") as f:
-            return read_partition_metadata(f.read()).topic_id_bytes
-    except FileNotFoundError:
-        return None
-
-
-class _Segment:
-    """One segment of a live log: its ``.log`` descriptor and index bookkeeping."""
-
-    __slots__ = (
-        "created_ms",
-        "fd",
-        "index_fd",
-        "indexer",
-        "stem",
-        "time_fd",
-        "txn_fd",
-        "txns",
-    )
-
-    def __init__(self, stem: str, fd: int, indexer: SegmentIndexer, created_ms: int) -> None:
-        self.stem = stem  # path without suffix
-        self.fd = fd
-        self.indexer = indexer
-        self.created_ms = created_ms
-        self.index_fd: int | None = None
-        self.time_fd: int | None = None
-        self.txn_fd: int | None = None
-        self.txns: list[AbortedTxn] = []
-
-    @property
-    def base_offset(self) -> int:
-        return self.indexer.base_offset
-
-    @property
-    def size(self) -> int:
-        return self.indexer.size
-
-    @property
-    def largest_timestamp(self) -> int:
-        """``LogSegment.largestTimestamp``: the max timestamp, else the file's mtime."""
-        if self.indexer.max_timestamp >= 0:
-            return self.indexer.max_timestamp
-        return int(os.fstat(self.fd).st_mtime * 1000)
-
-    def open_index_files(self) -> None:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
-        if self.index_fd is None:
-            self.index_fd = os.open(self.stem + INDEX_SUFFIX, flags, 0o644)
-        if self.time_fd is None:
-            self.time_fd = os.open(self.stem + TIME_INDEX_SUFFIX, flags, 0o644)
-
-    def close_index_files(self) -> None:
-        for name in ("index_fd", "time_fd", "txn_fd"):
-            fd = getattr(self, name)
-            if fd is not None:
-                os.close(fd)
-                setattr(self, name, None)
-
-    def fsync(self) -> None:
-        os.fsync(self.fd)
-        for fd in (self.index_fd, self.time_fd, self.txn_fd):
-            if fd is not None:
-                os.fsync(fd)
-
-    def write_time_entry(self) -> None:
-        entry = self.indexer.maybe_append_time_entry()
-        if entry is not None:
-            if self.time_fd is None:
-                self.open_index_files()
-            assert self.time_fd is not None
-            _write_all(self.time_fd, encode_time_index_entry(self.base_offset, *entry))
-
-    def append_txn(self, txn: AbortedTxn) -> None:
-        self.txns.append(txn)
-        if self.txn_fd is None:
-            self.txn_fd = os.open(
-                self.stem + TXN_INDEX_SUFFIX, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644
-            )
-        _write_all(self.txn_fd, encode_aborted_txn(txn))
-
-    def files(self) -> list[str]:
-        return [
-            self.stem + s for s in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
-        ]
-
-    def header_at(self, position: int) -> tuple[int, int, int] | None:
-        """(base offset, last offset, size) of the batch at ``position``; None past the end."""
-        if position + _LOG_OVERHEAD + 5 > self.size:
-            return None
-        raw = os.pread(self.fd, _HEADER.size, position)
-        if len(raw) < _LOG_OVERHEAD + 5:
-            return None
-        offset, length = struct.unpack_from(">qi", raw)
-        magic = raw[16]
-        size = _LOG_OVERHEAD + length
-        if magic >= 2 and len(raw) >= _HEADER.size:
-            delta = struct.unpack_from(">i", raw, 23)[0]
-            return offset, offset + delta, size
-        return offset, offset, size
-
-    def batches_from(
-        self, position: int, end: int | None = None
-    ) -> Iterator[tuple[int, int, int, int]]:
-        """(position, base offset, last offset, size) of each batch from ``position``."""
-        stop = self.size if end is None else min(end, self.size)
-        while position < stop:
-            header = self.header_at(position)
-            if header is None:
-                return
-            base, last, size = header
-            yield position, base, last, size
-            position += size
-
-    def translate_offset(self, offset: int, end: int | None = None) -> tuple[int, int, int] | None:
-        """``translateOffset``: (position, size, last offset) of the first batch whose last
-        offset is >= ``offset``; None when the segment has none."""
-        start = self.indexer.lookup(offset).position
-        for position, _base, last, size in self.batches_from(start, end):
-            if last >= offset:
-                return position, size, last
-        return None
-
-    def read_batch(self, position: int, size: int) -> Batch:
-        data = _pread_exact(self.fd, size, position)
-        return next(iter(read_batches(data, verify_crc=False)))
-
-    def close(self) -> None:
-        self.close_index_files()
-        with contextlib.suppress(OSError):
-            os.close(self.fd)
-
-
 class LiveLog:
     """A partition's live log; see the module doc. Open with ``LiveLog.open``.
 
@@ -513,7 +185,7 @@ class LiveLog:
         self.log_end_offset = 0
         self.recovery_point = 0
         self._high_watermark = 0
-        self._segments: list[_Segment] = []
+        self._segments: list[LogSegment] = []
         self._producers = ProducerStateManager()
         #: ``producer.id.expiration.ms`` (None: producer ids never expire)
         self.producer_id_expiration_ms: int | None = None
@@ -521,7 +193,7 @@ class LiveLog:
         self._last_snapshot_offset = -1
         self._last_flush_ms = 0
         self._now_ms = 0
-        self._pending_deletes: list[tuple[int, _Segment, list[str]]] = []
+        self._pending_deletes: list[tuple[int, LogSegment, list[str]]] = []
         self._closed = False
         #: The directory holding the partition folder (Kafka's ``parentDir``) and the channel that
         #: takes it offline on an I/O error (shared by every log of a ``DataDir``).
@@ -598,200 +270,11 @@ class LiveLog:
             )
         self.topic_id = existing if existing is not None else topic_id
         try:
-            self._load(now_ms, recovery_point, log_start_offset, clean_shutdown)
+            load(self, now_ms, recovery_point, log_start_offset, clean_shutdown)
         except BaseException:
             for seg in self._segments:
                 seg.close()
             raise
-
-    def _load(
-        self, now_ms: int, recovery_point: int, log_start_offset: int, clean_shutdown: bool
-    ) -> None:
-        names = self._clean_leftovers()
-        bases = sorted(
-            {p[0] for n in names if (p := parse_segment_file_name(n)) and p[1] == LOG_SUFFIX}
-        )
-        snapshots = sorted(
-            p[0] for n in names if (p := parse_segment_file_name(n)) and p[1] == SNAPSHOT_SUFFIX
-        )
-        epoch_path = os.path.join(self.path, LEADER_EPOCH_CHECKPOINT)
-        if os.path.exists(epoch_path):
-            with open(epoch_path, "rb") as f:
-                self._epochs = LeaderEpochCache(read_leader_epoch_checkpoint(f.read()))
-        if not bases:
-            self._segments.append(self._new_segment(log_start_offset, now_ms))
-            self.log_start_offset = self.log_end_offset = log_start_offset
-            self.recovery_point = log_start_offset
-            self._producers.clear(log_start_offset)
-            self._epochs.truncate_from_end(log_start_offset)
-            self._write_epochs()
-            for s in snapshots:
-                self._delete_snapshot(s)
-            return
-        broken: int | None = None
-        for i, base in enumerate(bases):
-            seg, ok = self._open_existing(base, now_ms)
-            self._segments.append(seg)
-            if not ok and broken is None:
-                broken = i
-        # Segments to recover: from the one holding the recovery point (LogLoader.recoverLog).
-        start = len(self._segments)
-        if not clean_shutdown:
-            start = 0
-            for i, seg in enumerate(self._segments):
-                if seg.base_offset <= recovery_point:
-                    start = i
-        if broken is not None:
-            start = min(start, broken)
-        # Producer state: the latest snapshot at or below where replay must begin.
-        replay_from = self._segments[start].base_offset if start < len(self._segments) else LONG_MAX
-        first_base = self._segments[0].base_offset
-        snap = None
-        for s in snapshots:
-            if first_base <= s <= replay_from:
-                snap = s
-        if snap is not None:
-            try:
-                with open(self._snapshot_path(snap), "rb") as f:
-                    self._producers.load(
-                        read_producer_snapshot(f.read()).entries,
-                        snap,
-                        now_ms=now_ms,
-                        expiration_ms=self.producer_id_expiration_ms,
-                    )
-                self._last_snapshot_offset = snap
-            except (OSError, KwireError) as exc:
-                log.warning("%s: ignoring producer snapshot %d: %s", self.path, snap, exc)
-                snap = None
-        if snap is None:
-            self._producers.clear(first_base)
-        replay_offset = self._producers.map_end_offset
-        i = 0
-        while i < len(self._segments):
-            seg = self._segments[i]
-            nxt = self._segments[i + 1].base_offset if i + 1 < len(self._segments) else None
-            if i >= start:
-                truncated = self._recover_segment(seg, replay_offset)
-                if truncated and i + 1 < len(self._segments):
-                    later = self._segments[i + 1 :]
-                    del self._segments[i + 1 :]
-                    log.warning(
-                        "%s: deleting %d segments after the truncated segment %d",
-                        self.path,
-                        len(later),
-                        seg.base_offset,
-                    )
-                    for other in later:
-                        other.close()
-                        for path in other.files():
-                            with contextlib.suppress(FileNotFoundError):
-                                os.remove(path)
-            elif nxt is None or nxt > replay_offset:
-                self._replay_segment(seg, replay_offset)
-            i += 1
-        active = self._segments[-1]
-        end = active.base_offset
-        last = self._last_batch(active)
-        if last is not None:
-            end = last + 1
-        self.log_end_offset = end
-        self._producers.map_end_offset = max(self._producers.map_end_offset, end)
-        self.log_start_offset = min(max(log_start_offset, self._segments[0].base_offset), end)
-        self._epochs.truncate_from_end(end)
-        self._epochs.truncate_from_start(self.log_start_offset)
-        self._write_epochs()
-        for s in snapshots:
-            if s > end or (s < self.log_start_offset and s != snap):
-                self._delete_snapshot(s)
-            elif s > self._last_snapshot_offset:
-                self._last_snapshot_offset = s
-        # Recovered data was read back and validated: make it durable, then it is "flushed".
-        if start < len(self._segments):
-            for seg in self._segments[start:]:
-                seg.fsync()
-            _fsync_dir(self.path)
-            self.recovery_point = end
-        else:
-            self.recovery_point = min(max(recovery_point, self.log_start_offset), end)
-        active.open_index_files()
-
-    def _clean_leftovers(self) -> list[str]:
-        """``LogLoader.removeTempFilesAndCollectSwapFiles``, the completion of interrupted swaps
-        (``LogLoader.load``: the segments a ``.log.swap`` covers are deleted, then the swap files
-        are renamed) and the orphan index cleanup."""
-        names = os.listdir(self.path)
-        cleaned_bases = [
-            p[0]
-            for n in names
-            if n.endswith(CLEANED_SUFFIX)
-            and (p := parse_segment_file_name(n[: -len(CLEANED_SUFFIX)]))
-        ]
-        min_cleaned = min(cleaned_bases, default=LONG_MAX)
-        for name in names:
-            full = os.path.join(self.path, name)
-            if name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX, TMP_SUFFIX)):
-                log.info("%s: deleting leftover file %s", self.path, name)
-                os.remove(full)
-            elif name.endswith(SWAP_SUFFIX):
-                parsed = parse_segment_file_name(name[: -len(SWAP_SUFFIX)])
-                if parsed is not None and parsed[0] >= min_cleaned:
-                    # KAFKA-6264: a swap at or above a .cleaned file belongs to an unfinished
-                    # operation whose old segments are all still there.
-                    log.info("%s: deleting unfinished swap file %s", self.path, name)
-                    os.remove(full)
-        self._delete_swapped_over()
-        for name in os.listdir(self.path):
-            if name.endswith(SWAP_SUFFIX):
-                target = name[: -len(SWAP_SUFFIX)]
-                parsed = parse_segment_file_name(target)
-                log.info("%s: completing swap of %s", self.path, target)
-                os.replace(os.path.join(self.path, name), os.path.join(self.path, target))
-                if parsed is not None and parsed[1] == LOG_SUFFIX:
-                    # The swapped-in log's indexes are rebuilt.
-                    stem = os.path.join(self.path, segment_file_name(parsed[0], ""))
-                    for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
-                        with contextlib.suppress(FileNotFoundError):
-                            os.remove(stem + suffix)
-        names = os.listdir(self.path)
-        logs = {p[0] for n in names if (p := parse_segment_file_name(n)) and p[1] == LOG_SUFFIX}
-        for name in names:
-            parsed = parse_segment_file_name(name)
-            if (
-                parsed is not None
-                and parsed[1] in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
-                and parsed[0] not in logs
-            ):
-                log.info("%s: deleting orphaned index file %s", self.path, name)
-                os.remove(os.path.join(self.path, name))
-        return os.listdir(self.path)
-
-    def _delete_swapped_over(self) -> None:
-        """Delete the segments each ``.log.swap`` replaces: those whose base offset is in
-        ``[swap base, swap next offset)`` (the cleaner merged them into the swap)."""
-        names = os.listdir(self.path)
-        logs = {p[0] for n in names if (p := parse_segment_file_name(n)) and p[1] == LOG_SUFFIX}
-        for name in names:
-            if not name.endswith(LOG_SUFFIX + SWAP_SUFFIX):
-                continue
-            parsed = parse_segment_file_name(name[: -len(SWAP_SUFFIX)])
-            if parsed is None:
-                continue
-            base = parsed[0]
-            fd = os.open(os.path.join(self.path, name), os.O_RDONLY)
-            try:
-                ix = SegmentIndexer(base, 0, size=os.fstat(fd).st_size)
-                swap = _Segment(os.path.join(self.path, name), fd, ix, 0)
-                next_offset = base
-                for _pos, _base, last, _size in swap.batches_from(0):
-                    next_offset = last + 1
-            finally:
-                os.close(fd)
-            for old in sorted(b for b in logs if base <= b < next_offset):
-                log.info("%s: deleting segment %d replaced by %s", self.path, old, name)
-                stem = self._stem(old)
-                for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
-                    with contextlib.suppress(FileNotFoundError):
-                        os.remove(stem + suffix)
 
     def _stem(self, base_offset: int) -> str:
         return os.path.join(self.path, segment_file_name(base_offset, ""))
@@ -799,181 +282,17 @@ class LiveLog:
     def _snapshot_path(self, offset: int) -> str:
         return os.path.join(self.path, segment_file_name(offset, SNAPSHOT_SUFFIX))
 
-    def _new_segment(self, base_offset: int, now_ms: int) -> _Segment:
+    def _new_segment(self, base_offset: int, now_ms: int) -> LogSegment:
         stem = self._stem(base_offset)
         for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
             with contextlib.suppress(FileNotFoundError):
                 os.remove(stem + suffix)
         fd = os.open(stem + LOG_SUFFIX, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC, 0o644)
-        seg = _Segment(
+        seg = LogSegment(
             stem, fd, SegmentIndexer(base_offset, self.config.index_interval_bytes), now_ms
         )
         seg.open_index_files()
         return seg
-
-    def _open_existing(self, base: int, now_ms: int) -> tuple[_Segment, bool]:
-        """Open a segment and load its indexes; False when they need rebuilding."""
-        stem = self._stem(base)
-        fd = os.open(stem + LOG_SUFFIX, os.O_RDWR | os.O_APPEND)
-        indexer = SegmentIndexer(base, self.config.index_interval_bytes)
-        indexer.size = os.fstat(fd).st_size
-        seg = _Segment(stem, fd, indexer, now_ms)
-        ok = True
-        try:
-            with open(stem + INDEX_SUFFIX, "rb") as f:
-                raw = f.read()
-            with open(stem + TIME_INDEX_SUFFIX, "rb") as f:
-                raw_time = f.read()
-        except FileNotFoundError:
-            return seg, False
-        name = os.path.basename(stem)
-        oidx, tidx = OffsetIndex(raw, base), TimeIndex(raw_time, base)
-        if (
-            offset_index_sanity_problem(raw, base, name + INDEX_SUFFIX)
-            or time_index_sanity_problem(raw_time, base, name + TIME_INDEX_SUFFIX)
-            or oidx.problems
-            or tidx.problems
-            or (oidx.positions and oidx.positions[-1] >= indexer.size)
-        ):
-            log.warning("%s: rebuilding the indexes of segment %d", self.path, base)
-            ok = False
-        else:
-            for o, p in oidx.entries:
-                indexer.offsets.append(o)
-                indexer.positions.append(p)
-            for t, o in tidx.entries:
-                indexer.timestamps.append(t)
-                indexer.time_offsets.append(o)
-            last = tidx.last_entry
-            indexer.max_timestamp, indexer.offset_of_max_timestamp = last.timestamp, last.offset
-            # Exact sizes: a preallocated (zero-filled) tail is cut off.
-            self._truncate_file(stem + INDEX_SUFFIX, len(oidx) * OFFSET_INDEX_ENTRY_SIZE)
-            self._truncate_file(stem + TIME_INDEX_SUFFIX, len(tidx) * TIME_INDEX_ENTRY_SIZE)
-        with contextlib.suppress(FileNotFoundError), open(stem + TXN_INDEX_SUFFIX, "rb") as f:
-            seg.txns = list(TransactionIndex(f.read()).entries)
-        first = seg.header_at(0)
-        if first is not None:
-            with contextlib.suppress(KwireError, OSError, StopIteration):
-                indexer.rolling_timestamp = seg.read_batch(0, first[2]).max_timestamp
-        return seg, ok
-
-    @staticmethod
-    def _truncate_file(path: str, size: int) -> None:
-        if os.path.getsize(path) != size:
-            os.truncate(path, size)
-
-    def _mapped(self, seg: _Segment) -> tuple[mmap.mmap | None, memoryview]:
-        if seg.size == 0:
-            return None, memoryview(b"")
-        m = mmap.mmap(seg.fd, seg.size, access=mmap.ACCESS_READ)
-        return m, memoryview(m)
-
-    def _replay_segment(self, seg: _Segment, from_offset: int) -> None:
-        """Producer state of a segment that needs no recovery (headers only, no CRC)."""
-        start = seg.indexer.lookup(from_offset).position if from_offset > seg.base_offset else 0
-        m, view = self._mapped(seg)
-        try:
-            reader = BatchReader(view, verify_crc=False, allow_truncated_tail=True, start=start)
-            for batch in reader:
-                if batch.base_offset >= from_offset or batch.last_offset >= from_offset:
-                    self._producers.replay(batch)
-                del batch
-        finally:
-            view.release()
-            if m is not None:
-                # A reader over legacy batches can still hold a view: the GC closes the map.
-                with contextlib.suppress(BufferError):
-                    m.close()
-
-    def _recover_segment(self, seg: _Segment, replay_offset: int) -> bool:
-        """``LogSegment.recover``: validate, truncate the invalid tail, rebuild the indexes."""
-        ix = SegmentIndexer(seg.base_offset, self.config.index_interval_bytes)
-        index = bytearray()
-        timeindex = bytearray()
-        txns: list[AbortedTxn] = []
-        valid = 0
-        m, view = self._mapped(seg)
-        try:
-            reader = BatchReader(view, verify_crc=True, allow_truncated_tail=True)
-            while True:
-                try:
-                    batch = next(reader)
-                except StopIteration:
-                    break
-                except KwireError as exc:
-                    log.warning(
-                        "%s: invalid batch in segment %d at byte %d: %s",
-                        self.path,
-                        seg.base_offset,
-                        valid,
-                        exc,
-                    )
-                    break
-                if batch.last_offset - seg.base_offset > (1 << 31) - 1 or (
-                    batch.base_offset < seg.base_offset
-                ):
-                    log.warning(
-                        "%s: batch at byte %d of segment %d has offsets %d..%d outside it",
-                        self.path,
-                        valid,
-                        seg.base_offset,
-                        batch.base_offset,
-                        batch.last_offset,
-                    )
-                    break
-                oe, te = ix.append_batch(batch.size, batch.last_offset, batch.max_timestamp)
-                if oe is not None:
-                    index += encode_offset_index_entry(seg.base_offset, *oe)
-                if te is not None:
-                    timeindex += encode_time_index_entry(seg.base_offset, *te)
-                if batch.magic >= 2:
-                    self._epochs.assign(batch.partition_leader_epoch, batch.base_offset)
-                if batch.last_offset >= replay_offset:
-                    aborted = self._producers.replay(batch)
-                    if aborted is not None:
-                        txns.append(aborted)
-                valid += batch.size
-                del batch
-        finally:
-            view.release()
-            if m is not None:
-                # A reader over legacy batches can still hold a view: the GC closes the map.
-                with contextlib.suppress(BufferError):
-                    m.close()
-        truncated = seg.size - valid
-        if truncated > 0:
-            log.warning(
-                "%s: truncated %d invalid bytes at the end of segment %d",
-                self.path,
-                truncated,
-                seg.base_offset,
-            )
-            os.ftruncate(seg.fd, valid)
-        te = ix.maybe_append_time_entry()  # as a closed segment, recovery appends the max
-        if te is not None:
-            timeindex += encode_time_index_entry(seg.base_offset, *te)
-        ix.bytes_since_last_index_entry = 0
-        seg.indexer = ix
-        seg.close_index_files()
-        _write_file(seg.stem + INDEX_SUFFIX, bytes(index), fsync=False)
-        _write_file(seg.stem + TIME_INDEX_SUFFIX, bytes(timeindex), fsync=False)
-        if txns:
-            _write_file(
-                seg.stem + TXN_INDEX_SUFFIX, b"".join(map(encode_aborted_txn, txns)), fsync=False
-            )
-        else:
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(seg.stem + TXN_INDEX_SUFFIX)
-        seg.txns = txns
-        return truncated > 0
-
-    def _last_batch(self, seg: _Segment) -> int | None:
-        """Last offset of the segment's last batch (``readNextOffset`` - 1)."""
-        start = seg.indexer.positions[-1] if seg.indexer.positions else 0
-        last = None
-        for _pos, _base, last_offset, _size in seg.batches_from(start):
-            last = last_offset
-        return last
 
     # -- properties ------------------------------------------------------------------------------
 
@@ -1049,7 +368,7 @@ class LiveLog:
         )
 
     def _undo_append(
-        self, seg: _Segment, log_size: int, offsets: int, times: int, txns: int
+        self, seg: LogSegment, log_size: int, offsets: int, times: int, txns: int
     ) -> None:
         """Cut the files a failed append wrote back to their sizes before it (best effort: the
         directory is offline already, and recovery at the next start truncates a torn tail)."""
@@ -1172,7 +491,7 @@ class LiveLog:
 
     def _append_to(
         self,
-        seg: _Segment,
+        seg: LogSegment,
         data: bytes | bytearray | memoryview,
         size: int,
         batches: list[Batch],
@@ -1183,7 +502,7 @@ class LiveLog:
     ) -> LogAppendInfo:
         """``LogSegment.append`` and what follows it: the file writes of one append."""
         position = seg.size
-        _write_all(seg.fd, data)
+        write_all(seg.fd, data)
         index = bytearray()
         timeindex = bytearray()
         for batch in batches:
@@ -1197,9 +516,9 @@ class LiveLog:
             seg.open_index_files()
             assert seg.index_fd is not None and seg.time_fd is not None
             if index:
-                _write_all(seg.index_fd, index)
+                write_all(seg.index_fd, index)
             if timeindex:
-                _write_all(seg.time_fd, timeindex)
+                write_all(seg.time_fd, timeindex)
         epochs_changed = False
         for batch in batches:
             if batch.magic >= 2:
@@ -1235,7 +554,9 @@ class LiveLog:
             size=size,
         )
 
-    def _maybe_roll(self, size: int, max_timestamp: int, last_offset: int, now_ms: int) -> _Segment:
+    def _maybe_roll(
+        self, size: int, max_timestamp: int, last_offset: int, now_ms: int
+    ) -> LogSegment:
         seg = self._segments[-1]
         if should_roll(
             seg.indexer,
@@ -1251,21 +572,13 @@ class LiveLog:
             self.roll(now_ms)
         return self._segments[-1]
 
-    @_storage("rolling the log")
-    def maybe_roll(self, now_ms: int) -> None:
-        """Timer work: roll after ``segment.ms``, delete the files of segments deleted more than
-        ``file.delete.delay.ms`` ago."""
+    @_storage("deleting segment files")
+    def delete_pending_files(self, now_ms: int) -> None:
+        """Timer work: delete the files of segments deleted more than ``file.delete.delay.ms``
+        ago. There is no roll here: ``segment.ms`` rolls only when appending
+        (``UnifiedLog.maybeRoll``), so an idle partition keeps its active segment."""
         self._check_open()
         self._now_ms = now_ms
-        seg = self._segments[-1]
-        if seg.size > 0:
-            since = (
-                seg.indexer.rolling_timestamp
-                if seg.indexer.rolling_timestamp >= 0
-                else seg.created_ms
-            )
-            if now_ms - since > self.config.segment_ms:
-                self.roll(now_ms)
         self._delete_pending(now_ms)
 
     @_storage("flushing the log")
@@ -1466,7 +779,7 @@ class LiveLog:
         """ListOffsets MAX_TIMESTAMP (-3): (offset, timestamp, leader epoch) of the first record
         holding the log's largest timestamp; None when the log has no timestamps."""
         self._check_open()
-        best: _Segment | None = None
+        best: LogSegment | None = None
         for seg in self._segments:
             if seg.indexer.max_timestamp >= 0 and (
                 best is None or seg.indexer.max_timestamp > best.indexer.max_timestamp
@@ -1511,12 +824,8 @@ class LiveLog:
                 f"{self._high_watermark}",
             )
         self._increment_log_start_offset(offset)
-        self._delete_segments(self._deletable(self._below_log_start))
+        delete_below_log_start(self)
         return self.log_start_offset
-
-    def _below_log_start(self, seg: _Segment, upper: int) -> bool:
-        # deleteLogStartOffsetBreachedSegments: the NEXT segment starts at or below the log start.
-        return seg is not self._segments[-1] and upper <= self.log_start_offset
 
     def _increment_log_start_offset(self, offset: int) -> None:
         if offset <= self.log_start_offset:
@@ -1535,72 +844,15 @@ class LiveLog:
             if (p := parse_segment_file_name(n)) and p[1] == SNAPSHOT_SUFFIX
         )
 
-    def _deletable(self, predicate: Callable[[_Segment, int], bool]) -> list[_Segment]:
-        """``UnifiedLog.deletableSegments``: leading segments the predicate accepts, wholly below
-        the high watermark, never an empty last segment."""
-        out: list[_Segment] = []
-        for i, seg in enumerate(self._segments):
-            last = i + 1 == len(self._segments)
-            upper = self.log_end_offset if last else self._segments[i + 1].base_offset
-            if last and seg.size == 0:
-                break
-            if self._high_watermark < upper or not predicate(seg, upper):
-                break
-            out.append(seg)
-        return out
-
     @_storage("deleting segments")
     def enforce_retention(self, now_ms: int) -> int:
         """``deleteOldSegments``: log start offset, ``retention.bytes``, ``retention.ms``; returns
         how many segments were deleted."""
         self._check_open()
         self._now_ms = now_ms
-        deleted = self._delete_segments(self._deletable(self._below_log_start))
-        if self.config.delete_retention:
-            if self.config.retention_bytes >= 0:
-                excess = [self.size_in_bytes() - self.config.retention_bytes]
-
-                def over_size(seg: _Segment, upper: int) -> bool:
-                    if excess[0] - seg.size >= 0:
-                        excess[0] -= seg.size
-                        return True
-                    return False
-
-                deleted += self._delete_segments(self._deletable(over_size))
-            if self.config.retention_ms >= 0:
-                retention = self.config.retention_ms
-                deleted += self._delete_segments(
-                    self._deletable(lambda seg, upper: now_ms - seg.largest_timestamp > retention)
-                )
+        deleted = delete_old_segments(self, now_ms)
         self._delete_pending(now_ms)
         return deleted
-
-    def _delete_segments(self, segments: list[_Segment]) -> int:
-        if not segments:
-            return 0
-        if len(segments) == len(self._segments):
-            self.roll()  # a log keeps one segment: the new, empty, active one
-        for seg in segments:
-            self._segments.remove(seg)
-            self._retire_segment(seg, snapshot=True)
-        self._increment_log_start_offset(self._segments[0].base_offset)
-        return len(segments)
-
-    def _retire_segment(self, seg: _Segment, *, snapshot: bool) -> None:
-        """Rename a removed segment's files ``*.deleted``; they (and its descriptor) go after
-        ``file.delete.delay.ms`` (``LocalLog.deleteSegmentFiles`` with async delete)."""
-        renamed = []
-        for path in seg.files():
-            if os.path.exists(path):
-                os.replace(path, path + DELETED_SUFFIX)
-                renamed.append(path + DELETED_SUFFIX)
-        snap = self._snapshot_path(seg.base_offset)
-        if snapshot and os.path.exists(snap):
-            os.replace(snap, snap + DELETED_SUFFIX)
-            renamed.append(snap + DELETED_SUFFIX)
-        seg.close_index_files()
-        due = self._now_ms + self.config.file_delete_delay_ms
-        self._pending_deletes.append((due, seg, renamed))
 
     # -- compaction (the cleaner writes the files, the log swaps them in) ------------------------
 
@@ -1636,13 +888,13 @@ class LiveLog:
         position = self._segments.index(old[0])
         for seg in old:
             self._segments.remove(seg)
-            self._retire_segment(seg, snapshot=seg.base_offset != base)
+            retire_segment(self, seg, snapshot=seg.base_offset != base)
         for suffix in suffixes:
             if os.path.exists(stem + suffix + SWAP_SUFFIX):
                 os.replace(stem + suffix + SWAP_SUFFIX, stem + suffix)
         _fsync_dir(self.path)
         fd = os.open(stem + LOG_SUFFIX, os.O_RDWR | os.O_APPEND)
-        seg = _Segment(stem, fd, indexer, now_ms)
+        seg = LogSegment(stem, fd, indexer, now_ms)
         seg.txns = list(txns)
         self._segments.insert(position, seg)
 

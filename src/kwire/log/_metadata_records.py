@@ -43,6 +43,7 @@ from typing import Any, Final
 
 from kwire._wire import read_uvarint, write_uvarint
 from kwire.errors import DecodeError
+from kwire.log.internal_topics import CLUSTER_METADATA
 from kwire.records import read_batches
 
 __all__ = [
@@ -66,7 +67,7 @@ __all__ = [
     "replay_topic_record",
 ]
 
-CLUSTER_METADATA_TOPIC: Final = "__cluster_metadata"
+CLUSTER_METADATA_TOPIC: Final = CLUSTER_METADATA
 #: The metadata log's partition folder in a KRaft node's (metadata) data directory.
 CLUSTER_METADATA_DIR: Final = f"{CLUSTER_METADATA_TOPIC}-0"
 #: ``MetadataRecordSerde``'s DEFAULT_FRAME_VERSION.

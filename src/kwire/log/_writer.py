@@ -103,6 +103,14 @@ def _fsync_dir(path: str) -> None:
         os.close(fd)
 
 
+def write_atomic(path: str, data: bytes | str) -> None:
+    """The one atomic write of a small file: ``_write_file`` (a temporary file, fsynced, renamed
+    over ``path``), then an fsync of the directory so the rename survives a power cut (Kafka's
+    ``CheckpointFile.write``, ``Utils.atomicMoveWithFallback``)."""
+    _write_file(path, data)
+    _fsync_dir(os.path.dirname(path) or ".")
+
+
 def _write_file(path: str, data: bytes | str, fsync: bool = True) -> None:
     """Write ``path + TMP_SUFFIX``, fsync it, rename it to ``path`` (on an error the old file is
     left as it was and the temporary file removed)."""

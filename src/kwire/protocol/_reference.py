@@ -20,6 +20,7 @@ import struct
 import uuid
 from typing import TYPE_CHECKING, Any, Final
 
+from kwire._wire import uuid_from_text, uuid_text
 from kwire.errors import DecodeError, EncodeError, UnsupportedVersionError
 from kwire.protocol._extension_points import (
     FIELD_ENCODINGS,
@@ -55,17 +56,12 @@ _new: Final[Any] = object.__new__
 
 def uuid_to_str(u: uuid.UUID) -> str:
     """Kafka's ``Uuid.toString``: URL-safe base64 of the 16 bytes, no padding (22 characters)."""
-    return base64.urlsafe_b64encode(u.bytes).decode("ascii").rstrip("=")
+    return uuid_text(u.bytes)
 
 
 def uuid_from_str(s: str) -> uuid.UUID:
     """Kafka's ``Uuid.fromString`` (22-character URL-safe base64)."""
-    if len(s) > 24:
-        raise ValueError(f"not a Kafka UUID: {s!r}")
-    raw = base64.urlsafe_b64decode(s + "=" * (-len(s) % 4))
-    if len(raw) != 16:
-        raise ValueError(f"not a Kafka UUID: {s!r}")
-    return uuid.UUID(bytes=raw)
+    return uuid.UUID(bytes=uuid_from_text(s))
 
 
 # ----------------------------------------------------------------------------------------------

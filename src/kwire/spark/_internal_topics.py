@@ -24,12 +24,17 @@ Internal topics are small and their records are structs, so they decode record b
 from __future__ import annotations
 
 import dataclasses
-import struct
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kwire.errors import OptionError
+from kwire.log.internal_topics import (
+    CONSUMER_OFFSETS,
+    TRANSACTION_STATE,
+    read_version,
+    transaction_state_name,
+)
 from kwire.spark._options import ReadOptions, parse_read_options
 from kwire.spark._plan import SegmentSplit, SplitGroup
 from kwire.spark._schema import CORRUPT_RECORD, arrow_schema, schema_for
@@ -42,9 +47,6 @@ if TYPE_CHECKING:
 __all__ = ["VIEWS", "ViewSource", "view_source"]
 
 VIEWS = ("consumer_offsets", "transactions", "latest")
-CONSUMER_OFFSETS = "__consumer_offsets"
-TRANSACTION_STATE = "__transaction_state"
-_VERSION = struct.Struct(">h")
 
 _POSITION = "logPartition int, logOffset bigint, logTimestamp timestamp"
 OFFSETS_DDL = (
@@ -55,16 +57,6 @@ TRANSACTIONS_DDL = (
     "transactionalId string, producerId bigint, producerEpoch smallint, timeoutMs int, "
     "state string, partitions array<struct<topic: string, partitions: array<int>>>, "
     f"startTimestamp timestamp, lastUpdateTimestamp timestamp, {_POSITION}"
-)
-TXN_STATES = (
-    "Empty",
-    "Ongoing",
-    "PrepareCommit",
-    "PrepareAbort",
-    "CompleteCommit",
-    "CompleteAbort",
-    "Dead",
-    "PrepareEpochFence",
 )
 
 
@@ -90,15 +82,15 @@ def decode_offset_commit(key: bytes, value: bytes | None) -> dict[str, Any] | No
 
     if len(key) < 2:
         return None
-    (kind,) = _VERSION.unpack_from(key, 0)
+    kind, key_body = read_version(key)
     if kind not in (0, 1):
         return None  # 2: group metadata; others: the new coordinator's records
-    k = message_class("OffsetCommitKey").decode(memoryview(key)[2:], kind)
+    k = message_class("OffsetCommitKey").decode(key_body, kind)
     row: dict[str, Any] = {"group": k.group, "topic": k.topic, "partition": k.partition}
     if value is not None and len(value) >= 2:
-        (vv,) = _VERSION.unpack_from(value, 0)
+        vv, body = read_version(value)
         cls = message_class("OffsetCommitValue")
-        v = cls.decode(memoryview(value)[2:], min(vv, cls.MAX_VERSION))
+        v = cls.decode(body, min(vv, cls.MAX_VERSION))
         row.update(
             committedOffset=v.offset,
             leaderEpoch=v.leader_epoch if vv >= 3 and v.leader_epoch >= 0 else None,
@@ -115,20 +107,20 @@ def decode_transaction(key: bytes, value: bytes | None) -> dict[str, Any] | None
 
     if len(key) < 2:
         return None
-    (kv,) = _VERSION.unpack_from(key, 0)
+    kv, key_body = read_version(key)
     kcls = message_class("TransactionLogKey")
-    k = kcls.decode(memoryview(key)[2:], min(kv, kcls.MAX_VERSION))
+    k = kcls.decode(key_body, min(kv, kcls.MAX_VERSION))
     row: dict[str, Any] = {"transactionalId": k.transactional_id}
     if value is not None and len(value) >= 2:
-        (vv,) = _VERSION.unpack_from(value, 0)
+        vv, body = read_version(value)
         cls = message_class("TransactionLogValue")
-        v = cls.decode(memoryview(value)[2:], min(vv, cls.MAX_VERSION))
+        v = cls.decode(body, min(vv, cls.MAX_VERSION))
         status = v.transaction_status
         row.update(
             producerId=v.producer_id,
             producerEpoch=v.producer_epoch,
             timeoutMs=v.transaction_timeout_ms,
-            state=TXN_STATES[status] if 0 <= status < len(TXN_STATES) else str(status),
+            state=transaction_state_name(status) or str(status),
             partitions=[
                 {"topic": p.topic, "partitions": list(p.partition_ids)}
                 for p in v.transaction_partitions or ()

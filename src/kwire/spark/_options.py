@@ -38,7 +38,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kwire.errors import OptionError
-from kwire.log import CLUSTER_METADATA_TOPIC
+from kwire.log.internal_topics import INTERNAL_TOPICS
 
 __all__ = ["EARLIEST", "LATEST", "ReadOptions", "WriteOptions", "parse_read_options"]
 
@@ -54,9 +54,7 @@ DEFAULT_SPLIT_BYTES = 128 << 20  # Spark's spark.sql.files.maxPartitionBytes def
 TIMESTAMP_STRATEGIES = ("error", "latest")
 #: Kafka's internal topics (Topic.isInternal, and the KRaft metadata log): read only when named,
 #: as a Kafka consumer's pattern subscription leaves them out (exclude.internal.topics)
-INTERNAL_TOPICS = frozenset(
-    {CLUSTER_METADATA_TOPIC, "__consumer_offsets", "__transaction_state", "__share_group_state"}
-)
+#: (kwire.log.internal_topics.INTERNAL_TOPICS)
 
 #: Every option a kafka-log read understands (kwire's, Spark's Kafka source's, the Schema
 #: Registry decoding's and the internal-topic views'), as documented.

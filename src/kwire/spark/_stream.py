@@ -56,17 +56,16 @@ from pyspark.sql.streaming.datasource import (
 
 from kwire.errors import DecodeError, OffsetOutOfRangeError
 from kwire.log import (
-    CLUSTER_METADATA_DIR,
     META_PROPERTIES,
     OffsetIndex,
     PartitionDir,
-    ReplicaSetReader,
     TimeIndex,
     TopicPartition,
     meta_properties_node_id,
     partitions_from_paths,
     read_offset_checkpoint,
 )
+from kwire.log.metadata import CLUSTER_METADATA_DIR, ReplicaSetReader
 from kwire.records import read_batches
 from kwire.spark._fs import join_uri, list_files, read_bytes, resolve, to_uri
 from kwire.spark._options import EARLIEST, LATEST, ReadOptions, bound_for

@@ -278,7 +278,7 @@ def test_a_topic_creation_that_failed_half_way_leaves_no_topic(
     """``partition.metadata`` of the third partition cannot be written: the topic was never
     recorded, so after the restart it does not exist, and creating it again works (the folders
     the failed creation left are strays, renamed as Kafka renames stray logs)."""
-    from kwire.log import KafkaStorageError
+    from kwire.log.storage import KafkaStorageError
 
     data = tmp_path / "data"
     state = _state(data)

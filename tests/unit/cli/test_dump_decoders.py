@@ -305,7 +305,7 @@ def test_scala_hash_set_order_matches_kafkas_hash_code() -> None:
     """Checked against Scala 2.13.18's mutable.HashSet of Kafka 3.9.1's TopicPartition (the order
     its ``mkString`` prints)."""
     from kwire._wire import java_string_hash
-    from kwire.cli._dump import _scala_hash_set_order
+    from kwire.log.internal_topics import scala_hash_set_order as _scala_hash_set_order
 
     assert java_string_hash("orders") == -1008770331  # "orders".hashCode()
     assert java_string_hash("ab") == 97 * 31 + 98

@@ -10,6 +10,15 @@ from typing import Any
 import pytest
 
 from kwire.log import (
+    LogWriter,
+    TopicPartition,
+    list_log_dir,
+    read_txn_index,
+    walk_offset_index,
+    walk_time_index,
+)
+from kwire.log._cleaner import group_segments_by_size, log_to_clean
+from kwire.log.storage import (
     CleanedTransactionMetadata,
     CleaningRound,
     DataDir,
@@ -17,17 +26,10 @@ from kwire.log import (
     LiveLog,
     LogCleaner,
     LogConfig,
-    LogWriter,
     OffsetMap,
-    TopicPartition,
     build_offset_map,
     clean_batches,
-    list_log_dir,
-    read_txn_index,
-    walk_offset_index,
-    walk_time_index,
 )
-from kwire.log._cleaner import group_segments_by_size, log_to_clean
 from kwire.records import (
     LOG_APPEND_TIME,
     AppendOrigin,

@@ -8,13 +8,8 @@ from pathlib import Path
 import pytest
 
 from kwire.errors import DecodeError
-from kwire.log import (
-    DataDir,
-    LogConfig,
-    TopicPartition,
-    encode_offset_checkpoint,
-    read_offset_checkpoint,
-)
+from kwire.log import TopicPartition, encode_offset_checkpoint, read_offset_checkpoint
+from kwire.log.storage import DataDir, LogConfig
 from kwire.records import BatchBuilder
 
 NOW = 1_700_000_000_000

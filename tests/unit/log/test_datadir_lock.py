@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from kwire.errors import DataDirLockedError, KwireError
-from kwire.log import DataDir
+from kwire.log.storage import DataDir
 
 
 def test_second_open_is_refused_until_close(tmp_path: Path) -> None:
@@ -60,7 +60,7 @@ def test_another_process_is_refused(tmp_path: Path) -> None:
     probe = (
         "import sys\n"
         "from kwire.errors import DataDirLockedError\n"
-        "from kwire.log import DataDir\n"
+        "from kwire.log.storage import DataDir\n"
         "try:\n"
         "    DataDir.open(sys.argv[1], cluster_id=None, node_id=1)\n"
         "except DataDirLockedError:\n"

@@ -8,14 +8,10 @@ from pathlib import Path
 import pytest
 
 from kwire.log import (
-    FetchDataInfo,
-    LiveLog,
-    LogConfig,
     LogWriter,
     OffsetIndex,
     OffsetOutOfRangeError,
     PartitionLog,
-    ProducerStateError,
     list_log_dir,
     open_segment,
     read_leader_epoch_checkpoint,
@@ -24,6 +20,7 @@ from kwire.log import (
     walk_offset_index,
     walk_time_index,
 )
+from kwire.log.storage import FetchDataInfo, LiveLog, LogConfig, ProducerStateError
 from kwire.records import (
     AppendError,
     AppendOrigin,
@@ -248,7 +245,7 @@ def test_delete_records(tmp_path: Path) -> None:
     assert offsets_of(log.read(25, 1 << 20))[0] <= 25
     pending = [n for n in os.listdir(log.path) if n.endswith(".deleted")]
     assert pending
-    log.maybe_roll(NOW + 5000)
+    log.delete_pending_files(NOW + 5000)
     assert not [n for n in os.listdir(log.path) if n.endswith(".deleted")]
     assert log.offset_for_timestamp(-2) == (25, -1, 0)
     log.close()
@@ -425,10 +422,20 @@ def test_segment_ms_roll(tmp_path: Path) -> None:
     assert log.segment_base_offsets == [0]
     log.append_as_leader(batch(1, NOW + 1500), now_ms=NOW + 1500)
     assert log.segment_base_offsets == [0, 2]
-    log.maybe_roll(NOW + 1600)
-    assert log.segment_base_offsets == [0, 2]
-    log.maybe_roll(NOW + 3000)
-    assert log.segment_base_offsets == [0, 2, 3]
+    log.close()
+
+
+def test_idle_segment_rolls_only_on_the_next_append(tmp_path: Path) -> None:
+    """``segment.ms`` rolls in ``UnifiedLog.append`` (``maybeRoll``), never on a timer: an idle
+    partition keeps its active segment, whatever the broker's housekeeping does meanwhile, so a
+    compacted topic's last records stay uncleaned until something is written after them."""
+    log = open_log(tmp_path, LogConfig(segment_ms=1000, file_delete_delay_ms=10))
+    log.append_as_leader(batch(1, NOW), now_ms=NOW)
+    log.delete_pending_files(NOW + 3000)
+    log.delete_pending_files(NOW + 10_000)
+    assert log.segment_base_offsets == [0]
+    log.append_as_leader(batch(1, NOW + 10_000), now_ms=NOW + 10_000)
+    assert log.segment_base_offsets == [0, 1]
     log.close()
 
 

@@ -19,8 +19,8 @@ import pytest
 from diskfaults import DiskFull
 
 from kwire.errors import KafkaStorageError, KwireError
-from kwire.log import DataDir, LiveLog, LogConfig
 from kwire.log._datadir import CLEAN_SHUTDOWN_FILE
+from kwire.log.storage import DataDir, LiveLog, LogConfig
 from kwire.records import Compression, build_batch, read_batches
 
 NOW = 1_700_000_000_000
@@ -170,7 +170,7 @@ def test_a_log_opened_alone_goes_offline_alone(
 def test_a_full_disk_under_the_log_cleaner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The cleaner's ``.cleaned`` files: the directory goes offline (Kafka's ``CleanerThread``),
     the log keeps every record it had, and the next start deletes the leftovers."""
-    from kwire.log import LogCleaner
+    from kwire.log.storage import LogCleaner
 
     config = LogConfig(segment_bytes=600, cleanup_policy="compact", min_cleanable_dirty_ratio=0.0)
     root = tmp_path / "data"

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from kwire.errors import DecodeError
-from kwire.log import (
+from kwire.log.metadata import (
     CLUSTER_METADATA_DIR,
     ReplicaSetReader,
     ReplicaSets,

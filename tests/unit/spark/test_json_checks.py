@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("jsonschema")
 pytest.importorskip("jsonschema_rs")
 
-from kwire.spark._registry import _fast_json_check, _json_check
+from kwire.spark._registry_json import _fast_json_check, _json_check
 
 CUSTOMER = {
     "type": "object",

@@ -11,7 +11,8 @@ import pytest
 pa = pytest.importorskip("pyarrow")
 pytest.importorskip("google.protobuf")
 
-from kwire.spark._registry import SchemaEntry, SchemaStore, _Protobuf  # noqa: E402
+from kwire.spark._registry_protobuf import _Protobuf  # noqa: E402
+from kwire.spark._registry_store import SchemaEntry, SchemaStore  # noqa: E402
 
 
 def _file(version: int) -> Any:

@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from kwire.broker.group._records import SUBSCRIPTION, VERSION, OffsetAndMetadata
+from kwire.broker.group._records import SUBSCRIPTION, OffsetAndMetadata
+from kwire.log.internal_topics import read_version
 from kwire.protocol import ErrorCode
 
 __all__ = [
@@ -180,7 +181,7 @@ class Group:
         for member in self.members.values():
             meta = member.metadata(self.protocol_name)
             try:
-                version = VERSION.unpack_from(meta, 0)[0]
+                version = read_version(meta)[0]
                 sub = SUBSCRIPTION.decode(memoryview(meta)[2:], min(version, 3))
             except Exception:
                 return None

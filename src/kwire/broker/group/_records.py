@@ -9,13 +9,13 @@ group's records. The codecs are the generated ``kwire.protocol`` messages.
 
 from __future__ import annotations
 
-import struct
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from kwire.broker.group._assignors import Assignment, freeze
+from kwire.log.internal_topics import CONSUMER_OFFSETS, read_version, versioned
 from kwire.protocol import message_class, struct_class
 
 if TYPE_CHECKING:
@@ -39,12 +39,10 @@ __all__ = [
     "versioned",
 ]
 
-GROUP_TOPIC: Final = "__consumer_offsets"
+GROUP_TOPIC: Final = CONSUMER_OFFSETS
 
 #: a record of the topic: key, value (None: a tombstone)
 Record = tuple[bytes, bytes | None]
-
-VERSION: Final = struct.Struct(">h")
 
 # classic groups and offsets
 OFFSET_COMMIT_KEY: Final = message_class("OffsetCommitKey")
@@ -103,10 +101,6 @@ class OffsetAndMetadata:
     expire_timestamp: int = -1
 
 
-def versioned(message: Any, version: int) -> bytes:
-    return VERSION.pack(version) + bytes(message.encode(version))
-
-
 def offset_key(group_id: str, tp: tuple[str, int]) -> bytes:
     return versioned(OFFSET_COMMIT_KEY(group=group_id, topic=tp[0], partition=tp[1]), 1)
 
@@ -130,7 +124,7 @@ def offset_record(group_id: str, tp: tuple[str, int], om: OffsetAndMetadata) -> 
 
 def decode_offset(value: bytes) -> OffsetAndMetadata:
     """An ``OffsetCommitValue`` (any version) read back."""
-    (vv,) = VERSION.unpack_from(value, 0)
+    vv = read_version(value)[0]
     v = OFFSET_COMMIT_VALUE.decode(memoryview(value)[2:], min(vv, 4))
     return OffsetAndMetadata(
         v.offset,

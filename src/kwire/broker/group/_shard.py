@@ -34,7 +34,6 @@ from kwire.broker.group._records import (
     GROUP_METADATA_KEY,
     GROUP_METADATA_VALUE,
     OFFSET_COMMIT_KEY,
-    VERSION,
     OffsetAndMetadata,
     Record,
     Write,
@@ -49,6 +48,7 @@ from kwire.broker.group._runtime import (
     MemoryOffsetsLog,
     OffsetsLog,
 )
+from kwire.log.internal_topics import read_version
 from kwire.protocol import ErrorCode
 from kwire.records import Batch
 from kwire.records._control import parse_control_key
@@ -262,7 +262,7 @@ class GroupCoordinator:
         pending: dict[int, list[tuple[str, tuple[str, int], OffsetAndMetadata | None]]],
         now_ms: int,
     ) -> None:
-        (key_version,) = VERSION.unpack_from(key, 0)
+        key_version = read_version(key)[0]
         if key_version in (0, 1):
             k = OFFSET_COMMIT_KEY.decode(memoryview(key)[2:], key_version)
             tp = (k.topic, k.partition)
@@ -284,7 +284,7 @@ class GroupCoordinator:
                         k.group, offsets=dropped.offsets, pending_txn=dropped.pending_txn
                     )
                 return
-            (vv,) = VERSION.unpack_from(value, 0)
+            vv = read_version(value)[0]
             v = GROUP_METADATA_VALUE.decode(memoryview(value)[2:], min(vv, 4))
             found = self.loaded_group(k.group, now_ms)
             if isinstance(found, ConsumerGroup):  # now a classic group; the offsets stay

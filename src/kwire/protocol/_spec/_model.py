@@ -9,13 +9,13 @@ Naming helpers live here too: ``snake_case`` mirrors Kafka's ``MessageGenerator.
 
 from __future__ import annotations
 
-import base64
 import keyword
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from kwire._wire import uuid_from_text
 from kwire.protocol._spec._versions import NONE, VersionRange
 
 __all__ = [
@@ -263,10 +263,10 @@ def parse_default(f: FieldSpec) -> Any:
     if t.name == "uuid":
         if d == "":
             return uuid.UUID(int=0)
-        raw = base64.urlsafe_b64decode(d + "=" * (-len(d) % 4))
-        if len(raw) != 16:
-            raise ValueError(f"invalid default for uuid field: {d!r}")
-        return uuid.UUID(bytes=raw)
+        try:
+            return uuid.UUID(bytes=uuid_from_text(d))
+        except ValueError:
+            raise ValueError(f"invalid default for uuid field: {d!r}") from None
     if t.name == "float64":
         return 0.0 if d == "" else float(d)
     if d == "null" and (t.name in ("string", "bytes") or t.is_struct or t.is_array):

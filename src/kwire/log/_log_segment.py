@@ -1,0 +1,184 @@
+"""One segment of a live log (Kafka's ``LogSegment``): its ``.log`` descriptor, its indexes kept
+in memory and appended to their files at their exact size, its ``.txnindex``; reads of batch
+headers with ``pread``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import struct
+from collections.abc import Iterator
+from typing import Final
+
+from kwire.log._index import (
+    encode_time_index_entry,
+)
+from kwire.log._layout import (
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
+)
+from kwire.log._rules import SegmentIndexer
+from kwire.log._txnindex import AbortedTxn, encode_aborted_txn
+from kwire.records import (
+    Batch,
+    read_batches,
+)
+
+LONG_MAX: Final = (1 << 63) - 1
+DELETED_SUFFIX: Final = ".deleted"
+CLEANED_SUFFIX: Final = ".cleaned"
+SWAP_SUFFIX: Final = ".swap"
+LOG_OVERHEAD: Final = 12
+_HEADER: Final = struct.Struct(">qiibIhi")  # offset, length, leader epoch, magic, crc, attrs, delta
+
+
+def pread_exact(fd: int, size: int, position: int) -> bytes:
+    data = os.pread(fd, size, position)
+    if len(data) == size:
+        return data
+    parts = [data]
+    got = len(data)
+    while got < size:
+        more = os.pread(fd, size - got, position + got)
+        if not more:
+            raise OSError(f"short read: {got} of {size} bytes at {position}")
+        parts.append(more)
+        got += len(more)
+    return b"".join(parts)
+
+
+def write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+class LogSegment:
+    """One segment of a live log: its ``.log`` descriptor and index bookkeeping."""
+
+    __slots__ = (
+        "created_ms",
+        "fd",
+        "index_fd",
+        "indexer",
+        "stem",
+        "time_fd",
+        "txn_fd",
+        "txns",
+    )
+
+    def __init__(self, stem: str, fd: int, indexer: SegmentIndexer, created_ms: int) -> None:
+        self.stem = stem  # path without suffix
+        self.fd = fd
+        self.indexer = indexer
+        self.created_ms = created_ms
+        self.index_fd: int | None = None
+        self.time_fd: int | None = None
+        self.txn_fd: int | None = None
+        self.txns: list[AbortedTxn] = []
+
+    @property
+    def base_offset(self) -> int:
+        return self.indexer.base_offset
+
+    @property
+    def size(self) -> int:
+        return self.indexer.size
+
+    @property
+    def largest_timestamp(self) -> int:
+        """``LogSegment.largestTimestamp``: the max timestamp, else the file's mtime."""
+        if self.indexer.max_timestamp >= 0:
+            return self.indexer.max_timestamp
+        return int(os.fstat(self.fd).st_mtime * 1000)
+
+    def open_index_files(self) -> None:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
+        if self.index_fd is None:
+            self.index_fd = os.open(self.stem + INDEX_SUFFIX, flags, 0o644)
+        if self.time_fd is None:
+            self.time_fd = os.open(self.stem + TIME_INDEX_SUFFIX, flags, 0o644)
+
+    def close_index_files(self) -> None:
+        for name in ("index_fd", "time_fd", "txn_fd"):
+            fd = getattr(self, name)
+            if fd is not None:
+                os.close(fd)
+                setattr(self, name, None)
+
+    def fsync(self) -> None:
+        os.fsync(self.fd)
+        for fd in (self.index_fd, self.time_fd, self.txn_fd):
+            if fd is not None:
+                os.fsync(fd)
+
+    def write_time_entry(self) -> None:
+        entry = self.indexer.maybe_append_time_entry()
+        if entry is not None:
+            if self.time_fd is None:
+                self.open_index_files()
+            assert self.time_fd is not None
+            write_all(self.time_fd, encode_time_index_entry(self.base_offset, *entry))
+
+    def append_txn(self, txn: AbortedTxn) -> None:
+        self.txns.append(txn)
+        if self.txn_fd is None:
+            self.txn_fd = os.open(
+                self.stem + TXN_INDEX_SUFFIX, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644
+            )
+        write_all(self.txn_fd, encode_aborted_txn(txn))
+
+    def files(self) -> list[str]:
+        return [
+            self.stem + s for s in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
+        ]
+
+    def header_at(self, position: int) -> tuple[int, int, int] | None:
+        """(base offset, last offset, size) of the batch at ``position``; None past the end."""
+        if position + LOG_OVERHEAD + 5 > self.size:
+            return None
+        raw = os.pread(self.fd, _HEADER.size, position)
+        if len(raw) < LOG_OVERHEAD + 5:
+            return None
+        offset, length = struct.unpack_from(">qi", raw)
+        magic = raw[16]
+        size = LOG_OVERHEAD + length
+        if magic >= 2 and len(raw) >= _HEADER.size:
+            delta = struct.unpack_from(">i", raw, 23)[0]
+            return offset, offset + delta, size
+        return offset, offset, size
+
+    def batches_from(
+        self, position: int, end: int | None = None
+    ) -> Iterator[tuple[int, int, int, int]]:
+        """(position, base offset, last offset, size) of each batch from ``position``."""
+        stop = self.size if end is None else min(end, self.size)
+        while position < stop:
+            header = self.header_at(position)
+            if header is None:
+                return
+            base, last, size = header
+            yield position, base, last, size
+            position += size
+
+    def translate_offset(self, offset: int, end: int | None = None) -> tuple[int, int, int] | None:
+        """``translateOffset``: (position, size, last offset) of the first batch whose last
+        offset is >= ``offset``; None when the segment has none."""
+        start = self.indexer.lookup(offset).position
+        for position, _base, last, size in self.batches_from(start, end):
+            if last >= offset:
+                return position, size, last
+        return None
+
+    def read_batch(self, position: int, size: int) -> Batch:
+        data = pread_exact(self.fd, size, position)
+        return next(iter(read_batches(data, verify_crc=False)))
+
+    def close(self) -> None:
+        self.close_index_files()
+        with contextlib.suppress(OSError):
+            os.close(self.fd)

@@ -1,0 +1,48 @@
+"""kwire.log.metadata: KRaft's metadata log (``__cluster_metadata``): the record framing
+(``encode_metadata_record`` / ``decode_metadata_record``), the record types, the JSON
+``kafka-dump-log --cluster-metadata-decoder`` prints, the topic and partition images a replay
+builds, and the replica set of each partition (``ReplicaSets``, ``ReplicaSetReader``,
+``read_replica_sets``).
+"""
+
+from kwire.log._metadata_records import (
+    CLUSTER_METADATA_DIR,
+    CLUSTER_METADATA_TOPIC,
+    METADATA_FRAME_VERSION,
+    METADATA_RECORD_TYPES,
+    MetadataRecord,
+    PartitionImage,
+    ReplicaSetReader,
+    ReplicaSets,
+    TopicImage,
+    decode_metadata_record,
+    encode_metadata_record,
+    metadata_record_api_key,
+    metadata_record_class,
+    metadata_record_json,
+    metadata_record_type_name,
+    new_metadata_record,
+    read_replica_sets,
+    replay_topic_record,
+)
+
+__all__ = [
+    "CLUSTER_METADATA_DIR",
+    "CLUSTER_METADATA_TOPIC",
+    "METADATA_FRAME_VERSION",
+    "METADATA_RECORD_TYPES",
+    "MetadataRecord",
+    "PartitionImage",
+    "ReplicaSetReader",
+    "ReplicaSets",
+    "TopicImage",
+    "decode_metadata_record",
+    "encode_metadata_record",
+    "metadata_record_api_key",
+    "metadata_record_class",
+    "metadata_record_json",
+    "metadata_record_type_name",
+    "new_metadata_record",
+    "read_replica_sets",
+    "replay_topic_record",
+]

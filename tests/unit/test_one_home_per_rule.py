@@ -1,0 +1,43 @@
+"""Rules written once in src (issue 18): Kafka's Uuid text form (``kwire._wire.uuid_text`` /
+``uuid_from_text`` / ``random_uuid_text``) and the atomic write of a small file
+(``kwire.log.storage.write_atomic``). A second copy elsewhere is what this test finds."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import kwire
+from kwire._wire import random_uuid_text, uuid_from_text, uuid_text
+
+SRC = Path(kwire.__file__).parent
+UUID_HOME = SRC / "_wire.py"
+WRITE_HOME = SRC / "log" / "_writer.py"
+#: base64url that is not a Uuid: SASL OAUTHBEARER tokens (JWT parts)
+NOT_UUIDS = {SRC / "broker" / "_sasl.py"}
+
+
+def test_uuid_text_round_trips() -> None:
+    raw = bytes(range(16))
+    assert uuid_text(raw) == "AAECAwQFBgcICQoLDA0ODw"
+    assert uuid_from_text("AAECAwQFBgcICQoLDA0ODw") == raw
+    text = random_uuid_text()
+    assert len(text) == 22 and not text.startswith("-")
+
+
+def test_uuid_text_and_atomic_writes_are_written_once() -> None:
+    found = []
+    for path in sorted(SRC.rglob("*.py")):
+        if "_generated" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.Call):
+                continue
+            call = ast.unparse(node.func)
+            where = f"{path.relative_to(SRC)}:{node.lineno}"
+            is_b64url = call.endswith(("urlsafe_b64encode", "urlsafe_b64decode"))
+            if is_b64url and path != UUID_HOME and path not in NOT_UUIDS:
+                found.append(f"{where}: {call} (use kwire._wire.uuid_text/uuid_from_text)")
+            if call == "os.replace" and "tmp" in ast.unparse(node.args[0]) and path != WRITE_HOME:
+                found.append(f"{where}: a temporary file renamed (use write_atomic)")
+    assert found == [], "\n".join(found)
