@@ -30,6 +30,7 @@ import kwire.broker._share_feature
 import kwire.broker._share_fetch
 import kwire.broker._share_group_describe
 import kwire.broker._share_group_heartbeat
+import kwire.broker._streams_group_apis
 import kwire.broker._txn_apis
 import kwire.broker._update_features
 import kwire.broker._write_share_group_state  # noqa: F401

@@ -46,6 +46,8 @@ from typing import Any, Final
 
 from kwire.broker._consumer_group import ConsumerGroup, ConsumerGroupError, ConsumerGroups
 from kwire.broker._state import BrokerState, Partition, partition_for
+from kwire.broker._streams_group import KEY_VERSIONS as STREAMS_KEY_VERSIONS
+from kwire.broker._streams_group import StreamsGroups
 from kwire.protocol import ErrorCode, message_class, struct_class
 from kwire.records import BatchBuilder
 from kwire.records._control import parse_control_key
@@ -278,6 +280,8 @@ class GroupCoordinator:
         self.persist = state is not None
         #: the KIP-848 consumer groups, kept in this coordinator's ``Group`` objects
         self.consumer = ConsumerGroups(self)
+        #: the KIP-1071 streams groups (``_streams_group``), apart: they share only the id space
+        self.streams = StreamsGroups(self)
         # the first check one interval after the coordinator starts; without a broker (no clock
         # yet) one interval after its first tick
         self._next_offsets_cleanup: int | None = (
@@ -1362,6 +1366,8 @@ class GroupCoordinator:
             group.state = STABLE if group.members else EMPTY
         elif 3 <= key_version <= 8:
             self.consumer.replay(key_version, key, value, now_ms)
+        elif key_version in STREAMS_KEY_VERSIONS:
+            self.streams.replay(key_version, key, value, now_ms)
 
     # --- describe -----------------------------------------------------------------------------
 
