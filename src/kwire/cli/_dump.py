@@ -220,7 +220,8 @@ _DECODERS: Final[dict[str, Decoder]] = {
 
 RecordParser = Callable[[Record], tuple[str | None, str | None]]
 
-#: CoordinatorRecordSerde.apiMessageKeyFor / apiMessageValueFor (Kafka 3.9): record type -> name.
+#: CoordinatorRecordSerde.apiMessageKeyFor / apiMessageValueFor (Kafka 3.9, + 4.x's streams
+#: groups): record type -> name.
 _OFFSETS_RECORD_TYPES: Final = {
     0: "OffsetCommit",
     1: "OffsetCommit",
@@ -231,6 +232,14 @@ _OFFSETS_RECORD_TYPES: Final = {
     6: "ConsumerGroupTargetAssignmentMetadata",
     7: "ConsumerGroupTargetAssignmentMember",
     8: "ConsumerGroupCurrentMemberAssignment",
+    # Kafka 4.x's streams groups (KIP-1071)
+    17: "StreamsGroupMetadata",
+    18: "StreamsGroupPartitionMetadata",
+    19: "StreamsGroupMemberMetadata",
+    20: "StreamsGroupTargetAssignmentMetadata",
+    21: "StreamsGroupTargetAssignmentMember",
+    22: "StreamsGroupCurrentMemberAssignment",
+    23: "StreamsGroupTopology",
 }
 
 #: Kafka 3.9's TransactionState, by the id TransactionLogValue carries.

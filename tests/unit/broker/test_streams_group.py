@@ -10,6 +10,7 @@ a restarted broker describes the same group.
 
 from __future__ import annotations
 
+import json
 import socket
 import struct
 from collections.abc import Callable, Iterator
@@ -21,6 +22,7 @@ import kio_oracle
 import pytest
 
 from kwire.broker import Broker
+from kwire.cli import main
 
 pytest.importorskip("kio")
 
@@ -266,3 +268,34 @@ def test_streams_version_gates_both_apis(start: Any) -> None:
     set_level(1)
     assert heartbeat(wire, "A", 0).error_code == NONE
     assert describe(wire)[0].error_code == NONE
+
+
+def test_kwire_dump_decodes_the_streams_group_records(
+    start: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    broker, wire = start()
+    broker.create_topic("input", 2)
+    assert heartbeat(wire, "A", 0).error_code == NONE
+    assert heartbeat(wire, "A", 1).member_epoch == 2
+    logs = sorted(
+        str(p)
+        for p in Path(broker.data_dir).glob("__consumer_offsets-*/*.log")
+        if p.stat().st_size > 0
+    )
+    assert main(["dump", "--offsets-decoder", "--files", ",".join(logs)]) == 0
+    out = capsys.readouterr().out
+    found: dict[str, list[Any]] = {}
+    for line in out.splitlines():
+        if " key: " not in line:
+            continue
+        key_text, _, payload = line.partition(" key: ")[2].partition(" payload: ")
+        key = json.loads(key_text)
+        found.setdefault(key["type"], []).append(json.loads(payload)["data"])
+    assert sorted(found, key=int) == ["17", "19", "20", "21", "22", "23"]
+    assert found["23"][0]["subtopologies"][0]["sourceTopics"] == ["input"]
+    assert found["17"][-1]["epoch"] == 2
+    current = found["22"][-1]
+    assert (current["memberEpoch"], current["activeTasks"]) == (
+        2,
+        [{"subtopologyId": "0", "partitions": [0, 1]}],
+    )
