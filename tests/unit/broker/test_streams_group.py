@@ -26,6 +26,8 @@ from kwire.cli import main
 
 pytest.importorskip("kio")
 
+from kio.schema.consumer_group_heartbeat.v0 import request as cg_req
+from kio.schema.consumer_group_heartbeat.v0 import response as cg_resp
 from kio.schema.request_header.v2.header import RequestHeader
 from kio.schema.streams_group_describe.v0 import request as describe_req
 from kio.schema.streams_group_describe.v0 import response as describe_resp
@@ -242,6 +244,18 @@ def test_unknown_group_invalid_topology_and_describe_errors(start: Any) -> None:
     (missing,) = describe(wire, "nope")
     assert missing.error_code == GROUP_ID_NOT_FOUND
     assert heartbeat(wire, "A", 0).error_code == NONE
+    # One id space: a KIP-848 consumer group may not take a streams group's id.
+    consumer = cg_req.ConsumerGroupHeartbeatRequest(
+        group_id=GROUP,
+        member_id="c1",
+        member_epoch=i32(0),
+        rebalance_timeout=timedelta(milliseconds=30000),
+        subscribed_topic_names=("input",),
+        server_assignor=None,
+        topic_partitions=(),
+    )
+    answer = wire.call(consumer, cg_resp.ConsumerGroupHeartbeatResponse)
+    assert answer.error_code == GROUP_ID_NOT_FOUND
 
 
 def test_streams_version_gates_both_apis(start: Any) -> None:
