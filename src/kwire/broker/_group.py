@@ -1016,6 +1016,13 @@ class GroupCoordinator:
     ) -> Group:
         """``OffsetMetadataManager.validateOffsetCommit`` / ``ClassicGroup.validateOffsetCommit``."""
         self.expire_due(group_id, now_ms)
+        if group_id in self.streams.groups:  # a streams group's offsets: kept in a holder
+            error = self.streams.validate_offset_commit(
+                group_id, member_id, generation_id, transactional, now_ms
+            )
+            if error:
+                raise GroupError(ErrorCode(error))
+            return self._loaded_group(group_id, now_ms)
         group = self.groups.get(group_id)
         if group is None or group.state == DEAD:
             if generation_id < 0:

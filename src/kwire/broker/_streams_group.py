@@ -29,7 +29,8 @@ the least loaded members of other processes; no warm-up tasks (Kafka's sticky as
 them only with ``acceptable.recovery.lag``-driven task movement, which kwire does not model).
 Not modelled: regex source topics (a topology using them is configured with none matched),
 static members' ``-2`` rejoin, the rebalance timeout of a member that does not revoke, the
-``group.streams.*`` dynamic group configs, and offset commits validated by the member epoch.
+``group.streams.*`` dynamic group configs. Committed offsets live in the classic coordinator's
+``Group`` holder of the same id, checked by ``validate_offset_commit`` (the member epoch).
 """
 
 from __future__ import annotations
@@ -84,6 +85,8 @@ INVALID_REQUEST: Final = 42
 GROUP_ID_NOT_FOUND: Final = 69
 GROUP_MAX_SIZE_REACHED: Final = 81
 FENCED_MEMBER_EPOCH: Final = 110
+ILLEGAL_GENERATION: Final = 22
+STALE_MEMBER_EPOCH: Final = 113
 STREAMS_INVALID_TOPOLOGY: Final = 130
 STREAMS_INVALID_TOPOLOGY_EPOCH: Final = 131
 STREAMS_TOPOLOGY_FENCED: Final = 132
@@ -725,6 +728,21 @@ class StreamsGroups:
         for member_id, deadline in sorted(group.session_deadlines.items()):
             if deadline <= now_ms and member_id in group.members:
                 self._remove_member(group, member_id, now_ms)
+
+    def validate_offset_commit(
+        self, group_id: str, member_id: str, member_epoch: int, transactional: bool, now_ms: int
+    ) -> int:
+        """``StreamsGroup.validateOffsetCommit``: an error code, 0 when the commit may go on."""
+        self.expire(group_id, now_ms)
+        group = self.groups[group_id]
+        if member_epoch < 0 and not group.members:
+            return NONE  # an admin commit into an empty group
+        member = group.members.get(member_id)
+        if member is None:
+            return UNKNOWN_MEMBER_ID
+        if member_epoch != member.member_epoch:
+            return ILLEGAL_GENERATION if transactional else STALE_MEMBER_EPOCH
+        return NONE
 
     # --- StreamsGroupHeartbeat ---------------------------------------------------------------
 

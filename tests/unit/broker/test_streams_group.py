@@ -28,6 +28,8 @@ pytest.importorskip("kio")
 
 from kio.schema.consumer_group_heartbeat.v0 import request as cg_req
 from kio.schema.consumer_group_heartbeat.v0 import response as cg_resp
+from kio.schema.offset_commit.v9 import request as oc_req
+from kio.schema.offset_commit.v9 import response as oc_resp
 from kio.schema.request_header.v2.header import RequestHeader
 from kio.schema.streams_group_describe.v0 import request as describe_req
 from kio.schema.streams_group_describe.v0 import response as describe_resp
@@ -35,12 +37,12 @@ from kio.schema.streams_group_heartbeat.v0 import request as hb_req
 from kio.schema.streams_group_heartbeat.v0 import response as hb_resp
 from kio.schema.update_features.v1 import request as uf_req
 from kio.schema.update_features.v1 import response as uf_resp
-from kio.static.primitive import i8, i16, i32
+from kio.static.primitive import i8, i16, i32, i64
 
 GROUP = "app"
 CHANGELOG = "app-store-changelog"
 NONE, UNKNOWN_MEMBER_ID, UNSUPPORTED_VERSION, GROUP_ID_NOT_FOUND = 0, 25, 35, 69
-FENCED_MEMBER_EPOCH, STREAMS_INVALID_TOPOLOGY = 110, 130
+FENCED_MEMBER_EPOCH, STALE_MEMBER_EPOCH, STREAMS_INVALID_TOPOLOGY = 110, 113, 130
 MISSING_INTERNAL_TOPICS = 3
 
 
@@ -313,3 +315,39 @@ def test_kwire_dump_decodes_the_streams_group_records(
         2,
         [{"subtopologyId": "0", "partitions": [0, 1]}],
     )
+
+
+def test_offset_commits_are_checked_against_the_streams_member_epoch(start: Any) -> None:
+    """``StreamsGroup.validateOffsetCommit``: a member commits with its member epoch."""
+    broker, wire = start()
+    broker.create_topic("input", 1)
+    assert heartbeat(wire, "A", 0).error_code == NONE
+    assert heartbeat(wire, "A", 1).member_epoch == 2
+
+    def commit(member: str, epoch: int) -> int:
+        request = oc_req.OffsetCommitRequest(
+            group_id=GROUP,
+            generation_id_or_member_epoch=i32(epoch),
+            member_id=member,
+            topics=(
+                oc_req.OffsetCommitRequestTopic(
+                    name="input",
+                    partitions=(
+                        oc_req.OffsetCommitRequestPartition(
+                            partition_index=i32(0),
+                            committed_offset=i64(5),
+                            committed_metadata="",
+                        ),
+                    ),
+                ),
+            ),
+        )
+        answer = wire.call(request, oc_resp.OffsetCommitResponse)
+        return int(answer.topics[0].partitions[0].error_code)
+
+    assert commit("A", 2) == NONE
+    assert commit("A", 1) == STALE_MEMBER_EPOCH
+    assert commit("Z", 2) == UNKNOWN_MEMBER_ID
+    assert commit("", -1) == UNKNOWN_MEMBER_ID  # an admin commit only into an empty group
+    # the group is still a streams group, with its committed offset kept
+    assert describe(wire)[0].group_state == "Stable"
