@@ -43,7 +43,7 @@ GROUP = "app"
 CHANGELOG = "app-store-changelog"
 NONE, UNKNOWN_MEMBER_ID, UNSUPPORTED_VERSION, GROUP_ID_NOT_FOUND = 0, 25, 35, 69
 FENCED_MEMBER_EPOCH, STALE_MEMBER_EPOCH, STREAMS_INVALID_TOPOLOGY = 110, 113, 130
-MISSING_INTERNAL_TOPICS = 3
+MISSING_SOURCE_TOPICS, MISSING_INTERNAL_TOPICS = 1, 3
 
 
 class Wire:
@@ -350,4 +350,23 @@ def test_offset_commits_are_checked_against_the_streams_member_epoch(start: Any)
     assert commit("Z", 2) == UNKNOWN_MEMBER_ID
     assert commit("", -1) == UNKNOWN_MEMBER_ID  # an admin commit only into an empty group
     # the group is still a streams group, with its committed offset kept
+    assert describe(wire)[0].group_state == "Stable"
+
+
+def test_missing_source_topics_leave_the_group_not_ready_until_they_exist(start: Any) -> None:
+    broker, wire = start()
+    r = heartbeat(wire, "A", 0)  # "input" does not exist yet
+    assert r.error_code == NONE
+    assert [s.status_code for s in r.status or ()] == [MISSING_SOURCE_TOPICS]
+    assert "input" in r.status[0].status_detail
+    assert active(r) == []
+    (group,) = describe(wire)
+    assert group.group_state == "NotReady"
+    assert group.topology.subtopologies is None  # not configured
+    assert CHANGELOG not in broker.topics()  # nothing is created for a topology not configured
+    broker.create_topic("input", 3)
+    r = heartbeat(wire, "A", r.member_epoch)  # still missing the changelog: created now
+    assert [s.status_code for s in r.status or ()] == [MISSING_INTERNAL_TOPICS]
+    r = heartbeat(wire, "A", r.member_epoch)
+    assert not r.status and active(r) == [0, 1, 2]
     assert describe(wire)[0].group_state == "Stable"
