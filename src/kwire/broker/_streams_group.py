@@ -72,7 +72,7 @@ LEAVE_GROUP_MEMBER_EPOCH: Final = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH: Final = -2
 
 # StreamsGroupHeartbeatResponse.Status
-STATUS_STABLE_TOPOLOGY: Final = 0
+STATUS_STALE_TOPOLOGY: Final = 0
 STATUS_MISSING_SOURCE_TOPICS: Final = 1
 STATUS_INCORRECTLY_PARTITIONED_TOPICS: Final = 2
 STATUS_MISSING_INTERNAL_TOPICS: Final = 3
@@ -867,17 +867,21 @@ class StreamsGroups:
         records: list[Record] = []
         bump = False
         topology = group.topology
+        member_topology_epoch: int | None = None
         if request.topology is not None:
+            # ``streamsGroupHeartbeat``'s topology rules: a newer epoch replaces the group's
+            # topology, an older one is served as STALE_TOPOLOGY, the same epoch must be the
+            # same topology.
             sent = Topology.from_message(request.topology)
-            if topology is None or (not group.members and sent != topology):
-                topology = sent  # the first member (of an empty group) sets the topology
+            member_topology_epoch = sent.epoch
+            if topology is None or sent.epoch > topology.epoch:
+                topology = sent
                 records.append(topology_record(group_id, topology))
                 bump = True
-            elif sent.epoch != topology.epoch or sent != topology:
-                # StreamsGroupHeartbeat: a member's topology must be the group's
+            elif sent.epoch == topology.epoch and sent != topology:
                 raise StreamsGroupError(
                     STREAMS_INVALID_TOPOLOGY_EPOCH,
-                    f"Topology epoch {sent.epoch} does not match the group's topology epoch {topology.epoch}.",
+                    f"Topology updated but topology epoch not incremented: epoch {sent.epoch}.",
                 )
 
         base = old if old is not None and epoch != 0 else (old or StreamsMember(member_id))
@@ -891,7 +895,9 @@ class StreamsGroups:
             rebalance_timeout_ms=(
                 request.rebalance_timeout_ms if request.rebalance_timeout_ms != -1 else base.rebalance_timeout_ms
             ),
-            topology_epoch=topology.epoch if topology is not None else base.topology_epoch,
+            topology_epoch=(
+                member_topology_epoch if member_topology_epoch is not None else base.topology_epoch
+            ),
             process_id=request.process_id if request.process_id is not None else base.process_id,
             user_endpoint=(
                 (endpoint.host, endpoint.port) if endpoint is not None else base.user_endpoint
@@ -947,6 +953,16 @@ class StreamsGroups:
         if request.shutdown_application:
             group.shutdown_requested = True
         status = list(configured.status) if configured is not None else []
+        final = group.members[member_id]
+        if group.topology is not None and final.topology_epoch < group.topology.epoch:
+            status.insert(
+                0,
+                (
+                    STATUS_STALE_TOPOLOGY,
+                    f"The member's topology epoch {final.topology_epoch} is behind the group's "
+                    f"topology epoch {group.topology.epoch}.",
+                ),
+            )
         if group.shutdown_requested:
             status.append(
                 (
@@ -954,7 +970,6 @@ class StreamsGroups:
                     "A KafkaStreams instance encountered a fatal error and requested a shutdown for the entire application.",
                 )
             )
-        final = group.members[member_id]
         send = (
             epoch == 0
             or owned is None

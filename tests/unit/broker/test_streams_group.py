@@ -43,6 +43,7 @@ GROUP = "app"
 CHANGELOG = "app-store-changelog"
 NONE, UNKNOWN_MEMBER_ID, UNSUPPORTED_VERSION, GROUP_ID_NOT_FOUND = 0, 25, 35, 69
 FENCED_MEMBER_EPOCH, STALE_MEMBER_EPOCH, STREAMS_INVALID_TOPOLOGY = 110, 113, 130
+STREAMS_INVALID_TOPOLOGY_EPOCH, STALE_TOPOLOGY = 131, 0
 MISSING_SOURCE_TOPICS, MISSING_INTERNAL_TOPICS = 1, 3
 
 
@@ -370,3 +371,27 @@ def test_missing_source_topics_leave_the_group_not_ready_until_they_exist(start:
     r = heartbeat(wire, "A", r.member_epoch)
     assert not r.status and active(r) == [0, 1, 2]
     assert describe(wire)[0].group_state == "Stable"
+
+
+def test_topology_epochs_newer_replaces_older_is_stale_same_must_match(start: Any) -> None:
+    """``streamsGroupHeartbeat``: the group keeps the newest topology; a member on an older one
+    is told STALE_TOPOLOGY; the same epoch with another topology is STREAMS_INVALID_TOPOLOGY_EPOCH."""
+    broker, wire = start()
+    broker.create_topic("input", 2)
+    broker.create_topic(CHANGELOG, 2)
+
+    def at_epoch(epoch: int, *ids: str) -> hb_req.Topology:
+        return hb_req.Topology(epoch=i32(epoch), subtopologies=topology(*ids).subtopologies)
+
+    assert heartbeat(wire, "A", 0, topo=at_epoch(1, "0")).error_code == NONE
+    r = heartbeat(wire, "B", 0, topo=at_epoch(1, "1"))
+    assert r.error_code == STREAMS_INVALID_TOPOLOGY_EPOCH
+    r = heartbeat(wire, "B", 0, topo=at_epoch(2, "0"))  # an upgraded instance
+    assert r.error_code == NONE and not r.status
+    assert describe(wire)[0].topology.epoch == 2
+    r = heartbeat(wire, "C", 0, topo=at_epoch(1, "0"))  # an instance not yet upgraded
+    assert r.error_code == NONE
+    assert [s.status_code for s in r.status] == [STALE_TOPOLOGY]
+    assert "topology epoch 1 is behind the group's topology epoch 2" in r.status[0].status_detail
+    members = {m.member_id: m.topology_epoch for m in describe(wire)[0].members}
+    assert members == {"A": 1, "B": 2, "C": 1}
