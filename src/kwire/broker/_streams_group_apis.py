@@ -24,6 +24,7 @@ from kwire.broker._apis import GUARDS, register
 from kwire.broker._context import RequestContext
 from kwire.broker._group import group_coordinator
 from kwire.broker._routing import error_response
+from kwire.broker._share_service import share_group_exists
 from kwire.broker._state import BrokerError, BrokerState
 from kwire.broker._streams_group import (
     GROUP_ID_NOT_FOUND,
@@ -119,6 +120,8 @@ def _create_internal(state: BrokerState, topics: tuple[TopicInfo, ...]) -> None:
 def handle_streams_group_heartbeat(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
     if not authorize(state, ctx, "READ", GROUP, request.group_id):
         return _hb_error(int(ErrorCode.GROUP_AUTHORIZATION_FAILED))
+    if share_group_exists(state, request.group_id):  # one id space with share groups
+        return _hb_error(GROUP_ID_NOT_FOUND, f"Group {request.group_id} is not a streams group.")
     result = streams_groups(state).heartbeat(
         request, ctx.client_id or "", _client_host(ctx), state.now_ms()
     )

@@ -31,6 +31,8 @@ from kio.schema.consumer_group_heartbeat.v0 import response as cg_resp
 from kio.schema.offset_commit.v9 import request as oc_req
 from kio.schema.offset_commit.v9 import response as oc_resp
 from kio.schema.request_header.v2.header import RequestHeader
+from kio.schema.share_group_heartbeat.v1 import request as sg_req
+from kio.schema.share_group_heartbeat.v1 import response as sg_resp
 from kio.schema.streams_group_describe.v0 import request as describe_req
 from kio.schema.streams_group_describe.v0 import response as describe_resp
 from kio.schema.streams_group_heartbeat.v0 import request as hb_req
@@ -395,3 +397,22 @@ def test_topology_epochs_newer_replaces_older_is_stale_same_must_match(start: An
     assert "topology epoch 1 is behind the group's topology epoch 2" in r.status[0].status_detail
     members = {m.member_id: m.topology_epoch for m in describe(wire)[0].members}
     assert members == {"A": 1, "B": 2, "C": 1}
+
+
+def test_share_and_streams_groups_share_one_id_space(start: Any) -> None:
+    broker, wire = start()
+    broker.create_topic("input", 1)
+    assert heartbeat(wire, "A", 0).error_code == NONE
+
+    def share_join(group: str) -> int:
+        request = sg_req.ShareGroupHeartbeatRequest(
+            group_id=group,
+            member_id="s1-member-id-000000000",
+            member_epoch=i32(0),
+            subscribed_topic_names=("input",),
+        )
+        return int(wire.call(request, sg_resp.ShareGroupHeartbeatResponse).error_code)
+
+    assert share_join(GROUP) == GROUP_ID_NOT_FOUND
+    assert share_join("shared") == NONE
+    assert heartbeat(wire, "A", 0, group="shared").error_code == GROUP_ID_NOT_FOUND
