@@ -8,6 +8,8 @@ import struct
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from kwire.broker import BrokerState, ManualClock, RequestContext, personality
 from kwire.broker._apis import dispatch, implemented_versions
 from kwire.broker._streams_group import (
@@ -124,5 +126,83 @@ def test_a_member_whose_session_ends_is_removed_and_its_tasks_move(tmp_path: Pat
         tasks = sorted(p for t in r.active_tasks for p in t.partitions)
         assert (r.error_code, r.member_epoch, tasks) == (0, 3, [0, 1])
         assert beat("b", 2).error_code == 25  # UNKNOWN_MEMBER_ID
+    finally:
+        state.close()
+
+
+@pytest.mark.parametrize("seed", [1071, 2, 3])
+def test_no_active_task_is_ever_owned_twice_and_the_group_settles(
+    tmp_path: Path, seed: int
+) -> None:
+    """Seeded random joins, leaves and heartbeats of members that do what they are told (own
+    what the last response gave them): no active task is ever held by two members (assigned or
+    pending revocation), and once membership stops changing the group reaches Stable with every
+    task active exactly once."""
+    import random
+
+    rng = random.Random(seed)
+    state = BrokerState(
+        tmp_path / "data",
+        personality=personality("4.3", implemented_versions()),
+        clock=ManualClock(NOW),
+    )
+    task = struct_class("StreamsGroupHeartbeatRequest", "active_tasks")
+    try:
+        state.create_topic("in", 6)
+        topology = TOPOLOGY(
+            epoch=0, subtopologies=[SUBTOPOLOGY(subtopology_id="0", source_topics=["in"])]
+        )
+        live: dict[str, tuple[int, list[int]]] = {}  # member -> (epoch, owned tasks)
+
+        def beat(member: str) -> None:
+            epoch, owned = live.get(member, (0, []))
+            r = call(
+                state,
+                "StreamsGroupHeartbeat",
+                group_id="g",
+                member_id=member,
+                member_epoch=epoch,
+                rebalance_timeout_ms=1000 if epoch == 0 else -1,
+                topology=topology if epoch == 0 else None,
+                process_id=member if epoch == 0 else None,
+                active_tasks=[task(subtopology_id="0", partitions=owned)],
+                standby_tasks=[],
+                warmup_tasks=[],
+            )
+            assert r.error_code == 0, (member, r.error_message)
+            if r.active_tasks is not None:
+                owned = sorted(p for t in r.active_tasks for p in t.partitions)
+            live[member] = (r.member_epoch, owned)
+
+        def check_disjoint() -> None:
+            group = state.services["group"].streams.groups["g"]
+            seen: set[int] = set()
+            for m in group.members.values():
+                held = set(m.assigned.active.get("0", ())) | set(
+                    m.pending_revocation.active.get("0", ())
+                )
+                assert not held & seen, (m.member_id, held, seen)
+                seen |= held
+
+        names = [f"m{i}" for i in range(5)]
+        for _ in range(120):
+            member = rng.choice(names)
+            if member in live and rng.random() < 0.15:
+                call(state, "StreamsGroupHeartbeat", group_id="g", member_id=member,
+                     member_epoch=-1)  # fmt: skip
+                del live[member]
+            else:
+                beat(member)
+            check_disjoint()
+        if not live:
+            beat("m0")
+        for _ in range(4):  # membership settles: everyone heartbeats until stable
+            for member in sorted(live):
+                beat(member)
+                check_disjoint()
+        group = state.services["group"].streams.groups["g"]
+        assert group.state(state.services["group"].streams.configured(group)) == "Stable"
+        owned = sorted(p for _, ps in live.values() for p in ps)
+        assert owned == list(range(6))
     finally:
         state.close()
