@@ -35,8 +35,6 @@ MAX_TESTS = 4
 NOT_SERVED = {
     71: "Kafka advertises it only with a client telemetry receiver plugin",
     72: "Kafka advertises it only with a client telemetry receiver plugin",
-    88: "streams groups (KIP-1071); not served yet",
-    89: "streams groups (KIP-1071); not served yet",
 }
 
 

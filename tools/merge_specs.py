@@ -1170,6 +1170,9 @@ METADATA_DIR = SPECS / "metadata-3.9"
 # Kafka's share-coordinator records (what __share_group_state holds, KIP-932), likewise: apache/kafka's
 # share-coordinator module at the commits named in their SOURCE, verbatim.
 SHARE_COORDINATOR_DIR = SPECS / "share-coordinator"
+# Kafka's streams-group records (KIP-1071, in __consumer_offsets), likewise, with the keys in the
+# "data" form (see its SOURCE).
+STREAMS_COORDINATOR_DIR = SPECS / "streams-coordinator"
 
 
 def _source_facts(folder: Path) -> dict[str, str]:
@@ -1202,6 +1205,7 @@ def bundled_files() -> dict[str, str]:
     _bundle_verbatim(files, lines, COORDINATOR_DIR, "coordinator")
     _bundle_verbatim(files, lines, METADATA_DIR, "metadata")
     _bundle_verbatim(files, lines, SHARE_COORDINATOR_DIR, "share_coordinator")
+    _bundle_verbatim(files, lines, STREAMS_COORDINATOR_DIR, "streams_coordinator")
     files["SOURCE"] = "\n".join(lines) + "\n"
     return files
 

@@ -68,6 +68,7 @@ RANDOM_CASES = int(os.environ.get("KWIRE_ORACLE_CASES", "30"))
 COORDINATOR_SPECS = merge_specs.SPECS / "coordinator-3.9"
 METADATA_SPECS = merge_specs.SPECS / "metadata-3.9"
 SHARE_COORDINATOR_SPECS = merge_specs.SPECS / "share-coordinator"
+STREAMS_COORDINATOR_SPECS = merge_specs.SPECS / "streams-coordinator"
 SEED = 20250512  # any fixed number (the build date of the 3.9.1 jar's classes)
 
 #: A genuine v2 record batch (two records, no compression) as Kafka 3.9.1 writes it: made with
@@ -332,10 +333,15 @@ def test_every_bundled_version_is_judged() -> None:
     share_names = set(load_spec_dir(SHARE_COORDINATOR_SPECS))
     share = {(name, version) for name, version in bundled if name in share_names}
     assert len(share_names) == len(share) == 4
-    unjudged = bundled - set(MESSAGE_VERSIONS) - kio - coordinator - metadata - share
+    # And the streams-group records (__consumer_offsets, KIP-1071): tests/unit/broker/
+    # test_streams_group.py judges what the broker writes.
+    streams_names = set(load_spec_dir(STREAMS_COORDINATOR_SPECS))
+    streams = {(name, version) for name, version in bundled if name in streams_names}
+    assert len(streams_names) == len(streams) == 14
+    unjudged = bundled - set(MESSAGE_VERSIONS) - kio - coordinator - metadata - share - streams
     assert not unjudged, sorted(unjudged)
     assert kio >= DIFFERS_FROM_3_9_1
-    assert len(bundled) == 744 + len(coordinator) + len(metadata) + len(share)
+    assert len(bundled) == 744 + len(coordinator) + len(metadata) + len(share) + len(streams)
 
 
 def _hex(data: bytes) -> str:

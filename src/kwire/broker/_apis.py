@@ -93,6 +93,7 @@ _SASL: Final = "kwire.broker._sasl"
 _QUOTAS: Final = "kwire.broker._quotas"
 _TOKENS: Final = "kwire.broker._delegation_tokens"
 _VOTERS: Final = "kwire.broker._raft_voters"
+_STREAMS: Final = "kwire.broker._streams_group_apis"
 
 #: API key -> its handler and the versions served: the one dispatch table (kfake's ``Cluster``
 #: switch, Kafka's ``KafkaApis.handle``). A handler's module is imported on the first request of
@@ -232,6 +233,9 @@ TABLE: Final[Mapping[int, Route]] = MappingProxyType(
             0,
             1,
         ),
+        # KIP-1071 (Kafka 4.1 preview, 4.2+): topology, tasks and endpoints; gated on streams.version
+        88: Route(_STREAMS, "handle_streams_group_heartbeat", 0, 0),
+        89: Route(_STREAMS, "handle_streams_group_describe", 0, 0),
         90: Route(
             "kwire.broker._describe_share_group_offsets",
             "handle_describe_share_group_offsets",

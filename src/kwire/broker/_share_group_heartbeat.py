@@ -39,10 +39,13 @@ def _error(error: ErrorCode, message: str | None = None) -> Any:
 
 
 def other_kind(state: BrokerState, group_id: str) -> bool:
-    """Whether ``group_id`` is a classic or consumer group (the kinds share one id space)."""
+    """Whether ``group_id`` is a classic, consumer or streams group (the kinds share one id
+    space)."""
     coordinator = state.services.group
     if coordinator is None:
         return False
+    if group_id in coordinator.streams.groups:
+        return True
     found = coordinator.groups.get(group_id)
     return found is not None and found.state != DEAD
 

@@ -63,6 +63,14 @@ OFFSETS_RECORD_TYPES: Final[Mapping[int, str]] = {
     6: "ConsumerGroupTargetAssignmentMetadata",
     7: "ConsumerGroupTargetAssignmentMember",
     8: "ConsumerGroupCurrentMemberAssignment",
+    # Kafka 4.x's streams groups (KIP-1071)
+    17: "StreamsGroupMetadata",
+    18: "StreamsGroupPartitionMetadata",
+    19: "StreamsGroupMemberMetadata",
+    20: "StreamsGroupTargetAssignmentMetadata",
+    21: "StreamsGroupTargetAssignmentMember",
+    22: "StreamsGroupCurrentMemberAssignment",
+    23: "StreamsGroupTopology",
 }
 #: The classic group's record type (``GroupMetadataKey``); 0 and 1 are offset commits.
 GROUP_METADATA_TYPE: Final = 2

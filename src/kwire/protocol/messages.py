@@ -527,6 +527,12 @@ if TYPE_CHECKING:
     )
     from kwire.protocol._generated.stop_replica import StopReplicaRequest as StopReplicaRequest
     from kwire.protocol._generated.stop_replica import StopReplicaResponse as StopReplicaResponse
+    from kwire.protocol._generated.streams_group_current_member_assignment_key import (
+        StreamsGroupCurrentMemberAssignmentKey as StreamsGroupCurrentMemberAssignmentKey,
+    )
+    from kwire.protocol._generated.streams_group_current_member_assignment_value import (
+        StreamsGroupCurrentMemberAssignmentValue as StreamsGroupCurrentMemberAssignmentValue,
+    )
     from kwire.protocol._generated.streams_group_describe import (
         StreamsGroupDescribeRequest as StreamsGroupDescribeRequest,
     )
@@ -538,6 +544,42 @@ if TYPE_CHECKING:
     )
     from kwire.protocol._generated.streams_group_heartbeat import (
         StreamsGroupHeartbeatResponse as StreamsGroupHeartbeatResponse,
+    )
+    from kwire.protocol._generated.streams_group_member_metadata_key import (
+        StreamsGroupMemberMetadataKey as StreamsGroupMemberMetadataKey,
+    )
+    from kwire.protocol._generated.streams_group_member_metadata_value import (
+        StreamsGroupMemberMetadataValue as StreamsGroupMemberMetadataValue,
+    )
+    from kwire.protocol._generated.streams_group_metadata_key import (
+        StreamsGroupMetadataKey as StreamsGroupMetadataKey,
+    )
+    from kwire.protocol._generated.streams_group_metadata_value import (
+        StreamsGroupMetadataValue as StreamsGroupMetadataValue,
+    )
+    from kwire.protocol._generated.streams_group_partition_metadata_key import (
+        StreamsGroupPartitionMetadataKey as StreamsGroupPartitionMetadataKey,
+    )
+    from kwire.protocol._generated.streams_group_partition_metadata_value import (
+        StreamsGroupPartitionMetadataValue as StreamsGroupPartitionMetadataValue,
+    )
+    from kwire.protocol._generated.streams_group_target_assignment_member_key import (
+        StreamsGroupTargetAssignmentMemberKey as StreamsGroupTargetAssignmentMemberKey,
+    )
+    from kwire.protocol._generated.streams_group_target_assignment_member_value import (
+        StreamsGroupTargetAssignmentMemberValue as StreamsGroupTargetAssignmentMemberValue,
+    )
+    from kwire.protocol._generated.streams_group_target_assignment_metadata_key import (
+        StreamsGroupTargetAssignmentMetadataKey as StreamsGroupTargetAssignmentMetadataKey,
+    )
+    from kwire.protocol._generated.streams_group_target_assignment_metadata_value import (
+        StreamsGroupTargetAssignmentMetadataValue as StreamsGroupTargetAssignmentMetadataValue,
+    )
+    from kwire.protocol._generated.streams_group_topology_key import (
+        StreamsGroupTopologyKey as StreamsGroupTopologyKey,
+    )
+    from kwire.protocol._generated.streams_group_topology_value import (
+        StreamsGroupTopologyValue as StreamsGroupTopologyValue,
     )
     from kwire.protocol._generated.sync_group import SyncGroupRequest as SyncGroupRequest
     from kwire.protocol._generated.sync_group import SyncGroupResponse as SyncGroupResponse
@@ -821,10 +863,24 @@ __all__ = [
     "SnapshotHeaderRecord",
     "StopReplicaRequest",
     "StopReplicaResponse",
+    "StreamsGroupCurrentMemberAssignmentKey",
+    "StreamsGroupCurrentMemberAssignmentValue",
     "StreamsGroupDescribeRequest",
     "StreamsGroupDescribeResponse",
     "StreamsGroupHeartbeatRequest",
     "StreamsGroupHeartbeatResponse",
+    "StreamsGroupMemberMetadataKey",
+    "StreamsGroupMemberMetadataValue",
+    "StreamsGroupMetadataKey",
+    "StreamsGroupMetadataValue",
+    "StreamsGroupPartitionMetadataKey",
+    "StreamsGroupPartitionMetadataValue",
+    "StreamsGroupTargetAssignmentMemberKey",
+    "StreamsGroupTargetAssignmentMemberValue",
+    "StreamsGroupTargetAssignmentMetadataKey",
+    "StreamsGroupTargetAssignmentMetadataValue",
+    "StreamsGroupTopologyKey",
+    "StreamsGroupTopologyValue",
     "SyncGroupRequest",
     "SyncGroupResponse",
     "TopicRecord",

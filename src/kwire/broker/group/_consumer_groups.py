@@ -260,6 +260,10 @@ class ConsumerGroups:
 
     def _group_for(self, group_id: str, create: bool, records: list[Record]) -> ConsumerGroup:
         """``getOrMaybeCreateConsumerGroup``: an empty classic group is replaced (tombstoned)."""
+        if group_id in self.shard.streams.groups:  # one id space with streams groups
+            raise ConsumerGroupError(
+                ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group."
+            )
         holder = self.shard.groups.get(group_id)
         if holder is None:
             if not create:

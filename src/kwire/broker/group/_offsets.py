@@ -146,6 +146,14 @@ class OffsetMetadataManager:
     ) -> Group | ConsumerGroup:
         """``OffsetMetadataManager.validateOffsetCommit`` / ``ClassicGroup.validateOffsetCommit``."""
         self.shard.expire_due(group_id, now_ms)
+        streams = self.shard.streams
+        if group_id in streams.groups:  # a streams group's offsets: kept in a classic holder
+            error = streams.validate_offset_commit(
+                group_id, member_id, generation_id, transactional, now_ms
+            )
+            if error:
+                raise GroupError(ErrorCode(error))
+            return self.shard.loaded_group(group_id, now_ms)
         group = self.shard.groups.get(group_id)
         if group is None or group.state == DEAD:
             if generation_id < 0:

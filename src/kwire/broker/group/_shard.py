@@ -48,6 +48,8 @@ from kwire.broker.group._runtime import (
     MemoryOffsetsLog,
     OffsetsLog,
 )
+from kwire.broker.group._streams import KEY_VERSIONS as STREAMS_KEY_VERSIONS
+from kwire.broker.group._streams import StreamsGroups
 from kwire.log.internal_topics import read_version
 from kwire.protocol import ErrorCode
 from kwire.records import Batch
@@ -101,6 +103,8 @@ class GroupCoordinator:
         self.classic = ClassicGroups(self)
         self.consumer = ConsumerGroups(self)
         self.offsets = OffsetMetadataManager(self)
+        #: the KIP-1071 streams groups (``_streams``), apart: they share only the id space
+        self.streams = StreamsGroups(self)
         # the requests, wired once to the manager that decides them; the runtime writes the
         # records each returns
         run = self.runtime.run
@@ -320,6 +324,8 @@ class GroupCoordinator:
             group.state = STABLE if group.members else EMPTY
         elif 3 <= key_version <= 8:
             self.consumer.replay(key_version, key, value, now_ms)
+        elif key_version in STREAMS_KEY_VERSIONS:
+            self.streams.replay(key_version, key, value, now_ms)
 
     # --- describe -----------------------------------------------------------------------------
 
