@@ -88,6 +88,30 @@ def test_small_fetches_walk_the_whole_range(start_broker: Callable[..., Any]) ->
     assert [r.offset for r in got] == list(range(200))
 
 
+def test_next_fetch_is_in_flight_while_a_batch_is_handed_out(
+    start_broker: Callable[..., Any],
+) -> None:
+    """While the caller holds a batch, the Fetch of what follows it is already at the broker."""
+    b = start_broker()
+    b.create_topic("ahead", partitions=1)
+    records = [expected_record(i) for i in range(200)]
+    ck_produce(b.bootstrap, "ahead", records, **{"batch.num.messages": 10, "linger.ms": 1})
+    options = {"bootstrap.servers": b.bootstrap, "max.partition.fetch.bytes": "600"}
+    with KafkaClient(options) as client:
+        batches = client.fetch_range("ahead", 0, 0, 200, columns=COLUMNS)
+        first = next(batches)
+        in_flight = [
+            type(request).__name__
+            for conn in client._client._connections.values()
+            for request, _ in conn._protocol.pending.values()
+        ]
+        assert in_flight == ["FetchRequest"]
+        offsets = first.column("offset").to_pylist()
+        for batch in batches:
+            offsets += batch.column("offset").to_pylist()
+    assert offsets == list(range(200))
+
+
 def test_read_committed_hides_aborted_transactions(start_broker: Callable[..., Any]) -> None:
     import confluent_kafka as ck
 
