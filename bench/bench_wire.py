@@ -61,7 +61,9 @@ def floor_source() -> Any:
             import pyarrow as pa
 
             with pa.memory_map(partition.value) as source:
-                yield from pa.ipc.open_file(source)
+                reader = pa.ipc.open_file(source)
+                for i in range(reader.num_record_batches):
+                    yield reader.get_batch(i)
 
     class FloorSource(DataSource):  # type: ignore[misc]
         @classmethod
@@ -257,6 +259,7 @@ def main() -> None:
                     assert written == count, (name, written, count)
                     shutil.rmtree(out)
                 results[name] = best
+                print(f"  {name}: {best:.2f} s", file=sys.stderr, flush=True)
             spark.stop()
         finally:
             proc.send_signal(signal.SIGTERM)
