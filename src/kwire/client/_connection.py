@@ -3,11 +3,12 @@
 Frames are encoded and matched to their requests by the protocol layer's sans-IO
 ``ClientConnection``; this module only moves bytes. Reading is an asyncio ``BufferedProtocol``
 over the ``ClientConnection``'s in-place frame buffers: a fetch answer goes from the kernel into
-a buffer of its own size once, and the records the client decodes are views of it. Opening a connection negotiates versions:
-ApiVersions v3 (a broker that does not know v3 answers v0 with UNSUPPORTED_VERSION and its own
-range, KIP-511, and is asked again), and a broker that closes the connection instead (no
-ApiVersions API: Kafka before 0.10.0) is reconnected to and spoken to with the
-``broker.version.fallback`` table.
+a buffer of its own size once, and the records the client decodes are views of it.
+
+Opening a connection negotiates versions: ApiVersions v3 (a broker that does not know v3 answers
+v0 with UNSUPPORTED_VERSION and its own range, KIP-511, and is asked again), and a broker that
+closes the connection instead (no ApiVersions API: Kafka before 0.10.0) is reconnected to and
+spoken to with the ``broker.version.fallback`` table.
 """
 
 from __future__ import annotations
