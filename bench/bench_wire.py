@@ -20,9 +20,10 @@ checked to have written every record. Spark's Python data sources get no column 
 ``.select`` after ``load()`` still makes the source build (and ship to the JVM) every column of
 its schema: the kwire sources are run both ways, with their default schema and with the
 ``columns`` option naming the six columns the confluent-kafka job builds. Every contender gets one
-Spark task per topic-partition, in the same session. Best of ``--rounds``.
+Spark task per topic-partition, in the same session. Best of ``--rounds``, the rounds taken in
+turn (round 1 of every contender, then round 2, ...).
 
-    .venv/bin/python bench/bench_wire.py [--mb 1024] [--partitions 4] [--rounds 2] [--json]
+    .venv/bin/python bench/bench_wire.py [--mb 1024] [--partitions 4] [--rounds 2] [--json] [--only NAME;NAME]
 
 PySpark's ``mapInArrow`` needs pandas (``pip install "pandas>=2.2"`` in the venv); kwire does not.
 """
@@ -248,18 +249,19 @@ def main() -> None:
             ]
             if args.only:
                 contenders = [c for c in contenders if c[0] in args.only.split(";")]
-            for name, fn in contenders:
-                best = float("inf")
-                for r in range(args.rounds):
-                    out = os.path.join(tmp, f"out-{len(results)}-{r}")
+            # rounds outside, contenders inside: on a shared machine each contender's best
+            # round comes from the same stretches of load as the others'
+            for r in range(args.rounds):
+                for i, (name, fn) in enumerate(contenders):
+                    out = os.path.join(tmp, f"out-{i}-{r}")
                     t0 = time.perf_counter()
                     fn(out)
-                    best = min(best, time.perf_counter() - t0)
+                    elapsed = time.perf_counter() - t0
+                    results[name] = min(results.get(name, elapsed), elapsed)
                     written = spark.read.parquet(out).count()
                     assert written == count, (name, written, count)
                     shutil.rmtree(out)
-                results[name] = best
-                print(f"  {name}: {best:.2f} s", file=sys.stderr, flush=True)
+                    print(f"  round {r} {name}: {elapsed:.2f} s", file=sys.stderr, flush=True)
             spark.stop()
         finally:
             proc.send_signal(signal.SIGTERM)
