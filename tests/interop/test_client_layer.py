@@ -88,6 +88,33 @@ def test_small_fetches_walk_the_whole_range(start_broker: Callable[..., Any]) ->
     assert [r.offset for r in got] == list(range(200))
 
 
+def test_next_fetch_is_in_flight_while_a_batch_is_handed_out(
+    start_broker: Callable[..., Any],
+) -> None:
+    """While the caller holds a batch, the Fetch of what follows it is already at the broker."""
+    b = start_broker()
+    b.create_topic("ahead", partitions=1)
+    records = [expected_record(i) for i in range(200)]
+    ck_produce(b.bootstrap, "ahead", records, **{"batch.num.messages": 10, "linger.ms": 1})
+    options = {"bootstrap.servers": b.bootstrap, "max.partition.fetch.bytes": "600"}
+    with KafkaClient(options) as client:
+        client.metadata(["ahead"])
+        (conn,) = client._client._connections.values()  # one broker: leader and bootstrap
+        before = conn._protocol.next_correlation_id
+        batches = client.fetch_range("ahead", 0, 0, 200, columns=COLUMNS)
+        first = next(batches)
+        # the Fetch of this batch and the one of what follows it (maybe answered already)
+        assert conn._protocol.next_correlation_id - before == 2
+        assert [type(r).__name__ for r, _ in conn._protocol.pending.values()] in (
+            [],
+            ["FetchRequest"],
+        )
+        offsets = first.column("offset").to_pylist()
+        for batch in batches:
+            offsets += batch.column("offset").to_pylist()
+    assert offsets == list(range(200))
+
+
 def test_read_committed_hides_aborted_transactions(start_broker: Callable[..., Any]) -> None:
     import confluent_kafka as ck
 

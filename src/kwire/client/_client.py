@@ -24,8 +24,10 @@ from kwire.client._fetch import (
     READ_UNCOMMITTED,
     FetchedRange,
     FetchPosition,
+    fetch_ahead,
     fetch_request,
     parse_fetch_response,
+    scan_fetched,
 )
 from kwire.client._metadata import BrokerAddress, ClusterMetadata, metadata_request
 from kwire.client._produce import (
@@ -273,48 +275,75 @@ class AsyncKafkaClient:
         committed = self.config.read_committed if read_committed is None else read_committed
         position = start
         empty_answers = 0
-        while position < end:
-            fetched = await self._fetch_one(topic, partition, position, committed)
-            if fetched.error == ErrorCode.OFFSET_OUT_OF_RANGE:
-                earliest = (await self.list_offsets([(topic, partition)], EARLIEST))[
-                    (topic, partition)
-                ]
-                if earliest > position:
-                    if fail_on_data_loss:
-                        raise OffsetOutOfRangeError(
-                            message=f"{topic}-{partition}: offsets {position} to {earliest - 1} are no "
-                            f"longer in the log (its start is {earliest}); set failOnDataLoss "
-                            "to false to read on from there"
-                        )
-                    position = earliest
-                    continue
-                raise OffsetOutOfRangeError(
-                    message=f"{topic}-{partition}: offset {position} is past the log end"
-                )
-            if fetched.error != ErrorCode.NONE:
-                raise KafkaApiError(fetched.error, f"Fetch of {topic}-{partition} at {position}")
-            limit = fetched.last_stable_offset if committed else fetched.high_watermark
-            result = FetchedRange.from_partition(
-                fetched,
-                start=position,
-                end=end,
-                columns=columns,
-                read_committed=committed,
-            )
-            if result.rows.num_rows:
-                yield result.rows
-            if result.next_offset > position:
-                position = result.next_offset
-                empty_answers = 0
-            elif limit >= 0 and position >= limit:
-                return  # nothing more to read before the high watermark / LSO
-            else:
-                empty_answers += 1
-                if empty_answers > 3:
-                    raise ClientError(
-                        f"Fetch of {topic}-{partition} at {position} returned no whole batch "
-                        f"{empty_answers} times (a batch larger than max.partition.fetch.bytes?)"
+        # one Fetch kept in flight ahead: sent before this answer is decoded (see _fetch)
+        ahead: asyncio.Task[Any] | None = None
+        ahead_offset = -1
+        try:
+            while position < end:
+                task, ahead = ahead, None
+                if task is not None and ahead_offset == position:
+                    fetched = await task
+                else:
+                    if task is not None:
+                        task.cancel()  # fetched ahead for a position the range left
+                    fetched = await self._fetch_one(topic, partition, position, committed)
+                if fetched.error == ErrorCode.OFFSET_OUT_OF_RANGE:
+                    earliest = (await self.list_offsets([(topic, partition)], EARLIEST))[
+                        (topic, partition)
+                    ]
+                    if earliest > position:
+                        if fail_on_data_loss:
+                            raise OffsetOutOfRangeError(
+                                message=f"{topic}-{partition}: offsets {position} to "
+                                f"{earliest - 1} are no longer in the log (its start is "
+                                f"{earliest}); set failOnDataLoss to false to read on from there"
+                            )
+                        position = earliest
+                        continue
+                    raise OffsetOutOfRangeError(
+                        message=f"{topic}-{partition}: offset {position} is past the log end"
                     )
+                if fetched.error != ErrorCode.NONE:
+                    raise KafkaApiError(
+                        fetched.error, f"Fetch of {topic}-{partition} at {position}"
+                    )
+                limit = fetched.last_stable_offset if committed else fetched.high_watermark
+                scan = scan_fetched(fetched, start=position, read_committed=committed)
+                following = fetch_ahead(position, scan.next_offset, end=end, limit=limit)
+                if following is not None:
+                    ahead_offset = following
+                    ahead = asyncio.ensure_future(
+                        self._fetch_one(topic, partition, following, committed)
+                    )
+                    await asyncio.sleep(0)  # it sends its request before the decode holds the loop
+                result = FetchedRange.from_partition(
+                    fetched,
+                    start=position,
+                    end=end,
+                    columns=columns,
+                    read_committed=committed,
+                    scan=scan,
+                )
+                del fetched  # the answer's buffer goes once its rows are decoded
+                if result.rows.num_rows:
+                    yield result.rows
+                if result.next_offset > position:
+                    position = result.next_offset
+                    empty_answers = 0
+                elif limit >= 0 and position >= limit:
+                    return  # nothing more to read before the high watermark / LSO
+                else:
+                    empty_answers += 1
+                    if empty_answers > 3:
+                        raise ClientError(
+                            f"Fetch of {topic}-{partition} at {position} returned no whole batch "
+                            f"{empty_answers} times (a batch larger than max.partition.fetch.bytes?)"
+                        )
+        finally:
+            if ahead is not None:
+                ahead.cancel()
+                with contextlib.suppress(BaseException):
+                    await ahead
 
     async def _fetch_one(self, topic: str, partition: int, offset: int, committed: bool) -> Any:
         async def attempt() -> Any:

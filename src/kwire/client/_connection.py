@@ -1,17 +1,19 @@
 """One connection to one broker, on asyncio: the I/O edge of the client.
 
 Frames are encoded and matched to their requests by the protocol layer's sans-IO
-``ClientConnection``; this module only moves bytes. Opening a connection negotiates versions:
-ApiVersions v3 (a broker that does not know v3 answers v0 with UNSUPPORTED_VERSION and its own
-range, KIP-511, and is asked again), and a broker that closes the connection instead (no
-ApiVersions API: Kafka before 0.10.0) is reconnected to and spoken to with the
-``broker.version.fallback`` table.
+``ClientConnection``; this module only moves bytes. Reading is an asyncio ``BufferedProtocol``
+over the ``ClientConnection``'s in-place frame buffers: a fetch answer goes from the kernel into
+a buffer of its own size once, and the records the client decodes are views of it.
+
+Opening a connection negotiates versions: ApiVersions v3 (a broker that does not know v3 answers
+v0 with UNSUPPORTED_VERSION and its own range, KIP-511, and is asked again), and a broker that
+closes the connection instead (no ApiVersions API: Kafka before 0.10.0) is reconnected to and
+spoken to with the ``broker.version.fallback`` table.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from typing import Any
 
 from kwire.client._config import ClientConfig
@@ -25,25 +27,73 @@ __all__ = ["BrokerConnection"]
 _API_VERSIONS = message_class("ApiVersionsRequest")
 
 
+class _FrameProtocol(asyncio.BufferedProtocol):
+    """The socket's edge: bytes into the ``ClientConnection``'s buffers, responses to waiters."""
+
+    def __init__(self, client_id: str) -> None:
+        self.connection = ClientConnection(client_id)
+        self.transport: asyncio.Transport | None = None
+        self.owner: BrokerConnection | None = None
+        self._drained: asyncio.Future[None] | None = None  # set while writing is paused
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self.connection.receive_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
+        try:
+            self.connection.received_into(nbytes)
+            while (response := self.connection.next_response()) is not None:
+                if self.owner is not None:
+                    self.owner._answered(response.correlation_id, response.message)
+        except Exception as exc:  # a frame that does not parse: nothing after it can be trusted
+            if self.owner is not None:
+                self.owner._fail(ConnectionClosed(f"{self.owner.address}: {exc}"))
+
+    def eof_received(self) -> bool:
+        if self.owner is not None:
+            self.owner._fail(ConnectionClosed(f"{self.owner.address} closed the connection"))
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.owner is not None:
+            reason = f": {exc}" if exc is not None else ""
+            self.owner._fail(
+                ConnectionClosed(f"{self.owner.address} closed the connection{reason}")
+            )
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
+
+    def pause_writing(self) -> None:
+        if self._drained is None or self._drained.done():
+            self._drained = asyncio.get_running_loop().create_future()
+
+    def resume_writing(self) -> None:
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
+
+    async def drain(self) -> None:
+        if self._drained is not None and not self._drained.done():
+            await asyncio.shield(self._drained)
+
+
 class BrokerConnection:
     """Requests to one broker; several may be in flight, answered in order."""
 
-    def __init__(
-        self,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
-        config: ClientConfig,
-        address: str,
-    ) -> None:
-        self._reader = reader
-        self._writer = writer
+    def __init__(self, protocol: _FrameProtocol, config: ClientConfig, address: str) -> None:
+        assert protocol.transport is not None
+        self._transport = protocol.transport
         self._config = config
         self.address = address
-        self._protocol = ClientConnection(config.client_id)
+        self._frames = protocol
+        self._protocol = protocol.connection
         self._waiters: dict[int, asyncio.Future[Any]] = {}
         self._closed: BaseException | None = None
-        self._task = asyncio.get_running_loop().create_task(self._read_loop())
         self.versions = ApiVersionTable({18: (0, 0)}, source="not negotiated")
+        protocol.owner = self
 
     @classmethod
     async def open(cls, host: str, port: int, config: ClientConfig) -> BrokerConnection:
@@ -66,16 +116,21 @@ class BrokerConnection:
     async def _connect(cls, host: str, port: int, config: ClientConfig) -> BrokerConnection:
         timeout = config.request_timeout_ms / 1000
         context = config.ssl_context()
+        loop = asyncio.get_running_loop()
         try:
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(
-                    host, port, ssl=context, server_hostname=host if context else None
+            _, protocol = await asyncio.wait_for(
+                loop.create_connection(
+                    lambda: _FrameProtocol(config.client_id),
+                    host,
+                    port,
+                    ssl=context,
+                    server_hostname=host if context else None,
                 ),
                 timeout,
             )
         except (OSError, TimeoutError) as exc:
             raise ConnectionClosed(f"cannot connect to {host}:{port}: {exc}") from exc
-        return cls(reader, writer, config, f"{host}:{port}")
+        return cls(protocol, config, f"{host}:{port}")
 
     async def _negotiate(self) -> ApiVersionTable:
         request = _API_VERSIONS(client_software_name="kwire", client_software_version="0")
@@ -134,9 +189,9 @@ class BrokerConnection:
         frame = self._protocol.send(message, version)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._waiters[cid] = future
-        self._writer.write(frame)
+        self._transport.write(frame)
         try:
-            await self._writer.drain()
+            await self._frames.drain()
             response = await asyncio.wait_for(future, self._config.request_timeout_ms / 1000)
         except TimeoutError:
             self._fail(ClientError(f"request to {self.address} timed out"))
@@ -153,22 +208,10 @@ class BrokerConnection:
             raise KafkaApiError(ErrorCode(error), f"{name} to {self.address}")
         return response
 
-    async def _read_loop(self) -> None:
-        try:
-            while True:
-                data = await self._reader.read(1 << 20)
-                if not data:
-                    raise ConnectionClosed(f"{self.address} closed the connection")
-                self._protocol.receive_data(data)
-                while (response := self._protocol.next_response()) is not None:
-                    future = self._waiters.pop(response.correlation_id, None)
-                    if future is not None and not future.done():
-                        future.set_result(response.message)
-        except asyncio.CancelledError:
-            self._fail(ConnectionClosed("closed"))
-            raise
-        except BaseException as exc:
-            self._fail(exc if isinstance(exc, ClientError) else ConnectionClosed(str(exc)))
+    def _answered(self, correlation_id: int, message: Any) -> None:
+        future = self._waiters.pop(correlation_id, None)
+        if future is not None and not future.done():
+            future.set_result(message)
 
     def _fail(self, exc: BaseException) -> None:
         if self._closed is None:
@@ -179,7 +222,7 @@ class BrokerConnection:
                     exc if isinstance(exc, ClientError) else ConnectionClosed(str(exc))
                 )
         self._waiters.clear()
-        self._writer.close()
+        self._transport.close()
 
     @property
     def closed(self) -> bool:
@@ -187,8 +230,4 @@ class BrokerConnection:
 
     async def close(self) -> None:
         self._fail(ConnectionClosed("closed by the client"))
-        self._task.cancel()
-        with contextlib.suppress(BaseException):
-            await self._task
-        with contextlib.suppress(Exception):
-            await self._writer.wait_closed()
+        await asyncio.sleep(0)  # the transport's connection_lost runs on the next loop turn

@@ -9,6 +9,11 @@ with the records layer's columnar decoder (no Python object per record), keeps t
 Kafka's consumer logic (``kwire.log.ReadCommittedFilter``, the rule of Kafka's ``CompletedFetch``).
 Control records never reach the rows. ``next_offset`` is where the next fetch starts: after the
 last whole batch, even when every row of it was dropped.
+
+A range is read with one fetch kept in flight ahead of the decode (librdkafka and Kafka's
+``Fetcher`` prefetch the same way): ``scan_fetched`` reads only the batch headers of an answer, so
+``fetch_ahead`` knows where the next fetch starts before any record is decoded, and the broker
+prepares that answer while this one is decoded and handed on.
 """
 
 from __future__ import annotations
@@ -30,10 +35,13 @@ __all__ = [
     "READ_COMMITTED",
     "READ_UNCOMMITTED",
     "FetchPosition",
+    "FetchScan",
     "FetchedPartition",
     "FetchedRange",
+    "fetch_ahead",
     "fetch_request",
     "parse_fetch_response",
+    "scan_fetched",
 ]
 
 READ_UNCOMMITTED = 0
@@ -140,6 +148,51 @@ def parse_fetch_response(
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class FetchScan:
+    """What one partition's fetched bytes hold, from the batch headers alone (nothing decoded)."""
+
+    cut: int  # bytes of whole batches (the partial batch the broker cut at the size limit is left)
+    next_offset: int  # where the next fetch starts
+    dropped: tuple[int, ...]  # base offsets of aborted transactions' batches (read_committed)
+    has_control: bool  # a control batch (transaction marker) is among the whole batches
+
+
+def scan_fetched(fetched: FetchedPartition, *, start: int, read_committed: bool) -> FetchScan:
+    """Walk the batch headers of ``fetched`` (fetched from offset ``start``); see ``FetchScan``."""
+    committed = ReadCommittedFilter(aborted_transactions(fetched)) if read_committed else None
+    next_offset = start
+    dropped: list[int] = []
+    cut = 0
+    has_control = False
+    try:
+        for batch in read_batches(fetched.records, verify_crc=False, allow_truncated_tail=True):
+            cut = batch.position + len(batch.view)
+            next_offset = max(next_offset, batch.next_offset)
+            has_control = has_control or batch.is_control
+            if committed is not None and not committed.keep(batch):
+                dropped.append(batch.base_offset)
+    except DecodeError:
+        pass  # the columnar decode of the bytes before ``cut`` raises with the position
+    return FetchScan(cut, next_offset, tuple(dropped), has_control)
+
+
+def fetch_ahead(position: int, next_offset: int, *, end: int, limit: int) -> int | None:
+    """The offset to fetch while the answer fetched at ``position`` is decoded, or None.
+
+    ``next_offset`` is that answer's ``FetchScan.next_offset``; ``limit`` its high watermark
+    (last stable offset under read_committed; -1 if the broker did not say). None when the
+    answer made no progress (the caller retries at ``position`` and counts), when the range
+    ends there, or at the limit: a fetch at the high watermark would wait ``fetch.max.wait.ms``
+    for records the range may not need.
+    """
+    if next_offset <= position or next_offset >= end:
+        return None
+    if limit >= 0 and next_offset >= limit:
+        return None
+    return next_offset
+
+
 @dataclass(slots=True)
 class FetchedRange:
     """Rows of one fetch answer within ``[start, end)`` and where the next fetch starts."""
@@ -157,40 +210,38 @@ class FetchedRange:
         columns: Sequence[str],
         read_committed: bool,
         max_decompressed_size: int | None = None,
+        scan: FetchScan | None = None,
     ) -> FetchedRange:
         """Decode ``fetched.records`` from the fetch offset ``start`` (see the module notes).
 
         Under ``read_committed`` the answer's own aborted-transaction list decides, as each of
         Kafka's ``CompletedFetch`` does (a broker lists every aborted transaction overlapping
-        the range it returns).
+        the range it returns). ``scan``: the answer's ``scan_fetched`` (made here if not given).
         """
         import pyarrow as pa
         import pyarrow.compute as pc
 
         from kwire.records._columnar import decode_columnar
 
-        view = fetched.records
-        committed = ReadCommittedFilter(aborted_transactions(fetched)) if read_committed else None
-        next_offset = start
-        dropped: list[int] = []
-        cut = 0
-        try:
-            for batch in read_batches(view, verify_crc=False, allow_truncated_tail=True):
-                cut = batch.position + len(batch.view)
-                next_offset = max(next_offset, batch.next_offset)
-                if committed is not None and not committed.keep(batch):
-                    dropped.append(batch.base_offset)
-        except DecodeError:
-            pass  # the columnar decode below raises with the position
+        if scan is None:
+            scan = scan_fetched(fetched, start=start, read_committed=read_committed)
+        dropped = scan.dropped
         needed = tuple(dict.fromkeys([*columns, "offset", "isControl", "batchOffset"]))
         result = decode_columnar(
-            view[:cut],
+            fetched.records[: scan.cut],
             columns=needed,
             max_decompressed_size=max_decompressed_size,
             topic=fetched.topic,
             partition=fetched.partition,
         )
         table = result.batch
+        if not dropped and not scan.has_control and table.num_rows:
+            # the usual answer: every row kept unless the range's ends cut into it (a filter
+            # is a copy of every column, values included)
+            bounds = pc.min_max(table.column("offset"))
+            low, high = bounds["min"].as_py(), bounds["max"].as_py()
+            if low >= start and (end is None or high < end):
+                return cls(rows=table.select(list(columns)), next_offset=scan.next_offset)
         mask = pc.and_(
             pc.greater_equal(table.column("offset"), start),
             pc.invert(table.column("isControl")),
@@ -203,7 +254,7 @@ class FetchedRange:
                 pc.invert(pc.is_in(table.column("batchOffset"), pa.array(dropped, pa.int64()))),
             )
         table = table.filter(mask).select(list(columns))
-        return cls(rows=table, next_offset=next_offset)
+        return cls(rows=table, next_offset=scan.next_offset)
 
 
 def aborted_transactions(fetched: FetchedPartition) -> Iterable[tuple[int, int, int]]:

@@ -13,7 +13,7 @@ Sans-IO: bytes in, objects out (and back). Public names (see docs/protocol.md):
 - ``RecordsReference``: records a frame refers to (zero-copy sends) instead of holding.
 - frames: ``encode_request_frame``, ``decode_request_frame``, ``encode_response_frame``,
   ``decode_response_frame``, ``request_header_version``, ``response_header_version``,
-  ``ClientConnection``, ``ServerConnection``, ``FrameBuffer``.
+  ``ClientConnection``, ``ServerConnection``, ``FrameBuffer``, ``FrameReader``.
 - ``ErrorCode``: Kafka's error codes (an IntEnum; decoding never raises for a response's code).
 - spec model: ``message_spec(name)``, ``iter_message_versions()``, ``bundled_specs()``,
   ``VersionRange``, ``MessageSpec``, ``StructSpec``, ``FieldSpec``, ``SpecError``.
@@ -26,6 +26,7 @@ from kwire.protocol._error_codes import ErrorCode
 from kwire.protocol._frames import (
     ClientConnection,
     FrameBuffer,
+    FrameReader,
     Request,
     Response,
     ServerConnection,
@@ -69,6 +70,7 @@ __all__ = [
     "FieldSpec",
     "FieldType",
     "FrameBuffer",
+    "FrameReader",
     "KField",
     "KafkaMessage",
     "KafkaStruct",

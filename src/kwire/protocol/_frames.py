@@ -7,7 +7,10 @@ otherwise, except ApiVersions responses, which always use v0 (KIP-511) so old cl
 
 ``ClientConnection`` and ``ServerConnection`` hold no sockets: feed them received bytes with
 ``receive_data`` and take the bytes to send from ``send``/``respond`` (in the style of h11).
-Responses are matched to requests by correlation id.
+Responses are matched to requests by correlation id. A client may instead let the socket write
+straight into the frames (``receive_buffer`` / ``received_into``, for ``recv_into`` or asyncio's
+``BufferedProtocol``): ``FrameReader`` gives each large frame a buffer of its own size, so a
+fetched megabyte is copied once, from the kernel, and its records are views of that buffer.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from kwire.protocol._runtime import KafkaMessage
 __all__ = [
     "ClientConnection",
     "FrameBuffer",
+    "FrameReader",
     "Request",
     "Response",
     "ServerConnection",
@@ -219,6 +223,67 @@ class FrameBuffer:
         return len(self._buf)
 
 
+class FrameReader:
+    """Size-prefixed frames read in place: ``buffer()`` is where the next bytes go, ``written(n)``
+    says how many went there and returns the frames completed.
+
+    Small frames (up to ``scratch`` bytes) are cut from one reused scratch buffer (one short copy
+    each); a larger one, once its size prefix is in, gets a ``bytearray`` of exactly its size and
+    the socket fills the rest of it directly. Frames are returned with their size prefix.
+    """
+
+    def __init__(self, max_frame: int = MAX_FRAME, scratch: int = 65_536) -> None:
+        self._max = max_frame
+        self._scratch = bytearray(max(scratch, 8))
+        self._scratch_view = memoryview(self._scratch)
+        self._fill = 0  # bytes of the scratch buffer in use
+        self._frame: bytearray | None = None  # the large frame being filled
+        self._frame_fill = 0
+
+    def buffer(self) -> memoryview:
+        if self._frame is not None:
+            return memoryview(self._frame)[self._frame_fill :]
+        return self._scratch_view[self._fill :]
+
+    def written(self, n: int) -> list[bytes | bytearray]:
+        out: list[bytes | bytearray] = []
+        if self._frame is not None:
+            self._frame_fill += n
+            if self._frame_fill == len(self._frame):
+                out.append(self._frame)
+                self._frame = None
+            return out
+        self._fill += n
+        buf = self._scratch
+        pos = 0
+        while self._fill - pos >= 4:
+            (size,) = _SIZE.unpack_from(buf, pos)
+            if size < 0 or size > self._max:
+                raise DecodeError(f"invalid frame size {size}", offset=0, context="frame")
+            total = 4 + size
+            if self._fill - pos >= total:
+                out.append(bytes(self._scratch_view[pos : pos + total]))
+                pos += total
+            elif total > len(buf):
+                frame = bytearray(total)
+                have = self._fill - pos
+                frame[:have] = self._scratch_view[pos : self._fill]
+                self._frame, self._frame_fill = frame, have
+                pos = self._fill
+                break
+            else:
+                break  # a small frame not all in yet
+        if pos:
+            rest = self._fill - pos
+            buf[:rest] = self._scratch_view[pos : self._fill]
+            self._fill = rest
+        return out
+
+    @property
+    def buffered(self) -> int:
+        return self._fill + self._frame_fill if self._frame is not None else self._fill
+
+
 class ClientConnection:
     """The client side of one Kafka connection, without I/O.
 
@@ -232,7 +297,8 @@ class ClientConnection:
         self._next_id = first_correlation_id
         self._pending: dict[int, tuple[KafkaMessage, int]] = {}
         self._frames = FrameBuffer()
-        self._ready: list[bytes] = []
+        self._reader = FrameReader()
+        self._ready: list[bytes | bytearray] = []
 
     @property
     def next_correlation_id(self) -> int:
@@ -255,6 +321,17 @@ class ClientConnection:
     def receive_data(self, data: bytes | bytearray | memoryview) -> None:
         self._frames.feed(data)
         self._ready.extend(self._frames.frames())
+
+    def receive_buffer(self) -> memoryview:
+        """Where the socket may write next (never empty); then call ``received_into``.
+
+        The in-place alternative to ``receive_data``: use one or the other on a connection.
+        """
+        return self._reader.buffer()
+
+    def received_into(self, n: int) -> None:
+        """``n`` bytes were written at the start of the last ``receive_buffer()``."""
+        self._ready.extend(self._reader.written(n))
 
     def next_response(self) -> Response | None:
         if not self._ready:

@@ -372,6 +372,34 @@ def decode_columnar(
     ).run()
 
 
+class _Arena:
+    """The decompressed records of one decode call: one buffer written at its end (a
+    ``kwire.records._codecs.Sink``), not zero-filled, grown by doubling."""
+
+    __slots__ = ("array", "size")
+
+    def __init__(self, capacity: int) -> None:
+        self.array = np.empty(max(capacity, 1), dtype=np.uint8)
+        self.size = 0
+
+    def reserve(self, n: int) -> memoryview:
+        need = self.size + n
+        if need > self.array.shape[0]:
+            grown = np.empty(max(need, 2 * self.array.shape[0]), dtype=np.uint8)
+            grown[: self.size] = self.array[: self.size]
+            self.array = grown
+        return self.array.data[self.size : need]
+
+    def commit(self, n: int) -> None:
+        self.size += n
+
+    def append(self, data: bytes) -> None:
+        view = self.reserve(len(data))
+        view[:] = data
+        view.release()
+        self.commit(len(data))
+
+
 def _as_uint8(buffer: Any) -> tuple[memoryview, np.ndarray]:
     view = buffer if isinstance(buffer, memoryview) else memoryview(buffer)
     if view.ndim != 1 or view.itemsize != 1 or view.format not in ("B", "b", "c"):
@@ -512,8 +540,9 @@ class _Decoder:
         arena_parts: list[bytes] = []
         arena_len = 0
         compressed = np.flatnonzero(v2 & ((attrs & 7) != 0) & (table[:, k.BT_COUNT] != 0) & keep)
+        sink: _Arena | None = None
         if compressed.size:
-            from kwire.records._codecs import decompress
+            from kwire.records._codecs import decompress_into
 
             view = self.view
             max_size = self.max_size
@@ -522,20 +551,28 @@ class _Decoder:
             starts = (table[compressed, k.BT_POS] + _V2_HEADER).tolist()
             ends = (table[compressed, k.BT_POS] + table[compressed, k.BT_SIZE]).tolist()
             codecs = (attrs[compressed] & 7).tolist()
+            # every batch decompresses into one arena (lz4 blocks in place): no per-batch bytes
+            # and no join of them; sized for text-like ratios, grown by doubling past that
+            sink = _Arena(4 * int(table[compressed, k.BT_SIZE].sum()))
             for i, start, end, codec in zip(compressed.tolist(), starts, ends, codecs, strict=True):
+                mark = sink.size
                 try:
-                    data = decompress(codec, view[start:end], magic=2, max_size=max_size)
+                    written = decompress_into(
+                        codec, view[start:end], sink, magic=2, max_size=max_size
+                    )
                 except CorruptRecordError as exc:
+                    sink.size = mark  # a failed batch leaves nothing behind
+
                     self._fail(table, i, exc.reason, start, keep)
                     continue
                 except UnsupportedCodecError:
+                    sink.size = mark
                     if not self.skip_corrupt:
                         raise
                     self._fail(table, i, f"unsupported compression codec id {codec}", start, keep)
                     continue
                 done.append(i)
-                sizes.append(len(data))
-                arena_parts.append(data)
+                sizes.append(written)
             if done:
                 ends_in_arena = np.cumsum(np.array(sizes, dtype=np.int64))
                 sections[done, k.SC_SRC] = 1
@@ -547,7 +584,12 @@ class _Decoder:
         if legacy.size:
             arena_len = self._legacy(table, legacy, keep, sections, meta, arena_parts, arena_len)
 
-        joined = b"".join(arena_parts)
+        if sink is None:
+            joined: Any = b"".join(arena_parts)
+        else:
+            for part in arena_parts:  # legacy wrappers' messages, after the v2 batches
+                sink.append(part)
+            joined = sink.array[: sink.size]
         arena = memoryview(joined) if self.interpreted else _as_uint8(joined)[1]
 
         return self._records(table, keep, sections, meta, arena, stop, truncated)
