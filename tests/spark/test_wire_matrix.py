@@ -275,6 +275,10 @@ def drain(spark: Any, bootstrap: str, tmp: Path, **options: str) -> list[Any]:
     return list(spark.read.parquet(str(out)).collect())
 
 
+def assert_true(value: bool) -> None:
+    assert value
+
+
 def while_producing(producers: list[Callable[[], None]], read: Callable[[], Any]) -> None:
     """Run the producers one after another in a thread (the machine's 2 cores also run Spark)
     and ``read()`` again and again until they are done; fail on the first that failed."""
@@ -325,13 +329,17 @@ def test_real_producers_while_streaming_through_restarts(
     options = {"subscribe": "live", "kafka.isolation.level": "read_committed"}
     runs: list[int] = []
 
+    first_run = threading.Event()
+
     def read() -> None:
         runs.append(len(drain(spark, bootstrap, tmp_path, **options)))
+        first_run.set()
 
     while_producing(
         [
             lambda: produce_prefixed(bootstrap, "live", "ck", 0, 150),
             lambda: kp_produce_prefixed(bootstrap, "live", "kp", 100),
+            lambda: assert_true(first_run.wait(300)),  # the rest once a run has read
             lambda: java_clients("produce", bootstrap, "live", "lz4", "60"),
             transactional,
         ],
@@ -384,3 +392,153 @@ def test_broker_sigkill_between_and_during_reads(spark: Any, tmp_path: Path) -> 
         assert content(df.collect()) == ck_expected("a", 0, 200)
     finally:
         broker.kill()
+
+
+# ---- old brokers ---------------------------------------------------------------------------------
+
+
+def produce_to_release(bootstrap: str, topic: str, release: str, count: int) -> None:
+    """kafka-python, speaking the release's protocol (headers from 0.11, magic 2)."""
+    from kafka import KafkaProducer
+
+    api = tuple(int(x) for x in release.split(".")) + (0,) * (3 - len(release.split(".")))
+    producer = KafkaProducer(
+        bootstrap_servers=bootstrap, api_version=api[:3], request_timeout_ms=10000, linger_ms=5
+    )
+    try:
+        for i in range(count):
+            producer.send(
+                topic,
+                key=None if i % 7 == 0 else f"k{i}".encode(),
+                value=f"v{i}".encode(),
+                partition=i % 2,
+                headers=[("i", str(i).encode())] if i % 3 == 0 and api >= (0, 11, 0) else None,
+            )
+        producer.flush(timeout=30.0)
+    finally:
+        producer.close(timeout=10)
+
+
+def release_expected(release: str, count: int) -> Counter[Content]:
+    headers = release not in ("0.8.2", "0.10.0")
+    return Counter(
+        (
+            f"v{i}".encode(),
+            None if i % 7 == 0 else f"k{i}".encode(),
+            (("i", str(i).encode()),) if i % 3 == 0 and headers else (),
+        )
+        for i in range(count)
+    )
+
+
+@pytest.mark.parametrize("release", ["0.8.2", "0.10.0", "0.11.0", "2.8", "4.3"])
+def test_broker_personalities(spark: Any, kwire_broker_factory: Any, release: str) -> None:
+    """kwire's broker as Kafka 0.8.2 (magic 0, no ApiVersions: the client is told the version,
+    librdkafka's broker.version.fallback) through 4.3, read by kafka-wire."""
+    broker = kwire_broker_factory(kafka_version=release)
+    broker.create_topic("old", partitions=2)
+    produce_to_release(broker.bootstrap, "old", release, 60)
+    options = {"subscribe": "old"}
+    if release == "0.8.2":
+        options["kafka.broker.version.fallback"] = "0.8.2"
+    rows = read(spark, broker.bootstrap, **options).collect()
+    assert content(rows) == release_expected(release, 60)
+    assert sorted((r.partition, r.offset) for r in rows) == sorted(
+        (p, o) for p in (0, 1) for o in range(30)
+    )
+    gc.collect()
+
+
+# ---- a cluster whose leaders move ---------------------------------------------------------------
+
+
+def test_leaders_on_several_nodes_moved_mid_read(
+    spark: Any, kwire_cluster: Any, tmp_path: Path
+) -> None:
+    """Three nodes, a topic's leaders on each: ranges planned before every leader moves are
+    fetched after (one of them while its fetches go on), and a query reads on across the move."""
+    from pyspark.sql.types import StructType
+
+    from kwire.client import KafkaClient
+    from kwire.spark._wire_source import KafkaWireDataSource
+
+    bootstrap = kwire_cluster.bootstrap
+    kwire_cluster.create_topic("spread", partitions=3)
+    produce_prefixed(bootstrap, "spread", "a", 0, 150)
+    with KafkaClient({"bootstrap.servers": bootstrap}) as client:
+        meta = client.metadata(["spread"])
+        leaders = {p: meta.leader("spread", p) for p in range(3)}
+    assert all(leaders.values())
+    assert len({b.node_id for b in leaders.values() if b is not None}) > 1
+    assert len(drain(spark, bootstrap, tmp_path, subscribe="spread")) == 150
+
+    source = KafkaWireDataSource(
+        {
+            "kafka.bootstrap.servers": bootstrap,
+            "kafka.max.partition.fetch.bytes": "300",  # many fetches per range
+            "subscribe": "spread",
+        }
+    )
+    reader = source.reader(StructType.fromDDL(source.schema()))
+    ranges = reader.partitions()  # planned on the old leaders
+    pieces = reader.read(ranges[0])
+    got = [next(pieces)]  # the first range's first fetch, from its old leader
+    for p, leader in leaders.items():
+        assert leader is not None
+        kwire_cluster.move_leader("spread", p, to_node=leader.node_id % 3 + 1)
+    got.extend(pieces)
+    for r in ranges[1:]:
+        got.extend(reader.read(r))
+    values = [v for batch in got for v in batch.column("value").to_pylist()]
+    assert Counter(values) == Counter(f"a{i}".encode() for i in range(150))
+
+    produce_prefixed(bootstrap, "spread", "a", 150, 60)
+    rows = drain(spark, bootstrap, tmp_path, subscribe="spread")
+    assert len({(r.partition, r.offset) for r in rows}) == len(rows) == 210
+    assert content(rows) == ck_expected("a", 0, 210)
+
+
+# ---- SASL/SCRAM and TLS --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("listener", "mechanism"), [("SASL_SSL", "SCRAM-SHA-256"), ("SSL", None)])
+def test_scram_and_tls_through_spark(
+    spark: Any, kwire_broker_factory: Any, tmp_path: Path, listener: str, mechanism: str | None
+) -> None:
+    trustme = pytest.importorskip("trustme")
+    ca = trustme.CA()
+    ca_path, server_path = tmp_path / "ca.pem", tmp_path / "server.pem"
+    ca.cert_pem.write_to_path(str(ca_path))
+    ca.issue_cert("127.0.0.1", "localhost").private_key_and_cert_chain_pem.write_to_path(
+        str(server_path)
+    )
+    broker = kwire_broker_factory(
+        config={
+            "listeners": f"PLAINTEXT://127.0.0.1:0,{listener}://127.0.0.1:0",
+            "sasl.enabled.mechanisms": "SCRAM-SHA-256",
+            "ssl.certfile": str(server_path),
+            "ssl.cafile": str(ca_path),
+        }
+    )
+    if mechanism:
+        broker.set_scram_password("alice", "alice-secret", mechanism)
+    broker.create_topic("sec", partitions=2)
+    produce_prefixed(broker.bootstrap, "sec", "s", 0, 40)
+    options = {
+        "subscribe": "sec",
+        "kafka.security.protocol": listener,
+        "kafka.ssl.truststore.location": str(ca_path),
+        "kafka.ssl.truststore.type": "PEM",
+    }
+    if mechanism:
+        options["kafka.sasl.mechanism"] = mechanism
+        options["kafka.sasl.jaas.config"] = (
+            "org.apache.kafka.common.security.scram.ScramLoginModule required "
+            'username="alice" password="alice-secret";'
+        )
+    secure = broker.bootstrap_for(listener)
+    assert content(read(spark, secure, **options).collect()) == ck_expected("s", 0, 40)
+    if mechanism:
+        wrong = {**options, "kafka.sasl.jaas.config": 'x required username="alice" password="no";'}
+        with pytest.raises(Exception, match="SASL_AUTHENTICATION_FAILED"):
+            read(spark, secure, **wrong).collect()
