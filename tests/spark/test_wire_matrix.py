@@ -82,28 +82,6 @@ def read(spark: Any, bootstrap: str, **options: str) -> Any:
     return reader.load()
 
 
-def run_stream(spark: Any, bootstrap: str, out: Path, checkpoint: Path, **options: str) -> Any:
-    """One availableNow run of a kafka-wire -> Parquet query; the output's rows."""
-    from kwire.spark import register
-
-    register(spark)
-    reader = spark.readStream.format("kafka-wire").option("kafka.bootstrap.servers", bootstrap)
-    for k, v in options.items():
-        reader = reader.option(k, v)
-    query = (
-        reader.load()
-        .select("topic", "partition", "offset", "key", "value", "headers")
-        .writeStream.format("parquet")
-        .option("path", str(out))
-        .option("checkpointLocation", str(checkpoint))
-        .trigger(availableNow=True)
-        .start()
-    )
-    assert query.awaitTermination(240), "the stream did not finish in 240 s"
-    assert query.exception() is None
-    return spark.read.parquet(str(out)).collect()
-
-
 def test_min_partitions_batch_and_streaming(spark: Any, kwire_broker: Any, tmp_path: Path) -> None:
     import confluent_kafka as ck
 
@@ -156,15 +134,7 @@ def test_min_partitions_batch_and_streaming(spark: Any, kwire_broker: Any, tmp_p
             o for p in pieces if p.partition == partition for o in range(p.start, p.end)
         )
         assert covered == list(range(until))
-    rows = run_stream(
-        spark,
-        bootstrap,
-        tmp_path / "out",
-        tmp_path / "checkpoint",
-        subscribe="skew",
-        startingOffsets="earliest",
-        minPartitions="5",
-    )
+    rows = drain(spark, bootstrap, tmp_path, subscribe="skew", minPartitions="5")
     assert got(rows) == expected(0, 201)
 
 
@@ -247,6 +217,8 @@ def drain(spark: Any, bootstrap: str, tmp: Path, **options: str) -> list[Any]:
     loaded 2-core machine the streaming source's worker sometimes takes longer and the run fails
     before reading anything. It is then run again on its checkpoint, as a user would, at most 3
     times: a restart that must itself lose and repeat nothing."""
+    from pyspark.errors import StreamingQueryException
+
     from kwire.spark import register
 
     register(spark)
@@ -264,7 +236,10 @@ def drain(spark: Any, bootstrap: str, tmp: Path, **options: str) -> list[Any]:
             .trigger(availableNow=True)
             .start()
         )
-        finished = query.awaitTermination(240)
+        try:
+            finished = query.awaitTermination(240)
+        except StreamingQueryException:
+            finished = True  # failed: the exception is the query's, read below
         failure = query.exception()
         if not finished:
             query.stop()
