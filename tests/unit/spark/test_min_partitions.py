@@ -7,7 +7,7 @@ least minPartitions pieces whenever the ranges hold that many offsets; big range
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kwire.errors import OptionError
@@ -27,6 +27,7 @@ ranges_st = st.lists(
 ).map(lambda xs: [WireRange("t", p, s, s + n) for p, (s, n) in enumerate(xs)])
 
 
+@settings(suppress_health_check=[HealthCheck.too_slow], deadline=None)  # a loaded machine
 @given(ranges_st, st.integers(1, 64))
 def test_split_ranges_cover_each_offset_once(ranges: list[WireRange], wanted: int) -> None:
     pieces = split_ranges(ranges, wanted)
