@@ -1,6 +1,7 @@
 """``kwire pipeline export|convert``: the Spark pipeline over Kafka log directories.
 
-``export`` writes the records of a log directory to Parquet (built in), Delta (deltalake) or
+``export`` writes the records of a log directory (``--input``), or of a live cluster
+(``--bootstrap``, read with kafka-wire), to Parquet (built in), Delta (deltalake) or
 Iceberg (pyiceberg, local SQLite catalog); ``convert`` rewrites a log directory in another record
 format and codec, one Spark task per segment. Spark runs embedded (``local[*]``) unless
 ``--master`` names a cluster. A progress bar follows the Spark tasks; a closing table gives
@@ -30,8 +31,18 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--input", required=True, help="Kafka log directory (local or URI)")
+def _common(parser: argparse.ArgumentParser, *, cluster: bool = False) -> None:
+    if not cluster:
+        parser.add_argument("--input", required=True, help="Kafka log directory (local or URI)")
+    else:
+        source = parser.add_mutually_exclusive_group(required=True)
+        source.add_argument("--input", help="Kafka log directory (local or URI)")
+        source.add_argument(
+            "--bootstrap",
+            metavar="HOST:PORT[,...]",
+            help="a live cluster's bootstrap servers instead (read with kafka-wire; security and "
+            "other client settings as --option kafka.NAME=VALUE, Spark's way)",
+        )
     parser.add_argument("--output", required=True, help="where to write")
     parser.add_argument(
         "--master", default=None, help="Spark master URL (default: embedded local[*])"
@@ -46,7 +57,13 @@ def register(subparsers: Any) -> None:
     jobs = parser.add_subparsers(dest="job", metavar="JOB")
     jobs.required = True
     export = jobs.add_parser("export", help="records of a log directory to Parquet/Delta/Iceberg")
-    _common(export)
+    _common(export, cluster=True)
+    export.add_argument(
+        "--subscribe",
+        metavar="TOPIC[,...]",
+        default=None,
+        help="topics to export (default: every topic but the internal ones)",
+    )
     export.add_argument("--format", choices=("parquet", "delta", "iceberg"), default="parquet")
     export.add_argument(
         "--engine",
@@ -71,7 +88,8 @@ def register(subparsers: Any) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="a kafka-log read option (startingOffsets, mode, ...); repeatable",
+        help="a read option (startingOffsets, mode, ...; with --bootstrap, kafka.* client "
+        "settings too: kafka.security.protocol, kafka.sasl.mechanism, ...); repeatable",
     )
     export.set_defaults(func=_export)
     convert = jobs.add_parser("convert", help="rewrite a log directory in another format")
@@ -179,6 +197,13 @@ def _export(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if args.read_committed:
         options["isolationLevel"] = "read_committed"
+    if args.subscribe is not None:
+        options["subscribe"] = args.subscribe
+    if args.bootstrap is not None:
+        options["kafka.bootstrap.servers"] = args.bootstrap
+        subscribed = {"subscribe", "subscribepattern", "assign"}
+        if not any(k.lower() in subscribed for k in options):
+            options["subscribePattern"] = ".*"  # every topic, as for a log directory
     if args.incremental and args.format == "parquet":
         print("kwire pipeline: --incremental needs --format delta or iceberg", file=sys.stderr)
         return EXIT_USAGE
@@ -186,8 +211,9 @@ def _export(args: argparse.Namespace) -> int:
     from kwire.spark._options import parse_read_options
     from kwire.spark._pipeline import export
 
+    plain = {k: v for k, v in options.items() if not k.lower().startswith("kafka.")}
     try:
-        parse_read_options(options)  # a bad option is a usage error, found before Spark starts
+        parse_read_options(plain)  # a bad option is a usage error, found before Spark starts
     except OptionError as exc:
         print(f"kwire pipeline: {exc}", file=sys.stderr)
         return EXIT_USAGE

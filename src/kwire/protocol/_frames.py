@@ -284,6 +284,9 @@ class FrameReader:
         return self._fill + self._frame_fill if self._frame is not None else self._fill
 
 
+_API_VERSIONS_KEY = 18
+
+
 class ClientConnection:
     """The client side of one Kafka connection, without I/O.
 
@@ -350,7 +353,15 @@ class ClientConnection:
         request, version = entry
         api_key = request.API_KEY
         assert api_key is not None
-        response = decode_response_frame(frame, api_key, version)
+        try:
+            response = decode_response_frame(frame, api_key, version)
+        except DecodeError:
+            if api_key != _API_VERSIONS_KEY or version == 0:
+                raise
+            # A broker that does not speak this ApiVersions version answers in v0 with
+            # UNSUPPORTED_VERSION and its own range (Kafka's ApiVersionsResponse.parse falls back
+            # to v0 the same way); the caller reads the error and asks again.
+            response = decode_response_frame(frame, api_key, 0)
         response.request = request
         return response
 

@@ -187,6 +187,13 @@ def _parse_int(options: Mapping[str, str], name: str, default: int, *, minimum: 
     return value
 
 
+def parse_min_partitions(options: Mapping[str, str]) -> int | None:
+    """kafka-wire's ``minPartitions`` (Spark's KafkaSourceProvider: a positive integer), or None."""
+    if _get(options, "minPartitions") is None:
+        return None
+    return _parse_int(options, "minPartitions", 1)
+
+
 def _parse_per_partition(name: str, raw: str) -> Bounds:
     try:
         doc = json.loads(raw)

@@ -1,6 +1,11 @@
 """The pipeline jobs behind `kwire pipeline` and `kwire run`: export a Kafka log directory to a
 table format, and convert a log directory to another record format, both on Spark.
 
+The input is a log directory (kafka-log) or a live cluster (kafka-wire, ``input_path=None`` and
+the ``kafka.*`` options, bootstrap servers first, in ``options``): the jobs differ only in the
+reader that supplies each Spark task's Arrow batches and in how the partitions to export are
+listed (the directory's folders, or Metadata), so both export the same way, exactly once.
+
 export: `spark.read.format("kafka-log")` -> Spark's Parquet writer (or the arrow engine's tasks),
 so record data flows from executors to files and never through the driver. The files go to a
 folder of the run's own; Delta and Iceberg need no Spark jars: delta-rs commits the files (a new
@@ -139,9 +144,22 @@ def track_progress(
         callback(total, total)
 
 
-def selected_bytes(input_path: str, options: Mapping[str, str]) -> int:
+def from_cluster(input_path: str | None, options: Mapping[str, str] | None) -> bool:
+    """Whether an export reads a live cluster (kafka-wire): no input path, bootstrap servers in the
+    ``kafka.*`` options; one of the two must be given."""
+    bootstrap = any(k.lower() == "kafka.bootstrap.servers" for k in options or {})
+    if (input_path is None) == (not bootstrap):
+        raise KwireError("export reads a log directory or a cluster (kafka.bootstrap.servers)")
+    return input_path is None
+
+
+def selected_bytes(input_path: str | None, options: Mapping[str, str]) -> int:
     """The ``.log`` bytes a read with these options selects (its planned byte ranges: topics,
-    partitions and offset bounds applied), what a job's input is measured by."""
+    partitions and offset bounds applied), what a job's input is measured by; 0 for a cluster,
+    whose record bytes are not known before they are fetched."""
+    if from_cluster(input_path, options):
+        return 0
+    assert input_path is not None
     from kwire.spark._options import parse_read_options
     from kwire.spark._source import plan_scan
 
@@ -162,12 +180,18 @@ def _dir_bytes(path: str) -> int:
         return 0
 
 
-def read_log(spark: SparkSession, path: str, options: dict[str, str] | None = None) -> DataFrame:
-    """``spark.read.format("kafka-log")`` with options; the records of a log directory."""
-    reader = spark.read.format(FORMAT)
+def read_log(
+    spark: SparkSession, path: str | None, options: dict[str, str] | None = None
+) -> DataFrame:
+    """``spark.read.format("kafka-log")`` with options, the records of a log directory; with
+    ``path=None``, ``kafka-wire`` (a cluster named by the ``kafka.*`` options)."""
+    from kwire.spark._wire_source import WIRE_FORMAT
+
+    wire = from_cluster(path, options)
+    reader = spark.read.format(WIRE_FORMAT if wire else FORMAT)
     for key, value in (options or {}).items():
         reader = reader.option(key, value)
-    return reader.load(to_uri(path))
+    return reader.load() if path is None else reader.load(to_uri(path))
 
 
 def _local(uri: str) -> str | None:
@@ -232,11 +256,11 @@ def _iceberg_table_at(uri: str) -> bool:
     return str(table.location()).rstrip("/").startswith(uri.rstrip("/"))
 
 
-def check_paths(input_path: str, output: str, fmt: str) -> None:
+def check_paths(input_path: str | None, output: str, fmt: str) -> None:
     """Refuse an export that could destroy data: input and output overlapping, or an output that
     exists and is not a ``fmt`` table (Spark's errorifexists; a table of that format is the
     export's own and gets a new version)."""
-    if overlaps(input_path, output):
+    if input_path is not None and overlaps(input_path, output):
         raise KwireError(f"--output {output} overlaps --input {input_path}: choose another output")
     kind = table_kind(output)
     if kind is not None and kind != fmt:
@@ -272,7 +296,7 @@ def _for_iceberg(df: DataFrame) -> DataFrame:
 
 def export(
     spark: SparkSession,
-    input_path: str,
+    input_path: str | None,
     output: str,
     fmt: str = "parquet",
     *,
@@ -281,7 +305,8 @@ def export(
     engine: str = "arrow",
     incremental: bool = False,
 ) -> JobResult:
-    """Export the records of a log directory to Parquet, Delta or Iceberg at ``output``.
+    """Export the records of a log directory (or, ``input_path=None``, of the cluster the
+    ``kafka.*`` options name) to Parquet, Delta or Iceberg at ``output``.
 
     ``incremental=True``: ``export_incremental`` (Delta or Iceberg; only records not exported
     yet, exactly once).
@@ -344,7 +369,12 @@ def export(
 
 
 def _export_arrow(
-    spark: SparkSession, input_path: str, data_uri: str, options: dict[str, str], *, iceberg: bool
+    spark: SparkSession,
+    input_path: str | None,
+    data_uri: str,
+    options: dict[str, str],
+    *,
+    iceberg: bool,
 ) -> None:
     """Each Spark task reads its split(s) and writes one Parquet file with pyarrow."""
     reader = source_reader(input_path, options)
@@ -360,14 +390,20 @@ def _export_arrow(
         ).collect()
 
 
-def source_reader(input_path: str, options: Mapping[str, str]) -> Any:
-    """The reader the kafka-log DataFrame source would use for these options (typed values,
-    views and column choices included), for jobs that run it in their own Spark tasks."""
+def source_reader(input_path: str | None, options: Mapping[str, str]) -> Any:
+    """The reader the kafka-log DataFrame source (kafka-wire's, ``input_path=None``) would use for
+    these options (typed values, views and column choices included), for jobs that run it in
+    their own Spark tasks."""
     from pyspark.sql.types import StructType
 
     from kwire.spark._source import KafkaLogDataSource
+    from kwire.spark._wire_source import KafkaWireDataSource
 
-    source = KafkaLogDataSource({**options, "path": input_path})
+    if from_cluster(input_path, options):
+        source: Any = KafkaWireDataSource(dict(options))
+    else:
+        assert input_path is not None
+        source = KafkaLogDataSource({**options, "path": input_path})
     declared = source.schema()
     schema = StructType.fromDDL(declared) if isinstance(declared, str) else declared
     assert isinstance(schema, StructType)
@@ -756,22 +792,35 @@ def _committed_offsets(out_uri: str, fmt: str) -> dict[str, dict[str, int]]:
     return {} if raw is None else dict(json.loads(raw))
 
 
-def _starting_offsets(
-    input_path: str, options: dict[str, str], committed: dict[str, dict[str, int]]
-) -> dict[str, dict[str, int]]:
-    """startingOffsets for every selected topic-partition: the committed end, else earliest."""
+def _selected_partitions(input_path: str | None, options: dict[str, str]) -> list[tuple[str, int]]:
+    """The topic-partitions a read with these options selects: the log directory's partition
+    folders, or the cluster's partitions by Metadata; internal topics left out."""
     from kwire.log import partitions_from_paths
 
     # the options as the source applies them (decoding narrows them to the subject's topics)
-    parsed = source_reader(input_path, options).options
-    fs, root = resolve(to_uri(input_path))
-    files = list_files(fs, root)
+    reader = source_reader(input_path, options)
+    if from_cluster(input_path, options):
+        from kwire.client import KafkaClient
+        from kwire.spark._wire_source import subscribed_partitions
+
+        with KafkaClient(reader.client_options) as client:
+            found = subscribed_partitions(client, reader.options)
+    else:
+        assert input_path is not None
+        fs, root = resolve(to_uri(input_path))
+        files = list_files(fs, root)
+        found = [(p.topic, p.partition) for p in partitions_from_paths(sorted(files), files)]
+    return [tp for tp in found if not tp[0].startswith("__") and reader.options.wants(*tp)]
+
+
+def _starting_offsets(
+    input_path: str | None, options: dict[str, str], committed: dict[str, dict[str, int]]
+) -> dict[str, dict[str, int]]:
+    """startingOffsets for every selected topic-partition: the committed end, else earliest."""
     starting: dict[str, dict[str, int]] = {}
-    for pdir in partitions_from_paths(sorted(files), files):
-        if pdir.topic.startswith("__") or not parsed.wants(pdir.topic, pdir.partition):
-            continue
-        start = committed.get(pdir.topic, {}).get(str(pdir.partition), -2)
-        starting.setdefault(pdir.topic, {})[str(pdir.partition)] = start
+    for topic, partition in _selected_partitions(input_path, options):
+        start = committed.get(topic, {}).get(str(partition), -2)
+        starting.setdefault(topic, {})[str(partition)] = start
     return starting
 
 
@@ -830,7 +879,7 @@ def _write_partitioned(
 
 def export_incremental(
     spark: SparkSession,
-    input_path: str,
+    input_path: str | None,
     output: str,
     fmt: str = "delta",
     *,
@@ -838,7 +887,9 @@ def export_incremental(
     progress: ProgressCallback | None = None,
     _fail_before_commit: bool = False,
 ) -> JobResult:
-    """Add the records not exported yet to a Delta or Iceberg table, exactly once.
+    """Add the records not exported yet (from a log directory, or from the cluster the
+    ``kafka.*`` options name when ``input_path`` is None) to a Delta or Iceberg table, exactly
+    once.
 
     The table's own commit records, per topic-partition, the offset after the last record it holds
     (Delta: the commit's metadata, with an app transaction ``kwire-export``; Iceberg: the snapshot

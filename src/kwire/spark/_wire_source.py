@@ -8,7 +8,8 @@ bytes come from. ``kafka.*`` options go to the client (kwire.client.ClientConfig
 
 Planning runs on the driver: Metadata for the subscribed topics, ListOffsets for the earliest and
 latest offsets (and for timestamps), each Spark partition one (topic, partition, from, until)
-range. Offsets before the log start fail the query under failOnDataLoss (the default), naming
+range (``minPartitions``: big ranges split in pieces, as Spark's KafkaOffsetRangeCalculator
+does). Offsets before the log start fail the query under failOnDataLoss (the default), naming
 the partition and the offsets, as Spark's Kafka source does; with failOnDataLoss=false the range
 starts at the log start, with a warning. Executors fetch their range from the partition's leader
 with kwire.client, which decodes the fetched batches to Arrow without a Python object per record.
@@ -37,7 +38,12 @@ from pyspark.sql.streaming.datasource import (
 
 from kwire.client import EARLIEST, LATEST, ClientConfig, KafkaClient
 from kwire.errors import OptionError
-from kwire.spark._options import ReadOptions, bound_for, parse_read_options
+from kwire.spark._options import (
+    ReadOptions,
+    bound_for,
+    parse_min_partitions,
+    parse_read_options,
+)
 from kwire.spark._schema import CORRUPT_RECORD, schema_for
 from kwire.spark._stream import (
     TriggerDelay,
@@ -53,7 +59,7 @@ if TYPE_CHECKING:
 
     from kwire.spark._wire_sink import KafkaWireWriter
 
-__all__ = ["WIRE_FORMAT", "KafkaWireDataSource", "WireRange", "plan_ranges"]
+__all__ = ["WIRE_FORMAT", "KafkaWireDataSource", "WireRange", "plan_ranges", "split_ranges"]
 
 log = logging.getLogger("kwire.spark")
 
@@ -83,6 +89,40 @@ class WireRange(InputPartition):  # type: ignore[misc]
     partition: int
     start: int
     end: int
+
+
+def split_ranges(ranges: list[WireRange], min_partitions: int | None) -> list[WireRange]:
+    """At least about ``min_partitions`` ranges: Spark's KafkaOffsetRangeCalculator.getRanges.
+
+    Empty ranges are dropped. With fewer non-empty ranges than ``min_partitions``, each range gets
+    a share of the pieces proportional to its size (rounded, at least one); the ranges that keep
+    one piece are taken out of the proportion first, so the big ranges share what is left. A
+    range's pieces are contiguous and cover it exactly once (the last one takes the rounding)."""
+    ranges = [r for r in ranges if r.end > r.start]
+    if min_partitions is None or len(ranges) >= min_partitions:
+        return ranges
+
+    def pieces(size: int, total: int, wanted: int) -> int:
+        # Scala's math.round: half up
+        return max(int(size / total * wanted + 0.5), 1)
+
+    total = sum(r.end - r.start for r in ranges)
+    whole = {id(r) for r in ranges if pieces(r.end - r.start, total, min_partitions) == 1}
+    whole_size = sum(r.end - r.start for r in ranges if id(r) in whole)
+    split_min = max(min_partitions - len(whole), 1)
+    out: list[WireRange] = []
+    for r in ranges:
+        size = r.end - r.start
+        parts = 1 if id(r) in whole else pieces(size, total - whole_size, split_min)
+        remaining, start = size, r.start
+        for part in range(parts):
+            this = remaining // (parts - part)
+            remaining -= this
+            end = min(start + this, r.end)
+            if end > start:
+                out.append(WireRange(r.topic, r.partition, start, end))
+            start = end
+    return out
 
 
 def _selected(options: ReadOptions, topics: Mapping[str, int]) -> list[tuple[str, int]]:
@@ -147,7 +187,9 @@ def subscribed_partitions(client: KafkaClient, options: ReadOptions) -> list[tup
     return _selected(options, counts)
 
 
-def plan_ranges(client: KafkaClient, options: ReadOptions) -> list[WireRange]:
+def plan_ranges(
+    client: KafkaClient, options: ReadOptions, min_partitions: int | None = None
+) -> list[WireRange]:
     """The (topic, partition, from, until) ranges of a batch read (driver side)."""
     tps = subscribed_partitions(client, options)
     earliest = client.list_offsets(tps, EARLIEST)
@@ -177,7 +219,7 @@ def plan_ranges(client: KafkaClient, options: ReadOptions) -> list[WireRange]:
             )
         if start < end:
             ranges.append(WireRange(tp[0], tp[1], start, end))
-    return ranges
+    return split_ranges(ranges, min_partitions)
 
 
 class KafkaWireReader(DataSourceReader):  # type: ignore[misc]
@@ -185,10 +227,11 @@ class KafkaWireReader(DataSourceReader):  # type: ignore[misc]
         self.client_options = client_options(options)
         self.options = read
         self.schema = schema
+        self.min_partitions = parse_min_partitions(options)
 
     def partitions(self) -> list[WireRange]:
         with KafkaClient(self.client_options) as client:
-            ranges = plan_ranges(client, self.options)
+            ranges = plan_ranges(client, self.options, self.min_partitions)
         log.info(
             "kwire: kafka-wire plans %d ranges, %d offsets",
             len(ranges),
@@ -245,12 +288,15 @@ class KafkaWireDataSource(DataSource):  # type: ignore[misc]
     def _read_options(self, *, streaming: bool = False) -> ReadOptions:
         # the kafka.* options are the client's; kafka.isolation.level is the reader's too, and
         # parse_read_options reads it (with kwire's alias) as for kafka-log
+        # minPartitions is kafka-wire's own (parse_min_partitions), not a log directory's
         plain = {
             k: v
             for k, v in self.options.items()
-            if not k.lower().startswith("kafka.") or k.lower() == "kafka.isolation.level"
+            if (not k.lower().startswith("kafka.") or k.lower() == "kafka.isolation.level")
+            and k.lower() != "minpartitions"
         }
         options = parse_read_options(plain, streaming=streaming)
+        parse_min_partitions(self.options)  # a bad value fails when the DataFrame is defined
         if not options.subscribed:
             raise OptionError(
                 "kafka-wire: one of the options subscribe, subscribePattern or assign is required"
@@ -297,6 +343,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self._client: KafkaClient | None = None
         self._target_ends: dict[TP, int] | None = None
         self._trigger_delay = TriggerDelay(read)
+        self.min_partitions = parse_min_partitions(options)
 
     @property
     def client(self) -> KafkaClient:
@@ -370,7 +417,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                 s = earliest[tp]
             if s < e:
                 ranges.append(WireRange(tp[0], tp[1], s, e))
-        return ranges
+        return split_ranges(ranges, self.min_partitions)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         yield from read_range(self.client_options, self.options, self.schema, partition)

@@ -114,3 +114,29 @@ def test_unknown_correlation_id() -> None:
     client.receive_data(frame)
     with pytest.raises(DecodeError, match="unknown correlation id 5"):
         client.next_response()
+
+
+def test_client_reads_an_apiversions_refusal_in_v0() -> None:
+    """A broker older than the asked ApiVersions version answers in v0 with UNSUPPORTED_VERSION
+    (Kafka's brokers since 0.10.0); the client reads that answer as v0, as Kafka's
+    ApiVersionsResponse.parse does, instead of failing on it."""
+    from kwire.protocol import ClientConnection, ErrorCode, message_class
+    from kwire.protocol._frames import encode_response_frame
+
+    request = message_class("ApiVersionsRequest")(client_software_name="kwire")
+    client = ClientConnection("c")
+    cid = client.next_correlation_id
+    client.send(request, 4)
+    answer = message_class("ApiVersionsResponse")(
+        error_code=ErrorCode.UNSUPPORTED_VERSION,
+        api_keys=[
+            message_class("ApiVersionsResponse").ApiVersion(
+                api_key=18, min_version=0, max_version=3
+            )
+        ],
+    )
+    client.receive_data(encode_response_frame(answer, 0, correlation_id=cid))
+    response = client.next_response()
+    assert response is not None
+    assert response.message.error_code == ErrorCode.UNSUPPORTED_VERSION
+    assert [(k.api_key, k.max_version) for k in response.message.api_keys] == [(18, 3)]
