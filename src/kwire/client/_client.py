@@ -704,7 +704,7 @@ class AsyncKafkaClient:
                 f"({txn.last_error}); abort it"
             )
         txn.ending(commit)
-        if not txn.partitions and not txn.groups:
+        if not txn.partitions and not txn.groups and not txn.resumed:
             txn.ended(-1, -1)
             return
         cls = message_class("EndTxnRequest")

@@ -124,6 +124,30 @@ class Transaction:
     partitions: set[tuple[str, int]] = field(default_factory=set)
     groups: set[str] = field(default_factory=set)
     last_error: TransactionError | None = None
+    #: opened by another producer instance: EndTxn is sent even though nothing was added here
+    resumed: bool = False
+
+    @classmethod
+    def resume(
+        cls,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        *,
+        transaction_v2: bool,
+    ) -> Transaction:
+        """An open transaction of another producer instance (a Spark task), to be committed or
+        aborted here. Kafka's ``TransactionCoordinator.endTransaction`` checks the transactional
+        id, producer id and epoch of an EndTxn, not the connection it came on, so whoever holds
+        the three can end the transaction (Flink's ``FlinkKafkaInternalProducer`` does the same
+        to commit after a restart)."""
+        return cls(
+            transactional_id,
+            state=TransactionState.IN_TRANSACTION,
+            sequences=IdempotentSequences(producer_id, producer_epoch),
+            transaction_v2=transaction_v2,
+            resumed=True,
+        )
 
     @property
     def producer_id(self) -> int:
@@ -187,6 +211,7 @@ class Transaction:
             self.sequences = IdempotentSequences(producer_id, producer_epoch)
         self.partitions.clear()
         self.groups.clear()
+        self.resumed = False
 
     def failed(self, error: TransactionError) -> TransactionError:
         """Record a non-retriable failure: FATAL_ERROR, or ABORTABLE_ERROR inside a transaction."""
