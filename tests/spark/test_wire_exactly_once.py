@@ -181,3 +181,31 @@ def test_driver_killed_mid_batch_every_row_once(kwire_broker: Any, tmp_path: Pat
     assert committed == Counter(f"r{i}".encode() for i in range(N))
     everything = read_values(kwire_broker.bootstrap, "eos-out", 2, "read_uncommitted")
     assert len(everything) > N  # the crashed batches' aborted copies are in the log, unseen
+
+
+def test_exactly_once_options() -> None:
+    from pyspark.sql.types import BinaryType, StructField, StructType
+
+    from kwire.errors import OptionError
+    from kwire.spark._wire_sink import KafkaWireStreamWriter
+    from kwire.spark._wire_source import KafkaWireDataSource
+
+    schema = StructType([StructField("value", BinaryType())])
+    base = {"kafka.bootstrap.servers": "127.0.0.1:1", "topic": "t"}
+
+    def stream(**options: str) -> KafkaWireStreamWriter:
+        return KafkaWireDataSource({**base, **options}).streamWriter(schema, False)
+
+    assert not stream().exactly_once
+    writer = stream(exactlyOnce="true", transactionalIdPrefix="p")
+    assert (writer.exactly_once, writer.prefix) == (True, "p")
+    with pytest.raises(OptionError, match="true or false"):
+        stream(exactlyOnce="yes")
+    with pytest.raises(OptionError, match="for exactlyOnce=true"):
+        stream(transactionalIdPrefix="p")
+    with pytest.raises(OptionError, match="transactionalIdPrefix"):
+        stream(exactlyOnce="true", **{"kafka.transactional.id": "mine"})
+    with pytest.raises(OptionError, match="idempotent"):
+        stream(exactlyOnce="true", **{"kafka.acks": "1"})
+    with pytest.raises(OptionError, match="for writeStream"):
+        KafkaWireDataSource({**base, "exactlyOnce": "true"}).writer(schema, False)

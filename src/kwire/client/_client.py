@@ -494,6 +494,9 @@ class AsyncKafkaClient:
             conn = await self._any_connection()
             cls = message_class("FindCoordinatorRequest")
             version = conn.versions.pick("FindCoordinatorRequest")
+            if key_type and version < 1:
+                # v0 finds group coordinators only: a broker before 0.11 has no transactions
+                raise ClientError(f"the broker at {conn.address} has no transactions (Kafka 0.11+)")
             if version >= 4:
                 request = cls(key_type=key_type, coordinator_keys=[key])
             else:

@@ -263,6 +263,11 @@ class KafkaWireDataSource(DataSource):  # type: ignore[misc]
                 'kafka-wire sink: a Kafka topic is appended to; use mode("append") (Spark\'s '
                 "Kafka sink refuses other modes too)"
             )
+        if self._option("exactlyOnce") is not None or self._option("transactionalIdPrefix"):
+            raise OptionError(
+                "kafka-wire sink: exactlyOnce / transactionalIdPrefix are for writeStream (a "
+                "batch write's tasks are committed as they finish, as Spark's Kafka sink does)"
+            )
         return KafkaWireWriter(client_options(self.options), self._option("topic"), schema)
 
     def _option(self, name: str) -> str | None:
