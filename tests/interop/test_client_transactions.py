@@ -157,3 +157,15 @@ def test_transactional_options_follow_kafka() -> None:
         ClientConfig.from_options(
             {"bootstrap.servers": "h:1", "transactional.id": "x", "acks": "1"}
         )
+
+
+def test_brokers_before_0_11_have_no_transactions(start_broker: Callable[..., Any]) -> None:
+    from kwire.errors import UnsupportedVersionError
+
+    b = start_broker(kafka_version="0.10.2")
+    options = {"bootstrap.servers": b.bootstrap, "transactional.id": "t-old"}
+    with (
+        KafkaClient(options) as client,
+        pytest.raises(UnsupportedVersionError, match=r"Kafka 0\.11"),
+    ):
+        client.init_transactions()

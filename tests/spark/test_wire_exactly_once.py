@@ -167,6 +167,7 @@ def test_driver_killed_mid_batch_every_row_once(kwire_broker: Any, tmp_path: Pat
     for i in range(N):
         producer.produce("eos-in", value=f"r{i}".encode(), partition=i % 3)
     assert producer.flush(30) == 0
+    del producer  # librdkafka would reconnect to the stopped broker at teardown
 
     for crash in ("1:before", "2:partial", "3:after"):
         (tmp_path / "crashed").unlink(missing_ok=True)
@@ -209,3 +210,45 @@ def test_exactly_once_options() -> None:
         stream(exactlyOnce="true", **{"kafka.acks": "1"})
     with pytest.raises(OptionError, match="for writeStream"):
         KafkaWireDataSource({**base, "exactlyOnce": "true"}).writer(schema, False)
+
+
+def test_stream_sink_default_is_at_least_once(
+    spark: Any, kwire_broker: Any, tmp_path: Path
+) -> None:
+    """Without exactlyOnce the streaming sink is Spark's Kafka sink's: idempotent producers, no
+    transactions (read uncommitted and read committed see the same records)."""
+    import confluent_kafka as ck
+
+    from kwire.spark import register
+
+    register(spark)
+    kwire_broker.create_topic("plain-in", partitions=2)
+    kwire_broker.create_topic("plain-out", partitions=1)
+    producer = ck.Producer({"bootstrap.servers": kwire_broker.bootstrap})
+    for i in range(50):
+        producer.produce("plain-in", value=f"p{i}".encode(), partition=i % 2)
+    assert producer.flush(30) == 0
+    del producer
+    query = (
+        spark.readStream.format("kafka-wire")
+        .option("kafka.bootstrap.servers", kwire_broker.bootstrap)
+        .option("subscribe", "plain-in")
+        .option("startingOffsets", "earliest")
+        .load()
+        .selectExpr("value")
+        .writeStream.format("kafka-wire")
+        .option("kafka.bootstrap.servers", kwire_broker.bootstrap)
+        .option("topic", "plain-out")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(180), "the stream did not finish in 180 s"
+    assert query.exception() is None
+    expected = Counter(f"p{i}".encode() for i in range(50))
+    assert (
+        Counter(read_values(kwire_broker.bootstrap, "plain-out", 1, "read_uncommitted")) == expected
+    )
+    assert (
+        Counter(read_values(kwire_broker.bootstrap, "plain-out", 1, "read_committed")) == expected
+    )

@@ -42,7 +42,7 @@ from kwire.client._txn import (
     TransactionState,
     txn_error,
 )
-from kwire.errors import OffsetOutOfRangeError
+from kwire.errors import OffsetOutOfRangeError, UnsupportedVersionError
 from kwire.protocol import ErrorCode, message_class, struct_class
 from kwire.records import BatchBuilder
 
@@ -473,7 +473,7 @@ class AsyncKafkaClient:
                 transactional=transactional,
             )
         if transactional:
-            raise ClientError("transactions need a broker with Produce v3+ (Kafka 0.11+)")
+            raise UnsupportedVersionError("transactions need Produce v3+ (Kafka 0.11+)")
 
         codec = self.config.compression_type
         if codec == "zstd":
@@ -496,7 +496,9 @@ class AsyncKafkaClient:
             version = conn.versions.pick("FindCoordinatorRequest")
             if key_type and version < 1:
                 # v0 finds group coordinators only: a broker before 0.11 has no transactions
-                raise ClientError(f"the broker at {conn.address} has no transactions (Kafka 0.11+)")
+                raise UnsupportedVersionError(
+                    f"the broker at {conn.address} has no transactions (Kafka 0.11+)"
+                )
             if version >= 4:
                 request = cls(key_type=key_type, coordinator_keys=[key])
             else:
