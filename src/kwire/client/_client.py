@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import random
 import time
-from collections.abc import AsyncGenerator, Iterable, Sequence
+from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kwire.client._config import ClientConfig
@@ -37,7 +37,14 @@ from kwire.client._produce import (
     parse_produce_response,
     produce_request,
 )
-from kwire.errors import OffsetOutOfRangeError
+from kwire.client._txn import (
+    COORDINATOR_MOVED,
+    Transaction,
+    TransactionError,
+    TransactionState,
+    txn_error,
+)
+from kwire.errors import OffsetOutOfRangeError, UnsupportedVersionError
 from kwire.protocol import ErrorCode, message_class, struct_class
 from kwire.records import BatchBuilder
 
@@ -74,6 +81,7 @@ class AsyncKafkaClient:
         self.metadata = ClusterMetadata()
         self.backoff = Backoff(config.retry_backoff_ms, config.retry_backoff_max_ms, rng)
         self._connections: dict[str, BrokerConnection] = {}
+        self._coordinators: dict[tuple[int, str], BrokerAddress] = {}
         self._bootstrapped = False
 
     async def __aenter__(self) -> AsyncKafkaClient:
@@ -407,27 +415,40 @@ class AsyncKafkaClient:
         records: Sequence[tuple[bytes | None, bytes | None, Any, int]],
         *,
         sequences: IdempotentSequences | None = None,
+        transaction: Transaction | None = None,
     ) -> int:
         """Append ``(key, value, headers, timestamp_ms)`` records as one batch; its base offset.
 
         The batch is built once per record format and resent unchanged on retriable errors, so
         with ``sequences`` (an idempotent producer) a retry of a batch the broker already has is
-        answered with the first append's offset, never appended twice.
+        answered with the first append's offset, never appended twice. With ``transaction`` (an
+        open one, ``begin_transaction``) the batch is part of it: its partition is added first
+        (AddPartitionsToTxn; with transaction v2 the broker adds it), and read_committed readers
+        see it only once the transaction commits.
         """
         if not records:
             raise ValueError("produce needs at least one record")
         if topic not in self.metadata.partitions:
             await self._metadata_once(None)
+        if transaction is not None:
+            transaction.require_open(f"produce to {topic}-{partition}")
+            sequences = transaction.sequences
+            await self._add_partitions(transaction, [(topic, partition)])
         built: dict[int, tuple[bytes, int]] = {}
 
         async def attempt() -> int:
             _, conn = await self._leader(topic, partition)
-            version = conn.versions.pick("ProduceRequest")
+            top = None
+            if transaction is not None and not transaction.transaction_v2:
+                top = 11  # v12+ tells a TV2 broker to add the partition itself (KIP-890)
+            version = conn.versions.pick("ProduceRequest", max_version=top)
             if version >= 13 and topic not in self.metadata.topic_ids:
                 version = 12
             magic = 2 if version >= 3 else 1 if version == 2 else 0
             if magic not in built:
-                built[magic] = self._build(topic, partition, records, magic, sequences)
+                built[magic] = self._build(
+                    topic, partition, records, magic, sequences, transaction is not None
+                )
             data, _ = built[magic]
             request = produce_request(
                 {(topic, partition): data},
@@ -435,6 +456,7 @@ class AsyncKafkaClient:
                 acks=self.config.acks,
                 timeout_ms=self.config.request_timeout_ms,
                 metadata=self.metadata,
+                transactional_id=transaction.transactional_id if transaction else None,
             )
             response = await conn.request(request, version)
             result = parse_produce_response(response, version, self.metadata).get(
@@ -448,7 +470,15 @@ class AsyncKafkaClient:
                 raise KafkaApiError(result.error, f"Produce to {topic}-{partition}", result.message)
             return int(result.base_offset)
 
-        offset: int = await self._retrying(attempt)
+        if transaction is None:
+            offset: int = await self._retrying(attempt)
+        else:
+            try:
+                offset = await self._retrying(attempt)
+            except KafkaApiError as exc:
+                error = txn_error(exc.error, exc.where, str(exc))
+                raise transaction.failed(error) from exc
+            transaction.added([(topic, partition)])
         if sequences is not None and sequences.producer_id >= 0:
             sequences.acknowledged(topic, partition, len(records))
         return offset
@@ -460,6 +490,7 @@ class AsyncKafkaClient:
         records: Sequence[tuple[bytes | None, bytes | None, Any, int]],
         magic: int,
         sequences: IdempotentSequences | None,
+        transactional: bool = False,
     ) -> tuple[bytes, int]:
         if magic == 2:
             return build_batch_for(
@@ -468,7 +499,10 @@ class AsyncKafkaClient:
                 sequences=sequences,
                 topic=topic,
                 partition=partition,
+                transactional=transactional,
             )
+        if transactional:
+            raise UnsupportedVersionError("transactions need Produce v3+ (Kafka 0.11+)")
 
         codec = self.config.compression_type
         if codec == "zstd":
@@ -479,3 +513,290 @@ class AsyncKafkaClient:
                 raise ClientError(f"magic {magic} (an old broker) has no record headers")
             builder.append(timestamp=timestamp if magic else -1, key=key, value=value)
         return builder.build(), len(builder)
+
+    # ---- transactions (KIP-98) -----------------------------------------------------------------
+    async def _coordinator(self, key: str, key_type: int) -> BrokerConnection:
+        """The group (``key_type`` 0) or transaction (1) coordinator of ``key`` (FindCoordinator;
+        v4+ asks in batch form, KIP-699). Kept until an error says it moved."""
+        known = self._coordinators.get((key_type, key))
+        if known is None:
+            conn = await self._any_connection()
+            cls = message_class("FindCoordinatorRequest")
+            version = conn.versions.pick("FindCoordinatorRequest")
+            if key_type and version < 1:
+                # v0 finds group coordinators only: a broker before 0.11 has no transactions
+                raise UnsupportedVersionError(
+                    f"the broker at {conn.address} has no transactions (Kafka 0.11+)"
+                )
+            if version >= 4:
+                request = cls(key_type=key_type, coordinator_keys=[key])
+            else:
+                request = cls(key=key, **({"key_type": key_type} if version >= 1 else {}))
+            response = await conn.request(request, version, check=False)
+            if version >= 4:
+                found = next(iter(response.coordinators), None)
+                if found is None:
+                    raise ClientError(f"FindCoordinator answer from {conn.address} is empty")
+                error, message = ErrorCode(found.error_code), found.error_message
+                node_id, host, port = found.node_id, found.host, found.port
+            else:
+                error = ErrorCode(response.error_code)
+                message = getattr(response, "error_message", None)
+                node_id, host, port = response.node_id, response.host, response.port
+            if error != ErrorCode.NONE:
+                raise txn_error(error, f"FindCoordinator of {key!r}", message)
+            known = BrokerAddress(node_id, host, port)
+            self._coordinators[(key_type, key)] = known
+        try:
+            return await self._connection(known.host, known.port)
+        except ClientError:
+            self._coordinators.pop((key_type, key), None)
+            raise
+
+    async def _to_coordinator(
+        self, key: str, key_type: int, build: Any, check: Any, where: str
+    ) -> Any:
+        """Send ``build(conn)`` -> (request, version) to ``key``'s coordinator until ``check``
+        (the response -> ErrorCode) answers NONE: Kafka's ``TxnRequestHandler`` retries."""
+
+        async def attempt() -> Any:
+            conn = await self._coordinator(key, key_type)
+            request, version = build(conn)
+            try:
+                response = await conn.request(request, version, check=False)
+            except ClientError:
+                self._coordinators.pop((key_type, key), None)
+                raise
+            error, message = check(response)
+            if error == ErrorCode.NONE:
+                return response
+            if error in COORDINATOR_MOVED:
+                self._coordinators.pop((key_type, key), None)
+            raise txn_error(error, where, message)
+
+        return await self._retrying(attempt, self.config.request_timeout_ms / 1000 * 4)
+
+    @staticmethod
+    def _top_error(response: Any) -> tuple[ErrorCode, str | None]:
+        return ErrorCode(response.error_code), getattr(response, "error_message", None)
+
+    async def init_transactions(
+        self, transactional_id: str | None = None, *, timeout_ms: int | None = None
+    ) -> Transaction:
+        """InitProducerId with a transactional id (default: ``transactional.id``): a new epoch,
+        which fences every earlier producer of that id and aborts a transaction it left open
+        (the coordinator answers CONCURRENT_TRANSACTIONS until the abort is done; retried)."""
+        tid = transactional_id or self.config.transactional_id
+        if not tid:
+            raise ClientError("init_transactions needs a transactional.id")
+        txn = Transaction(
+            tid, timeout_ms if timeout_ms is not None else self.config.transaction_timeout_ms
+        )
+        cls = message_class("InitProducerIdRequest")
+
+        def build(conn: BrokerConnection) -> tuple[Any, int]:
+            version = conn.versions.pick("InitProducerIdRequest")
+            extra: dict[str, Any] = (
+                {"producer_id": -1, "producer_epoch": -1} if version >= 3 else {}
+            )
+            return cls(
+                transactional_id=tid, transaction_timeout_ms=txn.timeout_ms, **extra
+            ), version
+
+        try:
+            response = await self._to_coordinator(
+                tid, 1, build, self._top_error, f"InitProducerId of {tid!r}"
+            )
+        except TransactionError as exc:
+            raise txn.failed(exc) from None
+        conn = await self._coordinator(tid, 1)
+        v2 = (
+            conn.versions.features.get("transaction.version", 0) >= 2
+            and conn.versions.pick("EndTxnRequest") >= 5
+        )
+        txn.initialized(response.producer_id, response.producer_epoch, transaction_v2=v2)
+        return txn
+
+    def begin_transaction(self, txn: Transaction) -> None:
+        txn.begin()
+
+    async def _add_partitions(self, txn: Transaction, partitions: list[tuple[str, int]]) -> None:
+        """AddPartitionsToTxn (v0-3, the client's versions) for partitions new to ``txn``."""
+        new = txn.to_add(partitions)
+        if not new:
+            return
+        cls = message_class("AddPartitionsToTxnRequest")
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in new:
+            by_topic.setdefault(topic, []).append(partition)
+
+        def build(conn: BrokerConnection) -> tuple[Any, int]:
+            version = conn.versions.pick("AddPartitionsToTxnRequest", max_version=3)
+            tcls = struct_class(cls, "v3_and_below_topics")
+            request = cls(
+                v3_and_below_transactional_id=txn.transactional_id,
+                v3_and_below_producer_id=txn.producer_id,
+                v3_and_below_producer_epoch=txn.producer_epoch,
+                v3_and_below_topics=[tcls(name=t, partitions=p) for t, p in by_topic.items()],
+            )
+            return request, version
+
+        def check(response: Any) -> tuple[ErrorCode, str | None]:
+            errors = [
+                ErrorCode(p.partition_error_code)
+                for t in response.results_by_topic_v3_and_below
+                for p in t.results_by_partition
+            ]
+            # OPERATION_NOT_ATTEMPTED: another partition of the request failed
+            real = [
+                e for e in errors if e not in (ErrorCode.NONE, ErrorCode.OPERATION_NOT_ATTEMPTED)
+            ]
+            return (real[0] if real else ErrorCode.NONE), None
+
+        try:
+            await self._to_coordinator(
+                txn.transactional_id,
+                1,
+                build,
+                check,
+                f"AddPartitionsToTxn of {txn.transactional_id!r}",
+            )
+        except TransactionError as exc:
+            raise txn.failed(exc) from None
+        txn.added(new)
+
+    async def send_offsets_to_transaction(
+        self,
+        txn: Transaction,
+        offsets: Mapping[tuple[str, int], tuple[int, str | None]],
+        group_id: str,
+    ) -> None:
+        """Commit ``offsets`` ((topic, partition) -> (offset, metadata)) of ``group_id`` as part of
+        ``txn``: AddOffsetsToTxn to the transaction coordinator (not with transaction v2, where
+        TxnOffsetCommit v5+ adds the group), then TxnOffsetCommit to the group coordinator."""
+        txn.require_open(f"send offsets of {group_id!r}")
+        try:
+            if group_id not in txn.groups and not txn.transaction_v2:
+                cls = message_class("AddOffsetsToTxnRequest")
+
+                def build_add(conn: BrokerConnection) -> tuple[Any, int]:
+                    request = cls(
+                        transactional_id=txn.transactional_id,
+                        producer_id=txn.producer_id,
+                        producer_epoch=txn.producer_epoch,
+                        group_id=group_id,
+                    )
+                    return request, conn.versions.pick("AddOffsetsToTxnRequest")
+
+                await self._to_coordinator(
+                    txn.transactional_id, 1, build_add, self._top_error, "AddOffsetsToTxn"
+                )
+            txn.groups.add(group_id)
+            commit_cls = message_class("TxnOffsetCommitRequest")
+            topic_cls = struct_class(commit_cls, "topics")
+            part_cls = struct_class(commit_cls, "topics", "partitions")
+            by_topic: dict[str, list[Any]] = {}
+            for (topic, partition), (offset, meta) in offsets.items():
+                by_topic.setdefault(topic, []).append(
+                    part_cls(
+                        partition_index=partition, committed_offset=offset, committed_metadata=meta
+                    )
+                )
+
+            def build_commit(conn: BrokerConnection) -> tuple[Any, int]:
+                top = None if txn.transaction_v2 else 4  # v5+: a TV2 group joins implicitly
+                version = conn.versions.pick("TxnOffsetCommitRequest", max_version=top)
+                request: Any = commit_cls(
+                    transactional_id=txn.transactional_id,
+                    group_id=group_id,
+                    producer_id=txn.producer_id,
+                    producer_epoch=txn.producer_epoch,
+                    topics=[topic_cls(name=t, partitions=p) for t, p in by_topic.items()],
+                )
+                if version >= 3:
+                    request.generation_id, request.member_id = -1, ""
+                return request, version
+
+            def check_commit(response: Any) -> tuple[ErrorCode, str | None]:
+                for t in response.topics:
+                    for p in t.partitions:
+                        if p.error_code:
+                            return ErrorCode(p.error_code), f"{t.name}-{p.partition_index}"
+                return ErrorCode.NONE, None
+
+            await self._to_coordinator(group_id, 0, build_commit, check_commit, "TxnOffsetCommit")
+        except TransactionError as exc:
+            raise txn.failed(exc) from None
+
+    async def end_transaction(self, txn: Transaction, commit: bool) -> None:
+        """EndTxn: commit (or abort) ``txn``; the coordinator writes the markers. A transaction
+        that added nothing ends without a request (``TransactionManager``'s
+        ``transactionStarted`` rule). Fenced: ``ProducerFencedError``."""
+        if commit and txn.state is TransactionState.ABORTABLE_ERROR:
+            raise ClientError(
+                f"cannot commit: the transaction of {txn.transactional_id!r} failed "
+                f"({txn.last_error}); abort it"
+            )
+        txn.ending(commit)
+        if not txn.partitions and not txn.groups and not txn.resumed:
+            txn.ended(-1, -1)
+            return
+        cls = message_class("EndTxnRequest")
+
+        def build(conn: BrokerConnection) -> tuple[Any, int]:
+            version = conn.versions.pick(
+                "EndTxnRequest", max_version=None if txn.transaction_v2 else 4
+            )
+            request = cls(
+                transactional_id=txn.transactional_id,
+                producer_id=txn.producer_id,
+                producer_epoch=txn.producer_epoch,
+                committed=commit,
+            )
+            return request, version
+
+        try:
+            response = await self._to_coordinator(
+                txn.transactional_id,
+                1,
+                build,
+                self._top_error,
+                f"EndTxn ({'commit' if commit else 'abort'}) of {txn.transactional_id!r}",
+            )
+        except TransactionError as exc:
+            raise txn.failed(exc) from None
+        txn.ended(getattr(response, "producer_id", -1), getattr(response, "producer_epoch", -1))
+
+    async def committed_offsets(
+        self, group_id: str, *, require_stable: bool = True
+    ) -> dict[tuple[str, int], tuple[int, str | None]]:
+        """Every committed offset of ``group_id`` (OffsetFetch of all topics, v2-v7);
+        ``require_stable``: wait for pending transactional commits (KIP-447: the coordinator
+        answers UNSTABLE_OFFSET_COMMIT, retried, until they are committed or aborted)."""
+        cls = message_class("OffsetFetchRequest")
+
+        def build(conn: BrokerConnection) -> tuple[Any, int]:
+            version = conn.versions.pick("OffsetFetchRequest", max_version=7)
+            if version < 2:
+                raise ClientError("OffsetFetch of every topic needs v2+ (Kafka 0.10.2+)")
+            request: Any = cls(group_id=group_id, topics=None)
+            if version >= 7:
+                request.require_stable = require_stable
+            return request, version
+
+        def check(response: Any) -> tuple[ErrorCode, str | None]:
+            if response.error_code:
+                return ErrorCode(response.error_code), None
+            for t in response.topics:
+                for p in t.partitions:
+                    if p.error_code:
+                        return ErrorCode(p.error_code), f"{t.name}-{p.partition_index}"
+            return ErrorCode.NONE, None
+
+        response = await self._to_coordinator(group_id, 0, build, check, "OffsetFetch")
+        return {
+            (t.name, p.partition_index): (int(p.committed_offset), p.metadata)
+            for t in response.topics
+            for p in t.partitions
+            if p.committed_offset >= 0
+        }

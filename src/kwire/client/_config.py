@@ -57,6 +57,8 @@ class ClientConfig:
     enable_idempotence: bool = True
     compression_type: str = "none"
     batch_size: int = 16_384
+    transactional_id: str | None = None
+    transaction_timeout_ms: int = 60_000
     sasl: SaslCredentials | None = None
 
     @classmethod
@@ -74,6 +76,7 @@ class ClientConfig:
             "fetch.max.wait.ms": "fetch_max_wait_ms",
             "fetch.max.bytes": "fetch_max_bytes",
             "max.partition.fetch.bytes": "max_partition_fetch_bytes",
+            "transaction.timeout.ms": "transaction_timeout_ms",
         }
         for name, attr in ints.items():
             if name in values:
@@ -108,6 +111,16 @@ class ClientConfig:
             idempotent = False  # Kafka 3.x: an explicit acks turns the default idempotence off
         if known["acks"] == 0:
             raise OptionError("acks=0 is not supported by kwire.client (use 1 or all)")
+        transactional_id = values.pop("transactional.id", None) or None
+        if transactional_id is not None:
+            if idempotence_text is not None and not idempotent:
+                # Kafka's ProducerConfig.postProcessAndValidateIdempotenceConfigs
+                raise OptionError(
+                    "Cannot set a transactional.id without also enabling idempotence."
+                )
+            if known["acks"] != -1:
+                raise OptionError("transactional.id needs acks=all (an idempotent producer)")
+            known["transactional_id"] = transactional_id
         known["enable_idempotence"] = idempotent
         compression = values.pop("compression.type", "none").lower()
         if compression not in ("none", "gzip", "snappy", "lz4", "zstd"):

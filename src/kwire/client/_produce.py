@@ -96,8 +96,10 @@ def build_batch_for(
     sequences: IdempotentSequences | None,
     topic: str,
     partition: int,
+    transactional: bool = False,
 ) -> tuple[bytes, int]:
-    """One v2 batch of ``(key, value, headers, timestamp_ms)`` records and its record count."""
+    """One v2 batch of ``(key, value, headers, timestamp_ms)`` records and its record count
+    (``transactional``: part of the producer's open transaction, KIP-98)."""
     idempotent = sequences is not None and sequences.producer_id >= 0
     builder = BatchBuilder(
         2,
@@ -105,6 +107,7 @@ def build_batch_for(
         producer_id=sequences.producer_id if idempotent and sequences else -1,
         producer_epoch=sequences.producer_epoch if idempotent and sequences else -1,
         base_sequence=sequences.base_sequence(topic, partition) if idempotent and sequences else -1,
+        is_transactional=transactional and idempotent,
     )
     for key, value, headers, timestamp in records:
         builder.append(timestamp=timestamp, key=key, value=value, headers=headers or ())

@@ -16,6 +16,7 @@ from kwire.client._config import ClientConfig
 from kwire.client._errors import KafkaApiError
 from kwire.client._metadata import ClusterMetadata
 from kwire.client._produce import IdempotentSequences
+from kwire.client._txn import Transaction
 from kwire.protocol import ErrorCode
 
 if TYPE_CHECKING:
@@ -109,10 +110,45 @@ class KafkaClient:
         records: Sequence[tuple[bytes | None, bytes | None, Any, int]],
         *,
         sequences: IdempotentSequences | None = None,
+        transaction: Transaction | None = None,
     ) -> int:
         """``AsyncKafkaClient.produce``: one batch, its base offset."""
         return self._run(  # type: ignore[no-any-return]
-            self._client.produce(topic, partition, records, sequences=sequences)
+            self._client.produce(
+                topic, partition, records, sequences=sequences, transaction=transaction
+            )
+        )
+
+    # ---- transactions: ``AsyncKafkaClient``'s, blocking ------------------------------------
+    def init_transactions(
+        self, transactional_id: str | None = None, *, timeout_ms: int | None = None
+    ) -> Transaction:
+        return self._run(  # type: ignore[no-any-return]
+            self._client.init_transactions(transactional_id, timeout_ms=timeout_ms)
+        )
+
+    def begin_transaction(self, txn: Transaction) -> None:
+        self._client.begin_transaction(txn)
+
+    def send_offsets_to_transaction(
+        self,
+        txn: Transaction,
+        offsets: Mapping[tuple[str, int], tuple[int, str | None]],
+        group_id: str,
+    ) -> None:
+        self._run(self._client.send_offsets_to_transaction(txn, offsets, group_id))
+
+    def commit_transaction(self, txn: Transaction) -> None:
+        self._run(self._client.end_transaction(txn, True))
+
+    def abort_transaction(self, txn: Transaction) -> None:
+        self._run(self._client.end_transaction(txn, False))
+
+    def committed_offsets(
+        self, group_id: str, *, require_stable: bool = True
+    ) -> dict[tuple[str, int], tuple[int, str | None]]:
+        return self._run(  # type: ignore[no-any-return]
+            self._client.committed_offsets(group_id, require_stable=require_stable)
         )
 
     def metadata_partition_count(self, topic: str) -> int:

@@ -21,9 +21,17 @@ __all__ = ["ApiVersionTable", "fallback_versions", "versions_from_response"]
 class ApiVersionTable:
     """API key -> (min, max) a broker advertised, and the version to use for each request."""
 
-    def __init__(self, advertised: Mapping[int, tuple[int, int]], *, source: str) -> None:
+    def __init__(
+        self,
+        advertised: Mapping[int, tuple[int, int]],
+        *,
+        source: str,
+        features: Mapping[str, int] | None = None,
+    ) -> None:
         self.advertised = dict(advertised)
         self.source = source
+        #: finalized feature levels (ApiVersions v3+, KIP-584), e.g. ``transaction.version``
+        self.features = dict(features or {})
 
     def has(self, api_key: int) -> bool:
         return api_key in self.advertised
@@ -52,6 +60,7 @@ def versions_from_response(response: Any) -> ApiVersionTable:
     return ApiVersionTable(
         {k.api_key: (k.min_version, k.max_version) for k in response.api_keys},
         source="ApiVersions",
+        features={f.name: f.max_version_level for f in response.finalized_features or ()},
     )
 
 

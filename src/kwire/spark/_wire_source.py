@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql.types import StructType
 
-    from kwire.spark._wire_sink import KafkaWireWriter
+    from kwire.spark._wire_sink import KafkaWireStreamWriter, KafkaWireWriter
 
 __all__ = ["WIRE_FORMAT", "KafkaWireDataSource", "WireRange", "plan_ranges", "split_ranges"]
 
@@ -317,8 +317,38 @@ class KafkaWireDataSource(DataSource):  # type: ignore[misc]
                 'kafka-wire sink: a Kafka topic is appended to; use mode("append") (Spark\'s '
                 "Kafka sink refuses other modes too)"
             )
-        topic = next((v for k, v in self.options.items() if k.lower() == "topic"), None)
-        return KafkaWireWriter(client_options(self.options), topic, schema)
+        if self._option("exactlyOnce") is not None or self._option("transactionalIdPrefix"):
+            raise OptionError(
+                "kafka-wire sink: exactlyOnce / transactionalIdPrefix are for writeStream (a "
+                "batch write's tasks are committed as they finish, as Spark's Kafka sink does)"
+            )
+        return KafkaWireWriter(client_options(self.options), self._option("topic"), schema)
+
+    def _option(self, name: str) -> str | None:
+        return next((v for k, v in self.options.items() if k.lower() == name.lower()), None)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> KafkaWireStreamWriter:
+        """``writeStream.format("kafka-wire")``: append output mode; ``exactlyOnce`` (default
+        false, Spark's Kafka sink's at least once) and ``transactionalIdPrefix``."""
+        from kwire.spark._wire_sink import KafkaWireStreamWriter
+
+        if overwrite:
+            raise OptionError(
+                'kafka-wire sink: a Kafka topic is appended to; use outputMode("append")'
+            )
+        exactly_once = (self._option("exactlyOnce") or "false").strip().lower()
+        if exactly_once not in ("true", "false"):
+            raise OptionError(f"exactlyOnce must be true or false, not {exactly_once!r}")
+        prefix = self._option("transactionalIdPrefix")
+        if prefix is not None and exactly_once != "true":
+            raise OptionError("transactionalIdPrefix is for exactlyOnce=true")
+        return KafkaWireStreamWriter(
+            client_options(self.options),
+            self._option("topic"),
+            schema,
+            exactly_once=exactly_once == "true",
+            transactional_id_prefix=prefix or None,
+        )
 
     def streamReader(self, schema: StructType) -> KafkaWireStreamReader:
         return KafkaWireStreamReader(self.options, self._read_options(streaming=True), schema)
