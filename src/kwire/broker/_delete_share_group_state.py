@@ -12,9 +12,9 @@ from typing import Any, Final
 
 from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
-from kwire.broker._share_coordinator import Changes, StateError, delete_state
+from kwire.broker._share_coordinator import Changes, delete_state
 from kwire.broker._share_service import share_coordinator
-from kwire.broker._share_state_requests import answer_partitions
+from kwire.broker._share_state_requests import answer_partitions, error_result
 from kwire.broker._state import BrokerState
 from kwire.protocol import message_class, struct_class
 
@@ -25,12 +25,7 @@ TOPIC_RESULT: Final = struct_class(RESPONSE, "results")
 PARTITION_RESULT: Final = struct_class(RESPONSE, "results", "partitions")
 
 
-def _result(partition: int, problem: StateError | None) -> Any:
-    return PARTITION_RESULT(
-        partition=partition,
-        error_code=0 if problem is None else int(problem.error),
-        error_message=None if problem is None else problem.message,
-    )
+_result: Final = error_result(PARTITION_RESULT)
 
 
 @register(86, 0, 0)

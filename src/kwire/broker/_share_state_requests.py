@@ -21,10 +21,24 @@ from kwire.broker._share_service import share_coordinator
 from kwire.broker._state import BrokerState
 from kwire.protocol import ErrorCode
 
-__all__ = ["answer_partitions"]
+__all__ = ["answer_partitions", "error_result"]
 
 #: (changes, (group, topic id, partition), the request's partition) -> its result
 Operation = Callable[[Changes, tuple[str, uuid.UUID, int], Any], Any]
+
+
+def error_result(result_class: Callable[..., Any]) -> Callable[[int, StateError | None], Any]:
+    """The partition result of an API whose result is only an error (Initialize, Write,
+    Delete): ``result(partition, problem)``, ``problem`` ``None`` for success."""
+
+    def result(partition: int, problem: StateError | None) -> Any:
+        return result_class(
+            partition=partition,
+            error_code=0 if problem is None else int(problem.error),
+            error_message=None if problem is None else problem.message,
+        )
+
+    return result
 
 
 def answer_partitions(
