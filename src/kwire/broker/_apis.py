@@ -87,7 +87,6 @@ class Route(NamedTuple):
 _DATA: Final = "kwire.broker._data"
 _GROUP: Final = "kwire.broker._group_apis"
 _TXN: Final = "kwire.broker._txn_apis"
-_ADMIN: Final = "kwire.broker._admin"
 _ACL: Final = "kwire.broker._acl"
 _SASL: Final = "kwire.broker._sasl"
 _QUOTAS: Final = "kwire.broker._quotas"
@@ -132,10 +131,10 @@ TABLE: Final[Mapping[int, Route]] = MappingProxyType(
         # v3 flexible, the client's software name and version (KIP-511), features
         18: Route(_DATA, "handle_api_versions", 0, 4),
         # v1 validate_only; v5 the created topic's configs
-        19: Route(_ADMIN, "handle_create_topics", 0, 7),
+        19: Route("kwire.broker._create_topics", "handle_create_topics", 0, 7),
         # v6 topic ids
-        20: Route(_ADMIN, "handle_delete_topics", 0, 6),
-        21: Route(_ADMIN, "handle_delete_records", 0, 2),
+        20: Route("kwire.broker._delete_topics", "handle_delete_topics", 0, 6),
+        21: Route("kwire.broker._delete_records", "handle_delete_records", 0, 2),
         # v3 an existing producer id and epoch (KIP-360)
         22: Route(_DATA, "handle_init_producer_id", 0, 5),
         # v2 the current leader epoch; v3 a replica id
@@ -154,14 +153,14 @@ TABLE: Final[Mapping[int, Route]] = MappingProxyType(
         30: Route(_ACL, "handle_create_acls", 0, 3),
         31: Route(_ACL, "handle_delete_acls", 0, 3),
         # v1 synonyms; v3 documentation and types
-        32: Route(_ADMIN, "handle_describe_configs", 0, 4),
-        33: Route(_ADMIN, "handle_alter_configs", 0, 2),
+        32: Route("kwire.broker._describe_configs", "handle_describe_configs", 0, 4),
+        33: Route("kwire.broker._alter_configs", "handle_alter_configs", 0, 2),
         34: Route("kwire.broker._alter_replica_log_dirs", "handle_alter_replica_log_dirs", 0, 2),
         # v4 total and usable bytes
-        35: Route(_ADMIN, "handle_describe_log_dirs", 0, 5),
+        35: Route("kwire.broker._describe_log_dirs", "handle_describe_log_dirs", 0, 5),
         # SaslAuthenticate: v1 session lifetime (KIP-368)
         36: Route(_SASL, "handle_sasl_authenticate", 0, 2),
-        37: Route(_ADMIN, "handle_create_partitions", 0, 3),
+        37: Route("kwire.broker._create_partitions", "handle_create_partitions", 0, 3),
         # delegation tokens (KIP-48): v1 a throttle after errors; v2 flexible; v3 token owners (KIP-373)
         38: Route(_TOKENS, "handle_create_delegation_token", 0, 3),
         39: Route(_TOKENS, "handle_renew_delegation_token", 0, 2),
@@ -170,7 +169,7 @@ TABLE: Final[Mapping[int, Route]] = MappingProxyType(
         42: Route(_GROUP, "handle_delete_groups", 0, 2),
         # v1 election types (KIP-460)
         43: Route("kwire.broker._elect_leaders", "handle_elect_leaders", 0, 2),
-        44: Route(_ADMIN, "handle_incremental_alter_configs", 0, 1),
+        44: Route("kwire.broker._alter_configs", "handle_incremental_alter_configs", 0, 1),
         45: Route(
             "kwire.broker._alter_partition_reassignments",
             "handle_alter_partition_reassignments",
@@ -191,7 +190,7 @@ TABLE: Final[Mapping[int, Route]] = MappingProxyType(
         55: Route("kwire.broker._describe_quorum", "handle_describe_quorum", 0, 2),
         57: Route("kwire.broker._update_features", "handle_update_features", 0, 2),
         # v1 the endpoint type (KIP-919)
-        60: Route(_ADMIN, "handle_describe_cluster", 0, 2),
+        60: Route("kwire.broker._describe_cluster", "handle_describe_cluster", 0, 2),
         61: Route(_TXN, "handle_describe_producers", 0, 0),
         64: Route("kwire.broker._unregister_broker", "handle_unregister_broker", 0, 0),
         65: Route(_TXN, "handle_describe_transactions", 0, 0),
