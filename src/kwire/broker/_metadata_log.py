@@ -23,7 +23,8 @@ The files (``MetadataLog``): ``<data dir>/__cluster_metadata-0/`` is a ``kwire.l
 log), recovered on every open (a torn tail is truncated) and replayed into the image; data batches
 are appended as the quorum leader (``AppendOrigin.COORDINATOR``, the partition leader epoch is the
 quorum epoch) and fsynced before the change is used, as KafkaRaftClient flushes before it commits.
-``quorum-state`` is ``FileQuorumStateStore``'s JSON (``data_version`` 0, static voters). A fresh
+``quorum-state`` is ``FileQuorumStateStore``'s JSON (``data_version`` 0, static voters;
+``kwire.log._quorum_state`` writes and reads it). A fresh
 directory gets what ``kafka-storage format`` and the first start write: ``bootstrap.checkpoint``
 (a snapshot with ``FeatureLevelRecord metadata.version``), then in the log the bootstrap records
 (``ActivationRecordsGenerator.recordsForEmptyLog``: BeginTransaction, FeatureLevel,
@@ -59,7 +60,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Self
 
 from kwire._wire import uuid_from_text
-from kwire.log._datadir import META_PROPERTIES
+from kwire.log._quorum_state import quorum_state_json, read_quorum_state
 from kwire.log.metadata import (
     CLUSTER_METADATA_DIR,
     CLUSTER_METADATA_TOPIC,
@@ -120,7 +121,6 @@ __all__ = [
     "remove_topic_records",
     "scram_json_records",
     "scram_records",
-    "stored_cluster_id",
     "topic_records",
 ]
 
@@ -702,50 +702,6 @@ def fence_broker_record(broker_id: int, broker_epoch: int) -> Record:
 def _kafka_uuid(text: str) -> uuid.UUID:
     """A Kafka ``Uuid`` string (base64url, no padding) as a UUID."""
     return uuid.UUID(bytes=uuid_from_text(text))
-
-
-def stored_cluster_id(root: str) -> str | None:
-    """``cluster.id`` of ``<root>/meta.properties`` (written by ``kwire.log.DataDir``), if any."""
-    try:
-        with open(os.path.join(root, META_PROPERTIES), encoding="utf-8") as f:
-            lines = f.read().splitlines()
-    except FileNotFoundError:
-        return None
-    for line in lines:
-        key, sep, value = line.strip().partition("=")
-        if sep and key.strip() == "cluster.id":
-            return value.strip() or None
-    return None
-
-
-def quorum_state_json(leader_id: int, epoch: int, voters: Iterable[int]) -> str:
-    """``FileQuorumStateStore``'s file at ``data_version`` 0 (``QuorumStateData`` v0, static
-    ``controller.quorum.voters``), as Jackson writes it: one compact line."""
-    doc = {
-        "clusterId": "",
-        "leaderId": leader_id,
-        "leaderEpoch": epoch,
-        "votedId": -1,
-        "appliedOffset": 0,
-        "currentVoters": [{"voterId": v} for v in voters],
-        "data_version": 0,
-    }
-    return json.dumps(doc, separators=(",", ":"))
-
-
-def read_quorum_state(path: str) -> dict[str, Any] | None:
-    try:
-        with open(path, encoding="utf-8") as f:
-            line = f.readline()
-    except FileNotFoundError:
-        return None
-    try:
-        doc = json.loads(line)
-    except json.JSONDecodeError:
-        return None
-    if not isinstance(doc, dict) or doc.get("data_version") not in (0, 1):
-        return None
-    return doc
 
 
 def data_batch(records: Iterable[Record], *, offset: int, now_ms: int, leader_epoch: int) -> bytes:
