@@ -5,7 +5,7 @@ Versions: OffsetCommit v1 generation and member ids and a commit timestamp, v2 a
 v5 no retention time (the broker's config), v6 leader epochs, v7 group instance ids (KIP-345), v8
 flexible, v9 commits from KIP-848 members, v10 topics by id; TxnOffsetCommit v2 leader epochs, v3
 member id, group instance id and generation (KIP-447), v4 TRANSACTION_ABORTABLE (KIP-890), v5
-the transaction version checked (KIP-890); OffsetFetch v2 every offset of a group and a
+for transactions of version 2 (KIP-890); OffsetFetch v2 every offset of a group and a
 top-level error, v6 flexible, v7 ``require_stable`` (KIP-447), v8 many groups, v9 KIP-848 member
 epochs, v10 topics by id; OffsetDelete v0 only.
 
