@@ -52,7 +52,8 @@ def test_an_output_that_is_not_the_table_is_refused(
 def test_input_and_output_that_overlap_are_refused(
     spark: Any, sample: tuple[Path, SampleSummary], tmp_path: Path
 ) -> None:
-    from kwire.spark._pipeline import convert_log, export
+    from kwire.spark._convert_log import convert_log
+    from kwire.spark._pipeline import export
 
     path, _ = sample
     before = _tree(path)

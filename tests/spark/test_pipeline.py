@@ -49,7 +49,8 @@ def test_export_every_format_keeps_every_record(
 def test_convert_keeps_offsets_transactions_and_records(
     spark: Any, sample: tuple[Path, SampleSummary], tmp_path: Path
 ) -> None:
-    from kwire.spark._pipeline import convert_log, read_log
+    from kwire.spark._convert_log import convert_log
+    from kwire.spark._pipeline import read_log
 
     path, summary = sample
     out = tmp_path / "converted"

@@ -86,8 +86,10 @@ class Route(NamedTuple):
 
 _DATA: Final = "kwire.broker._data"
 _GROUP: Final = "kwire.broker._group_apis"
+_CLASSIC: Final = "kwire.broker._classic_group_apis"
+_CONSUMER: Final = "kwire.broker._consumer_group_apis"
+_OFFSETS: Final = "kwire.broker._offset_apis"
 _TXN: Final = "kwire.broker._txn_apis"
-_ADMIN: Final = "kwire.broker._admin"
 _ACL: Final = "kwire.broker._acl"
 _SASL: Final = "kwire.broker._sasl"
 _QUOTAS: Final = "kwire.broker._quotas"
@@ -111,20 +113,20 @@ TABLE: Final[Mapping[int, Route]] = MappingProxyType(
         # v4 auto-creation asked for; v9 flexible; v10 topic ids; v13 a top-level error
         3: Route(_DATA, "handle_metadata", 0, 13),
         # v1 generation and member ids; v5 no retention time; v7 group instance ids (KIP-345)
-        8: Route(_GROUP, "handle_offset_commit", 0, 10),
+        8: Route(_OFFSETS, "handle_offset_commit", 0, 10),
         # v2 every offset of a group; v7 require_stable (KIP-447); v8 many groups
-        9: Route(_GROUP, "handle_offset_fetch", 0, 10),
+        9: Route(_OFFSETS, "handle_offset_fetch", 0, 10),
         # v1 key types (transactions); v4 many keys at once
         10: Route(_GROUP, "handle_find_coordinator", 0, 6),
         # v4 MEMBER_ID_REQUIRED (KIP-394); v5 static members (KIP-345); v8 a reason
-        11: Route(_GROUP, "handle_join_group", 0, 9),
-        12: Route(_GROUP, "handle_heartbeat", 0, 4),
+        11: Route(_CLASSIC, "handle_join_group", 0, 9),
+        12: Route(_CLASSIC, "handle_heartbeat", 0, 4),
         # v3 many members leave at once (KIP-345)
-        13: Route(_GROUP, "handle_leave_group", 0, 5),
+        13: Route(_CLASSIC, "handle_leave_group", 0, 5),
         # v5 protocol type and name checked (KIP-559)
-        14: Route(_GROUP, "handle_sync_group", 0, 5),
+        14: Route(_CLASSIC, "handle_sync_group", 0, 5),
         # v3 authorized operations; v4 group instance ids
-        15: Route(_GROUP, "handle_describe_groups", 0, 6),
+        15: Route(_CLASSIC, "handle_describe_groups", 0, 6),
         # v4 a states filter; v5 a types filter
         16: Route(_GROUP, "handle_list_groups", 0, 5),
         # SaslHandshake: v1 the mechanism's tokens go in SaslAuthenticate
@@ -132,10 +134,10 @@ TABLE: Final[Mapping[int, Route]] = MappingProxyType(
         # v3 flexible, the client's software name and version (KIP-511), features
         18: Route(_DATA, "handle_api_versions", 0, 4),
         # v1 validate_only; v5 the created topic's configs
-        19: Route(_ADMIN, "handle_create_topics", 0, 7),
+        19: Route("kwire.broker._create_topics", "handle_create_topics", 0, 7),
         # v6 topic ids
-        20: Route(_ADMIN, "handle_delete_topics", 0, 6),
-        21: Route(_ADMIN, "handle_delete_records", 0, 2),
+        20: Route("kwire.broker._delete_topics", "handle_delete_topics", 0, 6),
+        21: Route("kwire.broker._delete_records", "handle_delete_records", 0, 2),
         # v3 an existing producer id and epoch (KIP-360)
         22: Route(_DATA, "handle_init_producer_id", 0, 5),
         # v2 the current leader epoch; v3 a replica id
@@ -148,20 +150,20 @@ TABLE: Final[Mapping[int, Route]] = MappingProxyType(
         # v1 KIP-896 minimum (4.0); v2 the transaction version of each marker (KIP-890)
         27: Route("kwire.broker._write_txn_markers", "handle_write_txn_markers", 0, 2),
         # v3 the group's generation and member (KIP-447)
-        28: Route(_GROUP, "handle_txn_offset_commit", 0, 5),
+        28: Route(_OFFSETS, "handle_txn_offset_commit", 0, 5),
         # v1 prefixed patterns (KIP-290)
         29: Route(_ACL, "handle_describe_acls", 0, 3),
         30: Route(_ACL, "handle_create_acls", 0, 3),
         31: Route(_ACL, "handle_delete_acls", 0, 3),
         # v1 synonyms; v3 documentation and types
-        32: Route(_ADMIN, "handle_describe_configs", 0, 4),
-        33: Route(_ADMIN, "handle_alter_configs", 0, 2),
+        32: Route("kwire.broker._describe_configs", "handle_describe_configs", 0, 4),
+        33: Route("kwire.broker._alter_configs", "handle_alter_configs", 0, 2),
         34: Route("kwire.broker._alter_replica_log_dirs", "handle_alter_replica_log_dirs", 0, 2),
         # v4 total and usable bytes
-        35: Route(_ADMIN, "handle_describe_log_dirs", 0, 5),
+        35: Route("kwire.broker._describe_log_dirs", "handle_describe_log_dirs", 0, 5),
         # SaslAuthenticate: v1 session lifetime (KIP-368)
         36: Route(_SASL, "handle_sasl_authenticate", 0, 2),
-        37: Route(_ADMIN, "handle_create_partitions", 0, 3),
+        37: Route("kwire.broker._create_partitions", "handle_create_partitions", 0, 3),
         # delegation tokens (KIP-48): v1 a throttle after errors; v2 flexible; v3 token owners (KIP-373)
         38: Route(_TOKENS, "handle_create_delegation_token", 0, 3),
         39: Route(_TOKENS, "handle_renew_delegation_token", 0, 2),
@@ -170,7 +172,7 @@ TABLE: Final[Mapping[int, Route]] = MappingProxyType(
         42: Route(_GROUP, "handle_delete_groups", 0, 2),
         # v1 election types (KIP-460)
         43: Route("kwire.broker._elect_leaders", "handle_elect_leaders", 0, 2),
-        44: Route(_ADMIN, "handle_incremental_alter_configs", 0, 1),
+        44: Route("kwire.broker._alter_configs", "handle_incremental_alter_configs", 0, 1),
         45: Route(
             "kwire.broker._alter_partition_reassignments",
             "handle_alter_partition_reassignments",
@@ -183,7 +185,7 @@ TABLE: Final[Mapping[int, Route]] = MappingProxyType(
             0,
             0,
         ),
-        47: Route(_GROUP, "handle_offset_delete", 0, 0),
+        47: Route(_OFFSETS, "handle_offset_delete", 0, 0),
         48: Route(_QUOTAS, "handle_describe_client_quotas", 0, 1),
         49: Route(_QUOTAS, "handle_alter_client_quotas", 0, 1),
         50: Route(_SASL, "handle_describe_user_scram_credentials", 0, 0),
@@ -191,15 +193,15 @@ TABLE: Final[Mapping[int, Route]] = MappingProxyType(
         55: Route("kwire.broker._describe_quorum", "handle_describe_quorum", 0, 2),
         57: Route("kwire.broker._update_features", "handle_update_features", 0, 2),
         # v1 the endpoint type (KIP-919)
-        60: Route(_ADMIN, "handle_describe_cluster", 0, 2),
+        60: Route("kwire.broker._describe_cluster", "handle_describe_cluster", 0, 2),
         61: Route(_TXN, "handle_describe_producers", 0, 0),
         64: Route("kwire.broker._unregister_broker", "handle_unregister_broker", 0, 0),
         65: Route(_TXN, "handle_describe_transactions", 0, 0),
         # v1 a duration filter; v2 a transactional id pattern
         66: Route(_TXN, "handle_list_transactions", 0, 2),
         # the consumer group protocol (KIP-848)
-        68: Route(_GROUP, "handle_consumer_group_heartbeat", 0, 1),
-        69: Route(_GROUP, "handle_consumer_group_describe", 0, 1),
+        68: Route(_CONSUMER, "handle_consumer_group_heartbeat", 0, 1),
+        69: Route(_CONSUMER, "handle_consumer_group_describe", 0, 1),
         # v0 ListClientMetricsResources (KIP-714); v1 ListConfigResources, any resource type
         74: Route("kwire.broker._client_metrics", "handle_list_config_resources", 0, 1),
         75: Route(

@@ -39,6 +39,7 @@ from kwire.broker._config import (
 )
 from kwire.broker._releases import Personality
 from kwire.broker._services import Services
+from kwire.log._datadir import stored_cluster_id
 from kwire.log.internal_topics import COORDINATOR_TOPICS, partition_for
 from kwire.log.storage import DataDir, KafkaStorageError, LiveLog, LogAppendInfo
 from kwire.protocol import ErrorCode
@@ -696,7 +697,7 @@ class BrokerState:
             with open(self._metadata_path(), encoding="utf-8") as f:
                 data = json.load(f)
         except FileNotFoundError:
-            return {"cluster_id": mlog.stored_cluster_id(self.path)}
+            return {"cluster_id": stored_cluster_id(self.path)}
         if not isinstance(data, dict):
             raise ValueError(f"{self._metadata_path()} is not a JSON object")
         return data

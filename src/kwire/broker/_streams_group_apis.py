@@ -26,13 +26,9 @@ from kwire.broker._routing import error_response
 from kwire.broker._share_service import share_group_exists
 from kwire.broker._state import BrokerError, BrokerState
 from kwire.broker.group import group_coordinator
-from kwire.broker.group._streams import (
-    GROUP_ID_NOT_FOUND,
-    StreamsGroups,
-    StreamsMember,
-    TaskSet,
-    TopicInfo,
-)
+from kwire.broker.group._streams import GROUP_ID_NOT_FOUND, StreamsGroups
+from kwire.broker.group._streams_group import StreamsMember, TaskSet
+from kwire.broker.group._streams_topology import TopicInfo
 from kwire.protocol import ErrorCode, message_class, struct_class
 
 __all__ = [

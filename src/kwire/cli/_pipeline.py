@@ -236,7 +236,7 @@ def _export(args: argparse.Namespace) -> int:
 
 def _convert(args: argparse.Namespace) -> int:
     from kwire.spark import get_session
-    from kwire.spark._pipeline import convert_log
+    from kwire.spark._convert_log import convert_log
 
     with clean_interrupt():
         spark = get_session(args.master, app_name="kwire pipeline convert", log_level="FATAL")

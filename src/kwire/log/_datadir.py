@@ -59,6 +59,7 @@ __all__ = [
     "encode_offset_checkpoint",
     "meta_properties_node_id",
     "read_offset_checkpoint",
+    "stored_cluster_id",
 ]
 
 META_PROPERTIES: Final = "meta.properties"
@@ -389,3 +390,17 @@ class DataDir:
                 self._write_checkpoint(CLEAN_SHUTDOWN_FILE, '{"version":0}')
         finally:
             self.abandon()  # the .lock goes last, whatever happened
+
+
+def stored_cluster_id(root: str) -> str | None:
+    """``cluster.id`` of ``<root>/meta.properties`` (written by ``kwire.log.DataDir``), if any."""
+    try:
+        with open(os.path.join(root, META_PROPERTIES), encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except FileNotFoundError:
+        return None
+    for line in lines:
+        key, sep, value = line.strip().partition("=")
+        if sep and key.strip() == "cluster.id":
+            return value.strip() or None
+    return None

@@ -12,13 +12,9 @@ import pytest
 
 from kwire.broker import BrokerState, ManualClock, RequestContext, personality
 from kwire.broker._apis import dispatch, implemented_versions
-from kwire.broker.group._streams import (
-    StreamsGroup,
-    StreamsMember,
-    Tasks,
-    metadata_record,
-    sticky_assign,
-)
+from kwire.broker.group._streams_assignor import sticky_assign
+from kwire.broker.group._streams_group import StreamsGroup, StreamsMember, Tasks
+from kwire.broker.group._streams_records import metadata_record
 from kwire.protocol import message_class, struct_class
 
 NOW = 1_700_000_000_000

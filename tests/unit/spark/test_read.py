@@ -144,7 +144,7 @@ def test_read_committed_and_control_records(tmp_path: Path) -> None:
 
 def test_convert_segment_skips_and_reports_corrupt_bytes(tmp_path: Path) -> None:
     from kwire.log import list_log_dir
-    from kwire.spark._pipeline import _convert_segment, _SegmentJob
+    from kwire.spark._convert_log import _convert_segment, _SegmentJob
 
     b = _batches(6)
     src = tmp_path / "in" / "t-0" / "00000000000000000000.log"

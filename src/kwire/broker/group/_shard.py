@@ -48,8 +48,8 @@ from kwire.broker.group._runtime import (
     MemoryOffsetsLog,
     OffsetsLog,
 )
-from kwire.broker.group._streams import KEY_VERSIONS as STREAMS_KEY_VERSIONS
 from kwire.broker.group._streams import StreamsGroups
+from kwire.broker.group._streams_records import KEY_VERSIONS as STREAMS_KEY_VERSIONS
 from kwire.log.internal_topics import read_version
 from kwire.protocol import ErrorCode
 from kwire.records import Batch

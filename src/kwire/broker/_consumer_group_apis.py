@@ -1,0 +1,222 @@
+"""KIP-848's consumer group protocol: ConsumerGroupHeartbeat (API 68) and ConsumerGroupDescribe
+(API 69).
+
+Versions: ConsumerGroupHeartbeat v0 (Kafka 3.7 preview, 4.0 GA) joins, heartbeats and leaves in
+one request, the coordinator assigning; v1 a subscribed topic regex. ConsumerGroupDescribe v0 the
+group, its members and their current and target assignments; v1 each member's type (consumer or
+classic protocol).
+
+Follows ``KafkaApis.handleConsumerGroupHeartbeat`` / ``handleConsumerGroupDescribe``; the group's
+state machine is ``group.ConsumerGroup``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from kwire.broker._acl import (
+    GROUP,
+    authorize,
+    authorized_operations,
+)
+from kwire.broker._apis import register
+from kwire.broker._context import RequestContext
+from kwire.broker._group_apis import GROUP_OPERATIONS, NO_OPERATIONS, _client_host
+from kwire.broker._state import BrokerState
+from kwire.broker.group import (
+    DEAD,
+    Assignment,
+    group_coordinator,
+)
+from kwire.protocol import ErrorCode, message_class, struct_class
+
+__all__ = ["handle_consumer_group_describe", "handle_consumer_group_heartbeat"]
+
+
+CG_HEARTBEAT_RESPONSE: Final = message_class("ConsumerGroupHeartbeatResponse")
+
+
+CG_ASSIGNMENT: Final = struct_class(CG_HEARTBEAT_RESPONSE, "assignment")
+
+
+CG_TOPIC_PARTITIONS: Final = struct_class(CG_HEARTBEAT_RESPONSE, "assignment", "topic_partitions")
+
+
+CG_DESCRIBE_RESPONSE: Final = message_class("ConsumerGroupDescribeResponse")
+
+
+CG_DESCRIBED_GROUP: Final = struct_class(CG_DESCRIBE_RESPONSE, "groups")
+
+
+CG_DESCRIBED_MEMBER: Final = struct_class(CG_DESCRIBE_RESPONSE, "groups", "members")
+
+
+CG_DESCRIBED_ASSIGNMENT: Final = struct_class(
+    CG_DESCRIBE_RESPONSE, "groups", "members", "assignment"
+)
+
+
+CG_DESCRIBED_PARTITIONS: Final = struct_class(
+    CG_DESCRIBE_RESPONSE, "groups", "members", "assignment", "topic_partitions"
+)
+
+
+CONSUMER_MEMBER_TYPE: Final = 1  # ConsumerGroupDescribe v1 MemberType: 1 = consumer protocol
+
+
+def _heartbeat_assignment(assignment: Assignment) -> list[Any]:
+    return [
+        CG_TOPIC_PARTITIONS(topic_id=topic_id, partitions=sorted(partitions))
+        for topic_id, partitions in sorted(assignment.items())
+        if partitions
+    ]
+
+
+@register(68, 0, 1)
+def handle_consumer_group_heartbeat(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+    """``KafkaApis.handleConsumerGroupHeartbeatRequest`` -> ``consumerGroupHeartbeat``."""
+    version = ctx.api_version
+    coordinator = group_coordinator(state)
+    if not authorize(state, ctx, "READ", GROUP, request.group_id):
+        return CG_HEARTBEAT_RESPONSE(
+            throttle_time_ms=0,
+            error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED),
+            member_epoch=0,
+            heartbeat_interval_ms=0,
+        )
+    owned = (
+        None
+        if request.topic_partitions is None
+        else [(t.topic_id, list(t.partitions)) for t in request.topic_partitions]
+    )
+    result = coordinator.consumer.heartbeat(
+        version,
+        request.group_id,
+        request.member_id,
+        request.member_epoch,
+        request.instance_id,
+        request.rack_id,
+        request.rebalance_timeout_ms,
+        None if request.subscribed_topic_names is None else list(request.subscribed_topic_names),
+        request.subscribed_topic_regex if version >= 1 else None,
+        request.server_assignor,
+        owned,
+        ctx.client_id or "",
+        _client_host(ctx),
+        state.now_ms(),
+    )
+    if result.error is not ErrorCode.NONE:
+        return CG_HEARTBEAT_RESPONSE(
+            throttle_time_ms=0,
+            error_code=int(result.error),
+            error_message=result.message,
+            member_id=None,
+            member_epoch=0,
+            heartbeat_interval_ms=0,
+            assignment=None,
+        )
+    return CG_HEARTBEAT_RESPONSE(
+        throttle_time_ms=0,
+        error_code=0,
+        error_message=None,
+        member_id=result.member_id,
+        member_epoch=result.member_epoch,
+        heartbeat_interval_ms=result.heartbeat_interval_ms,
+        assignment=(
+            None
+            if result.assignment is None
+            else CG_ASSIGNMENT(topic_partitions=_heartbeat_assignment(result.assignment))
+        ),
+    )
+
+
+@register(69, 0, 1)
+def handle_consumer_group_describe(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+    """``GroupMetadataManager.consumerGroupDescribe`` / ``ConsumerGroup.asDescribedGroup``."""
+    coordinator = group_coordinator(state)
+    consumer = coordinator.consumer
+    ops = GROUP_OPERATIONS if request.include_authorized_operations else NO_OPERATIONS
+
+    def assignment(parts: Assignment) -> Any:
+        return CG_DESCRIBED_ASSIGNMENT(
+            topic_partitions=[
+                CG_DESCRIBED_PARTITIONS(topic_id=t, topic_name=name, partitions=ps)
+                for t, name, ps in consumer.describe_assignment(parts)
+            ]
+        )
+
+    for group_id in request.group_ids:  # members whose session ended are gone
+        coordinator.expire_due(group_id, state.now_ms())
+    # KafkaApis.handleConsumerGroupDescribe: a group the principal may not describe is
+    # GROUP_AUTHORIZATION_FAILED whether it exists or not, listed before the described ones.
+    denied = []
+    out = []
+    for group_id in request.group_ids:
+        if not authorize(state, ctx, "DESCRIBE", GROUP, group_id):
+            denied.append(
+                CG_DESCRIBED_GROUP(
+                    error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED),
+                    error_message=None,
+                    group_id=group_id,
+                    group_state="",
+                    group_epoch=0,
+                    assignment_epoch=0,
+                    assignor_name="",
+                    members=[],
+                    authorized_operations=NO_OPERATIONS,
+                )
+            )
+            continue
+        group = consumer.group(group_id)
+        if request.include_authorized_operations:  # KIP-430
+            ops = authorized_operations(state, ctx, GROUP, group_id)
+        if group is None:
+            holder = coordinator.groups.get(group_id)
+            out.append(
+                CG_DESCRIBED_GROUP(
+                    error_code=int(ErrorCode.GROUP_ID_NOT_FOUND),
+                    error_message=(
+                        f"Group {group_id} is not a consumer group."
+                        if holder is not None and holder.state != DEAD
+                        else f"Group {group_id} not found."
+                    ),
+                    group_id=group_id,
+                    group_state="",
+                    group_epoch=0,
+                    assignment_epoch=0,
+                    assignor_name="",
+                    members=[],
+                    authorized_operations=NO_OPERATIONS,
+                )
+            )
+            continue
+        members = [
+            CG_DESCRIBED_MEMBER(
+                member_id=m.member_id,
+                instance_id=m.instance_id,
+                rack_id=m.rack_id,
+                member_epoch=m.member_epoch,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                subscribed_topic_names=list(m.subscribed_topic_names),
+                subscribed_topic_regex=m.subscribed_topic_regex,
+                assignment=assignment(m.assigned),
+                target_assignment=assignment(group.target.get(m.member_id, {})),
+                member_type=CONSUMER_MEMBER_TYPE if ctx.api_version >= 1 else -1,
+            )
+            for m in group.members.values()
+        ]
+        out.append(
+            CG_DESCRIBED_GROUP(
+                error_code=0,
+                error_message=None,
+                group_id=group_id,
+                group_state=group.state,
+                group_epoch=group.group_epoch,
+                assignment_epoch=group.assignment_epoch,
+                assignor_name=group.preferred_assignor(consumer.assignors[0]),
+                members=members,
+                authorized_operations=ops,
+            )
+        )
+    return CG_DESCRIBE_RESPONSE(throttle_time_ms=0, groups=denied + out)
