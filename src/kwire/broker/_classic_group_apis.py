@@ -248,12 +248,15 @@ def handle_describe_groups(state: BrokerState, ctx: RequestContext, request: Any
             continue
         if ops is not None:  # KIP-430
             ops = authorized_operations(state, ctx, GROUP, group_id)
-        if group is None or group.state == DEAD or isinstance(group, ConsumerGroup):
-            # GroupMetadataManager.describeGroups: a consumer or share group is "not a classic
-            # group"
+        streams = group_id in coordinator.streams.groups
+        if group is None or group.state == DEAD or isinstance(group, ConsumerGroup) or streams:
+            # GroupMetadataManager.describeGroups: a consumer, streams or share group is "not
+            # a classic group"
             if version >= 6:
-                not_classic = isinstance(group, ConsumerGroup) or share_group_exists(
-                    state, group_id
+                not_classic = (
+                    isinstance(group, ConsumerGroup)
+                    or streams
+                    or share_group_exists(state, group_id)
                 )
                 out.append(
                     DESCRIBED_GROUP(

@@ -161,7 +161,8 @@ def handle_list_groups(state: BrokerState, ctx: RequestContext, request: Any) ->
     out = []
     everything = authorize(state, ctx, "DESCRIBE", CLUSTER, "kafka-cluster")
     node = serving_node(state, ctx)
-    for group in group_coordinator(state).list_groups(state.now_ms()):
+    coordinator = group_coordinator(state)
+    for group in coordinator.list_groups(state.now_ms()):
         if not everything and not authorize(state, ctx, "DESCRIBE", GROUP, group.group_id):
             continue
         if coordinator_node(state, GROUP_KEY, group.group_id) != node:
@@ -182,6 +183,22 @@ def handle_list_groups(state: BrokerState, ctx: RequestContext, request: Any) ->
                 protocol_type=protocol_type,
                 group_state=group_state,
                 group_type=group_type,
+            )
+        )
+    # StreamsGroup.asListedGroup: type and protocol type "streams"
+    for group_id, group_state in coordinator.list_streams_groups(state.now_ms()):
+        if not everything and not authorize(state, ctx, "DESCRIBE", GROUP, group_id):
+            continue
+        if coordinator_node(state, GROUP_KEY, group_id) != node:
+            continue
+        if (states and group_state.lower() not in states) or (types and "streams" not in types):
+            continue
+        out.append(
+            LISTED_GROUP(
+                group_id=group_id,
+                protocol_type="streams",
+                group_state=group_state,
+                group_type="streams",
             )
         )
     for group_id, group_state in list_share_groups(state):  # type "share", protocol "share"

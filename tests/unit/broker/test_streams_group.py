@@ -416,3 +416,68 @@ def test_share_and_streams_groups_share_one_id_space(start: Any) -> None:
     assert share_join(GROUP) == GROUP_ID_NOT_FOUND
     assert share_join("shared") == NONE
     assert heartbeat(wire, "A", 0, group="shared").error_code == GROUP_ID_NOT_FOUND
+
+
+def test_list_describe_and_delete_groups_see_a_streams_group(start: Any) -> None:
+    """The classic admin APIs on a streams group, as ``GroupMetadataManager`` answers them:
+    ListGroups lists it with type and protocol "streams" (not its committed offsets' holder as an
+    Empty classic group), DescribeGroups v6 says it is not a classic group, DeleteGroups refuses
+    it while it has members and deletes it (records and offsets) once it is empty."""
+    from kio.schema.delete_groups.v2 import request as dg_req
+    from kio.schema.delete_groups.v2 import response as dg_resp
+    from kio.schema.describe_groups.v6 import request as dsc_req
+    from kio.schema.describe_groups.v6 import response as dsc_resp
+    from kio.schema.list_groups.v5 import request as lg_req
+    from kio.schema.list_groups.v5 import response as lg_resp
+
+    broker, wire = start()
+    broker.create_topic("input", 1)
+    assert heartbeat(wire, "A", 0).error_code == NONE
+    assert heartbeat(wire, "A", 1).member_epoch == 2
+    commit = oc_req.OffsetCommitRequest(
+        group_id=GROUP,
+        generation_id_or_member_epoch=i32(2),
+        member_id="A",
+        topics=(
+            oc_req.OffsetCommitRequestTopic(
+                name="input",
+                partitions=(
+                    oc_req.OffsetCommitRequestPartition(
+                        partition_index=i32(0), committed_offset=i64(5), committed_metadata=""
+                    ),
+                ),
+            ),
+        ),
+    )
+    assert wire.call(commit, oc_resp.OffsetCommitResponse).topics[0].partitions[0].error_code == 0
+
+    def listed(*types: str) -> list[tuple[str, str, str, str]]:
+        request = lg_req.ListGroupsRequest(states_filter=(), types_filter=types)
+        groups = wire.call(request, lg_resp.ListGroupsResponse).groups
+        return [(g.group_id, g.group_type, g.protocol_type, g.group_state) for g in groups]
+
+    def delete() -> int:
+        request = dg_req.DeleteGroupsRequest(groups_names=(GROUP,))
+        return int(wire.call(request, dg_resp.DeleteGroupsResponse).results[0].error_code)
+
+    assert listed() == [(GROUP, "streams", "streams", "Stable")]
+    assert listed("classic") == []
+    request = dsc_req.DescribeGroupsRequest(groups=(GROUP,), include_authorized_operations=False)
+    (described,) = wire.call(request, dsc_resp.DescribeGroupsResponse).groups
+    assert described.error_code == GROUP_ID_NOT_FOUND
+    assert described.error_message == f"Group {GROUP} is not a classic group."
+
+    NON_EMPTY_GROUP = 68
+    assert delete() == NON_EMPTY_GROUP
+    assert heartbeat(wire, "A", -1).error_code == NONE  # A leaves: the group is empty
+    assert listed() == [(GROUP, "streams", "streams", "Empty")]
+    assert delete() == NONE
+    assert listed() == []
+    assert describe(wire)[0].error_code == GROUP_ID_NOT_FOUND
+
+    # gone for good: a restart replays the tombstones
+    wire.close()
+    broker.stop()
+    broker, wire = start()
+    assert listed() == []
+    assert describe(wire)[0].error_code == GROUP_ID_NOT_FOUND

@@ -50,6 +50,7 @@ from kwire.broker.group._runtime import (
 )
 from kwire.broker.group._streams import StreamsGroups
 from kwire.broker.group._streams_records import KEY_VERSIONS as STREAMS_KEY_VERSIONS
+from kwire.broker.group._streams_records import tombstones as streams_tombstones
 from kwire.log.internal_topics import read_version
 from kwire.protocol import ErrorCode
 from kwire.records import Batch
@@ -190,7 +191,15 @@ class GroupCoordinator:
     def _delete_group(self, out: list[Write], group_id: str, now_ms: int) -> ErrorCode:
         """``GroupMetadataManager.deleteGroups``: only an empty (or dead) group."""
         self.expire_due(group_id, now_ms)
+        streams = self.streams.groups.get(group_id)
+        if streams is not None:  # StreamsGroup.validateDeleteGroup, createGroupTombstoneRecords
+            self.streams.expire(group_id, now_ms)
+            if streams.members:
+                return ErrorCode.NON_EMPTY_GROUP
+            out.append(Write(group_id, streams_tombstones(streams), now_ms, replay=True))
         group = self.groups.get(group_id)
+        if streams is not None and group is None:
+            return ErrorCode.NONE  # no committed offsets to delete
         if group is None or group.state == DEAD:  # the empty id too (GroupCoordinatorService)
             return ErrorCode.GROUP_ID_NOT_FOUND
         if group.state != EMPTY:  # a consumer group too: Empty when it has no members
@@ -330,10 +339,26 @@ class GroupCoordinator:
     # --- describe -----------------------------------------------------------------------------
 
     def list_groups(self, now_ms: int | None = None) -> list[Group | ConsumerGroup]:
+        """The classic and consumer groups; a streams group's committed offsets, kept in a
+        classic holder, are not a group of their own (``list_streams_groups``)."""
         if now_ms is not None:
             for group_id in list(self.groups):
                 self.expire_due(group_id, now_ms)
-        return [g for g in self.groups.values() if g.state != DEAD]
+        return [
+            g
+            for g in self.groups.values()
+            if g.state != DEAD and g.group_id not in self.streams.groups
+        ]
+
+    def list_streams_groups(self, now_ms: int) -> list[tuple[str, str]]:
+        """(group id, state) of each streams group (``StreamsGroup.state``)."""
+        out = []
+        for group_id in list(self.streams.groups):
+            self.streams.expire(group_id, now_ms)
+            group = self.streams.groups.get(group_id)
+            if group is not None:
+                out.append((group_id, group.state(self.streams.configured(group))))
+        return out
 
 
 def group_coordinator(state: BrokerState) -> GroupCoordinator:
