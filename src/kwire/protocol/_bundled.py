@@ -9,8 +9,10 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from kwire.protocol._spec import MessageSpec, load_spec_dir
+if TYPE_CHECKING:
+    from kwire.protocol._spec import MessageSpec
 
 __all__ = ["SPEC_DIR", "bundled_specs", "iter_message_versions", "message_spec", "spec_source"]
 
@@ -20,6 +22,8 @@ SPEC_DIR = Path(__file__).resolve().parent / "specs"
 @functools.cache
 def bundled_specs() -> dict[str, MessageSpec]:
     """Every bundled spec by message name (``MetadataResponse``, ``RequestHeader``...)."""
+    from kwire.protocol._spec import load_spec_dir  # the loader only when a spec is asked for
+
     return load_spec_dir(SPEC_DIR)
 
 
