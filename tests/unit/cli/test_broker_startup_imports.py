@@ -1,6 +1,6 @@
 """``kwire broker`` from spawn to its first Metadata answer and its stop loads nothing it does not
 need for that: not the spec model (the JSON loader and its dataclasses: the generated codecs carry
-what the wire needs), and not ``importlib.metadata`` (with ``email``, ``zipfile``, ``csv``), which
+what the wire needs), not SASL (its listeners load it), and not ``importlib.metadata`` (with ``email``, ``zipfile``, ``csv``), which
 the ``crc32c`` package's ``__init__`` imports for a version string. The broker runs as the command
 does, in a subprocess under ``-X importtime``, whose report names every module the process loaded.
 """
@@ -20,6 +20,9 @@ SRC = Path(__file__).resolve().parents[3] / "src"
 NOT_AT_START = (
     "kwire.protocol._spec._loader",
     "kwire.protocol._spec._model",
+    "kwire.broker._sasl",
+    "kwire.broker._delegation_tokens",
+    "hmac",
     "importlib.metadata",
     "email",
 )
