@@ -12,7 +12,6 @@ import importlib
 import types
 from collections.abc import Mapping
 from dataclasses import replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kwire.errors import SpecError
@@ -21,6 +20,8 @@ from kwire.protocol._extension_points import tag_header_names
 from kwire.protocol._runtime import KafkaMessage, KafkaStruct, KField, fields_at
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from kwire.protocol._spec import MessageSpec
 
 __all__ = ["ProtocolRegistry", "inspect", "load_specs", "message_class", "struct_class"]
@@ -181,6 +182,8 @@ def load_specs(
         specs = dict(path)
         where = "the given specs"
     else:
+        from pathlib import Path
+
         from kwire.protocol._spec import load_spec_dir  # the JSON loader only for a spec dir
 
         specs = load_spec_dir(path)

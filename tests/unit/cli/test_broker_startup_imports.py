@@ -1,9 +1,11 @@
 """``kwire broker`` from spawn to its first Metadata answer and its stop loads nothing it does not
 need for that: not the spec model (the JSON loader and its dataclasses: the generated codecs carry
-what the wire needs), not SASL (its listeners load it), not the offline log readers (Arrow,
-index checks, samples: ``kwire.log`` loads a module on first use of one of its names), and not ``importlib.metadata`` (with ``email``, ``zipfile``, ``csv``), which
-the ``crc32c`` package's ``__init__`` imports for a version string. The broker runs as the command
-does, in a subprocess under ``-X importtime``, whose report names every module the process loaded.
+what the wire needs); not SASL (its listeners load it); not the offline log readers (Arrow, index
+checks, samples: ``kwire.log`` loads a module on first use of one of its names); not ``pathlib``
+(the bundled specs' directory is a ``Path`` made on first use); and not ``importlib.metadata``
+(with ``email``, ``zipfile``, ``csv``), which the ``crc32c`` package's ``__init__`` imports for a
+version string. The broker runs as the command does, in a subprocess under ``-X importtime``,
+whose report names every module the process loaded.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ NOT_AT_START = (
     "kwire.log._arrow",
     "kwire.log._check",
     "kwire.log._sample",
+    "pathlib",
     "importlib.metadata",
     "email",
 )
