@@ -628,6 +628,15 @@ class SaslAuthenticator:
         if self.state == "INITIAL":
             self.state = "HANDSHAKE"
 
+    def exchange(self, api_key: int, version: int, request: Any) -> SaslStep | None:
+        """The step for a SaslHandshake, or a SaslAuthenticate before authentication; ``None``
+        for any other request (a re-authentication's SaslAuthenticate goes to its handler)."""
+        if api_key == SASL_HANDSHAKE:
+            return self.handshake(version, request)
+        if api_key == SASL_AUTHENTICATE and not self.authenticated:
+            return self.authenticate(version, request)
+        return None
+
     def handshake(self, version: int, request: Any) -> SaslStep:
         mechanism = str(request.mechanism or "")
         enabled = list(self.config.mechanisms)

@@ -35,24 +35,15 @@ import struct
 import threading
 import time
 from collections.abc import Callable, Hashable
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from kwire.broker._apis import CLOSE_CONNECTION, TABLE, Deferred, dispatch
 from kwire.broker._connection import BrokerConnection, FrameSizeError
 from kwire.broker._context import RequestContext
 from kwire.broker._data import api_versions_response, validation_jobs
-from kwire.broker._delegation_tokens import token_login
 from kwire.broker._fetch import ConvertedRecords, FileRecords
 from kwire.broker._metrics import broker_metrics
 from kwire.broker._routing import DISCONNECT, Faults, error_response
-from kwire.broker._sasl import (
-    SASL_AUTHENTICATE,
-    SASL_HANDSHAKE,
-    SaslAuthenticator,
-    SaslConfig,
-    SaslStep,
-    scram_store,
-)
 from kwire.broker._security import (
     ANONYMOUS,
     Listener,
@@ -71,6 +62,9 @@ from kwire.protocol import (
     message_class,
     response_header_version,
 )
+
+if TYPE_CHECKING:
+    from kwire.broker._sasl import SaslAuthenticator, SaslStep
 
 __all__ = ["KafkaServer", "encode_response_pieces", "housekeep"]
 
@@ -338,6 +332,10 @@ class KafkaServer:
             rules = listener_config(static, listener.name, "ssl.principal.mapping.rules")
             conn.principal = principal_from_certificate(cert, SslPrincipalMapper(rules))
         if listener.uses_sasl:
+            # SASL (hashlib, hmac, SCRAM, delegation tokens) loads with its first listener
+            from kwire.broker._delegation_tokens import token_login
+            from kwire.broker._sasl import SaslAuthenticator, SaslConfig, scram_store
+
             state = self.state
             store = scram_store(state)
             conn.sasl = SaslAuthenticator(
@@ -476,15 +474,8 @@ class KafkaServer:
             conn.client_id = request.header.client_id
             if not conn.logged:
                 conn.log()
-            if sasl is not None and (
-                api_key == SASL_HANDSHAKE
-                or (api_key == SASL_AUTHENTICATE and not sasl.authenticated)
-            ):
-                step = (
-                    sasl.handshake(api_version, request.message)
-                    if api_key == SASL_HANDSHAKE
-                    else sasl.authenticate(api_version, request.message)
-                )
+            step = None if sasl is None else sasl.exchange(api_key, api_version, request.message)
+            if step is not None:
                 if not await self._sasl_reply(writer, conn, step, api_version, correlation_id):
                     return
                 continue

@@ -18,80 +18,86 @@ Grouped apart, in public submodules:
 Every writer shares one implementation of Kafka's segment rules.
 """
 
-from kwire.log._arrow import to_arrow_batch_reader
-from kwire.log._check import (
-    DEFAULT_MAX_MESSAGE_SIZE,
-    OffsetIndexEntryCheck,
-    TimeIndexEntryCheck,
-    walk_offset_index,
-    walk_time_index,
-)
-from kwire.log._checkpoint import (
-    EpochEntry,
-    PartitionMetadata,
-    encode_leader_epoch_checkpoint,
-    encode_partition_metadata,
-    read_leader_epoch_checkpoint,
-    read_partition_metadata,
-)
-from kwire.log._datadir import (
-    CLEANER_OFFSET_CHECKPOINT,
-    LOG_START_OFFSET_CHECKPOINT,
-    META_PROPERTIES,
-    encode_offset_checkpoint,
-    meta_properties_node_id,
-    read_offset_checkpoint,
-)
-from kwire.log._errors import (
-    LogError,
-    OffsetOutOfRangeError,
-)
-from kwire.log._files import MappedFile, list_log_dir, open_segment, read_small_file
-from kwire.log._index import (
-    OffsetIndex,
-    OffsetPosition,
-    TimeIndex,
-    TimestampOffset,
-    offset_index_sanity_problem,
-    time_index_sanity_problem,
-)
-from kwire.log._isolation import ReadCommittedFilter, committed_batches, is_abort_marker
-from kwire.log._layout import (
-    PartitionDir,
-    SegmentFiles,
-    TopicPartition,
-    parse_partition_dir,
-    parse_segment_file_name,
-    partitions_from_paths,
-    segment_base_offset,
-    segment_file_beside,
-    segment_file_name,
-)
-from kwire.log._partition import PartitionLog
-from kwire.log._producer_state import BatchMetadata
-from kwire.log._sample import MIN_SEGMENT_BYTES, SampleSummary, write_sample
-from kwire.log._segment import (
-    BatchScan,
-    Segment,
-    SkippedBytes,
-    TimestampAndOffset,
-    scan_batches,
-    split_ranges,
-)
-from kwire.log._snapshot import (
-    ProducerSnapshot,
-    ProducerSnapshotEntry,
-    encode_producer_snapshot,
-    read_producer_snapshot,
-)
-from kwire.log._txnindex import (
-    AbortedTxn,
-    TransactionIndex,
-    collect_aborted_transactions,
-    encode_txn_index,
-    read_txn_index,
-)
-from kwire.log._writer import LogWriter
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from kwire.log._arrow import to_arrow_batch_reader
+    from kwire.log._check import (
+        DEFAULT_MAX_MESSAGE_SIZE,
+        OffsetIndexEntryCheck,
+        TimeIndexEntryCheck,
+        walk_offset_index,
+        walk_time_index,
+    )
+    from kwire.log._checkpoint import (
+        EpochEntry,
+        PartitionMetadata,
+        encode_leader_epoch_checkpoint,
+        encode_partition_metadata,
+        read_leader_epoch_checkpoint,
+        read_partition_metadata,
+    )
+    from kwire.log._datadir import (
+        CLEANER_OFFSET_CHECKPOINT,
+        LOG_START_OFFSET_CHECKPOINT,
+        META_PROPERTIES,
+        encode_offset_checkpoint,
+        meta_properties_node_id,
+        read_offset_checkpoint,
+    )
+    from kwire.log._errors import (
+        LogError,
+        OffsetOutOfRangeError,
+    )
+    from kwire.log._files import MappedFile, list_log_dir, open_segment, read_small_file
+    from kwire.log._index import (
+        OffsetIndex,
+        OffsetPosition,
+        TimeIndex,
+        TimestampOffset,
+        offset_index_sanity_problem,
+        time_index_sanity_problem,
+    )
+    from kwire.log._isolation import ReadCommittedFilter, committed_batches, is_abort_marker
+    from kwire.log._layout import (
+        PartitionDir,
+        SegmentFiles,
+        TopicPartition,
+        parse_partition_dir,
+        parse_segment_file_name,
+        partitions_from_paths,
+        segment_base_offset,
+        segment_file_beside,
+        segment_file_name,
+    )
+    from kwire.log._partition import PartitionLog
+    from kwire.log._producer_state import BatchMetadata
+    from kwire.log._sample import MIN_SEGMENT_BYTES, SampleSummary, write_sample
+    from kwire.log._segment import (
+        BatchScan,
+        Segment,
+        SkippedBytes,
+        TimestampAndOffset,
+        scan_batches,
+        split_ranges,
+    )
+    from kwire.log._snapshot import (
+        ProducerSnapshot,
+        ProducerSnapshotEntry,
+        encode_producer_snapshot,
+        read_producer_snapshot,
+    )
+    from kwire.log._txnindex import (
+        AbortedTxn,
+        TransactionIndex,
+        collect_aborted_transactions,
+        encode_txn_index,
+        read_txn_index,
+    )
+    from kwire.log._writer import LogWriter
 
 __all__ = [
     "CLEANER_OFFSET_CHECKPOINT",
@@ -158,3 +164,85 @@ __all__ = [
     "walk_time_index",
     "write_sample",
 ]
+
+
+#: Public name -> the module that defines it: the package imports only that module (and what it
+#: imports) on the first use of a name, so the broker, which needs the live log and not the
+#: offline readers (Arrow, the index checks, samples), does not load them at start.
+_HOME: Final = {
+    "AbortedTxn": "_txnindex",
+    "BatchMetadata": "_producer_state",
+    "BatchScan": "_segment",
+    "CLEANER_OFFSET_CHECKPOINT": "_datadir",
+    "DEFAULT_MAX_MESSAGE_SIZE": "_check",
+    "EpochEntry": "_checkpoint",
+    "LOG_START_OFFSET_CHECKPOINT": "_datadir",
+    "LogError": "_errors",
+    "LogWriter": "_writer",
+    "META_PROPERTIES": "_datadir",
+    "MIN_SEGMENT_BYTES": "_sample",
+    "MappedFile": "_files",
+    "OffsetIndex": "_index",
+    "OffsetIndexEntryCheck": "_check",
+    "OffsetOutOfRangeError": "_errors",
+    "OffsetPosition": "_index",
+    "PartitionDir": "_layout",
+    "PartitionLog": "_partition",
+    "PartitionMetadata": "_checkpoint",
+    "ProducerSnapshot": "_snapshot",
+    "ProducerSnapshotEntry": "_snapshot",
+    "ReadCommittedFilter": "_isolation",
+    "SampleSummary": "_sample",
+    "Segment": "_segment",
+    "SegmentFiles": "_layout",
+    "SkippedBytes": "_segment",
+    "TimeIndex": "_index",
+    "TimeIndexEntryCheck": "_check",
+    "TimestampAndOffset": "_segment",
+    "TimestampOffset": "_index",
+    "TopicPartition": "_layout",
+    "TransactionIndex": "_txnindex",
+    "collect_aborted_transactions": "_txnindex",
+    "committed_batches": "_isolation",
+    "encode_leader_epoch_checkpoint": "_checkpoint",
+    "encode_offset_checkpoint": "_datadir",
+    "encode_partition_metadata": "_checkpoint",
+    "encode_producer_snapshot": "_snapshot",
+    "encode_txn_index": "_txnindex",
+    "is_abort_marker": "_isolation",
+    "list_log_dir": "_files",
+    "meta_properties_node_id": "_datadir",
+    "offset_index_sanity_problem": "_index",
+    "open_segment": "_files",
+    "parse_partition_dir": "_layout",
+    "parse_segment_file_name": "_layout",
+    "partitions_from_paths": "_layout",
+    "read_leader_epoch_checkpoint": "_checkpoint",
+    "read_offset_checkpoint": "_datadir",
+    "read_partition_metadata": "_checkpoint",
+    "read_producer_snapshot": "_snapshot",
+    "read_small_file": "_files",
+    "read_txn_index": "_txnindex",
+    "scan_batches": "_segment",
+    "segment_base_offset": "_layout",
+    "segment_file_beside": "_layout",
+    "segment_file_name": "_layout",
+    "split_ranges": "_segment",
+    "time_index_sanity_problem": "_index",
+    "to_arrow_batch_reader": "_arrow",
+    "walk_offset_index": "_check",
+    "walk_time_index": "_check",
+    "write_sample": "_sample",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # Only a public name loads a module. Any other (a submodule being imported, as in
+    # ``from kwire.log import storage``; probes such as ``__wrapped__``) is left to the import
+    # system.
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module 'kwire.log' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"kwire.log.{home}"), name)
+    globals()[name] = value
+    return value

@@ -27,6 +27,7 @@ from kwire._wire import as_view
 from kwire.errors import DecodeError
 from kwire.log._index import BytesLike
 from kwire.records._sequence import decrement_sequence
+from kwire.records._v2 import crc32c  # not the crc32c package's: see _v2._load_crc32c
 
 __all__ = [
     "ProducerSnapshot",
@@ -73,8 +74,6 @@ class ProducerSnapshot:
 
 def read_producer_snapshot(buffer: BytesLike) -> ProducerSnapshot:
     """Parse and verify a producer state snapshot (``DecodeError`` as Kafka's ``CorruptSnapshotException``)."""
-    import crc32c
-
     view = as_view(buffer)
     if len(view) < _HEADER.size:
         raise DecodeError(
@@ -89,7 +88,7 @@ def read_producer_snapshot(buffer: BytesLike) -> ProducerSnapshot:
             offset=0,
             path="ProducerSnapshot.version",
         )
-    computed = crc32c.crc32c(view[_CRC_START:])
+    computed = crc32c(view[_CRC_START:])
     if computed != crc:
         raise DecodeError(
             f"Snapshot is corrupt (CRC is no longer valid). Stored crc: {crc}. "
@@ -129,8 +128,6 @@ def read_producer_snapshot(buffer: BytesLike) -> ProducerSnapshot:
 
 def encode_producer_snapshot(entries: Iterable[ProducerSnapshotEntry]) -> bytes:
     """A version-1 snapshot file holding ``entries`` (CRC filled in, as Kafka writes it)."""
-    import crc32c
-
     items = list(entries)
     out = bytearray(_HEADER.pack(PRODUCER_SNAPSHOT_VERSION, 0, len(items)))
     for e in items:
@@ -144,5 +141,5 @@ def encode_producer_snapshot(entries: Iterable[ProducerSnapshotEntry]) -> bytes:
             e.coordinator_epoch,
             -1 if e.current_txn_first_offset is None else e.current_txn_first_offset,
         )
-    struct.pack_into(">I", out, 2, crc32c.crc32c(bytes(out[_CRC_START:])))
+    struct.pack_into(">I", out, 2, crc32c(bytes(out[_CRC_START:])))
     return bytes(out)

@@ -19,6 +19,10 @@ Sans-IO: bytes in, objects out (and back). Public names (see docs/protocol.md):
   ``VersionRange``, ``MessageSpec``, ``StructSpec``, ``FieldSpec``, ``SpecError``.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
 # kwire's extensions of the protocol register themselves with the core (see kwire.protocol.ext)
 from kwire.protocol import ext  # noqa: F401  (imported for its registrations)
 from kwire.protocol._bundled import bundled_specs, iter_message_versions, message_spec, spec_source
@@ -53,15 +57,17 @@ from kwire.protocol._runtime import (
     KField,
     fast_path_fallbacks,
 )
-from kwire.protocol._spec import (
-    FieldSpec,
-    FieldType,
-    MessageSpec,
-    SpecError,
-    StructSpec,
-    VersionRange,
-    snake_case,
-)
+from kwire.protocol._spec._versions import VersionRange
+
+if TYPE_CHECKING:
+    from kwire.protocol._spec import (
+        FieldSpec,
+        FieldType,
+        MessageSpec,
+        SpecError,
+        StructSpec,
+        snake_case,
+    )
 
 __all__ = [
     "ZERO_UUID",
@@ -102,3 +108,21 @@ __all__ = [
     "uuid_from_str",
     "uuid_to_str",
 ]
+
+#: The spec model's names, imported on first use: a broker or client answers without the model
+#: (the generated codecs carry what the wire needs), so importing kwire.protocol skips its loader.
+_SPEC_MODEL: Final = frozenset(
+    ("FieldSpec", "FieldType", "MessageSpec", "SpecError", "StructSpec", "snake_case")
+)
+
+
+def __getattr__(name: str) -> Any:
+    # only a spec-model name loads a module; anything else (a submodule being imported, a probe
+    # such as ``__wrapped__``) is left to the import system
+    if name not in _SPEC_MODEL:
+        raise AttributeError(f"module 'kwire.protocol' has no attribute {name!r}")
+    from kwire.protocol import _spec
+
+    value = getattr(_spec, name)
+    globals()[name] = value
+    return value

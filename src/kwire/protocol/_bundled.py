@@ -8,19 +8,38 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator
-from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from kwire.protocol._spec import MessageSpec, load_spec_dir
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from kwire.protocol._spec import MessageSpec
+
+    SPEC_DIR: Path
 
 __all__ = ["SPEC_DIR", "bundled_specs", "iter_message_versions", "message_spec", "spec_source"]
 
-SPEC_DIR = Path(__file__).resolve().parent / "specs"
+
+@functools.cache
+def _spec_dir() -> Path:
+    # pathlib (with urllib.parse) is imported when a spec file is read, not by a broker's start
+    from pathlib import Path
+
+    return Path(__file__).resolve().parent / "specs"
+
+
+def __getattr__(name: str) -> Any:
+    if name == "SPEC_DIR":  # the bundled specs' directory, a Path
+        return _spec_dir()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @functools.cache
 def bundled_specs() -> dict[str, MessageSpec]:
     """Every bundled spec by message name (``MetadataResponse``, ``RequestHeader``...)."""
-    return load_spec_dir(SPEC_DIR)
+    from kwire.protocol._spec import load_spec_dir  # the loader only when a spec is asked for
+
+    return load_spec_dir(_spec_dir())
 
 
 def message_spec(name: str) -> MessageSpec:
@@ -41,7 +60,7 @@ def iter_message_versions(*, kinds: tuple[str, ...] | None = None) -> Iterator[t
 def spec_source() -> dict[str, str]:
     """The ``SOURCE`` file of the bundled specs as a dict (``kafka_version``, ``jar_sha256``...)."""
     out: dict[str, str] = {}
-    for line in (SPEC_DIR / "SOURCE").read_text().splitlines():
+    for line in (_spec_dir() / "SOURCE").read_text().splitlines():
         key, sep, value = line.partition(":")
         if sep:
             out[key.strip()] = value.strip()

@@ -65,6 +65,17 @@ __all__ = [
     "write_uvarint",
 ]
 
+#: The range of each integer type of the spec language (the model checks defaults against it, the
+#: reference codec values; here so the runtime needs no spec model).
+INT_RANGES: Final[dict[str, tuple[int, int]]] = {
+    "int8": (-(2**7), 2**7 - 1),
+    "int16": (-(2**15), 2**15 - 1),
+    "uint16": (0, 2**16 - 1),
+    "int32": (-(2**31), 2**31 - 1),
+    "uint32": (0, 2**32 - 1),
+    "int64": (-(2**63), 2**63 - 1),
+}
+
 #: Kafka's longest string (``Short.MAX_VALUE`` bytes of UTF-8).
 MAX_STRING: Final = 0x7FFF
 

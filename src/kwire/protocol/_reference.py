@@ -28,8 +28,7 @@ from kwire.protocol._extension_points import (
     TAG_HEADER_CODECS,
     TagHeaderCodec,
 )
-from kwire.protocol._primitives import MAX_STRING, _records_bytes, uuid_from_bytes
-from kwire.protocol._spec._model import INT_RANGES
+from kwire.protocol._primitives import INT_RANGES, MAX_STRING, _records_bytes, uuid_from_bytes
 
 if TYPE_CHECKING:
     from kwire.protocol._runtime import KafkaMessage, KafkaStruct, KField, MessageInfo

@@ -12,13 +12,17 @@ import importlib
 import types
 from collections.abc import Mapping
 from dataclasses import replace
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from kwire.errors import SpecError
 from kwire.protocol._bundled import bundled_specs
 from kwire.protocol._extension_points import tag_header_names
 from kwire.protocol._runtime import KafkaMessage, KafkaStruct, KField, fields_at
-from kwire.protocol._spec import MessageSpec, SpecError, load_spec_dir
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from kwire.protocol._spec import MessageSpec
 
 __all__ = ["ProtocolRegistry", "inspect", "load_specs", "message_class", "struct_class"]
 
@@ -178,6 +182,10 @@ def load_specs(
         specs = dict(path)
         where = "the given specs"
     else:
+        from pathlib import Path
+
+        from kwire.protocol._spec import load_spec_dir  # the JSON loader only for a spec dir
+
         specs = load_spec_dir(path)
         where = str(path)
         source = Path(path) / "SOURCE"

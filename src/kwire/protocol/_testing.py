@@ -10,8 +10,8 @@ import random
 import uuid
 from typing import Any
 
+from kwire.protocol._primitives import INT_RANGES
 from kwire.protocol._runtime import KafkaMessage, KafkaStruct, KField
-from kwire.protocol._spec._model import INT_RANGES
 from kwire.protocol.ext.varint_fields import VARINT_TYPES, wire_range
 
 __all__ = ["fast_roundtrip", "instances", "nested", "roundtrip"]

@@ -77,7 +77,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from kwire.protocol._spec import VersionRange
+from kwire.protocol._spec._versions import VersionRange
 
 __all__ = [
     "BROKER_RELEASES",

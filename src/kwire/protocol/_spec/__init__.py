@@ -4,27 +4,34 @@ Runtime-importable (no code generation needed): the code generator, the runtime 
 the tests all use it. ``load_spec_dir`` / ``parse_spec`` raise ``SpecError`` naming file and field.
 """
 
-from kwire.protocol._spec._loader import (
-    SpecError,
-    load_spec_dir,
-    load_spec_file,
-    parse_spec,
-    strip_comments,
-)
-from kwire.protocol._spec._model import (
-    FIXED_TYPES,
-    INT_RANGES,
-    STRUCT_DEFAULT,
-    FieldSpec,
-    FieldType,
-    MessageSpec,
-    StructSpec,
-    camel_case,
-    parse_default,
-    python_attr,
-    snake_case,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any, Final
+
 from kwire.protocol._spec._versions import MAX_VERSION, NONE, VersionRange
+
+if TYPE_CHECKING:
+    from kwire.protocol._spec._loader import (
+        SpecError,
+        load_spec_dir,
+        load_spec_file,
+        parse_spec,
+        strip_comments,
+    )
+    from kwire.protocol._spec._model import (
+        FIXED_TYPES,
+        INT_RANGES,
+        STRUCT_DEFAULT,
+        FieldSpec,
+        FieldType,
+        MessageSpec,
+        StructSpec,
+        camel_case,
+        parse_default,
+        python_attr,
+        snake_case,
+    )
 
 __all__ = [
     "FIXED_TYPES",
@@ -47,3 +54,39 @@ __all__ = [
     "snake_case",
     "strip_comments",
 ]
+
+#: Public name -> its module. The loader and the model are imported on the first use of one of
+#: their names: the generated codecs and the runtime need only ``VersionRange``, and a broker
+#: answers its first requests without either (their import is a tenth of its start).
+_HOME: Final = {
+    **dict.fromkeys(
+        ("SpecError", "load_spec_dir", "load_spec_file", "parse_spec", "strip_comments"), "_loader"
+    ),
+    **dict.fromkeys(
+        (
+            "FIXED_TYPES",
+            "INT_RANGES",
+            "STRUCT_DEFAULT",
+            "FieldSpec",
+            "FieldType",
+            "MessageSpec",
+            "StructSpec",
+            "camel_case",
+            "parse_default",
+            "python_attr",
+            "snake_case",
+        ),
+        "_model",
+    ),
+}
+
+
+def __getattr__(name: str) -> Any:
+    # only a public name loads a module; anything else (a submodule being imported, a probe such
+    # as ``__wrapped__``) is left to the import system
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module 'kwire.protocol._spec' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"kwire.protocol._spec.{home}"), name)
+    globals()[name] = value
+    return value

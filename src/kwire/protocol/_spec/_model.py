@@ -16,9 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kwire._wire import uuid_from_text
+from kwire.protocol._primitives import INT_RANGES  # the runtime's too (re-exported here)
 from kwire.protocol._spec._versions import NONE, VersionRange
 
 __all__ = [
+    "INT_RANGES",
     "PRIMITIVE_TYPES",
     "FieldSpec",
     "FieldType",
@@ -42,14 +44,6 @@ FIXED_TYPES: Final[dict[str, tuple[str, int]]] = {
     "uuid": ("16s", 16),
 }
 PRIMITIVE_TYPES: Final = frozenset([*FIXED_TYPES, "string", "bytes", "records"])
-INT_RANGES: Final[dict[str, tuple[int, int]]] = {
-    "int8": (-(2**7), 2**7 - 1),
-    "int16": (-(2**15), 2**15 - 1),
-    "uint16": (0, 2**16 - 1),
-    "int32": (-(2**31), 2**31 - 1),
-    "uint32": (0, 2**32 - 1),
-    "int64": (-(2**63), 2**63 - 1),
-}
 
 
 def snake_case(name: str) -> str:
