@@ -69,8 +69,8 @@ def test_share_consumer_is_refused_while_share_version_is_0(kwire_broker: Broker
         deadline = time.monotonic() + DEADLINE_S
         while not kwire_broker.call(
             lambda s: (
-                "share" in s.services
-                and any(p.initialized for p in s.services["share"].partitions.values())
+                s.services.share is not None
+                and any(p.initialized for p in s.services.share.partitions.values())
             )
         ):
             assert time.monotonic() < deadline, "the share partition was never initialized"

@@ -70,7 +70,7 @@ def wait_for(broker: Broker, check: Callable[[BrokerState], Any], consumer: Any 
 
 def initialized(group: str) -> Callable[[BrokerState], bool]:
     def check(state: BrokerState) -> bool:
-        coordinator = state.services.get("share")
+        coordinator = state.services.share
         return coordinator is not None and any(
             g == group and p.initialized for (g, _, _), p in coordinator.partitions.items()
         )
@@ -80,7 +80,7 @@ def initialized(group: str) -> Callable[[BrokerState], bool]:
 
 def empty(group: str) -> Callable[[BrokerState], bool]:
     def check(state: BrokerState) -> bool:
-        found = state.services["share"].groups.get(group)
+        found = state.services.share.groups.get(group)
         return found is not None and not found.members
 
     return check

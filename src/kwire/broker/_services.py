@@ -58,6 +58,10 @@ class Services:
             raise KeyError(name)
         return value
 
+    def __contains__(self, name: object) -> bool:
+        """``"share" in services``: whether that service has been made."""
+        return isinstance(name, str) and name in _NAMES and getattr(self, name) is not None
+
     def __setitem__(self, name: str, value: Any) -> None:
         setattr(self, _field(name), value)
 
