@@ -207,14 +207,18 @@ def uuid_from_text(text: str) -> bytes:
     return raw
 
 
+def random_uuid(source: random.Random | None = None) -> uuid.UUID:
+    """A random (version 4) UUID: from ``source`` when given (a seeded source, so a test
+    replays), else the system's."""
+    return uuid.uuid4() if source is None else uuid.UUID(int=source.getrandbits(128), version=4)
+
+
 def random_uuid_text(source: random.Random | None = None) -> str:
     """``Uuid.randomUuid().toString()``: never one starting with "-" (Kafka's rule for ids on
     command lines) nor a reserved one (all zeros, or zeros then 1: ``METADATA_TOPIC_ID``).
     ``source``: a seeded random source (tests replay), else the system's."""
     while True:
-        raw = (
-            uuid.uuid4() if source is None else uuid.UUID(int=source.getrandbits(128), version=4)
-        ).bytes
+        raw = random_uuid(source).bytes
         text = uuid_text(raw)
         if not text.startswith("-") and raw[:15] != bytes(15):
             return text

@@ -11,8 +11,8 @@ modules that define them import ``_state``, which builds this object.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, Final, Literal
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from kwire.broker._acl import Authorizer
@@ -45,31 +45,3 @@ class Services:
     delegation_tokens: DelegationTokenCache | None = None
     #: node id -> its fetch sessions (each node of an in-process cluster has its own cache)
     fetch_sessions: dict[int, FetchSessionCache] = field(default_factory=dict)
-
-    # The string forms (``services.get("group")``), for code written before the fields; a name
-    # that is not a field is an error, not a new entry.
-    def get(self, name: str, default: Any = None) -> Any:
-        value = getattr(self, _field(name))
-        return default if value is None else value
-
-    def __getitem__(self, name: str) -> Any:
-        value = getattr(self, _field(name))
-        if value is None:
-            raise KeyError(name)
-        return value
-
-    def __contains__(self, name: object) -> bool:
-        """``"share" in services``: whether that service has been made."""
-        return isinstance(name, str) and name in _NAMES and getattr(self, name) is not None
-
-    def __setitem__(self, name: str, value: Any) -> None:
-        setattr(self, _field(name), value)
-
-
-_NAMES: Final = frozenset(f.name for f in fields(Services))
-
-
-def _field(name: str) -> str:
-    if name not in _NAMES:
-        raise KeyError(f"no broker service {name!r}")
-    return name

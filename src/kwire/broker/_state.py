@@ -29,7 +29,7 @@ from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal, Protocol
 
-from kwire._wire import random_uuid_text
+from kwire._wire import random_uuid, random_uuid_text
 from kwire.broker import _metadata_log as mlog
 from kwire.broker._config import (
     ConfigError,
@@ -262,7 +262,7 @@ class BrokerState:
 
     def uuid4(self) -> uuid.UUID:
         """A random (version 4) UUID drawn from ``self.random``."""
-        return uuid.UUID(int=self.random.getrandbits(128), version=4)
+        return random_uuid(self.random)
 
     def dynamic_broker_configs(self, resource: str) -> dict[str, str]:
         """The dynamic broker configs of a BROKER resource (``""``: the cluster-wide default,

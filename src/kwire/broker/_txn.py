@@ -19,7 +19,7 @@ for the compact shape):
   Prepare write and sends the markers afterwards; the client cannot tell the difference, except
   that an InitProducerId that fences an ongoing transaction still answers CONCURRENT_TRANSACTIONS
   (as Kafka does) although the abort is already complete;
-- after the markers the group coordinator (``state.services["group"]``), when there is one, is
+- after the markers the group coordinator (``state.services.group``), when there is one, is
   told with ``complete_txn(producer_id, commit)`` so transactional offset commits become visible
   or are dropped (Kafka's ``GroupCoordinator.onTransactionCompleted``);
 - the state is loaded back from ``__transaction_state`` when the coordinator starts (the first
@@ -436,7 +436,7 @@ class TransactionCoordinator:
 
     def group_partition(self, group_id: str) -> TopicPartition:
         """The ``__consumer_offsets`` partition of a group (``GroupCoordinator.partitionFor``)."""
-        group = self.state.services.get("group")
+        group = self.state.services.group
         partition_of = getattr(group, "partition_for", None)
         if callable(partition_of):
             return GROUP_TOPIC, int(partition_of(group_id))
@@ -570,7 +570,7 @@ class TransactionCoordinator:
             ),
             now_ms,
         )
-        group = self.state.services.get("group")
+        group = self.state.services.group
         complete_txn: Callable[[int, bool], object] | None = getattr(group, "complete_txn", None)
         if complete_txn is not None:
             complete_txn(meta.producer_id, commit)
@@ -695,12 +695,12 @@ class TransactionCoordinator:
 
 def coordinator_for(state: BrokerState) -> TransactionCoordinator:
     """The broker's transaction coordinator, started (loaded, its ticker added) on first use."""
-    found = state.services.get("transaction")
-    if isinstance(found, TransactionCoordinator):
+    found = state.services.transaction
+    if found is not None:
         return found
     coordinator = TransactionCoordinator(state)
     coordinator.load()
-    state.services["transaction"] = coordinator
+    state.services.transaction = coordinator
     state.add_ticker(coordinator.tick)
     return coordinator
 

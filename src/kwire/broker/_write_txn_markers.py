@@ -80,7 +80,7 @@ def _write(
 def handle_write_txn_markers(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
     results: Results = {}
     allowed = authorize(state, ctx, "CLUSTER_ACTION", CLUSTER, CLUSTER_NAME)
-    group = state.services.get("group")
+    group = state.services.group
     complete_txn: Callable[[int, bool], object] | None = getattr(group, "complete_txn", None)
     for marker in request.markers:
         by_topic = results.setdefault(marker.producer_id, {})

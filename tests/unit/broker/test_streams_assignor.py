@@ -171,7 +171,7 @@ def test_no_active_task_is_ever_owned_twice_and_the_group_settles(
             live[member] = (r.member_epoch, owned)
 
         def check_disjoint() -> None:
-            group = state.services["group"].streams.groups["g"]
+            group = state.services.group.streams.groups["g"]
             seen: set[int] = set()
             for m in group.members.values():
                 held = set(m.assigned.active.get("0", ())) | set(
@@ -196,8 +196,8 @@ def test_no_active_task_is_ever_owned_twice_and_the_group_settles(
             for member in sorted(live):
                 beat(member)
                 check_disjoint()
-        group = state.services["group"].streams.groups["g"]
-        assert group.state(state.services["group"].streams.configured(group)) == "Stable"
+        group = state.services.group.streams.groups["g"]
+        assert group.state(state.services.group.streams.configured(group)) == "Stable"
         owned = sorted(p for _, ps in live.values() for p in ps)
         assert owned == list(range(6))
     finally:

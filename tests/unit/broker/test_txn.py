@@ -459,7 +459,7 @@ def test_add_offsets_to_txn_and_the_group_coordinator_is_told(state: BrokerState
         def complete_txn(self, producer_id: int, commit: bool) -> None:
             calls.append((producer_id, commit))
 
-    state.services["group"] = Group()
+    state.services.group = Group()
     r = init(state)
     pid, epoch = r.producer_id, r.producer_epoch
     response = call(

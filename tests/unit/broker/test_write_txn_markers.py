@@ -113,7 +113,7 @@ def test_consumer_offsets_markers_settle_pending_offsets(tmp_path: Path) -> None
 
     try:
         state.create_topic("__consumer_offsets", 1)
-        state.services["group"] = Group()
+        state.services.group = Group()
         got = write(
             state,
             marker(11, 0, False, {"__consumer_offsets": [0]}),

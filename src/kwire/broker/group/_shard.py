@@ -14,7 +14,7 @@ OffsetCommitValue v3 (v1 with a retention time), GroupMetadataKey v2 + GroupMeta
 the consumer group's key versions 3..8, ``null`` values as tombstones.
 
 The handlers (``_group_apis``) call this class; ``group_coordinator(state)`` makes, loads and
-registers it (``state.services["group"]``) on first use, its ``tick`` run every 100 ms.
+registers it (``state.services.group``) on first use, its ``tick`` run every 100 ms.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import uuid
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Final
 
+from kwire._wire import random_uuid
 from kwire.broker._state import BrokerState, Partition, partition_for
 from kwire.broker.group._classic import DEAD, EMPTY, STABLE, Group, Member
 from kwire.broker.group._classic_groups import ClassicGroups
@@ -133,7 +134,7 @@ class GroupCoordinator:
 
     def uuid4(self) -> uuid.UUID:
         """A random (version 4) UUID from the shard's random source."""
-        return uuid.UUID(int=self.random.getrandbits(128), version=4)
+        return random_uuid(self.random)
 
     def conf(self, name: str) -> int:
         value = self.config.get(name)
@@ -362,12 +363,12 @@ class GroupCoordinator:
 
 
 def group_coordinator(state: BrokerState) -> GroupCoordinator:
-    """The state's group coordinator (``state.services["group"]``), made and loaded on first use."""
-    found = state.services.get("group")
-    if isinstance(found, GroupCoordinator):
+    """The state's group coordinator (``state.services.group``), made and loaded on first use."""
+    found = state.services.group
+    if found is not None:
         return found
     coordinator = GroupCoordinator(state)
     coordinator.load()
-    state.services["group"] = coordinator
+    state.services.group = coordinator
     state.add_ticker(coordinator.tick)
     return coordinator
