@@ -290,3 +290,56 @@ def test_users_own_session_reuses_a_dataframe(kwire_broker: Any, user_job: Any) 
         """
     )
     assert out["counts"] == [N, N // 3, N, N]
+
+
+def test_users_own_session_writes_exactly_once(
+    kwire_broker: Any, user_job: Any, tmp_path: Any
+) -> None:
+    """The exactly-once kafka-wire sink from a user's own ``getOrCreate()`` session: one
+    AvailableNow run, then a second from the same checkpoint with nothing new; a read_committed
+    librdkafka consumer finds every input value in the output once."""
+    import time
+
+    import confluent_kafka as ck
+
+    kwire_broker.create_topic("eos-src", partitions=2)
+    kwire_broker.create_topic("eos-dst", partitions=2)
+    produce(kwire_broker.bootstrap, "eos-src", N, 2)
+    job = f"""
+        import json
+        from pyspark.sql import SparkSession
+        import kwire.spark
+
+        spark = SparkSession.builder.master("local[2]").getOrCreate()
+        kwire.spark.register(spark)
+        src = (spark.readStream.format("kafka-wire")
+               .option("kafka.bootstrap.servers", {kwire_broker.bootstrap!r})
+               .option("subscribe", "eos-src").option("startingOffsets", "earliest")
+               .load().select("key", "value"))
+        query = (src.writeStream.format("kafka-wire")
+                 .option("kafka.bootstrap.servers", {kwire_broker.bootstrap!r})
+                 .option("topic", "eos-dst").option("exactlyOnce", "true")
+                 .option("checkpointLocation", {str(tmp_path / "chk")!r})
+                 .trigger(availableNow=True).start())
+        query.awaitTermination(300)
+        spark.stop()
+        print(json.dumps({{"done": True}}))
+        """
+    assert user_job(job)["done"]
+    assert user_job(job)["done"]  # a restart from the checkpoint writes nothing again
+    consumer = ck.Consumer(
+        {
+            "bootstrap.servers": kwire_broker.bootstrap,
+            "group.id": "eos-check",
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+        }
+    )
+    consumer.subscribe(["eos-dst"])
+    got: list[bytes] = []
+    end = time.monotonic() + 60
+    while len(got) < N and time.monotonic() < end:
+        got.extend(m.value() for m in consumer.consume(100, 1.0) if not m.error())
+    got.extend(m.value() for m in consumer.consume(100, 2.0) if not m.error())  # no extras
+    consumer.close()
+    assert len(got) == N and len(set(got)) == N
