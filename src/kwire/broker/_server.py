@@ -771,7 +771,10 @@ class _Channel(asyncio.BufferedProtocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
-        self._loop.create_task(self.server._serve(self.listener, self))
+        # tracked from its creation, so a broker that stops before the task first runs still
+        # cancels and awaits it (not a pending task destroyed with the loop)
+        task = self._loop.create_task(self.server._serve(self.listener, self))
+        self.server._connections.add(task)
 
     def get_buffer(self, sizehint: int) -> memoryview:
         return self.wire.get_buffer()
