@@ -30,6 +30,7 @@ __all__ = [
     "EncodeError",
     "FastPathError",
     "FastPathFallbackWarning",
+    "FrameSizeError",
     "KafkaStorageError",
     "KwireError",
     "LogError",
@@ -133,6 +134,21 @@ class DecompressedSizeError(CorruptRecordError):
     def __init__(self, message: str, limit: int) -> None:
         super().__init__(message)
         self.limit = limit
+
+
+class FrameSizeError(DecodeError):
+    """A frame whose size prefix is negative or above the limit: nothing after it can be read, so
+    the connection closes (Kafka's ``InvalidReceiveException``)."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(
+            f"invalid frame size {size} (the limit is {limit})", offset=0, context="frame"
+        )
+        self.size = size
+        self.limit = limit
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.size, self.limit))
 
 
 class EncodeError(KwireError, ValueError):

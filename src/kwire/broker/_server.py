@@ -38,7 +38,6 @@ from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any, Final
 
 from kwire.broker._apis import CLOSE_CONNECTION, TABLE, Deferred, dispatch
-from kwire.broker._connection import BrokerConnection, FrameSizeError
 from kwire.broker._context import RequestContext
 from kwire.broker._data import api_versions_response, validation_jobs
 from kwire.broker._fetch import ConvertedRecords, FileRecords
@@ -54,9 +53,10 @@ from kwire.broker._security import (
     server_ssl_context,
 )
 from kwire.broker._state import BrokerState
-from kwire.errors import KafkaStorageError, KwireError
+from kwire.errors import FrameSizeError, KafkaStorageError, KwireError
 from kwire.protocol import (
     ErrorCode,
+    FrameReader,
     KafkaMessage,
     decode_request_frame,
     message_class,
@@ -744,7 +744,7 @@ class _Connection:
 
 
 class _Channel(asyncio.BufferedProtocol):
-    """asyncio's side of one connection: the transport reads into the ``BrokerConnection``'s
+    """asyncio's side of one connection: the transport reads into the ``FrameReader``'s
     buffers (``recv_into``, no intermediate copy), reading pauses while the connection holds
     all it may read ahead, and the server task reads frames and writes responses through it
     with the calls of a ``StreamWriter`` (``write``, ``drain``, ``close``)."""
@@ -752,7 +752,7 @@ class _Channel(asyncio.BufferedProtocol):
     def __init__(self, server: KafkaServer, listener: Listener, tls: bool) -> None:
         self.server = server
         self.listener = listener
-        self.wire = BrokerConnection()
+        self.wire = FrameReader()  # kwire.protocol's frame cutter, the client's too
         self.conn: _Connection | None = None
         self.transport: asyncio.Transport = None  # type: ignore[assignment]  # set on connect
         self._tls = tls

@@ -92,13 +92,12 @@ def _iter_frame_files(paths: list[Path]) -> Iterator[Path]:
             yield p
 
 
-def _frames(paths: list[Path]) -> Iterator[tuple[str, bytes]]:
-    from kwire.protocol import FrameBuffer
+def _frames(paths: list[Path]) -> Iterator[tuple[str, bytearray]]:
+    from kwire.protocol import FrameReader
 
     for path in _iter_frame_files(paths):
-        buf = FrameBuffer()
-        buf.feed(path.read_bytes())
-        for frame in buf.frames():
+        buf = FrameReader()
+        for frame in buf.feed(path.read_bytes()):
             yield str(path), frame
         if buf.buffered:
             raise DecodeError(f"{buf.buffered} bytes after the last whole frame", context=str(path))

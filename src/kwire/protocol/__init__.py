@@ -13,7 +13,8 @@ Sans-IO: bytes in, objects out (and back). Public names (see docs/protocol.md):
 - ``RecordsReference``: records a frame refers to (zero-copy sends) instead of holding.
 - frames: ``encode_request_frame``, ``decode_request_frame``, ``encode_response_frame``,
   ``decode_response_frame``, ``request_header_version``, ``response_header_version``,
-  ``ClientConnection``, ``ServerConnection``, ``FrameBuffer``, ``FrameReader``.
+  ``ClientConnection``, ``ServerConnection``, ``FrameReader`` (the one frame cutter: the
+  client's, the broker's; a bad size prefix raises ``kwire.errors.FrameSizeError``).
 - ``ErrorCode``: Kafka's error codes (an IntEnum; decoding never raises for a response's code).
 - spec model: ``message_spec(name)``, ``iter_message_versions()``, ``bundled_specs()``,
   ``VersionRange``, ``MessageSpec``, ``StructSpec``, ``FieldSpec``, ``SpecError``.
@@ -29,7 +30,6 @@ from kwire.protocol._bundled import bundled_specs, iter_message_versions, messag
 from kwire.protocol._error_codes import ErrorCode
 from kwire.protocol._frames import (
     ClientConnection,
-    FrameBuffer,
     FrameReader,
     Request,
     Response,
@@ -75,7 +75,6 @@ __all__ = [
     "ErrorCode",
     "FieldSpec",
     "FieldType",
-    "FrameBuffer",
     "FrameReader",
     "KField",
     "KafkaMessage",

@@ -9,24 +9,26 @@ otherwise, except ApiVersions responses, which always use v0 (KIP-511) so old cl
 ``receive_data`` and take the bytes to send from ``send``/``respond`` (in the style of h11).
 Responses are matched to requests by correlation id. A client may instead let the socket write
 straight into the frames (``receive_buffer`` / ``received_into``, for ``recv_into`` or asyncio's
-``BufferedProtocol``): ``FrameReader`` gives each large frame a buffer of its own size, so a
-fetched megabyte is copied once, from the kernel, and its records are views of that buffer.
+``BufferedProtocol``). One ``FrameReader`` cuts frames for every side (these connections, the
+broker's asyncio edge, the size-report CLI): a large frame gets a buffer of its own size, so a
+fetched or produced megabyte is copied once, from the kernel, and its records are views of it.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
-from kwire.errors import DecodeError
+from kwire.errors import DecodeError, FrameSizeError
 from kwire.protocol._registry import message_class
 from kwire.protocol._runtime import KafkaMessage
 
 __all__ = [
+    "MAX_FRAME",
+    "OWN_BUFFER_FROM",
+    "STAGING_BYTES",
     "ClientConnection",
-    "FrameBuffer",
     "FrameReader",
     "Request",
     "Response",
@@ -45,7 +47,12 @@ API_VERSIONS_KEY = 18
 CONTROLLED_SHUTDOWN_KEY = 7
 #: Frames larger than this are refused before buffering them (Kafka's socket.request.max.bytes is
 #: 100 MiB by default; fetch responses can be larger, so this is generous).
-MAX_FRAME = 1 << 30
+MAX_FRAME: Final = 1 << 30
+#: Bytes a ``FrameReader`` reads ahead of the frame being taken before ``wants_data`` turns false.
+STAGING_BYTES: Final = 1 << 16
+#: A frame that has not fully arrived and is larger than this gets a buffer of its own, which
+#: the socket fills in place; a smaller one waits in the staging buffer.
+OWN_BUFFER_FROM: Final = 1 << 13
 
 
 def request_header_version(api_key: int, api_version: int) -> int:
@@ -197,91 +204,128 @@ def decode_response_frame(
     return Response(header, message, api_key, api_version)
 
 
-class FrameBuffer:
-    """Split a byte stream into size-prefixed frames (each returned with its size prefix)."""
-
-    def __init__(self, max_frame: int = MAX_FRAME) -> None:
-        self._buf = bytearray()
-        self._max = max_frame
-
-    def feed(self, data: bytes | bytearray | memoryview) -> None:
-        self._buf += data
-
-    def frames(self) -> Iterator[bytes]:
-        while len(self._buf) >= 4:
-            (size,) = _SIZE.unpack_from(self._buf, 0)
-            if size < 0 or size > self._max:
-                raise DecodeError(f"invalid frame size {size}", offset=0, context="frame")
-            if len(self._buf) < 4 + size:
-                return
-            frame = bytes(self._buf[: 4 + size])
-            del self._buf[: 4 + size]
-            yield frame
-
-    @property
-    def buffered(self) -> int:
-        return len(self._buf)
-
-
 class FrameReader:
-    """Size-prefixed frames read in place: ``buffer()`` is where the next bytes go, ``written(n)``
-    says how many went there and returns the frames completed.
+    """Size-prefixed frames cut from the bytes one connection received, at either end of it.
 
-    Small frames (up to ``scratch`` bytes) are cut from one reused scratch buffer (one short copy
-    each); a larger one, once its size prefix is in, gets a ``bytearray`` of exactly its size and
-    the socket fills the rest of it directly. Frames are returned with their size prefix.
+    The edge puts received bytes where ``get_buffer`` says (``recv_into``, or asyncio's
+    ``BufferedProtocol``) and reports how many with ``buffer_updated``; ``next_frame(limit)``
+    takes the next whole frame, its size prefix included. Bytes a caller already holds go in
+    with ``feed``, which copies them and returns the frames they completed.
+
+    After Kafka's ``NetworkReceive``: a frame that does not arrive in one piece and is larger
+    than ``OWN_BUFFER_FROM`` (or than the staging buffer) is read straight into a ``bytearray``
+    of its own size, so a large Produce or fetch answer is copied once, from the kernel, where
+    its decoder reads it; small frames that arrive together land in one staging buffer and are
+    cut from it (one short copy each). A frame's size is checked against the limit passed to
+    ``next_frame`` (the broker passes ``socket.request.max.bytes``, or
+    ``sasl.server.max.receive.size`` before authentication) before anything of its size is
+    allocated. Read-ahead is bounded: while the staging buffer is full and no frame is taken
+    (the broker is handling the connection's request; Kafka mutes the channel meanwhile),
+    ``wants_data`` is false and the edge pauses reading.
     """
 
-    def __init__(self, max_frame: int = MAX_FRAME, scratch: int = 65_536) -> None:
-        self._max = max_frame
-        self._scratch = bytearray(max(scratch, 8))
-        self._scratch_view = memoryview(self._scratch)
-        self._fill = 0  # bytes of the scratch buffer in use
-        self._frame: bytearray | None = None  # the large frame being filled
-        self._frame_fill = 0
+    def __init__(self, staging_bytes: int = STAGING_BYTES) -> None:
+        self._staging = bytearray(max(staging_bytes, 8))
+        # a small frame must fit the staging buffer once compacted; a larger one gets its own
+        self._own_from = min(OWN_BUFFER_FROM, len(self._staging))
+        self._start = 0  # first byte not yet taken
+        self._end = 0  # end of the bytes received into the staging buffer
+        self._frame: bytearray | None = None  # a frame being filled in place (own buffer)
+        self._filled = 0  # bytes of ``_frame`` received so far
 
-    def buffer(self) -> memoryview:
-        if self._frame is not None:
-            return memoryview(self._frame)[self._frame_fill :]
-        return self._scratch_view[self._fill :]
+    # --- bytes in -----------------------------------------------------------------------------
 
-    def written(self, n: int) -> list[bytes | bytearray]:
-        out: list[bytes | bytearray] = []
+    def get_buffer(self) -> memoryview:
+        """Where the next received bytes go (never empty)."""
+        frame = self._frame
+        if frame is not None:
+            return memoryview(frame)[self._filled :]
+        if self._end == len(self._staging):
+            self._compact()
+            if self._end == len(self._staging):
+                # Full, yet asked again (asyncio's sendfile resumes reading when it is done):
+                # a new, larger buffer, never a resize of one the transport may still view. The
+                # broker pauses reading after this read, so it happens once per resume.
+                grown = bytearray(len(self._staging) + STAGING_BYTES)
+                grown[: self._end - self._start] = self._staging[self._start : self._end]
+                self._end -= self._start
+                self._start = 0
+                self._staging = grown
+        return memoryview(self._staging)[self._end :]
+
+    def buffer_updated(self, nbytes: int) -> None:
+        """``nbytes`` were written at the start of the last ``get_buffer``."""
         if self._frame is not None:
-            self._frame_fill += n
-            if self._frame_fill == len(self._frame):
-                out.append(self._frame)
-                self._frame = None
-            return out
-        self._fill += n
-        buf = self._scratch
-        pos = 0
-        while self._fill - pos >= 4:
-            (size,) = _SIZE.unpack_from(buf, pos)
-            if size < 0 or size > self._max:
-                raise DecodeError(f"invalid frame size {size}", offset=0, context="frame")
-            total = 4 + size
-            if self._fill - pos >= total:
-                out.append(bytes(self._scratch_view[pos : pos + total]))
-                pos += total
-            elif total > len(buf):
-                frame = bytearray(total)
-                have = self._fill - pos
-                frame[:have] = self._scratch_view[pos : self._fill]
-                self._frame, self._frame_fill = frame, have
-                pos = self._fill
-                break
-            else:
-                break  # a small frame not all in yet
-        if pos:
-            rest = self._fill - pos
-            buf[:rest] = self._scratch_view[pos : self._fill]
-            self._fill = rest
+            self._filled += nbytes
+        else:
+            self._end += nbytes
+
+    def feed(self, data: bytes | bytearray | memoryview, limit: int = MAX_FRAME) -> list[bytearray]:
+        """Copy ``data`` in and return the whole frames it completed (``next_frame(limit)``)."""
+        view = memoryview(data).cast("B")
+        out: list[bytearray] = []
+        while view:
+            buf = self.get_buffer()
+            n = min(len(buf), len(view))
+            buf[:n] = view[:n]
+            self.buffer_updated(n)
+            view = view[n:]
+            while (frame := self.next_frame(limit)) is not None:
+                out.append(frame)
         return out
 
     @property
+    def wants_data(self) -> bool:
+        """False while the reader holds all it may read ahead: pause reading."""
+        if self._frame is not None:
+            return self._filled < len(self._frame)
+        return self._end - self._start < len(self._staging)
+
+    @property
     def buffered(self) -> int:
-        return self._fill + self._frame_fill if self._frame is not None else self._fill
+        """Bytes received and not yet taken as frames."""
+        return self._end - self._start + (self._filled if self._frame is not None else 0)
+
+    # --- frames out ---------------------------------------------------------------------------
+
+    def next_frame(self, limit: int = MAX_FRAME) -> bytearray | None:
+        """The next whole frame (its 4-byte size prefix included), or ``None`` until more bytes
+        arrive. Raises ``FrameSizeError`` for a size prefix below 0 or above ``limit``."""
+        frame = self._frame
+        if frame is not None:
+            if self._filled < len(frame):
+                return None
+            self._frame = None
+            return frame
+        start, available = self._start, self._end - self._start
+        if available < 4:
+            return None
+        (size,) = _SIZE.unpack_from(self._staging, start)
+        if size < 0 or size > limit:
+            raise FrameSizeError(size, limit)
+        total = 4 + size
+        if available >= total:
+            whole = self._staging[start : start + total]
+            self._start = start + total
+            if self._start == self._end:
+                self._start = self._end = 0
+            return whole
+        if total > self._own_from:
+            # The rest of this frame goes straight into its own buffer.
+            own = bytearray(total)
+            own[:available] = self._staging[start : self._end]
+            self._frame, self._filled = own, available
+            self._start = self._end = 0
+        elif start + total > len(self._staging):
+            self._compact()
+        return None
+
+    def _compact(self) -> None:
+        """Move the bytes not yet taken to the start of the staging buffer."""
+        start, end = self._start, self._end
+        if start:
+            self._staging[: end - start] = self._staging[start:end]
+            self._start, self._end = 0, end - start
 
 
 _API_VERSIONS_KEY = 18
@@ -299,9 +343,8 @@ class ClientConnection:
         self.client_id = client_id
         self._next_id = first_correlation_id
         self._pending: dict[int, tuple[KafkaMessage, int]] = {}
-        self._frames = FrameBuffer()
         self._reader = FrameReader()
-        self._ready: list[bytes | bytearray] = []
+        self._ready: list[bytearray] = []
 
     @property
     def next_correlation_id(self) -> int:
@@ -322,19 +365,21 @@ class ClientConnection:
         return frame
 
     def receive_data(self, data: bytes | bytearray | memoryview) -> None:
-        self._frames.feed(data)
-        self._ready.extend(self._frames.frames())
+        self._ready.extend(self._reader.feed(data))
 
     def receive_buffer(self) -> memoryview:
         """Where the socket may write next (never empty); then call ``received_into``.
 
         The in-place alternative to ``receive_data``: use one or the other on a connection.
         """
-        return self._reader.buffer()
+        return self._reader.get_buffer()
 
     def received_into(self, n: int) -> None:
         """``n`` bytes were written at the start of the last ``receive_buffer()``."""
-        self._ready.extend(self._reader.written(n))
+        reader = self._reader
+        reader.buffer_updated(n)
+        while (frame := reader.next_frame()) is not None:
+            self._ready.append(frame)
 
     def next_response(self) -> Response | None:
         if not self._ready:
@@ -370,12 +415,11 @@ class ServerConnection:
     """The broker side of one connection, without I/O: requests in, response frames out."""
 
     def __init__(self) -> None:
-        self._frames = FrameBuffer()
-        self._ready: list[bytes] = []
+        self._reader = FrameReader()
+        self._ready: list[bytearray] = []
 
     def receive_data(self, data: bytes | bytearray | memoryview) -> None:
-        self._frames.feed(data)
-        self._ready.extend(self._frames.frames())
+        self._ready.extend(self._reader.feed(data))
 
     def next_request(self) -> Request | None:
         if not self._ready:

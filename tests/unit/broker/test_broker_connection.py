@@ -1,5 +1,5 @@
-"""The broker's sans-IO connection (``kwire.broker._connection.BrokerConnection``): bytes in,
-request frames out, driven here with bytes only; and where a Produce's compressed records are
+"""The broker's sans-IO side of a connection (``kwire.protocol.FrameReader``, the client's frame
+cutter too): bytes in, request frames out, driven here with bytes only; and where a Produce's compressed records are
 validated (on the loop within a budget, else on the worker pool)."""
 
 from __future__ import annotations
@@ -13,13 +13,10 @@ from test_data_path import batch
 from test_server import Client, produce_request
 
 from kwire.broker import Broker
-from kwire.broker._connection import (
-    OWN_BUFFER_FROM,
-    STAGING_BYTES,
-    BrokerConnection,
-    FrameSizeError,
-)
 from kwire.broker._server import INLINE_VALIDATION_BYTES
+from kwire.errors import FrameSizeError
+from kwire.protocol import FrameReader
+from kwire.protocol._frames import OWN_BUFFER_FROM, STAGING_BYTES
 from kwire.records import Compression
 
 LIMIT = 100 * 1024 * 1024
@@ -29,7 +26,7 @@ def frame(body: bytes) -> bytes:
     return struct.pack(">i", len(body)) + body
 
 
-def feed(conn: BrokerConnection, data: bytes) -> None:
+def feed(conn: FrameReader, data: bytes) -> None:
     """Put ``data`` into the connection as a socket's ``recv_into`` would, buffer by buffer."""
     view = memoryview(data)
     while view:
@@ -41,7 +38,7 @@ def feed(conn: BrokerConnection, data: bytes) -> None:
         view = view[n:]
 
 
-def take_all(conn: BrokerConnection) -> list[bytes]:
+def take_all(conn: FrameReader) -> list[bytes]:
     out = []
     while (f := conn.next_frame(LIMIT)) is not None:
         out.append(bytes(f))
@@ -52,7 +49,7 @@ def test_frames_split_at_every_byte_boundary_come_out_whole() -> None:
     frames = [frame(os.urandom(n)) for n in (0, 1, 7, 300, 5000)]
     stream = b"".join(frames)
     for cut in range(len(stream) + 1):
-        conn = BrokerConnection()
+        conn = FrameReader()
         feed(conn, stream[:cut])
         got = take_all(conn)
         feed(conn, stream[cut:])
@@ -63,7 +60,7 @@ def test_frames_split_at_every_byte_boundary_come_out_whole() -> None:
 
 def test_many_small_frames_in_one_read_and_a_partial_one_kept() -> None:
     frames = [frame(bytes([i]) * 20) for i in range(50)]
-    conn = BrokerConnection()
+    conn = FrameReader()
     feed(conn, b"".join(frames) + frames[0][:10])
     assert take_all(conn) == frames
     assert conn.buffered == 10  # the next request's first bytes stay until the rest arrives
@@ -72,7 +69,7 @@ def test_many_small_frames_in_one_read_and_a_partial_one_kept() -> None:
 def test_a_large_frame_is_received_into_its_own_buffer() -> None:
     body = os.urandom(3 * STAGING_BYTES)
     data = frame(body)
-    conn = BrokerConnection()
+    conn = FrameReader()
     feed(conn, data[:1000])
     assert conn.next_frame(LIMIT) is None  # sized, checked, given a buffer of its own
     rest = conn.get_buffer()
@@ -85,7 +82,7 @@ def test_a_large_frame_is_received_into_its_own_buffer() -> None:
 
 @pytest.mark.parametrize("size", [-1, LIMIT + 1])
 def test_a_size_beyond_the_limit_is_refused_before_anything_is_allocated(size: int) -> None:
-    conn = BrokerConnection()
+    conn = FrameReader()
     feed(conn, struct.pack(">i", size) + b"xy")
     with pytest.raises(FrameSizeError) as err:
         conn.next_frame(LIMIT)
@@ -94,7 +91,7 @@ def test_a_size_beyond_the_limit_is_refused_before_anything_is_allocated(size: i
 
 
 def test_read_ahead_is_bounded_while_no_frame_is_taken() -> None:
-    conn = BrokerConnection()
+    conn = FrameReader()
     small = frame(b"x" * 100)
     while conn.wants_data:
         buf = conn.get_buffer()
