@@ -301,35 +301,48 @@ def register(api_key: int, lowest: int, highest: int) -> Callable[[Handler], Han
 
 Guard: TypeAlias = Callable[[BrokerState, RequestContext, Any], Outcome | None]
 
-#: Checks run before every handler, in order (module, function): one that returns an outcome
-#: answers the request instead; ``None`` lets the handler run. An in-process cluster's
-#: NOT_COORDINATOR for a request sent to a node that does not lead the coordinator's partition
-#: (``_routing``); UNSUPPORTED_VERSION for the share-group APIs while ``share.version`` is 0.
-GUARD_TABLE: Final[tuple[tuple[str, str], ...]] = (
-    ("kwire.broker._routing", "route_coordinator"),
-    ("kwire.broker._share_feature", "share_gate"),
+#: Checks run before the handlers of the APIs they name, in order: module, function, and the API
+#: keys it guards (``None``: every API). One that returns an outcome answers the request instead;
+#: ``None`` lets the handler run. An in-process cluster's NOT_COORDINATOR for a request sent to a
+#: node that does not lead the coordinator's partition (``_routing``); UNSUPPORTED_VERSION while a
+#: group type's feature is off, before anything its handlers check (``KafkaApis``'s
+#: ``isShareGroupProtocolEnabled`` / ``isStreamsGroupProtocolEnabled``): the share-group APIs
+#: while ``share.version`` is 0, the streams-group APIs while ``streams.version`` is 0. A guard's
+#: module is imported on the first request of an API it guards; an API pays only for its guards.
+GUARD_TABLE: Final[tuple[tuple[str, str, frozenset[int] | None], ...]] = (
+    ("kwire.broker._routing", "route_coordinator", None),
+    (
+        "kwire.broker._share_feature",
+        "share_gate",
+        frozenset({76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92}),
+    ),
+    ("kwire.broker._streams_group_apis", "streams_gate", frozenset({88, 89})),
 )
 
 
-def guards() -> list[Guard]:
-    """The guards of ``GUARD_TABLE``, their modules imported on first use."""
-    if not _GUARDS:
-        _GUARDS.extend(
-            getattr(importlib.import_module(module), function) for module, function in GUARD_TABLE
+def guards(api_key: int) -> tuple[Guard, ...]:
+    """The guards of ``GUARD_TABLE`` that requests of ``api_key`` pass, in order."""
+    found = _GUARDS.get(api_key)
+    if found is None:
+        found = _GUARDS[api_key] = tuple(
+            getattr(importlib.import_module(module), function)
+            for module, function, api_keys in GUARD_TABLE
+            if api_keys is None or api_key in api_keys
         )
-    return _GUARDS
+    return found
 
 
-_GUARDS: list[Guard] = []
+_GUARDS: dict[int, tuple[Guard, ...]] = {}
 
 
 def dispatch(state: BrokerState, ctx: RequestContext, request: Any) -> Outcome:
-    """Answer one decoded request: the guards, then the API's handler."""
-    for guard in guards():
+    """Answer one decoded request: the guards of its API, then the API's handler."""
+    api_key = ctx.api_key
+    for guard in _GUARDS.get(api_key) or guards(api_key):
         outcome = guard(state, ctx, request)
         if outcome is not None:
             return outcome
-    return handler(ctx.api_key)(state, ctx, request)
+    return handler(api_key)(state, ctx, request)
 
 
 #: Run with the state when a broker starts: coordinators load what their internal topics hold

@@ -23,10 +23,9 @@ from kwire.broker._routing import error_response
 from kwire.broker._state import BrokerState
 from kwire.protocol import ErrorCode
 
-__all__ = ["SHARE_APIS", "SHARE_VERSION", "share_gate", "share_groups_enabled"]
+__all__ = ["SHARE_VERSION", "share_gate", "share_groups_enabled"]
 
 SHARE_VERSION: Final = "share.version"
-SHARE_APIS: Final = frozenset({76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92})
 
 
 def share_groups_enabled(state: BrokerState) -> bool:
@@ -36,8 +35,9 @@ def share_groups_enabled(state: BrokerState) -> bool:
 
 
 def share_gate(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
-    """The guard (``_apis.GUARD_TABLE``): UNSUPPORTED_VERSION for a share API while off."""
-    if ctx.api_key not in SHARE_APIS or share_groups_enabled(state):
+    """The guard of the share APIs (``_apis.GUARD_TABLE`` names them): UNSUPPORTED_VERSION while
+    share groups are off."""
+    if share_groups_enabled(state):
         return None
     coordinator = state.services.share
     if coordinator is not None and coordinator.sessions:

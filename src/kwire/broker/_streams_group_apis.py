@@ -32,15 +32,14 @@ from kwire.broker.group._streams_topology import TopicInfo
 from kwire.protocol import ErrorCode, message_class, struct_class
 
 __all__ = [
-    "STREAMS_APIS",
     "STREAMS_VERSION",
     "handle_streams_group_describe",
     "handle_streams_group_heartbeat",
+    "streams_gate",
     "streams_groups_enabled",
 ]
 
 STREAMS_VERSION: Final = "streams.version"
-STREAMS_APIS: Final = frozenset({88, 89})
 
 HB_RESPONSE: Final = message_class("StreamsGroupHeartbeatResponse")
 HB_TASKS: Final = struct_class(HB_RESPONSE, "active_tasks")
@@ -75,9 +74,10 @@ def streams_groups_enabled(state: BrokerState) -> bool:
     return state.feature_level(STREAMS_VERSION) >= 1
 
 
-def _gate(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
-    """UNSUPPORTED_VERSION while streams groups are off (``KafkaApis.isStreamsGroupProtocolEnabled``),
-    before anything else the handler checks."""
+def streams_gate(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+    """The guard of both APIs (``_apis.GUARD_TABLE``, as the share APIs' ``share_gate``):
+    UNSUPPORTED_VERSION while streams groups are off (``KafkaApis.isStreamsGroupProtocolEnabled``),
+    before anything else the handlers check."""
     if streams_groups_enabled(state):
         return None
     return error_response(ctx.api_key, ctx.api_version, request, ErrorCode.UNSUPPORTED_VERSION)
@@ -113,8 +113,6 @@ def _create_internal(state: BrokerState, topics: tuple[TopicInfo, ...]) -> None:
 
 @register(88, 0, 0)
 def handle_streams_group_heartbeat(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
-    if (off := _gate(state, ctx, request)) is not None:
-        return off
     if not authorize(state, ctx, "READ", GROUP, request.group_id):
         return _hb_error(int(ErrorCode.GROUP_AUTHORIZATION_FAILED))
     if share_group_exists(state, request.group_id):  # one id space with share groups
@@ -200,8 +198,6 @@ def _info(rows: tuple[TopicInfo, ...], sizes: dict[str, int]) -> list[Any]:
 @register(89, 0, 0)
 def handle_streams_group_describe(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
     """``GroupMetadataManager.streamsGroupDescribe`` / ``StreamsGroup.asDescribedGroup``."""
-    if (off := _gate(state, ctx, request)) is not None:
-        return off
     groups = streams_groups(state)
     now = state.now_ms()
     out = []

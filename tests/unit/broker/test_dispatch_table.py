@@ -40,3 +40,22 @@ def test_the_startup_table_matches_the_modules_hooks() -> None:
     assert topics["_load_groups"] == GROUP_TOPIC
     assert topics["_load_transactions"] == TRANSACTION_TOPIC
     assert topics["_load_share_state"] == STATE_TOPIC
+
+
+def test_both_group_feature_gates_are_guards_of_their_apis_only() -> None:
+    """``share.version`` and ``streams.version`` gate their APIs by one mechanism, the guard
+    table; an API outside both (Produce, Fetch) passes neither."""
+    from kwire.broker._share_feature import share_gate
+    from kwire.broker._streams_group_apis import streams_gate
+
+    scoped = {function: api_keys for _, function, api_keys in _apis.GUARD_TABLE}
+    assert scoped["share_gate"] == {76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92}
+    assert scoped["streams_gate"] == {88, 89}
+    for api_key in (76, 79, 92):
+        assert share_gate in _apis.guards(api_key)
+        assert streams_gate not in _apis.guards(api_key)
+    for api_key in (88, 89):
+        assert streams_gate in _apis.guards(api_key)
+        assert share_gate not in _apis.guards(api_key)
+    for api_key in (0, 1):
+        assert not {share_gate, streams_gate} & set(_apis.guards(api_key))
