@@ -1,6 +1,8 @@
 """Rules written once in src (issue 18): Kafka's Uuid text form (``kwire._wire.uuid_text`` /
 ``uuid_from_text`` / ``random_uuid_text``) and the atomic write of a small file
-(``kwire.log.storage.write_atomic``). A second copy elsewhere is what this test finds."""
+(``kwire.log.storage.write_atomic``). A second copy elsewhere is what this test finds. And a
+name has one home: the metadata records and image live in ``kwire.broker._metadata_image``, and
+``_metadata_log`` (the files) does not re-export them, so no caller reaches them through it."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from pathlib import Path
 
 import kwire
 from kwire._wire import random_uuid_text, uuid_from_text, uuid_text
+from kwire.broker import _metadata_image, _metadata_log
 
 SRC = Path(kwire.__file__).parent
 UUID_HOME = SRC / "_wire.py"
@@ -41,3 +44,33 @@ def test_uuid_text_and_atomic_writes_are_written_once() -> None:
             if call == "os.replace" and "tmp" in ast.unparse(node.args[0]) and path != WRITE_HOME:
                 found.append(f"{where}: a temporary file renamed (use write_atomic)")
     assert found == [], "\n".join(found)
+
+
+def test_the_metadata_image_names_are_imported_from_their_home() -> None:
+    image = set(_metadata_image.__all__)
+    assert image & set(_metadata_log.__all__) == set()
+    found = []
+    tests = SRC.parents[1] / "tests"
+    for path in sorted([*SRC.rglob("*.py"), *tests.rglob("*.py")]):
+        if "_generated" in path.parts or path.name == "_metadata_log.py":
+            continue
+        text = path.read_text()
+        if "_metadata_log" not in text:
+            continue
+        nodes = list(ast.walk(ast.parse(text, str(path))))
+        aliases = set()  # names the module gives _metadata_log (``import ... as mlog``)
+        for node in nodes:
+            if isinstance(node, ast.ImportFrom) and node.module == "kwire.broker":
+                aliases |= {a.asname or a.name for a in node.names if a.name == "_metadata_log"}
+        for node in nodes:
+            where = f"{path}:{getattr(node, 'lineno', 0)}"
+            if isinstance(node, ast.ImportFrom) and node.module == "kwire.broker._metadata_log":
+                found += [f"{where}: {a.name}" for a in node.names if a.name in image]
+            elif (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in aliases
+                and node.attr in image
+            ):
+                found.append(f"{where}: {node.value.id}.{node.attr}")
+    assert found == [], "import these from kwire.broker._metadata_image:\n" + "\n".join(found)

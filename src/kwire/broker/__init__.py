@@ -34,7 +34,7 @@ if TYPE_CHECKING:
         ConfigType,
     )
     from kwire.broker._context import RequestContext
-    from kwire.broker._metadata_log import dump_json as metadata_record_json
+    from kwire.broker._metadata_image import dump_json as metadata_record_json
     from kwire.broker._releases import Personality, personality
     from kwire.broker._server import KafkaServer
     from kwire.broker._state import (
@@ -96,7 +96,7 @@ _HOME: Final = {
     "SystemClock": "_state",
     "Topic": "_state",
     "implemented_versions": "_apis",
-    "metadata_record_json": "_metadata_log",
+    "metadata_record_json": "_metadata_image",
     "personality": "_releases",
 }
 

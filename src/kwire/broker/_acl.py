@@ -25,10 +25,11 @@ from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
+from kwire.broker import _metadata_image as mimage
 from kwire.broker import _metadata_log as mlog
 from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
-from kwire.broker._metadata_log import StandardAcl
+from kwire.broker._metadata_image import StandardAcl
 from kwire.broker._state import BrokerState
 from kwire.protocol import ErrorCode
 from kwire.protocol.messages import (
@@ -203,11 +204,11 @@ class AclStore(mlog.ImageView):
     def add(self, acls: Iterable[AclBinding]) -> None:
         """Create ACLs in one batch (``AclControlManager.createAcls``: one that exists already
         is not written again)."""
-        self._write(mlog.create_acl_records(self._image, acls))
+        self._write(mimage.create_acl_records(self._image, acls))
 
     def remove(self, acl_ids: Iterable[uuid.UUID]) -> None:
         """Delete the ACLs of ``acl_ids`` in one batch."""
-        self._write(mlog.delete_acl_records(i for i in acl_ids if i in self._image.acls))
+        self._write(mimage.delete_acl_records(i for i in acl_ids if i in self._image.acls))
 
 
 class Authorizer:

@@ -27,7 +27,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
-from kwire.broker import _metadata_log as mlog
+from kwire.broker import _metadata_image as mimage
 from kwire.broker._acl import CLUSTER, CLUSTER_NAME, authorize
 from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
@@ -159,7 +159,7 @@ def alter_client_metrics(
     if failure is not None:
         return failure
     if not validate_only and new != current:
-        state.append_metadata(mlog.config_records(CLIENT_METRICS, name, current, new))
+        state.append_metadata(mimage.config_records(CLIENT_METRICS, name, current, new))
     return None
 
 

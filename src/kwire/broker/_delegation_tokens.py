@@ -39,11 +39,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final, NamedTuple
 
 from kwire._wire import random_uuid_text
-from kwire.broker import _metadata_log as mlog
+from kwire.broker import _metadata_image as mimage
 from kwire.broker._acl import DELEGATION_TOKEN, USER, authorize
 from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
-from kwire.broker._metadata_log import DelegationToken, ScramCredential
+from kwire.broker._metadata_image import DelegationToken, ScramCredential
 from kwire.broker._sasl import scram_credential
 from kwire.broker._state import BrokerState
 from kwire.protocol import ErrorCode, message_class, struct_class
@@ -116,7 +116,7 @@ def _sweep(state: BrokerState) -> None:
         if t.max_timestamp < now or t.expiry_timestamp < now
     ]
     if expired:
-        state.append_metadata([mlog.remove_delegation_token_record(t) for t in expired])
+        state.append_metadata([mimage.remove_delegation_token_record(t) for t in expired])
 
 
 class TokenLogin(NamedTuple):
@@ -225,7 +225,7 @@ def handle_create_delegation_token(state: BrokerState, ctx: RequestContext, requ
         max_timestamp=max_timestamp,
         expiry_timestamp=min(max_timestamp, now + _ms(state, EXPIRY_TIME)),
     )
-    state.append_metadata([mlog.delegation_token_record(token)])
+    state.append_metadata([mimage.delegation_token_record(token)])
     response.issue_timestamp_ms = token.issue_timestamp
     response.expiry_timestamp_ms = token.expiry_timestamp
     response.max_timestamp_ms = token.max_timestamp
@@ -271,7 +271,7 @@ def handle_renew_delegation_token(state: BrokerState, ctx: RequestContext, reque
     if request.renew_period_ms > 0:
         period = min(period, request.renew_period_ms)
     expiry = min(token.max_timestamp, state.now_ms() + period)
-    state.append_metadata([mlog.delegation_token_record(replace(token, expiry_timestamp=expiry))])
+    state.append_metadata([mimage.delegation_token_record(replace(token, expiry_timestamp=expiry))])
     return RENEW_RESPONSE(error_code=0, expiry_timestamp_ms=expiry, throttle_time_ms=0)
 
 
@@ -288,10 +288,10 @@ def handle_expire_delegation_token(state: BrokerState, ctx: RequestContext, requ
         return EXPIRE_RESPONSE(error_code=int(error), expiry_timestamp_ms=0, throttle_time_ms=0)
     period = request.expiry_time_period_ms
     if period < 0:  # expire now: the token is removed
-        state.append_metadata([mlog.remove_delegation_token_record(token.token_id)])
+        state.append_metadata([mimage.remove_delegation_token_record(token.token_id)])
         return EXPIRE_RESPONSE(error_code=0, expiry_timestamp_ms=period, throttle_time_ms=0)
     expiry = min(token.max_timestamp, state.now_ms() + period)
-    state.append_metadata([mlog.delegation_token_record(replace(token, expiry_timestamp=expiry))])
+    state.append_metadata([mimage.delegation_token_record(replace(token, expiry_timestamp=expiry))])
     return EXPIRE_RESPONSE(error_code=0, expiry_timestamp_ms=expiry, throttle_time_ms=0)
 
 

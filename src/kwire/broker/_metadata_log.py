@@ -1,8 +1,8 @@
 """The broker's own metadata in ``__cluster_metadata``, as a Kafka 3.9 KRaft combined-mode node.
 
 Approach: two halves. The sans-IO half (the records, the image they replay into, the record
-versions of each ``metadata.version``) is ``_metadata_image``; this module re-exports its names,
-so the broker reaches the metadata log through one module. This module is the files.
+versions of each ``metadata.version``) is ``_metadata_image``, imported from there by every
+caller (this module re-exports none of it). This module is the files.
 
 The files (``MetadataLog``): ``<data dir>/__cluster_metadata-0/`` is a ``kwire.log.LiveLog``
 (segments, indexes, ``leader-epoch-checkpoint``; no ``partition.metadata``, as Kafka's metadata
@@ -45,53 +45,26 @@ from typing import Any, Final, Self
 
 from kwire._wire import uuid_from_text
 from kwire.broker._metadata_image import (
-    CONFIG_BROKER,
-    FRAME_VERSION,
     METADATA_VERSION_FEATURE,
-    RECORD_NAMES,
-    SCRAM_MECHANISMS,
-    SECURITY_PROTOCOL_IDS,
-    DelegationToken,
     MetadataImage,
     NodeInfo,
     Record,
-    ScramCredential,
-    StandardAcl,
-    TopicState,
     _struct,
     acl_json_records,
     activation_records,
     bootstrap_records,
-    changes,
-    config_records,
-    create_acl_records,
     decode_record,
-    delegation_token_record,
-    delete_acl_records,
-    dump_json,
     encode_record,
     feature_level_records,
     fence_broker_record,
     metadata_version_for,
     new_record,
-    partition_change_record,
-    partition_records,
     producer_ids_record,
-    record_type_name,
     register_broker_records,
-    remove_delegation_token_record,
-    remove_topic_records,
     scram_json_records,
-    scram_records,
-    topic_records,
 )
 from kwire.log._quorum_state import quorum_state_json, read_quorum_state
-from kwire.log.metadata import (
-    CLUSTER_METADATA_DIR,
-    CLUSTER_METADATA_TOPIC,
-    PartitionImage,
-    TopicImage,
-)
+from kwire.log.metadata import CLUSTER_METADATA_DIR, CLUSTER_METADATA_TOPIC
 from kwire.log.storage import LiveLog, LogConfig, LogDirFailureChannel, write_atomic
 from kwire.records import (
     AppendOrigin,
@@ -103,48 +76,12 @@ from kwire.records import (
 
 __all__ = [
     "BOOTSTRAP_CHECKPOINT",
-    "CONFIG_BROKER",
-    "FRAME_VERSION",
     "METADATA_TOPIC",
-    "METADATA_VERSION_FEATURE",
     "PRODUCER_ID_BLOCK_SIZE",
     "QUORUM_STATE",
-    "RECORD_NAMES",
-    "SCRAM_MECHANISMS",
-    "SECURITY_PROTOCOL_IDS",
-    "DelegationToken",
     "ImageView",
-    "MetadataImage",
     "MetadataLog",
-    "NodeInfo",
-    "PartitionImage",
-    "Record",
-    "ScramCredential",
-    "StandardAcl",
-    "TopicImage",
-    "TopicState",
-    "acl_json_records",
-    "changes",
-    "config_records",
-    "create_acl_records",
-    "decode_record",
-    "delegation_token_record",
-    "delete_acl_records",
-    "dump_json",
-    "encode_record",
-    "feature_level_records",
-    "metadata_version_for",
-    "new_record",
-    "partition_change_record",
-    "partition_records",
-    "producer_ids_record",
     "read_snapshot",
-    "record_type_name",
-    "remove_delegation_token_record",
-    "remove_topic_records",
-    "scram_json_records",
-    "scram_records",
-    "topic_records",
 ]
 
 

@@ -330,7 +330,7 @@ def client_quotas(state: BrokerState) -> ClientQuotas:
 
 
 def _quota_record(ent: Entity, key: str, value: float | None) -> tuple[Any, int]:
-    from kwire.broker._metadata_log import new_record
+    from kwire.broker._metadata_image import new_record
 
     data = struct_class(message_class("ClientQuotaRecord"), "entity")
     return (

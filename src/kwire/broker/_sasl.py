@@ -40,11 +40,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
+from kwire.broker import _metadata_image as mimage
 from kwire.broker import _metadata_log as mlog
 from kwire.broker._acl import CLUSTER, authorize
 from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
-from kwire.broker._metadata_log import ScramCredential
+from kwire.broker._metadata_image import ScramCredential
 from kwire.broker._security import listener_config
 from kwire.broker._state import BrokerState
 from kwire.protocol import ErrorCode
@@ -77,7 +78,7 @@ SASL_AUTHENTICATE: Final = 36
 API_VERSIONS: Final = 18
 SCRAM_MECHANISMS: Final = scram.SCRAM_HASHES
 #: ScramMechanism's wire ids (DescribeUserScramCredentials, AlterUserScramCredentials).
-MECHANISM_IDS: Final = mlog.SCRAM_MECHANISMS
+MECHANISM_IDS: Final = mimage.SCRAM_MECHANISMS
 _MECHANISM_WIRE: Final = {name: key for key, name in MECHANISM_IDS.items()}
 MIN_ITERATIONS: Final = 4096
 MAX_ITERATIONS: Final = 16384
@@ -490,7 +491,7 @@ class ScramStore(mlog.ImageView):
 
     def alter(self, changes: Iterable[tuple[str, str, ScramCredential | None]]) -> None:
         """Upsert (a credential) or delete (``None``) credentials, all in one batch."""
-        self._write(mlog.scram_records((u, _MECHANISM_WIRE[m], c) for u, m, c in changes))
+        self._write(mimage.scram_records((u, _MECHANISM_WIRE[m], c) for u, m, c in changes))
 
 
 def scram_store(state: BrokerState) -> ScramStore:

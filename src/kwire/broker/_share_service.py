@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Iterable
 from typing import Any, Final
 
-from kwire.broker import _metadata_log as mlog
+from kwire.broker import _metadata_image as mimage
 from kwire.broker._apis import on_startup
 from kwire.broker._context import RequestContext
 from kwire.broker._share_coordinator import Changes, apply, delete_state, write_state
@@ -215,7 +215,7 @@ def alter_group_configs(
         else:
             new.pop(name, None)
     if not validate_only and new != current:
-        state.append_metadata(mlog.config_records(GROUP_RESOURCE, group_id, current, new))
+        state.append_metadata(mimage.config_records(GROUP_RESOURCE, group_id, current, new))
         coordinator = share_coordinator(state)
         if "share.record.lock.duration.ms" in new or "share.record.lock.duration.ms" in current:
             duration = int(group_config(state, group_id, "share.record.lock.duration.ms"))

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal, Protocol
 
 from kwire._wire import random_uuid, random_uuid_text
+from kwire.broker import _metadata_image as mimage
 from kwire.broker import _metadata_log as mlog
 from kwire.broker._config import (
     ConfigError,
@@ -530,7 +531,7 @@ class BrokerState:
         partition.leader_id = to_node
         partition.leader_epoch += 1
         partition.log.assign_leader_epoch(partition.leader_epoch)
-        record = mlog.partition_change_record(partition.topic.topic_id, partition.index, to_node)
+        record = mimage.partition_change_record(partition.topic.topic_id, partition.index, to_node)
         self._metadata.append([record], self.now_ms())
         log.info(
             "%s-%d: leader %d, epoch %d",
@@ -552,7 +553,12 @@ class BrokerState:
         ``protocols``: listener name -> security protocol (default: the name)."""
         self.live_brokers[node_id] = dict(endpoints)
         registered = [
-            (name, host, port, mlog.SECURITY_PROTOCOL_IDS.get((protocols or {}).get(name, name), 0))
+            (
+                name,
+                host,
+                port,
+                mimage.SECURITY_PROTOCOL_IDS.get((protocols or {}).get(name, name), 0),
+            )
             for name, (host, port) in endpoints.items()
         ]
         self._metadata.register(node_id, registered, self.now_ms())
@@ -601,7 +607,7 @@ class BrokerState:
         as ConfigRecords first, then applied to every topic's logs (Kafka's
         ``DynamicLogConfig.reconfigure``: a topic's own overrides still win)."""
         old = self.dynamic_broker_configs(resource)
-        records = mlog.config_records(mlog.CONFIG_BROKER, resource, old, configs)
+        records = mimage.config_records(mimage.CONFIG_BROKER, resource, old, configs)
         if not records:
             return
         self.append_metadata(records)
@@ -615,7 +621,7 @@ class BrokerState:
     # --- the metadata log (SCRAM credentials, ACLs) -------------------------------------------
 
     @property
-    def metadata_image(self) -> mlog.MetadataImage:
+    def metadata_image(self) -> mimage.MetadataImage:
         """What replaying ``__cluster_metadata`` gave, kept current by every append."""
         return self._metadata.image
 
@@ -635,7 +641,7 @@ class BrokerState:
         """A feature's finalized level, 0 when it is not finalized (Kafka's ``FeaturesImage``)."""
         return self.finalized_features.get(name, 0)
 
-    def append_metadata(self, records: list[mlog.Record]) -> None:
+    def append_metadata(self, records: list[mimage.Record]) -> None:
         """Append ``records`` to ``__cluster_metadata`` as one batch and fsync it (then they are
         in ``metadata_image``): a change is durable before it is answered."""
         self._metadata.append(records, self.now_ms())
@@ -709,7 +715,7 @@ class BrokerState:
         metadata = self._metadata
         now = self.now_ms()
         topics = {
-            t.name: mlog.TopicState(
+            t.name: mimage.TopicState(
                 t.topic_id,
                 len(t.partitions),
                 dict(t.configs),
@@ -717,7 +723,7 @@ class BrokerState:
             )
             for t in self.topics.values()
         }
-        metadata.append(mlog.changes(metadata.image, metadata.node, topics), now)
+        metadata.append(mimage.changes(metadata.image, metadata.node, topics), now)
         if self.next_producer_id > max(metadata.image.next_producer_id, self._first_producer_id):
             # The id just handed out (next_producer_id - 1) opens a new block of 1000.
             metadata.allocate_producer_ids(now, at_least=self.next_producer_id - 1)
@@ -761,7 +767,7 @@ class BrokerState:
                 # The JSON's counter: reserve up to it, so no id below it is handed out again.
                 self._metadata.append(
                     [
-                        mlog.producer_ids_record(
+                        mimage.producer_ids_record(
                             self.node_id, self._metadata.broker_epoch, self.next_producer_id
                         )
                     ],

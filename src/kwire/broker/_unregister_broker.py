@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from kwire.broker import _metadata_log as mlog
+from kwire.broker import _metadata_image as mimage
 from kwire.broker._acl import CLUSTER, CLUSTER_NAME, authorize
 from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
@@ -44,7 +44,7 @@ def unregister_broker(state: BrokerState, broker_id: int) -> ErrorCode:
             target = state.place_leader(exclude=broker_id)
             if target != -1:
                 state.move_leader(partition, target)
-    record = mlog.new_record(
+    record = mimage.new_record(
         "UnregisterBrokerRecord", broker_id=broker_id, broker_epoch=registration.broker_epoch
     )
     state.append_metadata([(record, 0)])

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from kwire.broker import _metadata_log as mlog
+from kwire.broker import _metadata_image as mimage
 from kwire.broker._acl import CLUSTER, CLUSTER_NAME, authorize
 from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
@@ -39,7 +39,7 @@ RESULT: Final = UpdateFeaturesResponse.UpdatableFeatureResult
 UPGRADE: Final = 1
 SAFE_DOWNGRADE: Final = 2
 UNSAFE_DOWNGRADE: Final = 3
-METADATA_VERSION: Final = mlog.METADATA_VERSION_FEATURE
+METADATA_VERSION: Final = mimage.METADATA_VERSION_FEATURE
 KRAFT_VERSION: Final = "kraft.version"
 
 Failure = tuple[ErrorCode, str | None]
@@ -134,7 +134,7 @@ def handle_update_features(
     # Kafka writes a record for every accepted update, unchanged levels included.
     changed = {name: level for name, (level, _) in accepted.items()}
     if changed and not validate_only:
-        state.append_metadata(mlog.feature_level_records(changed))
+        state.append_metadata(mimage.feature_level_records(changed))
         if METADATA_VERSION in changed:
             state.metadata_log.set_metadata_version(changed[METADATA_VERSION])
     return _response(version, top, per_feature)

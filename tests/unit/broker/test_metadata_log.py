@@ -17,6 +17,7 @@ import pytest
 
 from kwire._wire import read_uvarint
 from kwire.broker import BrokerState, ManualClock, personality
+from kwire.broker import _metadata_image as mimage
 from kwire.broker import _metadata_log as mlog
 from kwire.broker._apis import implemented_versions
 from kwire.protocol import message_class
@@ -50,13 +51,13 @@ def raw_records(data: bytes) -> list[tuple[str, int, Any]]:
             api_key, pos = read_uvarint(value, pos)
             version, pos = read_uvarint(value, pos)
             assert frame == 1 and record.key is None
-            name = mlog.RECORD_NAMES[api_key]
+            name = mimage.RECORD_NAMES[api_key]
             out.append((name, version, message_class(name).decode(value[pos:], version)))
     return out
 
 
-def image_of(root: Path) -> mlog.MetadataImage:
-    image = mlog.MetadataImage()
+def image_of(root: Path) -> mimage.MetadataImage:
+    image = mimage.MetadataImage()
     for _name, _version, message in raw_records(log_bytes(root)):
         image.replay(message)
     return image
@@ -272,29 +273,29 @@ def test_kwire_metadata_json_is_migrated_once(tmp_path: Path) -> None:
 
 
 def test_record_framing_round_trips() -> None:
-    message = mlog.new_record("TopicRecord", name="x", topic_id=uuid.UUID(int=7))
-    value = mlog.encode_record(message, 0)
+    message = mimage.new_record("TopicRecord", name="x", topic_id=uuid.UUID(int=7))
+    value = mimage.encode_record(message, 0)
     assert value[:3] == bytes([1, 2, 0])  # frame version 1, apiKey 2, version 0
-    decoded, version = mlog.decode_record(value)
+    decoded, version = mimage.decode_record(value)
     assert version == 0 and decoded == message
     with pytest.raises(Exception, match="frame version"):
-        mlog.decode_record(bytes([2]) + value[1:])
+        mimage.decode_record(bytes([2]) + value[1:])
 
 
 def test_metadata_versions_by_release() -> None:
-    assert mlog.metadata_version_for("3.9") == 21
-    assert mlog.metadata_version_for("3.7") == 19
-    assert mlog.metadata_version_for("4.3") == 21
-    assert mlog.metadata_version_for("2.0") == 7
+    assert mimage.metadata_version_for("3.9") == 21
+    assert mimage.metadata_version_for("3.7") == 19
+    assert mimage.metadata_version_for("4.3") == 21
+    assert mimage.metadata_version_for("2.0") == 7
 
 
 def test_dump_json_is_kafkas_cluster_metadata_decoder_payload() -> None:
     topic_id = uuid.UUID(int=1)
-    value = mlog.encode_record(mlog.new_record("TopicRecord", name="x", topic_id=topic_id), 0)
-    doc = json.loads(mlog.dump_json(value))
+    value = mimage.encode_record(mimage.new_record("TopicRecord", name="x", topic_id=topic_id), 0)
+    doc = json.loads(mimage.dump_json(value))
     assert doc == {
         "type": "TOPIC_RECORD",
         "version": 0,
         "data": {"name": "x", "topicId": "AAAAAAAAAAAAAAAAAAAAAQ"},
     }
-    assert mlog.record_type_name(21) == "ZK_MIGRATION_STATE_RECORD"
+    assert mimage.record_type_name(21) == "ZK_MIGRATION_STATE_RECORD"

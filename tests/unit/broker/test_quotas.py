@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from kwire.broker import BrokerState, ManualClock, testing
-from kwire.broker._metadata_log import decode_record
+from kwire.broker._metadata_image import decode_record
 from kwire.broker._quotas import (
     CONSUMER_BYTE_RATE,
     PRODUCER_BYTE_RATE,

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from kwire.broker import ManualClock, RequestContext, implemented_versions, personality
-from kwire.broker import _metadata_log as mlog
+from kwire.broker import _metadata_image as mimage
 from kwire.broker._acl import (
     ALLOW,
     CLUSTER,
@@ -57,7 +57,7 @@ def records(root: Path, *names: str) -> list[tuple[Any, int, int]]:
             continue
         for record in batch:
             assert record.value is not None
-            message, version = mlog.decode_record(record.value)
+            message, version = mimage.decode_record(record.value)
             if type(message).__name__ in names:
                 out.append((message, version, batch.max_timestamp))
     return out
@@ -100,7 +100,7 @@ def alter_scram(
                 mechanism=m,
                 iterations=4096,
                 salt=SALT,
-                salted_password=salted_password(mlog.SCRAM_MECHANISMS[m], f"{n}-pw", SALT, 4096),
+                salted_password=salted_password(mimage.SCRAM_MECHANISMS[m], f"{n}-pw", SALT, 4096),
             )
             for n, m in upsert
         ],
@@ -283,26 +283,26 @@ def test_acls_are_metadata_records_and_survive_a_restart(tmp_path: Path) -> None
 
 
 def test_create_and_delete_acl_records() -> None:
-    image = mlog.MetadataImage()
+    image = mimage.MetadataImage()
     first = acl("a", "READ")
-    image.replay_all(mlog.create_acl_records(image, [first, first]))
+    image.replay_all(mimage.create_acl_records(image, [first, first]))
     assert list(image.acls.values()) == [first]
-    assert mlog.create_acl_records(image, [first]) == []
+    assert mimage.create_acl_records(image, [first]) == []
     [acl_id] = image.acls
-    image.replay_all(mlog.delete_acl_records([acl_id, acl_id]))
+    image.replay_all(mimage.delete_acl_records([acl_id, acl_id]))
     assert image.acls == {}
     cluster = AclBinding(
         CLUSTER, "kafka-cluster", LITERAL, "User:*", "*", OPERATIONS["ALTER"], ALLOW
     )
-    [(record, version)] = mlog.create_acl_records(image, [cluster])
+    [(record, version)] = mimage.create_acl_records(image, [cluster])
     assert version == 0
-    assert mlog.decode_record(mlog.encode_record(record, 0)) == (record, 0)
+    assert mimage.decode_record(mimage.encode_record(record, 0)) == (record, 0)
 
 
 # --- migration from an older kwire -------------------------------------------------------------
 
 
-def old_scram_json(path: Path, *entries: tuple[str, str, mlog.ScramCredential]) -> None:
+def old_scram_json(path: Path, *entries: tuple[str, str, mimage.ScramCredential]) -> None:
     doc = {
         "version": 1,
         "credentials": [
