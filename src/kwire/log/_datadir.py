@@ -264,6 +264,18 @@ class DataDir:
                 out.append(tp)
         return out
 
+    def has_partition_dir(self, topic: str, partition: int) -> bool:
+        """Whether ``<topic>-<partition>`` is a folder of this directory (where its log opens,
+        ``LogManager.nextLogDirs`` aside)."""
+        return os.path.isdir(os.path.join(self.path, f"{topic}-{partition}"))
+
+    def disk_usage(self) -> tuple[int, int]:
+        """(total, usable) bytes of the file system holding the directory (DescribeLogDirs'
+        ``TotalBytes`` / ``UsableBytes``: ``FileStore.getTotalSpace`` / ``getUsableSpace``);
+        ``OSError`` when it cannot be read."""
+        stat = os.statvfs(self.path)
+        return stat.f_blocks * stat.f_frsize, stat.f_bavail * stat.f_frsize
+
     def open_log(
         self,
         topic: str,
