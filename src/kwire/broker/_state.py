@@ -38,7 +38,6 @@ from kwire.broker._config import (
 )
 from kwire.broker._releases import Personality
 from kwire.broker._services import Services
-from kwire.log._datadir import stored_cluster_id
 from kwire.log.internal_topics import COORDINATOR_TOPICS, partition_for
 from kwire.log.storage import (
     DataDir,
@@ -238,24 +237,19 @@ class BrokerState:
         #: Coordinators and other services that plug into the state, as named fields.
         self.services = Services()
         legacy = self._read_metadata()
-        meta = legacy if legacy is not None else {"cluster_id": stored_cluster_id(self.path)}
-        self.cluster_id: str = (
-            cluster_id or str(meta.get("cluster_id") or "") or random_uuid_text(self.random)
-        )
-        self.data_dir = DataDir.open(self.path, cluster_id=self.cluster_id, node_id=node_id)
+        meta = legacy or {}
         #: Every log directory (``log.dirs``, JBOD): the data directory first (it also holds
         #: ``__cluster_metadata``, Kafka's ``metadata.log.dir``), then the others, each with
-        #: its own ``meta.properties`` (directory id), ``.lock`` and checkpoints.
-        self.data_dirs: list[DataDir] = [self.data_dir]
-        try:
-            for extra in self._extra_log_dirs():
-                self.data_dirs.append(
-                    DataDir.open(extra, cluster_id=self.cluster_id, node_id=node_id)
-                )
-        except BaseException:
-            for opened in self.data_dirs:
-                opened.abandon()
-            raise
+        #: its own ``meta.properties`` (directory id), ``.lock`` and checkpoints; their
+        #: ``meta.properties`` are read once and checked together (``DataDir.open_all``).
+        self.data_dirs: list[DataDir] = DataDir.open_all(
+            [self.path, *self._extra_log_dirs()],
+            cluster_id=cluster_id or str(meta.get("cluster_id") or "") or None,
+            node_id=node_id,
+            new_cluster_id=lambda: random_uuid_text(self.random),
+        )
+        self.data_dir = self.data_dirs[0]
+        self.cluster_id: str = self.data_dir.cluster_id
         self.next_producer_id = int(str(meta.get("next_producer_id", self.next_producer_id)))
         self._load_topics(meta.get("topics", {}), migrate_json=legacy is not None)
         self._next_producer_expiry = self.now_ms() + self.broker_int(
