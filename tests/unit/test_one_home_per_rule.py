@@ -1,8 +1,9 @@
 """Rules written once in src (issue 18): Kafka's Uuid text form (``kwire._wire.uuid_text`` /
-``uuid_from_text`` / ``random_uuid_text``) and the atomic write of a small file
-(``kwire.log.storage.write_atomic``). A second copy elsewhere is what this test finds. And a
-name has one home: the metadata records and image live in ``kwire.broker._metadata_image``, and
-``_metadata_log`` (the files) does not re-export them, so no caller reaches them through it."""
+``uuid_from_text`` / ``random_uuid_text``), the atomic write of a small file
+(``kwire.log.storage.write_atomic``) and ``meta.properties`` (``kwire.log.MetaProperties``). A
+second copy elsewhere is what this test finds. And a name has one home: the metadata records and
+image live in ``kwire.broker._metadata_image``, and ``_metadata_log`` (the files) does not
+re-export them, so no caller reaches them through it."""
 
 from __future__ import annotations
 
@@ -74,3 +75,40 @@ def test_the_metadata_image_names_are_imported_from_their_home() -> None:
             ):
                 found.append(f"{where}: {node.value.id}.{node.attr}")
     assert found == [], "import these from kwire.broker._metadata_image:\n" + "\n".join(found)
+
+
+#: ``meta.properties`` (Kafka's ``MetaProperties`` / ``MetaPropertiesEnsemble``): its name and keys
+#: are spelled in this module only; everyone else reads and writes it through it. ``node.id`` and
+#: ``broker.id`` alone are also broker configs: only their ``key=`` lines count.
+META_HOME = SRC / "log" / "_meta_properties.py"
+META_WORDS = ("meta.properties", "cluster.id", "directory.id", "node.id=", "broker.id=")
+
+
+def _strings(tree: ast.AST) -> list[ast.Constant]:
+    """String constants, docstrings left out (they may name the file)."""
+    docs = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs
+    ]
+
+
+def test_meta_properties_is_defined_once() -> None:
+    found = []
+    for path in sorted(SRC.rglob("*.py")):
+        if "_generated" in path.parts or path == META_HOME:
+            continue
+        for node in _strings(ast.parse(path.read_text(), str(path))):
+            words = [w for w in META_WORDS if w in str(node.value)]
+            if words:
+                where = f"{path.relative_to(SRC)}:{node.lineno}"
+                found.append(f"{where}: {words} (use kwire.log.MetaProperties)")
+    assert found == [], "\n".join(found)

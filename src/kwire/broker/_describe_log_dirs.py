@@ -9,7 +9,6 @@ Follows ``ReplicaManager.describeLogDirs``: the data directory, then the other `
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any, Final
 
 from kwire.broker._acl import (
@@ -79,7 +78,7 @@ def handle_describe_log_dirs(
         try:
             if data_dir.offline:
                 raise OSError(path)
-            stat = os.statvfs(path)
+            total_bytes, usable_bytes = data_dir.disk_usage()
         except OSError:
             results.append(
                 DESCRIBE_LOG_DIRS_RESULT(
@@ -92,8 +91,8 @@ def handle_describe_log_dirs(
                 error_code=0,
                 log_dir=path,
                 topics=topics,
-                total_bytes=stat.f_blocks * stat.f_frsize,
-                usable_bytes=stat.f_bavail * stat.f_frsize,
+                total_bytes=total_bytes,
+                usable_bytes=usable_bytes,
                 is_cordoned=False,
             )
         )

@@ -23,7 +23,6 @@ Approach, after Kafka's ``KafkaApis.handleFetchRequest``, ``FetchSessionCache`` 
 from __future__ import annotations
 
 import itertools
-import os
 import random
 import struct
 import uuid
@@ -40,7 +39,15 @@ from kwire.broker._routing import leader_error, node_endpoints, serving_node
 from kwire.broker._state import BrokerState, Partition
 from kwire.errors import KwireError, UnsupportedCodecError
 from kwire.log import OffsetOutOfRangeError
-from kwire.log.storage import FileSlice, KafkaStorageError, batch_formats, read_batch_chunks
+from kwire.log.storage import (
+    FileSlice,
+    KafkaStorageError,
+    batch_formats,
+    hold_slices,
+    read_batch_chunks,
+    read_slices,
+    release_slices,
+)
 from kwire.protocol import ZERO_UUID, ErrorCode, RecordsReference
 from kwire.protocol.messages import FetchRequest, FetchResponse
 from kwire.records import Compression, convert_for_fetch, magic_for_fetch_version
@@ -69,7 +76,7 @@ class FileRecords(RecordsReference):
     """
 
     def __init__(self, slices: list[FileSlice]) -> None:
-        self.slices = [FileSlice(os.dup(s.fd), s.position, s.size) for s in slices]
+        self.slices = hold_slices(slices)
         self.nbytes = sum(s.size for s in slices)
         self.frame_position = -1
 
@@ -77,11 +84,10 @@ class FileRecords(RecordsReference):
         self.frame_position = len(out)
 
     def to_bytes(self) -> bytes:
-        return b"".join(os.pread(s.fd, s.size, s.position) for s in self.slices)
+        return read_slices(self.slices)
 
     def close(self) -> None:
-        for s in self.slices:
-            os.close(s.fd)
+        release_slices(self.slices)
         self.slices = []
 
 

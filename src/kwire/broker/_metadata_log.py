@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import logging
 import os
 import uuid
@@ -65,7 +64,15 @@ from kwire.broker._metadata_image import (
 )
 from kwire.log._quorum_state import quorum_state_json, read_quorum_state
 from kwire.log.metadata import CLUSTER_METADATA_DIR, CLUSTER_METADATA_TOPIC
-from kwire.log.storage import LiveLog, LogConfig, LogDirFailureChannel, write_atomic
+from kwire.log.storage import (
+    LiveLog,
+    LogConfig,
+    LogDirFailureChannel,
+    read_legacy_json,
+    retire_legacy_file,
+    write_atomic,
+    write_atomic_once,
+)
 from kwire.records import (
     AppendOrigin,
     BatchBuilder,
@@ -241,12 +248,10 @@ class MetadataLog:
             )
             self._leader_change(now_ms)
             if self.fresh:
-                bootstrap = os.path.join(root, BOOTSTRAP_CHECKPOINT)
-                if not os.path.exists(bootstrap):
-                    write_atomic(
-                        bootstrap,
-                        snapshot_bytes(bootstrap_records(level, features), now_ms=now_ms),
-                    )
+                write_atomic_once(
+                    os.path.join(root, BOOTSTRAP_CHECKPOINT),
+                    snapshot_bytes(bootstrap_records(level, features), now_ms=now_ms),
+                )
                 self.append(activation_records(level, features), now_ms)
             else:
                 # A log written before kwire finalized these features: they take the new
@@ -273,14 +278,11 @@ class MetadataLog:
     ) -> None:
         """Import ``<root>/<name>`` of an older kwire: its records (those the image lacks) are
         appended and fsynced, then the file is renamed ``<name>.migrated``."""
-        path = os.path.join(self.root, name)
-        try:
-            with open(path, encoding="utf-8") as f:
-                doc = json.load(f)
-        except FileNotFoundError:
+        doc = read_legacy_json(self.root, name)
+        if doc is None:
             return
         self.append(convert(doc, self.image), now_ms)
-        os.replace(path, path + ".migrated")
+        retire_legacy_file(self.root, name)
         _logger.info("migrated %s into the metadata log", name)
 
     def _read_log(self) -> Iterator[Record]:

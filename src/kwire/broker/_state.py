@@ -18,7 +18,6 @@ checkpoint files are exactly Kafka's.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import random
@@ -40,9 +39,15 @@ from kwire.broker._config import (
 )
 from kwire.broker._releases import Personality
 from kwire.broker._services import Services
-from kwire.log._datadir import stored_cluster_id
 from kwire.log.internal_topics import COORDINATOR_TOPICS, partition_for
-from kwire.log.storage import DataDir, KafkaStorageError, LiveLog, LogAppendInfo
+from kwire.log.storage import (
+    DataDir,
+    KafkaStorageError,
+    LiveLog,
+    LogAppendInfo,
+    read_legacy_json,
+    retire_legacy_file,
+)
 from kwire.protocol import ErrorCode
 from kwire.records import AppendOrigin, AppendResult
 
@@ -232,26 +237,22 @@ class BrokerState:
         self._tickers: list[Callable[[int], None]] = []
         #: Coordinators and other services that plug into the state, as named fields.
         self.services = Services()
-        meta = self._read_metadata()
-        self.cluster_id: str = (
-            cluster_id or str(meta.get("cluster_id") or "") or random_uuid_text(self.random)
-        )
-        self.data_dir = DataDir.open(self.path, cluster_id=self.cluster_id, node_id=node_id)
+        legacy = self._read_metadata()
+        meta = legacy or {}
         #: Every log directory (``log.dirs``, JBOD): the data directory first (it also holds
         #: ``__cluster_metadata``, Kafka's ``metadata.log.dir``), then the others, each with
-        #: its own ``meta.properties`` (directory id), ``.lock`` and checkpoints.
-        self.data_dirs: list[DataDir] = [self.data_dir]
-        try:
-            for extra in self._extra_log_dirs():
-                self.data_dirs.append(
-                    DataDir.open(extra, cluster_id=self.cluster_id, node_id=node_id)
-                )
-        except BaseException:
-            for opened in self.data_dirs:
-                opened.abandon()
-            raise
+        #: its own ``meta.properties`` (directory id), ``.lock`` and checkpoints; their
+        #: ``meta.properties`` are read once and checked together (``DataDir.open_all``).
+        self.data_dirs: list[DataDir] = DataDir.open_all(
+            [self.path, *self._extra_log_dirs()],
+            cluster_id=cluster_id or str(meta.get("cluster_id") or "") or None,
+            node_id=node_id,
+            new_cluster_id=lambda: random_uuid_text(self.random),
+        )
+        self.data_dir = self.data_dirs[0]
+        self.cluster_id: str = self.data_dir.cluster_id
         self.next_producer_id = int(str(meta.get("next_producer_id", self.next_producer_id)))
-        self._load_topics(meta.get("topics", {}))
+        self._load_topics(meta.get("topics", {}), migrate_json=legacy is not None)
         self._next_producer_expiry = self.now_ms() + self.broker_int(
             "producer.id.expiration.check.interval.ms"
         )
@@ -483,9 +484,8 @@ class BrokerState:
         the fewest partitions, the first of equals (``LogManager.nextLogDirs``)."""
         if len(self.data_dirs) == 1:
             return self.data_dir
-        name = f"{topic.name}-{index}"
         for data_dir in self.data_dirs:
-            if os.path.isdir(os.path.join(data_dir.path, name)):
+            if data_dir.has_partition_dir(topic.name, index):
                 return data_dir
         logs = [p.log for p in self.iter_partitions()]
         if self.topics.get(topic.name) is not topic:
@@ -693,19 +693,13 @@ class BrokerState:
 
     # --- persistence --------------------------------------------------------------------------
 
-    def _metadata_path(self) -> str:
-        return os.path.join(self.path, METADATA_FILE)
-
-    def _read_metadata(self) -> dict[str, object]:
-        """What an older kwire left in ``kwire-metadata.json`` (migrated at start), else the
-        cluster id of ``meta.properties`` (a KRaft node's only record of it besides the log)."""
-        try:
-            with open(self._metadata_path(), encoding="utf-8") as f:
-                data = json.load(f)
-        except FileNotFoundError:
-            return {"cluster_id": stored_cluster_id(self.path)}
+    def _read_metadata(self) -> dict[str, object] | None:
+        """What an older kwire left in ``kwire-metadata.json`` (migrated at start), if any."""
+        data = read_legacy_json(self.path, METADATA_FILE)
+        if data is None:
+            return None
         if not isinstance(data, dict):
-            raise ValueError(f"{self._metadata_path()} is not a JSON object")
+            raise ValueError(f"{os.path.join(self.path, METADATA_FILE)} is not a JSON object")
         return data
 
     def _write_metadata(self, *, close: bool = False) -> None:
@@ -730,7 +724,7 @@ class BrokerState:
         if close:
             metadata.close()
 
-    def _load_topics(self, topics: object) -> None:
+    def _load_topics(self, topics: object, *, migrate_json: bool) -> None:
         """Open ``__cluster_metadata`` and build the topics from its image; a fresh metadata log
         takes the topics of an older kwire's ``kwire-metadata.json`` (``topics``) instead."""
         self._metadata = mlog.MetadataLog.open(
@@ -762,7 +756,7 @@ class BrokerState:
         # Ids below the image's next block were handed out before; never again.
         self.next_producer_id = max(self.next_producer_id, image.next_producer_id)
         self._first_producer_id = self.next_producer_id
-        if os.path.exists(self._metadata_path()):
+        if migrate_json:
             if self.next_producer_id > image.next_producer_id:
                 # The JSON's counter: reserve up to it, so no id below it is handed out again.
                 self._metadata.append(
@@ -774,5 +768,5 @@ class BrokerState:
                     self.now_ms(),
                 )
             self._write_metadata()
-            os.replace(self._metadata_path(), self._metadata_path() + ".migrated")
+            retire_legacy_file(self.path, METADATA_FILE)
             log.info("migrated %s into the metadata log", METADATA_FILE)

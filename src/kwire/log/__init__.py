@@ -43,9 +43,7 @@ if TYPE_CHECKING:
     from kwire.log._datadir import (
         CLEANER_OFFSET_CHECKPOINT,
         LOG_START_OFFSET_CHECKPOINT,
-        META_PROPERTIES,
         encode_offset_checkpoint,
-        meta_properties_node_id,
         read_offset_checkpoint,
     )
     from kwire.log._errors import (
@@ -72,6 +70,13 @@ if TYPE_CHECKING:
         segment_base_offset,
         segment_file_beside,
         segment_file_name,
+    )
+    from kwire.log._meta_properties import (
+        META_PROPERTIES,
+        MetaProperties,
+        meta_properties_node_id,
+        read_meta_properties,
+        verify_ensemble,
     )
     from kwire.log._partition import PartitionLog
     from kwire.log._producer_state import BatchMetadata
@@ -112,6 +117,7 @@ __all__ = [
     "LogError",
     "LogWriter",
     "MappedFile",
+    "MetaProperties",
     "OffsetIndex",
     "OffsetIndexEntryCheck",
     "OffsetOutOfRangeError",
@@ -148,6 +154,7 @@ __all__ = [
     "parse_segment_file_name",
     "partitions_from_paths",
     "read_leader_epoch_checkpoint",
+    "read_meta_properties",
     "read_offset_checkpoint",
     "read_partition_metadata",
     "read_producer_snapshot",
@@ -160,6 +167,7 @@ __all__ = [
     "split_ranges",
     "time_index_sanity_problem",
     "to_arrow_batch_reader",
+    "verify_ensemble",
     "walk_offset_index",
     "walk_time_index",
     "write_sample",
@@ -179,7 +187,10 @@ _HOME: Final = {
     "LOG_START_OFFSET_CHECKPOINT": "_datadir",
     "LogError": "_errors",
     "LogWriter": "_writer",
-    "META_PROPERTIES": "_datadir",
+    "META_PROPERTIES": "_meta_properties",
+    "MetaProperties": "_meta_properties",
+    "read_meta_properties": "_meta_properties",
+    "verify_ensemble": "_meta_properties",
     "MIN_SEGMENT_BYTES": "_sample",
     "MappedFile": "_files",
     "OffsetIndex": "_index",
@@ -211,7 +222,7 @@ _HOME: Final = {
     "encode_txn_index": "_txnindex",
     "is_abort_marker": "_isolation",
     "list_log_dir": "_files",
-    "meta_properties_node_id": "_datadir",
+    "meta_properties_node_id": "_meta_properties",
     "offset_index_sanity_problem": "_index",
     "open_segment": "_files",
     "parse_partition_dir": "_layout",

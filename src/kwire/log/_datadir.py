@@ -3,9 +3,9 @@
 Approach: ``DataDir`` owns the files a Kafka 3.9 broker keeps at the top of a log dir and opens
 the partition logs (``LiveLog``) with what they say:
 
-- ``meta.properties`` in KRaft form (``MetaProperties`` v1: ``version=1``, ``cluster.id``,
-  ``node.id``, ``directory.id``), written as Java's ``Properties.store`` does (a ``#`` line and a
-  ``#<date>`` line first); a different node id or cluster id refuses to start, as Kafka does;
+- ``meta.properties`` in KRaft form (``MetaProperties`` v1, ``_meta_properties``): the files of
+  all the node's directories read once and checked together at ``open_all``; a different node
+  id or cluster id, or one directory id twice, refuses to start, as Kafka does;
 - the text checkpoints of ``OffsetCheckpointFile`` (``CheckpointFile``): line 1 the version
   ``0``, line 2 the entry count, then ``<topic> <partition> <offset>`` lines. Written to
   ``<name>.tmp``, fsynced, renamed over the old file, directory fsynced.
@@ -31,9 +31,8 @@ import contextlib
 import logging
 import os
 import shutil
-import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Final
 
 from kwire._wire import random_uuid_text
@@ -44,6 +43,11 @@ from kwire.log._live import LiveLog
 from kwire.log._lock import DirLock
 from kwire.log._log_config import LogConfig
 from kwire.log._log_loader import read_topic_id
+from kwire.log._meta_properties import (
+    MetaProperties,
+    read_meta_properties,
+    verify_ensemble,
+)
 from kwire.log._writer import _fsync_dir, write_atomic
 
 log = logging.getLogger("kwire.log")
@@ -52,27 +56,19 @@ __all__ = [
     "CLEANER_OFFSET_CHECKPOINT",
     "CLEAN_SHUTDOWN_FILE",
     "LOG_START_OFFSET_CHECKPOINT",
-    "META_PROPERTIES",
     "RECOVERY_POINT_CHECKPOINT",
     "REPLICATION_OFFSET_CHECKPOINT",
     "DataDir",
     "encode_offset_checkpoint",
-    "meta_properties_node_id",
     "read_offset_checkpoint",
-    "stored_cluster_id",
 ]
 
-META_PROPERTIES: Final = "meta.properties"
 RECOVERY_POINT_CHECKPOINT: Final = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT: Final = "log-start-offset-checkpoint"
 REPLICATION_OFFSET_CHECKPOINT: Final = "replication-offset-checkpoint"
 CLEAN_SHUTDOWN_FILE: Final = ".kafka_cleanshutdown"
 CLEANER_OFFSET_CHECKPOINT: Final = "cleaner-offset-checkpoint"
 _CHECKPOINT_VERSION: Final = 0
-_DAYS: Final = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
-_MONTHS: Final = (
-    "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split()  # noqa: SIM905
-)
 
 
 def encode_offset_checkpoint(offsets: Mapping[TopicPartition, int]) -> str:
@@ -111,38 +107,6 @@ def read_offset_checkpoint(text: str) -> dict[TopicPartition, int]:
     return out
 
 
-def _java_date(epoch_s: float) -> str:
-    t = time.gmtime(epoch_s)
-    return (
-        f"{_DAYS[t.tm_wday]} {_MONTHS[t.tm_mon - 1]} {t.tm_mday:02d} "
-        f"{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d} UTC {t.tm_year}"
-    )
-
-
-def _read_properties(text: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for line in text.splitlines():
-        stripped = line.strip()
-        if not stripped or stripped[0] in "#!":
-            continue
-        key, sep, value = stripped.partition("=")
-        if not sep:
-            key, _, value = stripped.partition(":")
-        out[key.strip()] = value.strip()
-    return out
-
-
-def meta_properties_node_id(text: str) -> int | None:
-    """The node a ``meta.properties`` names: ``node.id`` (KRaft, ``MetaProperties`` v1) or
-    ``broker.id`` (ZooKeeper mode, v0); None when it names none."""
-    props = _read_properties(text)
-    for key in ("node.id", "broker.id"):
-        value = props.get(key, "")
-        if value.lstrip("-").isdigit():
-            return int(value)
-    return None
-
-
 class DataDir:
     """One broker data directory; see the module doc. Open with ``DataDir.open``."""
 
@@ -173,56 +137,59 @@ class DataDir:
     def open(cls, path: str | os.PathLike[str], *, cluster_id: str | None, node_id: int) -> DataDir:
         """Create or check the directory and its ``meta.properties``; ``cluster_id=None``
         accepts the stored one (or makes a random one for a new directory)."""
-        root = os.path.abspath(os.fspath(path))
-        os.makedirs(root, exist_ok=True)
-        lock = DirLock.acquire(root)
+        (data_dir,) = cls.open_all([path], cluster_id=cluster_id, node_id=node_id)
+        return data_dir
+
+    @classmethod
+    def open_all(
+        cls,
+        paths: Sequence[str | os.PathLike[str]],
+        *,
+        cluster_id: str | None,
+        node_id: int,
+        new_cluster_id: Callable[[], str] = random_uuid_text,
+    ) -> list[DataDir]:
+        """Open a node's log directories (``log.dirs``) as ``KafkaRaftServer.initializeLogDirs``
+        does: each locked, each ``meta.properties`` read once, the files checked together
+        (``verify_ensemble``: one cluster, one node, distinct directory ids), then the missing
+        ones written (the cluster's id, a new directory id; a file without a directory id gets
+        one, as Kafka's ``MetaPropertiesEnsemble.Copier``). ``cluster_id=None`` accepts the
+        stored one, else ``new_cluster_id()`` names a new cluster."""
+        roots = list(dict.fromkeys(os.path.abspath(os.fspath(p)) for p in paths))
+        locks: list[DirLock] = []
         try:
-            return cls._open_locked(root, lock, cluster_id, node_id)
+            for root in roots:
+                os.makedirs(root, exist_ok=True)
+                locks.append(DirLock.acquire(root))
+            found = {r: m for r in roots if (m := read_meta_properties(r)) is not None}
+            verify_ensemble(found, cluster_id=cluster_id, node_id=node_id, kraft=True)
+            stored = next((m.cluster_id for m in found.values() if m.cluster_id), None)
+            cluster = stored or cluster_id or new_cluster_id()
+            taken = {m.directory_id for m in found.values()}
+            out = []
+            for root, lock in zip(roots, locks, strict=True):
+                meta: MetaProperties | None = found.get(root)
+                if meta is None or meta.directory_id is None:
+                    directory_id = random_uuid_text()
+                    while directory_id in taken:  # Copier.generateValidDirectoryId
+                        directory_id = random_uuid_text()
+                    taken.add(directory_id)
+                    meta = MetaProperties(1, cluster, node_id, directory_id)
+                    meta.write(root)
+                out.append(cls._opened(root, lock, meta))
+            return out
         except BaseException:
-            lock.release()
+            for lock in locks:
+                lock.release()
             raise
 
     @classmethod
-    def _open_locked(
-        cls, root: str, lock: DirLock, cluster_id: str | None, node_id: int
-    ) -> DataDir:
-        meta_path = os.path.join(root, META_PROPERTIES)
-        if os.path.exists(meta_path):
-            with open(meta_path, encoding="utf-8") as f:
-                props = _read_properties(f.read())
-            if props.get("version") != "1":
-                raise ValueError(
-                    f"{meta_path}: only KRaft meta.properties (version=1) is supported"
-                )
-            stored_node = int(props.get("node.id", "-1"))
-            if stored_node != node_id:
-                raise ValueError(
-                    f"Stored node id {stored_node} doesn't match previous node id {node_id} "
-                    f"in {meta_path}"
-                )
-            stored_cluster = props.get("cluster.id", "")
-            if cluster_id is not None and stored_cluster != cluster_id:
-                raise ValueError(
-                    f"Invalid cluster.id in: {meta_path}. Expected {cluster_id}, but read "
-                    f"{stored_cluster}"
-                )
-            cluster_id = stored_cluster
-            directory_id = props.get("directory.id") or random_uuid_text()
-        else:
-            cluster_id = cluster_id or random_uuid_text()
-            directory_id = random_uuid_text()
-            text = (
-                f"#\n#{_java_date(time.time())}\n"
-                f"cluster.id={cluster_id}\n"
-                f"directory.id={directory_id}\n"
-                f"node.id={node_id}\n"
-                "version=1\n"
-            )
-            # CheckpointFile.write: <file>.tmp, fsync, atomic move, then the directory
-            write_atomic(meta_path, text)
+    def _opened(cls, root: str, lock: DirLock, meta: MetaProperties) -> DataDir:
+        # v1, verified: every field is there
+        assert meta.cluster_id and meta.node_id is not None and meta.directory_id
         marker = os.path.join(root, CLEAN_SHUTDOWN_FILE)
         clean = os.path.exists(marker)
-        self = cls(root, cluster_id, node_id, directory_id, clean, lock)
+        self = cls(root, meta.cluster_id, meta.node_id, meta.directory_id, clean, lock)
         if clean:
             os.remove(marker)
             _fsync_dir(root)
@@ -263,6 +230,18 @@ class DataDir:
             if tp is not None and os.path.isdir(os.path.join(self.path, name)):
                 out.append(tp)
         return out
+
+    def has_partition_dir(self, topic: str, partition: int) -> bool:
+        """Whether ``<topic>-<partition>`` is a folder of this directory (where its log opens,
+        ``LogManager.nextLogDirs`` aside)."""
+        return os.path.isdir(os.path.join(self.path, f"{topic}-{partition}"))
+
+    def disk_usage(self) -> tuple[int, int]:
+        """(total, usable) bytes of the file system holding the directory (DescribeLogDirs'
+        ``TotalBytes`` / ``UsableBytes``: ``FileStore.getTotalSpace`` / ``getUsableSpace``);
+        ``OSError`` when it cannot be read."""
+        stat = os.statvfs(self.path)
+        return stat.f_blocks * stat.f_frsize, stat.f_bavail * stat.f_frsize
 
     def open_log(
         self,
@@ -390,17 +369,3 @@ class DataDir:
                 self._write_checkpoint(CLEAN_SHUTDOWN_FILE, '{"version":0}')
         finally:
             self.abandon()  # the .lock goes last, whatever happened
-
-
-def stored_cluster_id(root: str) -> str | None:
-    """``cluster.id`` of ``<root>/meta.properties`` (written by ``kwire.log.DataDir``), if any."""
-    try:
-        with open(os.path.join(root, META_PROPERTIES), encoding="utf-8") as f:
-            lines = f.read().splitlines()
-    except FileNotFoundError:
-        return None
-    for line in lines:
-        key, sep, value = line.strip().partition("=")
-        if sep and key.strip() == "cluster.id":
-            return value.strip() or None
-    return None

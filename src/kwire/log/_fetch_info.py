@@ -12,7 +12,16 @@ from typing import NamedTuple
 
 from kwire.log._log_segment import LOG_OVERHEAD, pread_exact
 
-__all__ = ["FetchDataInfo", "FileSlice", "LogAppendInfo", "batch_formats", "read_batch_chunks"]
+__all__ = [
+    "FetchDataInfo",
+    "FileSlice",
+    "LogAppendInfo",
+    "batch_formats",
+    "hold_slices",
+    "read_batch_chunks",
+    "read_slices",
+    "release_slices",
+]
 
 
 class FileSlice(NamedTuple):
@@ -37,7 +46,25 @@ class FetchDataInfo:
         return sum(s.size for s in self.slices)
 
     def read_bytes(self) -> bytes:
-        return b"".join(pread_exact(s.fd, s.size, s.position) for s in self.slices)
+        return read_slices(self.slices)
+
+
+def read_slices(slices: list[FileSlice]) -> bytes:
+    """The bytes of ``slices``, in order."""
+    return b"".join(pread_exact(s.fd, s.size, s.position) for s in slices)
+
+
+def hold_slices(slices: list[FileSlice]) -> list[FileSlice]:
+    """``slices`` on duplicated descriptors, so they stay readable after the log lets its own go
+    (a segment deleted by retention while a response waits lives while it is open); give them
+    back with ``release_slices``."""
+    return [FileSlice(os.dup(s.fd), s.position, s.size) for s in slices]
+
+
+def release_slices(slices: list[FileSlice]) -> None:
+    """Close the descriptors ``hold_slices`` duplicated."""
+    for s in slices:
+        os.close(s.fd)
 
 
 @dataclass(frozen=True)

@@ -502,7 +502,7 @@ class LiveLog:
     ) -> LogAppendInfo:
         """``LogSegment.append`` and what follows it: the file writes of one append."""
         position = seg.size
-        write_all(seg.fd, data)
+        seg.append(data)
         index = bytearray()
         timeindex = bytearray()
         for batch in batches:

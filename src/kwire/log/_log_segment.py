@@ -1,11 +1,11 @@
-"""One segment of a live log (Kafka's ``LogSegment``): its ``.log`` descriptor, its indexes kept
-in memory and appended to their files at their exact size, its ``.txnindex``; reads of batch
-headers with ``pread``.
+"""One segment of a live log (Kafka's ``LogSegment``): its ``.log`` bytes (``SegmentRecords``:
+a file descriptor, or a bytearray for a log without a disk), its indexes kept in memory and
+appended to their files at their exact size, its ``.txnindex``; reads of batch headers with
+``pread``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import struct
 from collections.abc import Iterator
@@ -21,6 +21,7 @@ from kwire.log._layout import (
     TXN_INDEX_SUFFIX,
 )
 from kwire.log._rules import SegmentIndexer
+from kwire.log._store import FileSegmentRecords, SegmentRecords
 from kwire.log._txnindex import AbortedTxn, encode_aborted_txn
 from kwire.records import (
     Batch,
@@ -58,28 +59,38 @@ def write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
 
 
 class LogSegment:
-    """One segment of a live log: its ``.log`` descriptor and index bookkeeping."""
+    """One segment of a live log: its ``.log`` bytes and index bookkeeping. ``records``: the
+    ``SegmentRecords`` (a descriptor is a segment file's)."""
 
     __slots__ = (
         "created_ms",
-        "fd",
         "index_fd",
         "indexer",
+        "records",
         "stem",
         "time_fd",
         "txn_fd",
         "txns",
     )
 
-    def __init__(self, stem: str, fd: int, indexer: SegmentIndexer, created_ms: int) -> None:
+    def __init__(
+        self, stem: str, records: int | SegmentRecords, indexer: SegmentIndexer, created_ms: int
+    ) -> None:
         self.stem = stem  # path without suffix
-        self.fd = fd
+        self.records = FileSegmentRecords(records) if isinstance(records, int) else records
         self.indexer = indexer
         self.created_ms = created_ms
         self.index_fd: int | None = None
         self.time_fd: int | None = None
         self.txn_fd: int | None = None
         self.txns: list[AbortedTxn] = []
+
+    @property
+    def fd(self) -> int:
+        """The ``.log`` descriptor (``FileSlice``, ``mmap``); a segment in memory has none."""
+        if not isinstance(self.records, FileSegmentRecords):
+            raise TypeError(f"segment {self.base_offset} is not a file")
+        return self.records.fd
 
     @property
     def base_offset(self) -> int:
@@ -94,7 +105,7 @@ class LogSegment:
         """``LogSegment.largestTimestamp``: the max timestamp, else the file's mtime."""
         if self.indexer.max_timestamp >= 0:
             return self.indexer.max_timestamp
-        return int(os.fstat(self.fd).st_mtime * 1000)
+        return self.records.modified_ms()
 
     def open_index_files(self) -> None:
         flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
@@ -111,7 +122,7 @@ class LogSegment:
                 setattr(self, name, None)
 
     def fsync(self) -> None:
-        os.fsync(self.fd)
+        self.records.flush()
         for fd in (self.index_fd, self.time_fd, self.txn_fd):
             if fd is not None:
                 os.fsync(fd)
@@ -132,6 +143,11 @@ class LogSegment:
             )
         write_all(self.txn_fd, encode_aborted_txn(txn))
 
+    def append(self, data: bytes | bytearray | memoryview) -> None:
+        """``LogSegment.append``'s write: the bytes at the end of the ``.log`` (the caller
+        feeds ``indexer`` the batches)."""
+        self.records.append(data)
+
     def files(self) -> list[str]:
         return [
             self.stem + s for s in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
@@ -141,7 +157,7 @@ class LogSegment:
         """(base offset, last offset, size) of the batch at ``position``; None past the end."""
         if position + LOG_OVERHEAD + 5 > self.size:
             return None
-        raw = os.pread(self.fd, _HEADER.size, position)
+        raw = self.records.read(position, _HEADER.size)
         if len(raw) < LOG_OVERHEAD + 5:
             return None
         offset, length = struct.unpack_from(">qi", raw)
@@ -175,10 +191,11 @@ class LogSegment:
         return None
 
     def read_batch(self, position: int, size: int) -> Batch:
-        data = pread_exact(self.fd, size, position)
+        data = self.records.read(position, size)
+        if len(data) != size:
+            raise OSError(f"short read: {len(data)} of {size} bytes at {position}")
         return next(iter(read_batches(data, verify_crc=False)))
 
     def close(self) -> None:
         self.close_index_files()
-        with contextlib.suppress(OSError):
-            os.close(self.fd)
+        self.records.close()

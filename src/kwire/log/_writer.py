@@ -111,6 +111,15 @@ def write_atomic(path: str, data: bytes | str) -> None:
     _fsync_dir(os.path.dirname(path) or ".")
 
 
+def write_atomic_once(path: str, data: bytes | str) -> bool:
+    """``write_atomic`` unless ``path`` already exists (a file written once and never replaced,
+    such as ``bootstrap.checkpoint``); whether it was written."""
+    if os.path.exists(path):
+        return False
+    write_atomic(path, data)
+    return True
+
+
 def _write_file(path: str, data: bytes | str, fsync: bool = True) -> None:
     """Write ``path + TMP_SUFFIX``, fsync it, rename it to ``path`` (on an error the old file is
     left as it was and the temporary file removed)."""

@@ -4,7 +4,12 @@
 recovery at open); ``DataDir`` the data directory around the logs (``meta.properties``, offset
 checkpoints, the lock, ``LogDirFailureChannel`` taking it offline on an I/O error); ``LogCleaner``
 compacts them (the record rules, sans-IO, are ``clean_batches`` / ``build_offset_map``). Files are
-touched here and nowhere in the broker. A reader of log directories needs none of this: see
+touched here and nowhere in the broker (``tests/unit/broker/test_no_file_io.py`` scans for it):
+the byte ranges a read answers are held, read and released with ``hold_slices`` /
+``read_slices`` / ``release_slices``, an older kwire's JSON files are imported with
+``read_legacy_json`` / ``retire_legacy_file``. A segment's bytes are ``SegmentRecords`` of a
+``SegmentStore``: files (``FileSegmentStore``, the broker's) or bytearrays
+(``MemorySegmentStore``, for tests of the segment rules without a disk). A reader of log directories needs none of this: see
 ``kwire.log``.
 """
 
@@ -26,13 +31,25 @@ from kwire.log._fetch_info import (
     FileSlice,
     LogAppendInfo,
     batch_formats,
+    hold_slices,
     read_batch_chunks,
+    read_slices,
+    release_slices,
 )
+from kwire.log._legacy import read_legacy_json, retire_legacy_file
 from kwire.log._live import LiveLog
 from kwire.log._log_config import LogConfig
 from kwire.log._log_loader import read_topic_id
 from kwire.log._producer_state import ProducerStateEntry
-from kwire.log._writer import write_atomic
+from kwire.log._store import (
+    FileSegmentRecords,
+    FileSegmentStore,
+    MemorySegmentRecords,
+    MemorySegmentStore,
+    SegmentRecords,
+    SegmentStore,
+)
+from kwire.log._writer import write_atomic, write_atomic_once
 
 __all__ = [
     "CleanResult",
@@ -42,6 +59,8 @@ __all__ = [
     "DataDir",
     "DataDirLockedError",
     "FetchDataInfo",
+    "FileSegmentRecords",
+    "FileSegmentStore",
     "FileSlice",
     "KafkaStorageError",
     "LastRecord",
@@ -51,13 +70,23 @@ __all__ = [
     "LogConfig",
     "LogDirFailureChannel",
     "LogToClean",
+    "MemorySegmentRecords",
+    "MemorySegmentStore",
     "OffsetMap",
     "ProducerStateEntry",
     "ProducerStateError",
+    "SegmentRecords",
+    "SegmentStore",
     "batch_formats",
     "build_offset_map",
     "clean_batches",
+    "hold_slices",
     "read_batch_chunks",
+    "read_legacy_json",
+    "read_slices",
     "read_topic_id",
+    "release_slices",
+    "retire_legacy_file",
     "write_atomic",
+    "write_atomic_once",
 ]
