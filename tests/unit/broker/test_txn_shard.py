@@ -18,11 +18,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kwire.broker._txn import MemoryTransactionLog, TransactionCoordinator, TxnRecord
+from kwire.broker._txn import MemoryTransactionLog, TransactionCoordinator
 from kwire.broker._txn_records import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
     TransactionMetadata,
+    TxnRecord,
     decode_record,
     record_of,
 )
@@ -132,16 +133,16 @@ def test_replaying_the_records_rebuilds_the_state(actions: list[Any], tv: int) -
     replayed = TransactionShard(
         allocate_producer_id=lambda: -2, value_version=lambda: 1 if tv >= 2 else 0
     )
-    for record in log.records:
-        replayed.replay(record.key, record.value, record.transit)
+    for written in log.records:
+        replayed.replay(written.key, written.value, written.transit)
     assert replayed.transactions == live.transactions
 
     # 2. a restart: the same replay over the log's bytes (nothing is prepared, so it writes
     #    nothing); equal but for what the records do not carry
-    written = len(log.records)
+    count = len(log.records)
     loaded = coordinator(log, tv)
     loaded.load()
-    assert len(log.records) == written
+    assert len(log.records) == count
     assert {t: not_written(m, tv) for t, m in live.transactions.items()} == loaded.transactions
 
     # 3. every value is of the version the transaction.version asks for
