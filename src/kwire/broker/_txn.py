@@ -224,6 +224,8 @@ class TransactionCoordinator:
             "transaction.remove.expired.transaction.cleanup.interval.ms"
         )
         now = state.now_ms() if state is not None else now_ms
+        #: the time without a broker clock (a load's completions are stamped with it)
+        self._started_ms = now
         self._next_abort_check = now + self.abort_interval_ms
         self._next_expire_check = now + self.expire_interval_ms
 
@@ -301,7 +303,7 @@ class TransactionCoordinator:
                         continue
                     value = None if record.value is None else bytes(record.value)
                     self.shard.replay(bytes(record.key), value)
-        now = self.state.now_ms() if self.state is not None else self._next_abort_check
+        now = self.state.now_ms() if self.state is not None else self._started_ms
         for txn_id in self.shard.prepared():
             try:
                 self._complete(txn_id, now)
