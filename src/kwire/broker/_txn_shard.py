@@ -266,7 +266,9 @@ class TransactionShard:
         preparing = TransactionState.PREPARE_COMMIT if commit else TransactionState.PREPARE_ABORT
         state = meta.state
         if state is TransactionState.ONGOING:
-            prepared = self._prepare(meta, commit=commit, now_ms=now_ms)
+            # TransactionVersion.transactionVersionForEndTxn: EndTxn v4 or older is TV0
+            tv0 = meta.transit(client_transaction_version=0)
+            prepared = self._prepare(tv0, commit=commit, now_ms=now_ms)
             return Outcome(InitResult(ErrorCode.NONE, meta.producer_id, meta.producer_epoch),
                            *_rest(prepared))  # fmt: skip
         if state is wanted:  # a retry of a completed EndTxn
