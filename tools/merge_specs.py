@@ -1173,6 +1173,8 @@ SHARE_COORDINATOR_DIR = SPECS / "share-coordinator"
 # Kafka's streams-group records (KIP-1071, in __consumer_offsets), likewise, with the keys in the
 # "data" form (see its SOURCE).
 STREAMS_COORDINATOR_DIR = SPECS / "streams-coordinator"
+# Kafka 4.x's TransactionLogValue (KIP-890's tagged fields), likewise, verbatim.
+TRANSACTION_COORDINATOR_DIR = SPECS / "transaction-coordinator"
 
 
 def _source_facts(folder: Path) -> dict[str, str]:
@@ -1206,6 +1208,7 @@ def bundled_files() -> dict[str, str]:
     _bundle_verbatim(files, lines, METADATA_DIR, "metadata")
     _bundle_verbatim(files, lines, SHARE_COORDINATOR_DIR, "share_coordinator")
     _bundle_verbatim(files, lines, STREAMS_COORDINATOR_DIR, "streams_coordinator")
+    _bundle_verbatim(files, lines, TRANSACTION_COORDINATOR_DIR, "transaction_coordinator")
     files["SOURCE"] = "\n".join(lines) + "\n"
     return files
 

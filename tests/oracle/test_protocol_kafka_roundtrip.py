@@ -69,6 +69,7 @@ COORDINATOR_SPECS = merge_specs.SPECS / "coordinator-3.9"
 METADATA_SPECS = merge_specs.SPECS / "metadata-3.9"
 SHARE_COORDINATOR_SPECS = merge_specs.SPECS / "share-coordinator"
 STREAMS_COORDINATOR_SPECS = merge_specs.SPECS / "streams-coordinator"
+TRANSACTION_COORDINATOR_SPECS = merge_specs.SPECS / "transaction-coordinator"
 SEED = 20250512  # any fixed number (the build date of the 3.9.1 jar's classes)
 
 #: A genuine v2 record batch (two records, no compression) as Kafka 3.9.1 writes it: made with
@@ -320,6 +321,7 @@ def test_every_bundled_version_is_judged() -> None:
         (name, version)
         for name, version in bundled
         if (COORDINATOR_SPECS / f"{name}.json").is_file()
+        or (TRANSACTION_COORDINATOR_SPECS / f"{name}.json").is_file()
     }
     assert len({name for name, _ in coordinator}) == 18
     # Likewise the KRaft metadata records (__cluster_metadata), Kafka 3.9's metadata module

@@ -11,7 +11,8 @@ clients.
 from __future__ import annotations
 
 import re
-from typing import Any, Final
+from collections.abc import Iterable
+from typing import Final
 
 from kwire.broker._acl import GROUP, TOPIC, TRANSACTIONAL_ID, authorize
 from kwire.broker._apis import on_startup, register
@@ -20,7 +21,23 @@ from kwire.broker._state import BrokerError, BrokerState, validate_topic_name
 from kwire.broker._txn import TRANSACTION_TOPIC, TopicPartition, coordinator_for
 from kwire.errors import KwireError
 from kwire.log.internal_topics import CONSUMER_OFFSETS, TRANSACTION_STATE
-from kwire.protocol import ErrorCode, message_class, struct_class
+from kwire.protocol import ErrorCode
+from kwire.protocol.messages import (
+    AddOffsetsToTxnRequest,
+    AddOffsetsToTxnResponse,
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse,
+    DescribeProducersRequest,
+    DescribeProducersResponse,
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
+    EndTxnRequest,
+    EndTxnResponse,
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+    ListTransactionsRequest,
+    ListTransactionsResponse,
+)
 from kwire.records import read_batches
 
 __all__ = [
@@ -36,26 +53,15 @@ __all__ = [
     "uses_transaction_v2",
 ]
 
-INIT_PRODUCER_ID_RESPONSE: Final = message_class("InitProducerIdResponse")
-ADD_PARTITIONS_RESPONSE: Final = message_class("AddPartitionsToTxnResponse")
-ADD_PARTITIONS_RESULT: Final = struct_class(ADD_PARTITIONS_RESPONSE, "results_by_transaction")
-ADD_PARTITIONS_TOPIC: Final = struct_class(ADD_PARTITIONS_RESPONSE, "results_by_topic_v3_and_below")
-ADD_PARTITIONS_PARTITION: Final = struct_class(
-    ADD_PARTITIONS_RESPONSE, "results_by_topic_v3_and_below", "results_by_partition"
-)
-ADD_OFFSETS_RESPONSE: Final = message_class("AddOffsetsToTxnResponse")
-END_TXN_RESPONSE: Final = message_class("EndTxnResponse")
-DESCRIBE_PRODUCERS_RESPONSE: Final = message_class("DescribeProducersResponse")
-PRODUCERS_TOPIC: Final = struct_class(DESCRIBE_PRODUCERS_RESPONSE, "topics")
-PRODUCERS_PARTITION: Final = struct_class(DESCRIBE_PRODUCERS_RESPONSE, "topics", "partitions")
-PRODUCER_STATE: Final = struct_class(
-    DESCRIBE_PRODUCERS_RESPONSE, "topics", "partitions", "active_producers"
-)
-DESCRIBE_TXNS_RESPONSE: Final = message_class("DescribeTransactionsResponse")
-DESCRIBE_TXN_STATE: Final = struct_class(DESCRIBE_TXNS_RESPONSE, "transaction_states")
-DESCRIBE_TXN_TOPIC: Final = struct_class(DESCRIBE_TXNS_RESPONSE, "transaction_states", "topics")
-LIST_TXNS_RESPONSE: Final = message_class("ListTransactionsResponse")
-LIST_TXN_STATE: Final = struct_class(LIST_TXNS_RESPONSE, "transaction_states")
+ADD_PARTITIONS_RESULT: Final = AddPartitionsToTxnResponse.AddPartitionsToTxnResult
+ADD_PARTITIONS_TOPIC: Final = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
+ADD_PARTITIONS_PARTITION: Final = AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult
+PRODUCERS_TOPIC: Final = DescribeProducersResponse.TopicResponse
+PRODUCERS_PARTITION: Final = DescribeProducersResponse.PartitionResponse
+PRODUCER_STATE: Final = DescribeProducersResponse.ProducerState
+DESCRIBE_TXN_STATE: Final = DescribeTransactionsResponse.TransactionState
+DESCRIBE_TXN_TOPIC: Final = DescribeTransactionsResponse.TopicData
+LIST_TXN_STATE: Final = ListTransactionsResponse.TransactionState
 
 TRANSACTION_VERSION: Final = "transaction.version"
 NO_PRODUCER_ID: Final = -1
@@ -72,12 +78,16 @@ def _fenced_for(error: ErrorCode, version: int, first_version: int) -> ErrorCode
 # --- InitProducerId (the transactional case; _data.handle_init_producer_id delegates here) -----
 
 
-def init_transactional_producer_id(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def init_transactional_producer_id(
+    state: BrokerState, ctx: RequestContext, request: InitProducerIdRequest
+) -> InitProducerIdResponse:
     """``KafkaApis.handleInitProducerIdRequest`` with a transactional id."""
     version = ctx.api_version
 
-    def answer(error: ErrorCode, pid: int = NO_PRODUCER_ID, epoch: int = NO_PRODUCER_EPOCH) -> Any:
-        return INIT_PRODUCER_ID_RESPONSE(
+    def answer(
+        error: ErrorCode, pid: int = NO_PRODUCER_ID, epoch: int = NO_PRODUCER_EPOCH
+    ) -> InitProducerIdResponse:
+        return InitProducerIdResponse(
             throttle_time_ms=0,
             error_code=int(_fenced_for(error, version, 4)),
             producer_id=pid,
@@ -96,7 +106,7 @@ def init_transactional_producer_id(state: BrokerState, ctx: RequestContext, requ
             expected = (pid, epoch)
     coordinator = coordinator_for(state)
     result = coordinator.init_producer_id(
-        request.transactional_id, request.transaction_timeout_ms, expected, state.now_ms()
+        request.transactional_id or "", request.transaction_timeout_ms, expected, state.now_ms()
     )
     return answer(result.error, result.producer_id, result.producer_epoch)
 
@@ -104,8 +114,10 @@ def init_transactional_producer_id(state: BrokerState, ctx: RequestContext, requ
 # --- AddPartitionsToTxn -----------------------------------------------------------------------
 
 
-def _topic_results(errors: dict[TopicPartition, ErrorCode]) -> list[Any]:
-    by_topic: dict[str, list[Any]] = {}
+def _topic_results(
+    errors: dict[TopicPartition, ErrorCode],
+) -> list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult]:
+    by_topic: dict[str, list[AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult]] = {}
     for (topic, index), error in errors.items():
         by_topic.setdefault(topic, []).append(
             ADD_PARTITIONS_PARTITION(partition_index=index, partition_error_code=int(error))
@@ -113,7 +125,9 @@ def _topic_results(errors: dict[TopicPartition, ErrorCode]) -> list[Any]:
     return [ADD_PARTITIONS_TOPIC(name=t, results_by_partition=ps) for t, ps in by_topic.items()]
 
 
-def _requested_partitions(topics: Any) -> list[TopicPartition]:
+def _requested_partitions(
+    topics: Iterable[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic],
+) -> list[TopicPartition]:
     out: list[TopicPartition] = []
     for topic in topics:
         for index in topic.partitions:
@@ -131,7 +145,9 @@ def _load_transactions(state: BrokerState) -> None:
 
 
 @register(24, 0, 5)
-def handle_add_partitions_to_txn(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_add_partitions_to_txn(
+    state: BrokerState, ctx: RequestContext, request: AddPartitionsToTxnRequest
+) -> AddPartitionsToTxnResponse:
     """AddPartitionsToTxn: v0-3 from producers, v4+ batched (brokers verifying, KIP-890)."""
     version = ctx.api_version
     if version < 4:
@@ -181,10 +197,10 @@ def handle_add_partitions_to_txn(state: BrokerState, ctx: RequestContext, reques
             errors = dict.fromkeys(partitions, error)
         results.append((txn_id, errors))
     if version < 4:
-        return ADD_PARTITIONS_RESPONSE(
+        return AddPartitionsToTxnResponse(
             throttle_time_ms=0, results_by_topic_v3_and_below=_topic_results(results[0][1])
         )
-    return ADD_PARTITIONS_RESPONSE(
+    return AddPartitionsToTxnResponse(
         throttle_time_ms=0,
         error_code=0,
         results_by_transaction=[
@@ -198,7 +214,9 @@ def handle_add_partitions_to_txn(state: BrokerState, ctx: RequestContext, reques
 
 
 @register(25, 0, 4)
-def handle_add_offsets_to_txn(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_add_offsets_to_txn(
+    state: BrokerState, ctx: RequestContext, request: AddOffsetsToTxnRequest
+) -> AddOffsetsToTxnResponse:
     """AddOffsetsToTxn: the group's ``__consumer_offsets`` partition joins the transaction."""
     for allowed, denied in (
         (
@@ -211,7 +229,7 @@ def handle_add_offsets_to_txn(state: BrokerState, ctx: RequestContext, request: 
         ),
     ):
         if not allowed:
-            return ADD_OFFSETS_RESPONSE(throttle_time_ms=0, error_code=int(denied))
+            return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=int(denied))
     coordinator = coordinator_for(state)
     partition = coordinator.group_partition(request.group_id)
     error = coordinator.add_partitions(
@@ -221,7 +239,7 @@ def handle_add_offsets_to_txn(state: BrokerState, ctx: RequestContext, request: 
         [partition],
         state.now_ms(),
     )
-    return ADD_OFFSETS_RESPONSE(
+    return AddOffsetsToTxnResponse(
         throttle_time_ms=0, error_code=int(_fenced_for(error, ctx.api_version, 2))
     )
 
@@ -236,13 +254,19 @@ def uses_transaction_v2(state: BrokerState, version: int, first_version: int) ->
 
 
 def add_partition_for_produce(
-    state: BrokerState, transactional_id: str, topic: str, index: int, records: Any
+    state: BrokerState,
+    transactional_id: str,
+    topic: str,
+    index: int,
+    records: bytes | memoryview | None,
 ) -> ErrorCode:
     """Produce v12+ with TV2: the broker adds the partition of a transactional batch to the
     transaction itself (``ReplicaManager`` through ``AddPartitionsToTxnManager``, add mode, no
     AddPartitionsToTxn from the client). A stale epoch is fenced: the coordinator's
     PRODUCER_FENCED is answered as INVALID_PRODUCER_EPOCH, as ``AddPartitionsToTxnManager``
     maps it for the produce path."""
+    if records is None:
+        return ErrorCode.NONE
     try:
         batch = next(iter(read_batches(records)), None)
     except KwireError:
@@ -279,13 +303,15 @@ def add_group_partition_for_commit(
 
 
 @register(26, 0, 5)
-def handle_end_txn(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_end_txn(
+    state: BrokerState, ctx: RequestContext, request: EndTxnRequest
+) -> EndTxnResponse:
     """EndTxn: commit or abort (markers written before the answer). v5 (KIP-890 part 2, with
     ``transaction.version`` 2 finalized): the epoch is bumped and the response carries the
     producer id and epoch to use next."""
     if not authorize(state, ctx, "WRITE", TRANSACTIONAL_ID, request.transactional_id):
         error = int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-        return END_TXN_RESPONSE(throttle_time_ms=0, error_code=error)
+        return EndTxnResponse(throttle_time_ms=0, error_code=error)
     result = coordinator_for(state).end_txn(
         request.transactional_id,
         request.producer_id,
@@ -294,7 +320,7 @@ def handle_end_txn(state: BrokerState, ctx: RequestContext, request: Any) -> Any
         state.now_ms(),
         epoch_bump=uses_transaction_v2(state, ctx.api_version, 5),
     )
-    response: Any = END_TXN_RESPONSE(
+    response = EndTxnResponse(
         throttle_time_ms=0, error_code=int(_fenced_for(result.error, ctx.api_version, 2))
     )
     if ctx.api_version >= 5:
@@ -306,7 +332,9 @@ def handle_end_txn(state: BrokerState, ctx: RequestContext, request: Any) -> Any
 
 
 @register(61, 0, 0)
-def handle_describe_producers(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_describe_producers(
+    state: BrokerState, ctx: RequestContext, request: DescribeProducersRequest
+) -> DescribeProducersResponse:
     """DescribeProducers: each partition's producer state (``Partition.activeProducerState``)."""
     topics = []
     for wanted in request.topics:
@@ -345,14 +373,16 @@ def handle_describe_producers(state: BrokerState, ctx: RequestContext, request: 
                 ]
             parts.append(out)
         topics.append(PRODUCERS_TOPIC(name=wanted.name, partitions=parts))
-    return DESCRIBE_PRODUCERS_RESPONSE(throttle_time_ms=0, topics=topics)
+    return DescribeProducersResponse(throttle_time_ms=0, topics=topics)
 
 
 # --- DescribeTransactions / ListTransactions --------------------------------------------------
 
 
 @register(65, 0, 0)
-def handle_describe_transactions(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_describe_transactions(
+    state: BrokerState, ctx: RequestContext, request: DescribeTransactionsRequest
+) -> DescribeTransactionsResponse:
     coordinator = coordinator_for(state)
     states = []
     for txn_id in request.transactional_ids:
@@ -378,11 +408,13 @@ def handle_describe_transactions(state: BrokerState, ctx: RequestContext, reques
             out.producer_id = found.producer_id
             out.producer_epoch = found.producer_epoch
         states.append(out)
-    return DESCRIBE_TXNS_RESPONSE(throttle_time_ms=0, transaction_states=states)
+    return DescribeTransactionsResponse(throttle_time_ms=0, transaction_states=states)
 
 
 @register(66, 0, 2)
-def handle_list_transactions(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_list_transactions(
+    state: BrokerState, ctx: RequestContext, request: ListTransactionsRequest
+) -> ListTransactionsResponse:
     """ListTransactions: state and producer id filters, v1 duration, v2 transactional id regex."""
     version = ctx.api_version
     pattern = request.transactional_id_pattern if version >= 2 else None
@@ -395,13 +427,13 @@ def handle_list_transactions(state: BrokerState, ctx: RequestContext, request: A
             now_ms=state.now_ms(),
         )
     except re.error:
-        return LIST_TXNS_RESPONSE(
+        return ListTransactionsResponse(
             throttle_time_ms=0,
             error_code=int(ErrorCode.INVALID_REQUEST),
             unknown_state_filters=[],
             transaction_states=[],
         )
-    return LIST_TXNS_RESPONSE(
+    return ListTransactionsResponse(
         throttle_time_ms=0,
         error_code=0,
         unknown_state_filters=unknown,

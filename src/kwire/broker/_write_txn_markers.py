@@ -22,7 +22,7 @@ tools. The marker's transaction version (v2) is read but not checked here.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Final
 
 from kwire.broker._acl import CLUSTER, CLUSTER_NAME, authorize
 from kwire.broker._apis import register
@@ -31,15 +31,16 @@ from kwire.broker._routing import serving_node
 from kwire.broker._state import BrokerState
 from kwire.errors import AppendError, KafkaStorageError, KwireError, LogError
 from kwire.log.internal_topics import CONSUMER_OFFSETS
-from kwire.protocol import ErrorCode, message_class, struct_class
+from kwire.protocol import ErrorCode
+from kwire.protocol.messages import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 from kwire.records import build_end_txn_marker
 
 __all__ = ["handle_write_txn_markers"]
 
-RESPONSE: Final = message_class("WriteTxnMarkersResponse")
-MARKER: Final = struct_class(RESPONSE, "markers")
-TOPIC: Final = struct_class(RESPONSE, "markers", "topics")
-PARTITION: Final = struct_class(RESPONSE, "markers", "topics", "partitions")
+RESPONSE: Final = WriteTxnMarkersResponse
+MARKER: Final = WriteTxnMarkersResponse.WritableTxnMarkerResult
+TOPIC: Final = WriteTxnMarkersResponse.WritableTxnMarkerTopicResult
+PARTITION: Final = WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult
 GROUP_TOPIC: Final = CONSUMER_OFFSETS
 
 #: producer id -> topic -> partition -> error, in the order asked
@@ -47,7 +48,11 @@ Results = dict[int, dict[str, dict[int, ErrorCode]]]
 
 
 def _write(
-    state: BrokerState, ctx: RequestContext, marker: Any, topic: str, index: int
+    state: BrokerState,
+    ctx: RequestContext,
+    marker: WriteTxnMarkersRequest.WritableTxnMarker,
+    topic: str,
+    index: int,
 ) -> ErrorCode:
     partition = state.partition(topic, index)
     if partition is None:
@@ -77,7 +82,9 @@ def _write(
 
 
 @register(27, 0, 2)
-def handle_write_txn_markers(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_write_txn_markers(
+    state: BrokerState, ctx: RequestContext, request: WriteTxnMarkersRequest
+) -> WriteTxnMarkersResponse:
     results: Results = {}
     allowed = authorize(state, ctx, "CLUSTER_ACTION", CLUSTER, CLUSTER_NAME)
     group = state.services.group

@@ -617,6 +617,8 @@ def test_transaction_state_topic_is_created_as_kafka_does(tmp_path: Path) -> Non
         clock=ManualClock(NOW),
     )
     try:
+        # transaction.version 1: the value is v0, Kafka 3.9's bytes (TransactionLog.valueToBytes)
+        set_transaction_version(state, 1)
         assert init(state, "my-txn").error_code == 0
         topic = state.topic(TRANSACTION_TOPIC)
         assert topic is not None and topic.internal and len(topic.partitions) == 50
@@ -644,7 +646,11 @@ def test_every_state_change_is_logged(state: BrokerState) -> None:
     index = coordinator_for(state).partition_for(TXN)
     value_cls = message_class("TransactionLogValue")
     statuses = [
-        TransactionState(value_cls.decode(bytes(r.value)[2:], 0).transaction_status).kafka_name
+        TransactionState(
+            value_cls.decode(
+                bytes(r.value)[2:], int.from_bytes(bytes(r.value)[:2], "big")
+            ).transaction_status
+        ).kafka_name
         for b in stored(state, TRANSACTION_TOPIC, index)
         for r in b
     ]

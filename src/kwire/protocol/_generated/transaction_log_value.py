@@ -58,6 +58,8 @@ from kwire.protocol._runtime import (
 
 Records = bytes | memoryview
 _I32 = _struct.Struct(">i")
+_S_h = _struct.Struct(">h")
+_S_q = _struct.Struct(">q")
 _S_qhib = _struct.Struct(">qhib")
 _S_qq = _struct.Struct(">qq")
 _A_int32 = ARRAYS["int32"]
@@ -65,8 +67,8 @@ _A_int32_S = _A_int32.structs
 
 _INFO_TransactionLogValue = MessageInfo(
     "TransactionLogValue",
-    "data",
-    None,
+    "coordinator-value",
+    0,
     "0-1",
     "1+",
     unstable=False,
@@ -78,7 +80,7 @@ __all__ = ["PartitionsSchema", "TransactionLogValue"]
 
 
 class PartitionsSchema(KafkaStruct):
-    """Set of partitions involved in the transaction"""
+    """Partitions involved in the transaction."""
 
     __slots__ = (
         "topic",
@@ -115,46 +117,57 @@ class PartitionsSchema(KafkaStruct):
 
 
 class TransactionLogValue(KafkaMessage):
-    """Kafka's TransactionLogValue (data): versions 0-1, flexible versions 1+."""
+    """Kafka's TransactionLogValue (API key 0, coordinator-value): versions 0-1, flexible versions 1+."""
 
     __slots__ = (
         "producer_id",
+        "previous_producer_id",
+        "next_producer_id",
         "producer_epoch",
         "transaction_timeout_ms",
         "transaction_status",
         "transaction_partitions",
         "transaction_last_update_timestamp_ms",
         "transaction_start_timestamp_ms",
+        "client_transaction_version",
         "unknown_tags",
     )
 
-    API_KEY: ClassVar[int | None] = None
+    API_KEY: ClassVar[int | None] = 0
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
 
     PartitionsSchema: TypeAlias = PartitionsSchema
 
     producer_id: int  # v0+
+    previous_producer_id: int  # v1+, tag 0
+    next_producer_id: int  # v1+, tag 1
     producer_epoch: int  # v0+
     transaction_timeout_ms: int  # v0+
     transaction_status: int  # v0+
     transaction_partitions: list[PartitionsSchema] | None  # v0+, nullable v0+
     transaction_last_update_timestamp_ms: int  # v0+
     transaction_start_timestamp_ms: int  # v0+
+    client_transaction_version: int  # v1+, tag 2
 
     def __init__(
         self,
         producer_id: int = 0,
+        previous_producer_id: int = -1,
+        next_producer_id: int = -1,
         producer_epoch: int = 0,
         transaction_timeout_ms: int = 0,
         transaction_status: int = 0,
         transaction_partitions: list[PartitionsSchema] | None = UNSET,
         transaction_last_update_timestamp_ms: int = 0,
         transaction_start_timestamp_ms: int = 0,
+        client_transaction_version: int = 0,
         *,
         unknown_tags: dict[int, bytes] | None = None,
     ) -> None:
         self.producer_id = producer_id
+        self.previous_producer_id = previous_producer_id
+        self.next_producer_id = next_producer_id
         self.producer_epoch = producer_epoch
         self.transaction_timeout_ms = transaction_timeout_ms
         self.transaction_status = transaction_status
@@ -163,6 +176,7 @@ class TransactionLogValue(KafkaMessage):
         )
         self.transaction_last_update_timestamp_ms = transaction_last_update_timestamp_ms
         self.transaction_start_timestamp_ms = transaction_start_timestamp_ms
+        self.client_transaction_version = client_transaction_version
         self.unknown_tags = unknown_tags
 
     def __eq__(self, other: object) -> bool:
@@ -170,28 +184,43 @@ class TransactionLogValue(KafkaMessage):
             return NotImplemented
         return (
             self.producer_id,
+            self.previous_producer_id,
+            self.next_producer_id,
             self.producer_epoch,
             self.transaction_timeout_ms,
             self.transaction_status,
             self.transaction_partitions,
             self.transaction_last_update_timestamp_ms,
             self.transaction_start_timestamp_ms,
+            self.client_transaction_version,
         ) == (
             other.producer_id,
+            other.previous_producer_id,
+            other.next_producer_id,
             other.producer_epoch,
             other.transaction_timeout_ms,
             other.transaction_status,
             other.transaction_partitions,
             other.transaction_last_update_timestamp_ms,
             other.transaction_start_timestamp_ms,
+            other.client_transaction_version,
         ) and _ut_eq(self.unknown_tags, other.unknown_tags)
 
     __hash__ = None  # type: ignore[assignment]
 
 
 PartitionsSchema.__kafka_fields__ = (
-    KField("Topic", "topic", "string", "0+", default=""),  # v0+
-    KField("PartitionIds", "partition_ids", "[]int32", "0+", default=UNSET),  # v0+
+    KField(
+        "Topic", "topic", "string", "0+", default="", about="Topic involved in the transaction."
+    ),  # v0+
+    KField(
+        "PartitionIds",
+        "partition_ids",
+        "[]int32",
+        "0+",
+        default=UNSET,
+        about="Partition ids involved in the transaction.",
+    ),  # v0+
 )
 PartitionsSchema.__kafka_message__ = _INFO_TransactionLogValue
 TransactionLogValue.__kafka_fields__ = (
@@ -201,15 +230,35 @@ TransactionLogValue.__kafka_fields__ = (
         "int64",
         "0+",
         default=0,
-        about="Producer id in use by the transactional id",
+        about="Producer id in use by the transactional id.",
     ),  # v0+
+    KField(
+        "PreviousProducerId",
+        "previous_producer_id",
+        "int64",
+        "1+",
+        tag=0,
+        tagged="1+",
+        default=-1,
+        about="Producer id used by the last committed transaction.",
+    ),  # v1+, tag 0
+    KField(
+        "NextProducerId",
+        "next_producer_id",
+        "int64",
+        "1+",
+        tag=1,
+        tagged="1+",
+        default=-1,
+        about="Latest producer ID sent to the producer for the given transactional id.",
+    ),  # v1+, tag 1
     KField(
         "ProducerEpoch",
         "producer_epoch",
         "int16",
         "0+",
         default=0,
-        about="Epoch associated with the producer id",
+        about="Epoch associated with the producer id.",
     ),  # v0+
     KField(
         "TransactionTimeoutMs",
@@ -217,7 +266,7 @@ TransactionLogValue.__kafka_fields__ = (
         "int32",
         "0+",
         default=0,
-        about="Transaction timeout in milliseconds",
+        about="Transaction timeout in milliseconds.",
     ),  # v0+
     KField(
         "TransactionStatus",
@@ -225,7 +274,7 @@ TransactionLogValue.__kafka_fields__ = (
         "int8",
         "0+",
         default=0,
-        about="TransactionState the transaction is in",
+        about="TransactionState the transaction is in.",
     ),  # v0+
     KField(
         "TransactionPartitions",
@@ -235,7 +284,7 @@ TransactionLogValue.__kafka_fields__ = (
         nullable="0+",
         default=UNSET,
         struct=PartitionsSchema,
-        about="Set of partitions involved in the transaction",
+        about="Partitions involved in the transaction.",
     ),  # v0+, nullable v0+
     KField(
         "TransactionLastUpdateTimestampMs",
@@ -243,7 +292,7 @@ TransactionLogValue.__kafka_fields__ = (
         "int64",
         "0+",
         default=0,
-        about="Time the transaction was last updated",
+        about="Time the transaction was last updated.",
     ),  # v0+
     KField(
         "TransactionStartTimestampMs",
@@ -251,8 +300,18 @@ TransactionLogValue.__kafka_fields__ = (
         "int64",
         "0+",
         default=0,
-        about="Time the transaction was started",
+        about="Time the transaction was started.",
     ),  # v0+
+    KField(
+        "ClientTransactionVersion",
+        "client_transaction_version",
+        "int16",
+        "1+",
+        tag=2,
+        tagged="1+",
+        default=0,
+        about="The transaction version used by the client.",
+    ),  # v1+, tag 2
 )
 TransactionLogValue.__kafka_message__ = _INFO_TransactionLogValue
 
@@ -317,18 +376,27 @@ def _d_TransactionLogValue_v0(b: Any, p: int) -> tuple[TransactionLogValue, int]
     p += 16
     o = _new(TransactionLogValue)
     o.producer_id = f_producer_id
+    o.previous_producer_id = -1
+    o.next_producer_id = -1
     o.producer_epoch = f_producer_epoch
     o.transaction_timeout_ms = f_transaction_timeout_ms
     o.transaction_status = f_transaction_status
     o.transaction_partitions = f_transaction_partitions
     o.transaction_last_update_timestamp_ms = f_transaction_last_update_timestamp_ms
     o.transaction_start_timestamp_ms = f_transaction_start_timestamp_ms
+    o.client_transaction_version = 0
     o.unknown_tags = None
     return o, p
 
 
 def _e_TransactionLogValue_v0(o: TransactionLogValue, out: bytearray) -> None:
     a: Any
+    if o.previous_producer_id != -1:
+        raise Malformed("previousProducerId")
+    if o.next_producer_id != -1:
+        raise Malformed("nextProducerId")
+    if o.client_transaction_version != 0:
+        raise Malformed("clientTransactionVersion")
     out += _S_qhib.pack(
         o.producer_id, o.producer_epoch, o.transaction_timeout_ms, o.transaction_status
     )
@@ -409,19 +477,56 @@ def _d_TransactionLogValue_v1(b: Any, p: int) -> tuple[TransactionLogValue, int]
         b, p
     )
     p += 16
-    if b[p] == 0:
-        ut = None
+    f_previous_producer_id: Any = -1
+    f_next_producer_id: Any = -1
+    f_client_transaction_version: Any = 0
+    ut: dict[int, bytes] | None = None
+    n = b[p]
+    if n < 0x80:
         p += 1
     else:
-        ut, p = read_tagged_fields(b, p)
+        n, p = read_uvarint(b, p)
+    if n:
+        ut = {}
+        seen: set[int] = set()
+        for _ in range(n):
+            tag, p = read_uvarint(b, p)
+            size, p = read_uvarint(b, p)
+            e = p + size
+            if e > len(b) or tag in seen:
+                raise Malformed
+            seen.add(tag)
+            if tag == 0:
+                (f_previous_producer_id,) = _S_q.unpack_from(b, p)
+                p += 8
+                if p > e:
+                    raise Malformed
+            elif tag == 1:
+                (f_next_producer_id,) = _S_q.unpack_from(b, p)
+                p += 8
+                if p > e:
+                    raise Malformed
+            elif tag == 2:
+                (f_client_transaction_version,) = _S_h.unpack_from(b, p)
+                p += 2
+                if p > e:
+                    raise Malformed
+            else:
+                ut[tag] = bytes(b[p:e])
+            p = e
+        if not ut:
+            ut = None
     o = _new(TransactionLogValue)
     o.producer_id = f_producer_id
+    o.previous_producer_id = f_previous_producer_id
+    o.next_producer_id = f_next_producer_id
     o.producer_epoch = f_producer_epoch
     o.transaction_timeout_ms = f_transaction_timeout_ms
     o.transaction_status = f_transaction_status
     o.transaction_partitions = f_transaction_partitions
     o.transaction_last_update_timestamp_ms = f_transaction_last_update_timestamp_ms
     o.transaction_start_timestamp_ms = f_transaction_start_timestamp_ms
+    o.client_transaction_version = f_client_transaction_version
     o.unknown_tags = ut
     return o, p
 
@@ -439,10 +544,22 @@ def _e_TransactionLogValue_v1(o: TransactionLogValue, out: bytearray) -> None:
         for x in a:
             _e_PartitionsSchema_v1(x, out)
     out += _S_qq.pack(o.transaction_last_update_timestamp_ms, o.transaction_start_timestamp_ms)
-    if o.unknown_tags:
-        write_tagged_fields(out, [], o.unknown_tags)
-    else:
-        out.append(0)
+    if o.unknown_tags and not o.unknown_tags.keys().isdisjoint((0, 1, 2)):
+        raise Malformed  # an unknown tag that is a known field's tag
+    t: list[tuple[int, Any]] = []
+    if o.previous_producer_id != -1:
+        tb = bytearray()
+        tb += _S_q.pack(o.previous_producer_id)
+        t.append((0, tb))
+    if o.next_producer_id != -1:
+        tb = bytearray()
+        tb += _S_q.pack(o.next_producer_id)
+        t.append((1, tb))
+    if o.client_transaction_version != 0:
+        tb = bytearray()
+        tb += _S_h.pack(o.client_transaction_version)
+        t.append((2, tb))
+    write_tagged_fields(out, t, o.unknown_tags)
 
 
 TransactionLogValue._decoders = {0: _d_TransactionLogValue_v0, 1: _d_TransactionLogValue_v1}
