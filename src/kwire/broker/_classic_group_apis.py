@@ -36,7 +36,14 @@ from kwire.broker.group import (
     Waiter,
     group_coordinator,
 )
-from kwire.protocol import ErrorCode, message_class, struct_class
+from kwire.protocol import ErrorCode
+from kwire.protocol.messages import (
+    DescribeGroupsResponse,
+    HeartbeatResponse,
+    JoinGroupResponse,
+    LeaveGroupResponse,
+    SyncGroupResponse,
+)
 
 __all__ = [
     "handle_describe_groups",
@@ -50,31 +57,15 @@ __all__ = [
 WAIT_MARGIN_MS: Final = 5000
 
 
-JOIN_GROUP_RESPONSE: Final = message_class("JoinGroupResponse")
-
-
-JOIN_MEMBER: Final = struct_class(JOIN_GROUP_RESPONSE, "members")
-
-
-SYNC_GROUP_RESPONSE: Final = message_class("SyncGroupResponse")
-
-
-HEARTBEAT_RESPONSE: Final = message_class("HeartbeatResponse")
-
-
-LEAVE_GROUP_RESPONSE: Final = message_class("LeaveGroupResponse")
-
-
-LEAVE_MEMBER: Final = struct_class(LEAVE_GROUP_RESPONSE, "members")
-
-
-DESCRIBE_GROUPS_RESPONSE: Final = message_class("DescribeGroupsResponse")
-
-
-DESCRIBED_GROUP: Final = struct_class(DESCRIBE_GROUPS_RESPONSE, "groups")
-
-
-DESCRIBED_MEMBER: Final = struct_class(DESCRIBE_GROUPS_RESPONSE, "groups", "members")
+JOIN_GROUP_RESPONSE: Final = JoinGroupResponse
+JOIN_MEMBER: Final = JoinGroupResponse.JoinGroupResponseMember
+SYNC_GROUP_RESPONSE: Final = SyncGroupResponse
+HEARTBEAT_RESPONSE: Final = HeartbeatResponse
+LEAVE_GROUP_RESPONSE: Final = LeaveGroupResponse
+LEAVE_MEMBER: Final = LeaveGroupResponse.MemberResponse
+DESCRIBE_GROUPS_RESPONSE: Final = DescribeGroupsResponse
+DESCRIBED_GROUP: Final = DescribeGroupsResponse.DescribedGroup
+DESCRIBED_MEMBER: Final = DescribeGroupsResponse.DescribedGroupMember
 
 
 def _park(state: BrokerState, group_id: str, waiter: Waiter, wait_ms: int, answer: Any) -> Any:

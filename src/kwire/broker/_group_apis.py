@@ -34,7 +34,12 @@ from kwire.broker.group import (
     ConsumerGroup,
     group_coordinator,
 )
-from kwire.protocol import ErrorCode, message_class, struct_class
+from kwire.protocol import ErrorCode
+from kwire.protocol.messages import (
+    DeleteGroupsResponse,
+    FindCoordinatorResponse,
+    ListGroupsResponse,
+)
 
 __all__ = [
     "GROUP_OPERATIONS",
@@ -52,22 +57,12 @@ NO_OPERATIONS: Final = -(2**31)
 GROUP_OPERATIONS: Final = (1 << 3) | (1 << 6) | (1 << 8)
 
 
-FIND_COORDINATOR_RESPONSE: Final = message_class("FindCoordinatorResponse")
-
-
-COORDINATOR: Final = struct_class(FIND_COORDINATOR_RESPONSE, "coordinators")
-
-
-LIST_GROUPS_RESPONSE: Final = message_class("ListGroupsResponse")
-
-
-LISTED_GROUP: Final = struct_class(LIST_GROUPS_RESPONSE, "groups")
-
-
-DELETE_GROUPS_RESPONSE: Final = message_class("DeleteGroupsResponse")
-
-
-DELETED_GROUP: Final = struct_class(DELETE_GROUPS_RESPONSE, "results")
+FIND_COORDINATOR_RESPONSE: Final = FindCoordinatorResponse
+COORDINATOR: Final = FindCoordinatorResponse.Coordinator
+LIST_GROUPS_RESPONSE: Final = ListGroupsResponse
+LISTED_GROUP: Final = ListGroupsResponse.ListedGroup
+DELETE_GROUPS_RESPONSE: Final = DeleteGroupsResponse
+DELETED_GROUP: Final = DeleteGroupsResponse.DeletableGroupResult
 
 
 GROUP_KEY: Final = 0

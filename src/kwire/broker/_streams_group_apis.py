@@ -29,7 +29,8 @@ from kwire.broker.group import group_coordinator
 from kwire.broker.group._streams import GROUP_ID_NOT_FOUND, StreamsGroups
 from kwire.broker.group._streams_group import StreamsMember, TaskSet
 from kwire.broker.group._streams_topology import TopicInfo
-from kwire.protocol import ErrorCode, message_class, struct_class
+from kwire.protocol import ErrorCode
+from kwire.protocol.messages import StreamsGroupDescribeResponse, StreamsGroupHeartbeatResponse
 
 __all__ = [
     "STREAMS_APIS",
@@ -42,29 +43,20 @@ __all__ = [
 STREAMS_VERSION: Final = "streams.version"
 STREAMS_APIS: Final = frozenset({88, 89})
 
-HB_RESPONSE: Final = message_class("StreamsGroupHeartbeatResponse")
-HB_TASKS: Final = struct_class(HB_RESPONSE, "active_tasks")
-HB_STATUS: Final = struct_class(HB_RESPONSE, "status")
-DESCRIBE_RESPONSE: Final = message_class("StreamsGroupDescribeResponse")
-D_GROUP: Final = struct_class(DESCRIBE_RESPONSE, "groups")
-D_TOPOLOGY: Final = struct_class(DESCRIBE_RESPONSE, "groups", "topology")
-D_SUB: Final = struct_class(DESCRIBE_RESPONSE, "groups", "topology", "subtopologies")
-D_INFO: Final = struct_class(
-    DESCRIBE_RESPONSE, "groups", "topology", "subtopologies", "state_changelog_topics"
-)
-D_CONFIG: Final = struct_class(
-    DESCRIBE_RESPONSE,
-    "groups",
-    "topology",
-    "subtopologies",
-    "state_changelog_topics",
-    "topic_configs",
-)
-D_MEMBER: Final = struct_class(DESCRIBE_RESPONSE, "groups", "members")
-D_ENDPOINT: Final = struct_class(DESCRIBE_RESPONSE, "groups", "members", "user_endpoint")
-D_TAG: Final = struct_class(DESCRIBE_RESPONSE, "groups", "members", "client_tags")
-D_ASSIGNMENT: Final = struct_class(DESCRIBE_RESPONSE, "groups", "members", "assignment")
-D_TASKS: Final = struct_class(DESCRIBE_RESPONSE, "groups", "members", "assignment", "active_tasks")
+HB_RESPONSE: Final = StreamsGroupHeartbeatResponse
+HB_TASKS: Final = StreamsGroupHeartbeatResponse.TaskIds
+HB_STATUS: Final = StreamsGroupHeartbeatResponse.Status
+DESCRIBE_RESPONSE: Final = StreamsGroupDescribeResponse
+D_GROUP: Final = StreamsGroupDescribeResponse.DescribedGroup
+D_TOPOLOGY: Final = StreamsGroupDescribeResponse.Topology
+D_SUB: Final = StreamsGroupDescribeResponse.Subtopology
+D_INFO: Final = StreamsGroupDescribeResponse.TopicInfo
+D_CONFIG: Final = StreamsGroupDescribeResponse.KeyValue
+D_MEMBER: Final = StreamsGroupDescribeResponse.Member
+D_ENDPOINT: Final = StreamsGroupDescribeResponse.Endpoint
+D_TAG: Final = StreamsGroupDescribeResponse.KeyValue
+D_ASSIGNMENT: Final = StreamsGroupDescribeResponse.Assignment
+D_TASKS: Final = StreamsGroupDescribeResponse.TaskIds
 NO_OPERATIONS: Final = -(2**31)
 
 

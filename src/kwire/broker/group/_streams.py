@@ -143,6 +143,29 @@ ACCEPTABLE_RECOVERY_LAG: Final = 10000  # GroupConfig.STREAMS_ACCEPTABLE_RECOVER
 TASK_OFFSET_INTERVAL_MS: Final = 60000
 
 
+def _group_and_member(key_version: int, body: memoryview) -> tuple[str, str]:
+    """The group and member ids of a streams-group record key (``""`` for the keys that name no
+    member); each key type decoded as itself."""
+    if key_version == KEY_METADATA:
+        return METADATA_KEY.decode(body, key_version).group_id, ""
+    if key_version == KEY_PARTITION_METADATA:
+        return PARTITION_METADATA_KEY.decode(body, key_version).group_id, ""
+    if key_version == KEY_TARGET_METADATA:
+        return TARGET_METADATA_KEY.decode(body, key_version).group_id, ""
+    if key_version == KEY_TOPOLOGY:
+        return TOPOLOGY_KEY.decode(body, key_version).group_id, ""
+    if key_version == KEY_MEMBER:
+        member = MEMBER_KEY.decode(body, key_version)
+        return member.group_id, member.member_id
+    if key_version == KEY_TARGET_MEMBER:
+        target = TARGET_MEMBER_KEY.decode(body, key_version)
+        return target.group_id, target.member_id
+    if key_version == KEY_CURRENT_ASSIGNMENT:
+        current = CURRENT_KEY.decode(body, key_version)
+        return current.group_id, current.member_id
+    raise KeyError(key_version)
+
+
 @dataclass
 class StreamsResult:
     """What a heartbeat decided (or its error)."""
@@ -516,17 +539,7 @@ class StreamsGroups:
     def replay(self, key_version: int, key: bytes, value: bytes | None, now_ms: int) -> None:
         body = memoryview(key)[2:]
         data = None if value is None else memoryview(value)[2:]
-        cls = {
-            KEY_METADATA: METADATA_KEY,
-            KEY_PARTITION_METADATA: PARTITION_METADATA_KEY,
-            KEY_MEMBER: MEMBER_KEY,
-            KEY_TARGET_METADATA: TARGET_METADATA_KEY,
-            KEY_TARGET_MEMBER: TARGET_MEMBER_KEY,
-            KEY_CURRENT_ASSIGNMENT: CURRENT_KEY,
-            KEY_TOPOLOGY: TOPOLOGY_KEY,
-        }[key_version]
-        k = cls.decode(body, key_version)
-        gid = k.group_id
+        gid, member_id = _group_and_member(key_version, body)
         if key_version == KEY_PARTITION_METADATA:
             return  # 4.0's record: 4.1+ read it only to drop it (the hash replaced it)
         if data is None and gid not in self.groups:
@@ -550,23 +563,23 @@ class StreamsGroups:
             )
         elif key_version == KEY_TARGET_MEMBER:
             if data is None:
-                group.target.pop(k.member_id, None)
+                group.target.pop(member_id, None)
             else:
                 t = TARGET_MEMBER_VALUE.decode(data, 0)
-                group.target[k.member_id] = Tasks(
+                group.target[member_id] = Tasks(
                     _from_rows(t.active_tasks),
                     _from_rows(t.standby_tasks),
                     _from_rows(t.warmup_tasks),
                 )
         elif key_version == KEY_MEMBER:
             if data is None:
-                group.members.pop(k.member_id, None)
-                group.session_deadlines.pop(k.member_id, None)
+                group.members.pop(member_id, None)
+                group.session_deadlines.pop(member_id, None)
                 return
             m = MEMBER_VALUE.decode(data, 0)
-            base = group.members.get(k.member_id) or StreamsMember(k.member_id)
+            base = group.members.get(member_id) or StreamsMember(member_id)
             ep = m.user_endpoint
-            group.members[k.member_id] = replace(
+            group.members[member_id] = replace(
                 base,
                 instance_id=m.instance_id,
                 rack_id=m.rack_id,
@@ -579,22 +592,22 @@ class StreamsGroups:
                 client_tags=tuple((t.key, t.value) for t in m.client_tags),
             )
             group.session_deadlines.setdefault(
-                k.member_id, now_ms + self.conf("group.streams.session.timeout.ms")
+                member_id, now_ms + self.conf("group.streams.session.timeout.ms")
             )
         elif key_version == KEY_CURRENT_ASSIGNMENT:
-            member = group.members.get(k.member_id)
+            member = group.members.get(member_id)
             if member is None:
                 if data is None:
                     return
-                member = StreamsMember(k.member_id)
+                member = StreamsMember(member_id)
             if data is None:
-                group.members[k.member_id] = replace(
+                group.members[member_id] = replace(
                     member, member_epoch=LEAVE_GROUP_MEMBER_EPOCH, previous_member_epoch=-1,
                     state=MEMBER_STABLE, assigned=EMPTY_TASKS, pending_revocation=EMPTY_TASKS,
                 )  # fmt: skip
                 return
             c = CURRENT_VALUE.decode(data, 0)
-            group.members[k.member_id] = replace(
+            group.members[member_id] = replace(
                 member,
                 member_epoch=c.member_epoch,
                 previous_member_epoch=c.previous_member_epoch,
