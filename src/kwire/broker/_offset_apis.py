@@ -34,7 +34,13 @@ from kwire.broker.group import (
     OffsetAndMetadata,
     group_coordinator,
 )
-from kwire.protocol import ZERO_UUID, ErrorCode, message_class, struct_class
+from kwire.protocol import ZERO_UUID, ErrorCode
+from kwire.protocol.messages import (
+    OffsetCommitResponse,
+    OffsetDeleteResponse,
+    OffsetFetchResponse,
+    TxnOffsetCommitResponse,
+)
 
 __all__ = [
     "handle_offset_commit",
@@ -44,49 +50,21 @@ __all__ = [
 ]
 
 
-COMMIT_RESPONSE: Final = message_class("OffsetCommitResponse")
-
-
-COMMIT_TOPIC: Final = struct_class(COMMIT_RESPONSE, "topics")
-
-
-COMMIT_PARTITION: Final = struct_class(COMMIT_RESPONSE, "topics", "partitions")
-
-
-FETCH_RESPONSE: Final = message_class("OffsetFetchResponse")
-
-
-FETCH_TOPIC: Final = struct_class(FETCH_RESPONSE, "topics")
-
-
-FETCH_PARTITION: Final = struct_class(FETCH_RESPONSE, "topics", "partitions")
-
-
-FETCH_GROUP: Final = struct_class(FETCH_RESPONSE, "groups")
-
-
-FETCH_GROUP_TOPIC: Final = struct_class(FETCH_RESPONSE, "groups", "topics")
-
-
-FETCH_GROUP_PARTITION: Final = struct_class(FETCH_RESPONSE, "groups", "topics", "partitions")
-
-
-DELETE_OFFSETS_RESPONSE: Final = message_class("OffsetDeleteResponse")
-
-
-DELETE_OFFSETS_TOPIC: Final = struct_class(DELETE_OFFSETS_RESPONSE, "topics")
-
-
-DELETE_OFFSETS_PARTITION: Final = struct_class(DELETE_OFFSETS_RESPONSE, "topics", "partitions")
-
-
-TXN_COMMIT_RESPONSE: Final = message_class("TxnOffsetCommitResponse")
-
-
-TXN_COMMIT_TOPIC: Final = struct_class(TXN_COMMIT_RESPONSE, "topics")
-
-
-TXN_COMMIT_PARTITION: Final = struct_class(TXN_COMMIT_RESPONSE, "topics", "partitions")
+COMMIT_RESPONSE: Final = OffsetCommitResponse
+COMMIT_TOPIC: Final = OffsetCommitResponse.OffsetCommitResponseTopic
+COMMIT_PARTITION: Final = OffsetCommitResponse.OffsetCommitResponsePartition
+FETCH_RESPONSE: Final = OffsetFetchResponse
+FETCH_TOPIC: Final = OffsetFetchResponse.OffsetFetchResponseTopic
+FETCH_PARTITION: Final = OffsetFetchResponse.OffsetFetchResponsePartition
+FETCH_GROUP: Final = OffsetFetchResponse.OffsetFetchResponseGroup
+FETCH_GROUP_TOPIC: Final = OffsetFetchResponse.OffsetFetchResponseTopics
+FETCH_GROUP_PARTITION: Final = OffsetFetchResponse.OffsetFetchResponsePartitions
+DELETE_OFFSETS_RESPONSE: Final = OffsetDeleteResponse
+DELETE_OFFSETS_TOPIC: Final = OffsetDeleteResponse.OffsetDeleteResponseTopic
+DELETE_OFFSETS_PARTITION: Final = OffsetDeleteResponse.OffsetDeleteResponsePartition
+TXN_COMMIT_RESPONSE: Final = TxnOffsetCommitResponse
+TXN_COMMIT_TOPIC: Final = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
+TXN_COMMIT_PARTITION: Final = TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition
 
 
 def _topic_error(
@@ -355,7 +333,7 @@ def handle_offset_fetch(state: BrokerState, ctx: RequestContext, request: Any) -
         found = _fetch_group(state, coordinator, request.group_id, topics, False, stable, ctx)
         out_topics = [
             FETCH_TOPIC(
-                name=name,
+                name=name or "",  # None only for a topic asked by id (v10+)
                 partitions=_committed_partitions(FETCH_PARTITION, rows),
             )
             for name, _, rows in found
@@ -380,7 +358,7 @@ def handle_offset_fetch(state: BrokerState, ctx: RequestContext, request: Any) -
                 error_code=0,
                 topics=[
                     FETCH_GROUP_TOPIC(
-                        name=name if version < 10 else "",
+                        name=name if version < 10 and name is not None else "",
                         topic_id=topic_id if version >= 10 else ZERO_UUID,
                         partitions=_committed_partitions(FETCH_GROUP_PARTITION, rows),
                     )
