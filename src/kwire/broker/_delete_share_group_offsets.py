@@ -23,12 +23,13 @@ from kwire.broker._context import RequestContext
 from kwire.broker._share_coordinator import Changes, apply, delete_state
 from kwire.broker._share_service import share_coordinator
 from kwire.broker._state import BrokerState
-from kwire.protocol import ZERO_UUID, ErrorCode, message_class, struct_class
+from kwire.protocol import ZERO_UUID, ErrorCode
+from kwire.protocol.messages import DeleteShareGroupOffsetsResponse
 
 __all__ = ["handle_delete_share_group_offsets"]
 
-RESPONSE: Final = message_class("DeleteShareGroupOffsetsResponse")
-TOPIC_RESULT: Final = struct_class(RESPONSE, "responses")
+RESPONSE: Final = DeleteShareGroupOffsetsResponse
+TOPIC_RESULT: Final = DeleteShareGroupOffsetsResponse.DeleteShareGroupOffsetsResponseTopic
 NOTHING_TO_DELETE: Final = "There is no offset information to delete."
 
 

@@ -16,13 +16,13 @@ from kwire.broker._share_coordinator import Changes, delete_state
 from kwire.broker._share_service import share_coordinator
 from kwire.broker._share_state_requests import answer_partitions, error_result
 from kwire.broker._state import BrokerState
-from kwire.protocol import message_class, struct_class
+from kwire.protocol.messages import DeleteShareGroupStateResponse
 
 __all__ = ["handle_delete_share_group_state"]
 
-RESPONSE: Final = message_class("DeleteShareGroupStateResponse")
-TOPIC_RESULT: Final = struct_class(RESPONSE, "results")
-PARTITION_RESULT: Final = struct_class(RESPONSE, "results", "partitions")
+RESPONSE: Final = DeleteShareGroupStateResponse
+TOPIC_RESULT: Final = DeleteShareGroupStateResponse.DeleteStateResult
+PARTITION_RESULT: Final = DeleteShareGroupStateResponse.PartitionResult
 
 
 _result: Final = error_result(PARTITION_RESULT)

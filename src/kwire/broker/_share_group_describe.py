@@ -16,17 +16,16 @@ from kwire.broker._context import RequestContext
 from kwire.broker._share_group import Assignment
 from kwire.broker._share_service import share_coordinator
 from kwire.broker._state import BrokerState
-from kwire.protocol import ErrorCode, message_class, struct_class
+from kwire.protocol import ErrorCode
+from kwire.protocol.messages import ShareGroupDescribeResponse
 
 __all__ = ["handle_share_group_describe"]
 
-RESPONSE: Final = message_class("ShareGroupDescribeResponse")
-DESCRIBED: Final = struct_class(RESPONSE, "groups")
-MEMBER: Final = struct_class(RESPONSE, "groups", "members")
-ASSIGNMENT: Final = struct_class(RESPONSE, "groups", "members", "assignment")
-TOPIC_PARTITIONS: Final = struct_class(
-    RESPONSE, "groups", "members", "assignment", "topic_partitions"
-)
+RESPONSE: Final = ShareGroupDescribeResponse
+DESCRIBED: Final = ShareGroupDescribeResponse.DescribedGroup
+MEMBER: Final = ShareGroupDescribeResponse.Member
+ASSIGNMENT: Final = ShareGroupDescribeResponse.Assignment
+TOPIC_PARTITIONS: Final = ShareGroupDescribeResponse.TopicPartitions
 NO_OPERATIONS: Final = -(2**31)
 ASSIGNOR: Final = "simple"
 

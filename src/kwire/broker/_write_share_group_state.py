@@ -17,13 +17,13 @@ from kwire.broker._share_coordinator import Changes, write_state
 from kwire.broker._share_service import share_coordinator
 from kwire.broker._share_state_requests import answer_partitions, error_result
 from kwire.broker._state import BrokerState
-from kwire.protocol import message_class, struct_class
+from kwire.protocol.messages import WriteShareGroupStateResponse
 
 __all__ = ["handle_write_share_group_state"]
 
-RESPONSE: Final = message_class("WriteShareGroupStateResponse")
-TOPIC_RESULT: Final = struct_class(RESPONSE, "results")
-PARTITION_RESULT: Final = struct_class(RESPONSE, "results", "partitions")
+RESPONSE: Final = WriteShareGroupStateResponse
+TOPIC_RESULT: Final = WriteShareGroupStateResponse.WriteStateResult
+PARTITION_RESULT: Final = WriteShareGroupStateResponse.PartitionResult
 
 
 _result: Final = error_result(PARTITION_RESULT)
