@@ -46,16 +46,22 @@ from kwire.broker._context import RequestContext
 from kwire.broker._metadata_log import DelegationToken, ScramCredential
 from kwire.broker._sasl import scram_credential
 from kwire.broker._state import BrokerState
-from kwire.protocol import ErrorCode, message_class, struct_class
+from kwire.protocol import ErrorCode
+from kwire.protocol.messages import (
+    CreateDelegationTokenResponse,
+    DescribeDelegationTokenResponse,
+    ExpireDelegationTokenResponse,
+    RenewDelegationTokenResponse,
+)
 
 __all__ = ["DelegationTokenCache", "TokenLogin", "token_hmac", "token_login"]
 
-CREATE_RESPONSE: Final = message_class("CreateDelegationTokenResponse")
-RENEW_RESPONSE: Final = message_class("RenewDelegationTokenResponse")
-EXPIRE_RESPONSE: Final = message_class("ExpireDelegationTokenResponse")
-DESCRIBE_RESPONSE: Final = message_class("DescribeDelegationTokenResponse")
-DESCRIBED: Final = struct_class(DESCRIBE_RESPONSE, "tokens")
-DESCRIBED_RENEWER: Final = struct_class(DESCRIBE_RESPONSE, "tokens", "renewers")
+CREATE_RESPONSE: Final = CreateDelegationTokenResponse
+RENEW_RESPONSE: Final = RenewDelegationTokenResponse
+EXPIRE_RESPONSE: Final = ExpireDelegationTokenResponse
+DESCRIBE_RESPONSE: Final = DescribeDelegationTokenResponse
+DESCRIBED: Final = DescribeDelegationTokenResponse.DescribedDelegationToken
+DESCRIBED_RENEWER: Final = DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer
 
 SECRET_KEY: Final = "delegation.token.secret.key"
 SECRET_KEY_ALIAS: Final = "delegation.token.master.key"  # the pre-2.? name, still read

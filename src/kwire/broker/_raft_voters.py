@@ -23,12 +23,13 @@ from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
 from kwire.broker._state import BrokerState
 from kwire.broker._update_features import KRAFT_VERSION
-from kwire.protocol import ZERO_UUID, ErrorCode, message_class
+from kwire.protocol import ZERO_UUID, ErrorCode
+from kwire.protocol.messages import AddRaftVoterResponse, RemoveRaftVoterResponse
 
 __all__ = ["handle_add_raft_voter", "handle_remove_raft_voter"]
 
-ADD_RESPONSE: Final = message_class("AddRaftVoterResponse")
-REMOVE_RESPONSE: Final = message_class("RemoveRaftVoterResponse")
+ADD_RESPONSE: Final = AddRaftVoterResponse
+REMOVE_RESPONSE: Final = RemoveRaftVoterResponse
 
 #: The finalized ``kraft.version`` of a static quorum (KIP-853: 1 allows reconfiguration).
 STATIC_QUORUM_KRAFT_VERSION: Final = 0

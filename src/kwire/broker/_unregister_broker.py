@@ -24,11 +24,12 @@ from kwire.broker._acl import CLUSTER, CLUSTER_NAME, authorize
 from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
 from kwire.broker._state import BrokerState
-from kwire.protocol import ErrorCode, message_class
+from kwire.protocol import ErrorCode
+from kwire.protocol.messages import UnregisterBrokerResponse
 
 __all__ = ["handle_unregister_broker", "unregister_broker"]
 
-RESPONSE: Final = message_class("UnregisterBrokerResponse")
+RESPONSE: Final = UnregisterBrokerResponse
 
 
 def unregister_broker(state: BrokerState, broker_id: int) -> ErrorCode:
