@@ -19,13 +19,12 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from kwire.broker import _metadata_log as mlog
 from kwire.broker._acl import CLUSTER, CLUSTER_NAME, authorize
 from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
 from kwire.broker._state import BrokerState
 from kwire.protocol import ErrorCode
-from kwire.protocol.messages import UnregisterBrokerResponse
+from kwire.protocol.messages import UnregisterBrokerRecord, UnregisterBrokerResponse
 
 __all__ = ["handle_unregister_broker", "unregister_broker"]
 
@@ -45,9 +44,7 @@ def unregister_broker(state: BrokerState, broker_id: int) -> ErrorCode:
             target = state.place_leader(exclude=broker_id)
             if target != -1:
                 state.move_leader(partition, target)
-    record = mlog.new_record(
-        "UnregisterBrokerRecord", broker_id=broker_id, broker_epoch=registration.broker_epoch
-    )
+    record = UnregisterBrokerRecord(broker_id=broker_id, broker_epoch=registration.broker_epoch)
     state.append_metadata([(record, 0)])
     if live:
         state.metadata_log.register(broker_id, registration.endpoints, state.now_ms())
