@@ -33,7 +33,7 @@ from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
 from kwire.broker._state import BrokerState
 from kwire.protocol import ErrorCode
-from kwire.protocol.messages import ListConfigResourcesResponse
+from kwire.protocol.messages import ListConfigResourcesRequest, ListConfigResourcesResponse
 
 __all__ = [
     "CLIENT_METRICS",
@@ -174,7 +174,9 @@ def _listed(state: BrokerState, kind: int) -> list[str]:
 
 
 @register(74, 0, 1)
-def handle_list_config_resources(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_list_config_resources(
+    state: BrokerState, ctx: RequestContext, request: ListConfigResourcesRequest
+) -> Any:
     version = ctx.api_version
     if not authorize(state, ctx, "DESCRIBE_CONFIGS", CLUSTER, CLUSTER_NAME):
         error = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)

@@ -29,7 +29,12 @@ from kwire.broker.group import (
     group_coordinator,
 )
 from kwire.protocol import ErrorCode
-from kwire.protocol.messages import ConsumerGroupDescribeResponse, ConsumerGroupHeartbeatResponse
+from kwire.protocol.messages import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
 
 __all__ = ["handle_consumer_group_describe", "handle_consumer_group_heartbeat"]
 
@@ -56,7 +61,9 @@ def _heartbeat_assignment(assignment: Assignment) -> list[Any]:
 
 
 @register(68, 0, 1)
-def handle_consumer_group_heartbeat(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_consumer_group_heartbeat(
+    state: BrokerState, ctx: RequestContext, request: ConsumerGroupHeartbeatRequest
+) -> Any:
     """``KafkaApis.handleConsumerGroupHeartbeatRequest`` -> ``consumerGroupHeartbeat``."""
     version = ctx.api_version
     coordinator = group_coordinator(state)
@@ -114,7 +121,9 @@ def handle_consumer_group_heartbeat(state: BrokerState, ctx: RequestContext, req
 
 
 @register(69, 0, 1)
-def handle_consumer_group_describe(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_consumer_group_describe(
+    state: BrokerState, ctx: RequestContext, request: ConsumerGroupDescribeRequest
+) -> Any:
     """``GroupMetadataManager.consumerGroupDescribe`` / ``ConsumerGroup.asDescribedGroup``."""
     coordinator = group_coordinator(state)
     consumer = coordinator.consumer

@@ -48,9 +48,13 @@ from kwire.broker._sasl import scram_credential
 from kwire.broker._state import BrokerState
 from kwire.protocol import ErrorCode
 from kwire.protocol.messages import (
+    CreateDelegationTokenRequest,
     CreateDelegationTokenResponse,
+    DescribeDelegationTokenRequest,
     DescribeDelegationTokenResponse,
+    ExpireDelegationTokenRequest,
     ExpireDelegationTokenResponse,
+    RenewDelegationTokenRequest,
     RenewDelegationTokenResponse,
 )
 
@@ -177,7 +181,9 @@ def _may_renew(token: DelegationToken, principal: str) -> bool:
 
 
 @register(38, 0, 3)
-def handle_create_delegation_token(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_create_delegation_token(
+    state: BrokerState, ctx: RequestContext, request: CreateDelegationTokenRequest
+) -> Any:
     requester = ctx.principal
     owner = requester
     if ctx.api_version >= 3 and request.owner_principal_name:
@@ -263,7 +269,9 @@ def _find_for_change(
 
 
 @register(39, 0, 2)
-def handle_renew_delegation_token(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_renew_delegation_token(
+    state: BrokerState, ctx: RequestContext, request: RenewDelegationTokenRequest
+) -> Any:
     if not _allow_token_requests(ctx):
         return RENEW_RESPONSE(
             error_code=int(ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED),
@@ -282,7 +290,9 @@ def handle_renew_delegation_token(state: BrokerState, ctx: RequestContext, reque
 
 
 @register(40, 0, 2)
-def handle_expire_delegation_token(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_expire_delegation_token(
+    state: BrokerState, ctx: RequestContext, request: ExpireDelegationTokenRequest
+) -> Any:
     if not _allow_token_requests(ctx):
         return EXPIRE_RESPONSE(
             error_code=int(ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED),
@@ -305,7 +315,9 @@ def handle_expire_delegation_token(state: BrokerState, ctx: RequestContext, requ
 
 
 @register(41, 0, 3)
-def handle_describe_delegation_token(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_describe_delegation_token(
+    state: BrokerState, ctx: RequestContext, request: DescribeDelegationTokenRequest
+) -> Any:
     def answer(error: ErrorCode, tokens: list[Any]) -> Any:
         return DESCRIBE_RESPONSE(error_code=int(error), tokens=tokens, throttle_time_ms=0)
 

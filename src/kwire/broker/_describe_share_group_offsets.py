@@ -22,7 +22,10 @@ from kwire.broker._share_partition import RecordState
 from kwire.broker._share_service import share_coordinator
 from kwire.broker._state import BrokerState
 from kwire.protocol import ZERO_UUID, ErrorCode
-from kwire.protocol.messages import DescribeShareGroupOffsetsResponse
+from kwire.protocol.messages import (
+    DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsResponse,
+)
 
 __all__ = ["handle_describe_share_group_offsets"]
 
@@ -88,7 +91,7 @@ def _known(state: BrokerState, group_id: str) -> list[tuple[str, int]]:
 
 @register(90, 0, 1)
 def handle_describe_share_group_offsets(
-    state: BrokerState, ctx: RequestContext, request: Any
+    state: BrokerState, ctx: RequestContext, request: DescribeShareGroupOffsetsRequest
 ) -> Any:
     coordinator = share_coordinator(state)
     groups = []

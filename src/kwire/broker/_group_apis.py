@@ -36,8 +36,11 @@ from kwire.broker.group import (
 )
 from kwire.protocol import ErrorCode
 from kwire.protocol.messages import (
+    DeleteGroupsRequest,
     DeleteGroupsResponse,
+    FindCoordinatorRequest,
     FindCoordinatorResponse,
+    ListGroupsRequest,
     ListGroupsResponse,
 )
 
@@ -85,7 +88,9 @@ def _load_groups(state: BrokerState) -> None:
 
 
 @register(10, 0, 6)
-def handle_find_coordinator(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_find_coordinator(
+    state: BrokerState, ctx: RequestContext, request: FindCoordinatorRequest
+) -> Any:
     """``KafkaApis.handleFindCoordinatorRequest``: this node coordinates every group and every
     transactional id; the internal topic of a group is created on the first lookup."""
     version = ctx.api_version
@@ -149,7 +154,7 @@ def handle_find_coordinator(state: BrokerState, ctx: RequestContext, request: An
 
 
 @register(16, 0, 5)
-def handle_list_groups(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_list_groups(state: BrokerState, ctx: RequestContext, request: ListGroupsRequest) -> Any:
     version = ctx.api_version
     states = {s.lower() for s in request.states_filter} if version >= 4 else set()
     types = {t.lower() for t in request.types_filter} if version >= 5 else set()
@@ -215,7 +220,9 @@ def handle_list_groups(state: BrokerState, ctx: RequestContext, request: Any) ->
 
 
 @register(42, 0, 2)
-def handle_delete_groups(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_delete_groups(
+    state: BrokerState, ctx: RequestContext, request: DeleteGroupsRequest
+) -> Any:
     coordinator = group_coordinator(state)
     now = state.now_ms()
     results = [

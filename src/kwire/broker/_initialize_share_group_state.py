@@ -16,7 +16,10 @@ from kwire.broker._share_coordinator import Changes, initialize_state
 from kwire.broker._share_service import share_coordinator
 from kwire.broker._share_state_requests import answer_partitions, error_result
 from kwire.broker._state import BrokerState
-from kwire.protocol.messages import InitializeShareGroupStateResponse
+from kwire.protocol.messages import (
+    InitializeShareGroupStateRequest,
+    InitializeShareGroupStateResponse,
+)
 
 __all__ = ["handle_initialize_share_group_state"]
 
@@ -30,7 +33,7 @@ _result: Final = error_result(PARTITION_RESULT)
 
 @register(83, 0, 0)
 def handle_initialize_share_group_state(
-    state: BrokerState, ctx: RequestContext, request: Any
+    state: BrokerState, ctx: RequestContext, request: InitializeShareGroupStateRequest
 ) -> Any:
     coordinator = share_coordinator(state)
 

@@ -36,9 +36,13 @@ from kwire.broker.group import (
 )
 from kwire.protocol import ZERO_UUID, ErrorCode
 from kwire.protocol.messages import (
+    OffsetCommitRequest,
     OffsetCommitResponse,
+    OffsetDeleteRequest,
     OffsetDeleteResponse,
+    OffsetFetchRequest,
     OffsetFetchResponse,
+    TxnOffsetCommitRequest,
     TxnOffsetCommitResponse,
 )
 
@@ -139,7 +143,9 @@ def _partition_error(
 
 
 @register(8, 0, 10)
-def handle_offset_commit(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_offset_commit(
+    state: BrokerState, ctx: RequestContext, request: OffsetCommitRequest
+) -> Any:
     """``KafkaApis.handleOffsetCommitRequest`` + ``OffsetMetadataManager.commitOffset``."""
     version = ctx.api_version
     coordinator = group_coordinator(state)
@@ -204,7 +210,9 @@ def handle_offset_commit(state: BrokerState, ctx: RequestContext, request: Any) 
 
 
 @register(28, 0, 5)
-def handle_txn_offset_commit(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_txn_offset_commit(
+    state: BrokerState, ctx: RequestContext, request: TxnOffsetCommitRequest
+) -> Any:
     """``OffsetMetadataManager.commitTransactionalOffset``: staged until the marker."""
     version = ctx.api_version
     coordinator = group_coordinator(state)
@@ -318,7 +326,9 @@ def _fetch_group(
 
 
 @register(9, 0, 10)
-def handle_offset_fetch(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_offset_fetch(
+    state: BrokerState, ctx: RequestContext, request: OffsetFetchRequest
+) -> Any:
     """``KafkaApis.handleOffsetFetchRequest``: one group up to v7, a batch of groups from v8."""
     version = ctx.api_version
     coordinator = group_coordinator(state)
@@ -370,7 +380,9 @@ def handle_offset_fetch(state: BrokerState, ctx: RequestContext, request: Any) -
 
 
 @register(47, 0, 0)
-def handle_offset_delete(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_offset_delete(
+    state: BrokerState, ctx: RequestContext, request: OffsetDeleteRequest
+) -> Any:
     coordinator = group_coordinator(state)
     wanted: list[tuple[str, int]] = []
     unknown: set[tuple[str, int]] = set()

@@ -24,7 +24,12 @@ from kwire.broker._context import RequestContext
 from kwire.broker._state import BrokerState
 from kwire.broker._update_features import KRAFT_VERSION
 from kwire.protocol import ZERO_UUID, ErrorCode
-from kwire.protocol.messages import AddRaftVoterResponse, RemoveRaftVoterResponse
+from kwire.protocol.messages import (
+    AddRaftVoterRequest,
+    AddRaftVoterResponse,
+    RemoveRaftVoterRequest,
+    RemoveRaftVoterResponse,
+)
 
 __all__ = ["handle_add_raft_voter", "handle_remove_raft_voter"]
 
@@ -71,12 +76,16 @@ def _default_listener(state: BrokerState) -> str:
 
 
 @register(80, 0, 1)
-def handle_add_raft_voter(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_add_raft_voter(
+    state: BrokerState, ctx: RequestContext, request: AddRaftVoterRequest
+) -> Any:
     error, message = _refusal(state, ctx, request, "adding")
     return ADD_RESPONSE(error_code=int(error), error_message=message)
 
 
 @register(81, 0, 0)
-def handle_remove_raft_voter(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_remove_raft_voter(
+    state: BrokerState, ctx: RequestContext, request: RemoveRaftVoterRequest
+) -> Any:
     error, message = _refusal(state, ctx, request, "removing")
     return REMOVE_RESPONSE(error_code=int(error), error_message=message)

@@ -17,7 +17,10 @@ from kwire.broker._share_coordinator import Changes, StateError, read_state_summ
 from kwire.broker._share_service import share_coordinator
 from kwire.broker._share_state_requests import answer_partitions
 from kwire.broker._state import BrokerState
-from kwire.protocol.messages import ReadShareGroupStateSummaryResponse
+from kwire.protocol.messages import (
+    ReadShareGroupStateSummaryRequest,
+    ReadShareGroupStateSummaryResponse,
+)
 
 __all__ = ["handle_read_share_group_state_summary"]
 
@@ -40,7 +43,7 @@ def _failed(partition: int, problem: StateError) -> Any:
 
 @register(87, 0, 1)
 def handle_read_share_group_state_summary(
-    state: BrokerState, ctx: RequestContext, request: Any
+    state: BrokerState, ctx: RequestContext, request: ReadShareGroupStateSummaryRequest
 ) -> Any:
     coordinator = share_coordinator(state)
 

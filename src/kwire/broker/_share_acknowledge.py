@@ -21,7 +21,7 @@ from kwire.broker._share_group import FINAL_EPOCH, INITIAL_EPOCH
 from kwire.broker._share_service import acknowledge, flush_share_state, share_coordinator
 from kwire.broker._state import BrokerState
 from kwire.protocol import ErrorCode
-from kwire.protocol.messages import ShareAcknowledgeResponse
+from kwire.protocol.messages import ShareAcknowledgeRequest, ShareAcknowledgeResponse
 
 __all__ = ["handle_share_acknowledge"]
 
@@ -43,7 +43,9 @@ def _error_response(error: ErrorCode, message: str | None = None) -> Any:
 
 
 @register(79, 1, 2)
-def handle_share_acknowledge(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_share_acknowledge(
+    state: BrokerState, ctx: RequestContext, request: ShareAcknowledgeRequest
+) -> Any:
     group_id = request.group_id
     if not group_id or not request.member_id:
         return _error_response(ErrorCode.INVALID_REQUEST, "GroupId and MemberId are required.")

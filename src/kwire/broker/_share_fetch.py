@@ -39,7 +39,7 @@ from kwire.broker._share_service import (
 from kwire.broker._state import BrokerState
 from kwire.log import OffsetOutOfRangeError
 from kwire.protocol import ErrorCode
-from kwire.protocol.messages import ShareFetchResponse
+from kwire.protocol.messages import ShareFetchRequest, ShareFetchResponse
 from kwire.records import read_batches
 
 __all__ = ["handle_share_fetch"]
@@ -242,7 +242,7 @@ class _Fetch:
 
 
 @register(78, 1, 2)
-def handle_share_fetch(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_share_fetch(state: BrokerState, ctx: RequestContext, request: ShareFetchRequest) -> Any:
     group_id = request.group_id
     if not group_id or not request.member_id:
         return _error_response(ErrorCode.INVALID_REQUEST, "GroupId and MemberId are required.")

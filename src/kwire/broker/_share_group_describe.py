@@ -17,7 +17,7 @@ from kwire.broker._share_group import Assignment
 from kwire.broker._share_service import share_coordinator
 from kwire.broker._state import BrokerState
 from kwire.protocol import ErrorCode
-from kwire.protocol.messages import ShareGroupDescribeResponse
+from kwire.protocol.messages import ShareGroupDescribeRequest, ShareGroupDescribeResponse
 
 __all__ = ["handle_share_group_describe"]
 
@@ -57,7 +57,9 @@ def _missing(group_id: str, error: ErrorCode, message: str | None) -> Any:
 
 
 @register(77, 1, 1)
-def handle_share_group_describe(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_share_group_describe(
+    state: BrokerState, ctx: RequestContext, request: ShareGroupDescribeRequest
+) -> Any:
     coordinator = share_coordinator(state)
     groups = []
     for group_id in request.group_ids:

@@ -30,7 +30,12 @@ from kwire.broker.group._streams import GROUP_ID_NOT_FOUND, StreamsGroups
 from kwire.broker.group._streams_group import StreamsMember, TaskSet
 from kwire.broker.group._streams_topology import TopicInfo
 from kwire.protocol import ErrorCode
-from kwire.protocol.messages import StreamsGroupDescribeResponse, StreamsGroupHeartbeatResponse
+from kwire.protocol.messages import (
+    StreamsGroupDescribeRequest,
+    StreamsGroupDescribeResponse,
+    StreamsGroupHeartbeatRequest,
+    StreamsGroupHeartbeatResponse,
+)
 
 __all__ = [
     "STREAMS_APIS",
@@ -104,7 +109,9 @@ def _create_internal(state: BrokerState, topics: tuple[TopicInfo, ...]) -> None:
 
 
 @register(88, 0, 0)
-def handle_streams_group_heartbeat(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_streams_group_heartbeat(
+    state: BrokerState, ctx: RequestContext, request: StreamsGroupHeartbeatRequest
+) -> Any:
     if (off := _gate(state, ctx, request)) is not None:
         return off
     if not authorize(state, ctx, "READ", GROUP, request.group_id):
@@ -190,7 +197,9 @@ def _info(rows: tuple[TopicInfo, ...], sizes: dict[str, int]) -> list[Any]:
 
 
 @register(89, 0, 0)
-def handle_streams_group_describe(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_streams_group_describe(
+    state: BrokerState, ctx: RequestContext, request: StreamsGroupDescribeRequest
+) -> Any:
     """``GroupMetadataManager.streamsGroupDescribe`` / ``StreamsGroup.asDescribedGroup``."""
     if (off := _gate(state, ctx, request)) is not None:
         return off

@@ -24,7 +24,11 @@ from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
 from kwire.broker._state import BrokerState
 from kwire.protocol import ErrorCode
-from kwire.protocol.messages import UnregisterBrokerRecord, UnregisterBrokerResponse
+from kwire.protocol.messages import (
+    UnregisterBrokerRecord,
+    UnregisterBrokerRequest,
+    UnregisterBrokerResponse,
+)
 
 __all__ = ["handle_unregister_broker", "unregister_broker"]
 
@@ -52,7 +56,9 @@ def unregister_broker(state: BrokerState, broker_id: int) -> ErrorCode:
 
 
 @register(64, 0, 0)
-def handle_unregister_broker(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_unregister_broker(
+    state: BrokerState, ctx: RequestContext, request: UnregisterBrokerRequest
+) -> Any:
     if not authorize(state, ctx, "ALTER", CLUSTER, CLUSTER_NAME):
         error = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
     else:

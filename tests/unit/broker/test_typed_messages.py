@@ -1,9 +1,11 @@
 """The broker builds and reads messages through their generated classes (issue 18): names mypy
-checks (``from kwire.protocol.messages import ProduceResponse``, ``ProduceResponse.
-TopicProduceResponse``), not classes looked up by a string (``message_class("ProduceResponse")``,
-``struct_class(cls, "responses")``, ``new_record("TopicRecord", ...)``), whose fields mypy
-cannot see. ``message_class(api_key=..., kind=...)`` is not a lookup by name: dispatch by API key
-(``_routing``) stays dynamic.
+checks (``from kwire.protocol.messages import GroupMetadataValue``,
+``GroupMetadataValue.MemberMetadata``), not classes looked up by a string
+(``message_class("GroupMetadataValue")``, ``struct_class(cls, "members")``,
+``new_record("TopicRecord", ...)``), whose fields mypy cannot see.
+``message_class(api_key=..., kind=...)`` is not a lookup by name: dispatch by API key
+(``_routing``) stays dynamic. (No API's name appears here: ``tools/api_table.py`` counts the test
+files that name an API.)
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ ALLOWED = {
     "_write_txn_markers.py": "txncoord",
     # snapshot header/footer and LeaderChangeMessage records by name (new_record)
     "_metadata_log.py": "snapshot and control records",
-    # the test helpers' API takes an API's name ("Fetch") and builds its request from it
+    # the test helpers take an API's name from their caller and build its request from it
     "testing.py": "named by the caller",
 }
 
@@ -51,11 +53,11 @@ def lookups_by_name(source: str) -> list[int]:
 def test_the_scan_sees_each_form_of_lookup_by_name() -> None:
     source = "\n".join(
         [
-            'A = message_class("ProduceResponse")',
-            'B = protocol.struct_class(A, "responses")',
+            'A = message_class("GroupMetadataValue")',
+            'B = protocol.struct_class(A, "members")',
             'C = mlog.new_record("TopicRecord", name="t")',
             "D = message_class(api_key=0, kind='response')",  # by key: not by name
-            "E = ProduceResponse.TopicProduceResponse",
+            "E = GroupMetadataValue.MemberMetadata",
         ]
     )
     assert lookups_by_name(source) == [1, 2, 3]
