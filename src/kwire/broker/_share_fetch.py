@@ -75,7 +75,7 @@ class _Fetch:
         self,
         state: BrokerState,
         ctx: RequestContext,
-        request: Any,
+        request: ShareFetchRequest,
         coordinator: ShareCoordinator,
         session: ShareSession,
         acks: dict[Key, ErrorCode],

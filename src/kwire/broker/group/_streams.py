@@ -30,7 +30,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from kwire.broker.group._consumer import ConsumerGroup
 from kwire.broker.group._records import Write
@@ -84,6 +84,7 @@ from kwire.log.internal_topics import read_version
 
 if TYPE_CHECKING:
     from kwire.broker.group._shard import GroupCoordinator
+    from kwire.protocol.messages import StreamsGroupHeartbeatRequest
 
 __all__ = ["StreamsGroups", "StreamsResult"]
 
@@ -261,7 +262,7 @@ class StreamsGroups:
     # --- StreamsGroupHeartbeat ---------------------------------------------------------------
 
     def heartbeat(
-        self, request: Any, client_id: str, client_host: str, now_ms: int
+        self, request: StreamsGroupHeartbeatRequest, client_id: str, client_host: str, now_ms: int
     ) -> StreamsResult:
         """``GroupMetadataManager.streamsGroupHeartbeat``: a result, never an exception."""
         try:
@@ -274,7 +275,7 @@ class StreamsGroups:
             return StreamsResult(exc.error, exc.message)
 
     @staticmethod
-    def _validate(request: Any) -> None:
+    def _validate(request: StreamsGroupHeartbeatRequest) -> None:
         """``throwIfStreamsGroupHeartbeatRequestIsInvalid``."""
         if not request.group_id or not request.group_id.strip():
             raise StreamsGroupError(INVALID_REQUEST, "GroupId can't be empty.")
@@ -330,7 +331,7 @@ class StreamsGroups:
         return group
 
     @staticmethod
-    def _owned(request: Any) -> Tasks | None:
+    def _owned(request: StreamsGroupHeartbeatRequest) -> Tasks | None:
         if (
             request.active_tasks is None
             or request.standby_tasks is None
@@ -344,7 +345,7 @@ class StreamsGroups:
         )
 
     def _heartbeat(
-        self, request: Any, client_id: str, client_host: str, now_ms: int
+        self, request: StreamsGroupHeartbeatRequest, client_id: str, client_host: str, now_ms: int
     ) -> StreamsResult:
         group_id, member_id, epoch = request.group_id, request.member_id, request.member_epoch
         group = self._group_for(group_id, create=epoch == 0)
@@ -502,7 +503,7 @@ class StreamsGroups:
     def _standbys(self) -> int:
         return self.conf("group.streams.num.standby.replicas")
 
-    def _leave(self, request: Any, now_ms: int) -> StreamsResult:
+    def _leave(self, request: StreamsGroupHeartbeatRequest, now_ms: int) -> StreamsResult:
         group = self._group_for(request.group_id, create=False)
         member = group.members.get(request.member_id)
         if member is None:
