@@ -25,13 +25,14 @@ from kwire.broker._share_group import ShareGroup
 from kwire.broker._share_group_heartbeat import other_kind
 from kwire.broker._share_service import share_coordinator
 from kwire.broker._state import BrokerState
-from kwire.protocol import ZERO_UUID, ErrorCode, message_class, struct_class
+from kwire.protocol import ZERO_UUID, ErrorCode
+from kwire.protocol.messages import AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse
 
 __all__ = ["handle_alter_share_group_offsets"]
 
-RESPONSE: Final = message_class("AlterShareGroupOffsetsResponse")
-TOPIC_RESULT: Final = struct_class(RESPONSE, "responses")
-PARTITION_RESULT: Final = struct_class(RESPONSE, "responses", "partitions")
+RESPONSE: Final = AlterShareGroupOffsetsResponse
+TOPIC_RESULT: Final = AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponseTopic
+PARTITION_RESULT: Final = AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponsePartition
 
 
 def _error(error: ErrorCode, message: str | None = None) -> Any:
@@ -52,7 +53,9 @@ def _partition(index: int, error: ErrorCode = ErrorCode.NONE, message: str | Non
 
 
 @register(91, 0, 0)
-def handle_alter_share_group_offsets(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_alter_share_group_offsets(
+    state: BrokerState, ctx: RequestContext, request: AlterShareGroupOffsetsRequest
+) -> Any:
     group_id = request.group_id
     if not authorize(state, ctx, "READ", GROUP, group_id):
         return _error(ErrorCode.GROUP_AUTHORIZATION_FAILED)

@@ -36,7 +36,19 @@ from kwire.broker.group import (
     Waiter,
     group_coordinator,
 )
-from kwire.protocol import ErrorCode, message_class, struct_class
+from kwire.protocol import ErrorCode
+from kwire.protocol.messages import (
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
 
 __all__ = [
     "handle_describe_groups",
@@ -50,31 +62,15 @@ __all__ = [
 WAIT_MARGIN_MS: Final = 5000
 
 
-JOIN_GROUP_RESPONSE: Final = message_class("JoinGroupResponse")
-
-
-JOIN_MEMBER: Final = struct_class(JOIN_GROUP_RESPONSE, "members")
-
-
-SYNC_GROUP_RESPONSE: Final = message_class("SyncGroupResponse")
-
-
-HEARTBEAT_RESPONSE: Final = message_class("HeartbeatResponse")
-
-
-LEAVE_GROUP_RESPONSE: Final = message_class("LeaveGroupResponse")
-
-
-LEAVE_MEMBER: Final = struct_class(LEAVE_GROUP_RESPONSE, "members")
-
-
-DESCRIBE_GROUPS_RESPONSE: Final = message_class("DescribeGroupsResponse")
-
-
-DESCRIBED_GROUP: Final = struct_class(DESCRIBE_GROUPS_RESPONSE, "groups")
-
-
-DESCRIBED_MEMBER: Final = struct_class(DESCRIBE_GROUPS_RESPONSE, "groups", "members")
+JOIN_GROUP_RESPONSE: Final = JoinGroupResponse
+JOIN_MEMBER: Final = JoinGroupResponse.JoinGroupResponseMember
+SYNC_GROUP_RESPONSE: Final = SyncGroupResponse
+HEARTBEAT_RESPONSE: Final = HeartbeatResponse
+LEAVE_GROUP_RESPONSE: Final = LeaveGroupResponse
+LEAVE_MEMBER: Final = LeaveGroupResponse.MemberResponse
+DESCRIBE_GROUPS_RESPONSE: Final = DescribeGroupsResponse
+DESCRIBED_GROUP: Final = DescribeGroupsResponse.DescribedGroup
+DESCRIBED_MEMBER: Final = DescribeGroupsResponse.DescribedGroupMember
 
 
 def _park(state: BrokerState, group_id: str, waiter: Waiter, wait_ms: int, answer: Any) -> Any:
@@ -96,7 +92,7 @@ def _park(state: BrokerState, group_id: str, waiter: Waiter, wait_ms: int, answe
 
 
 @register(11, 0, 9)
-def handle_join_group(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_join_group(state: BrokerState, ctx: RequestContext, request: JoinGroupRequest) -> Any:
     version = ctx.api_version
     coordinator = group_coordinator(state)
     rebalance_timeout = request.rebalance_timeout_ms if version >= 1 else request.session_timeout_ms
@@ -151,7 +147,7 @@ def handle_join_group(state: BrokerState, ctx: RequestContext, request: Any) -> 
 
 
 @register(14, 0, 5)
-def handle_sync_group(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_sync_group(state: BrokerState, ctx: RequestContext, request: SyncGroupRequest) -> Any:
     version = ctx.api_version
     coordinator = group_coordinator(state)
     if not authorize(state, ctx, "READ", GROUP, request.group_id):
@@ -185,7 +181,7 @@ def handle_sync_group(state: BrokerState, ctx: RequestContext, request: Any) -> 
 
 
 @register(12, 0, 4)
-def handle_heartbeat(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_heartbeat(state: BrokerState, ctx: RequestContext, request: HeartbeatRequest) -> Any:
     if not authorize(state, ctx, "READ", GROUP, request.group_id):
         error = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
         return HEARTBEAT_RESPONSE(throttle_time_ms=0, error_code=error)
@@ -200,7 +196,7 @@ def handle_heartbeat(state: BrokerState, ctx: RequestContext, request: Any) -> A
 
 
 @register(13, 0, 5)
-def handle_leave_group(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_leave_group(state: BrokerState, ctx: RequestContext, request: LeaveGroupRequest) -> Any:
     version = ctx.api_version
     if version >= 3:
         leaving = [(m.member_id, m.group_instance_id) for m in request.members]
@@ -224,7 +220,9 @@ def handle_leave_group(state: BrokerState, ctx: RequestContext, request: Any) ->
 
 
 @register(15, 0, 6)
-def handle_describe_groups(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_describe_groups(
+    state: BrokerState, ctx: RequestContext, request: DescribeGroupsRequest
+) -> Any:
     version = ctx.api_version
     coordinator = group_coordinator(state)
     ops = GROUP_OPERATIONS if version >= 3 and request.include_authorized_operations else None

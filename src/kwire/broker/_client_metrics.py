@@ -32,7 +32,8 @@ from kwire.broker._acl import CLUSTER, CLUSTER_NAME, authorize
 from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
 from kwire.broker._state import BrokerState
-from kwire.protocol import ErrorCode, message_class, struct_class
+from kwire.protocol import ErrorCode
+from kwire.protocol.messages import ListConfigResourcesRequest, ListConfigResourcesResponse
 
 __all__ = [
     "CLIENT_METRICS",
@@ -60,8 +61,8 @@ MATCH_SELECTORS: Final = frozenset(
 INTERVAL_DEFAULT: Final = "300000"
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
-RESPONSE: Final = message_class("ListConfigResourcesResponse")
-RESOURCE: Final = struct_class(RESPONSE, "config_resources")
+RESPONSE: Final = ListConfigResourcesResponse
+RESOURCE: Final = ListConfigResourcesResponse.ConfigResource
 
 Failure = tuple[ErrorCode, str]
 
@@ -173,7 +174,9 @@ def _listed(state: BrokerState, kind: int) -> list[str]:
 
 
 @register(74, 0, 1)
-def handle_list_config_resources(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_list_config_resources(
+    state: BrokerState, ctx: RequestContext, request: ListConfigResourcesRequest
+) -> Any:
     version = ctx.api_version
     if not authorize(state, ctx, "DESCRIBE_CONFIGS", CLUSTER, CLUSTER_NAME):
         error = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)

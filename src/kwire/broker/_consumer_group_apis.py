@@ -28,37 +28,25 @@ from kwire.broker.group import (
     Assignment,
     group_coordinator,
 )
-from kwire.protocol import ErrorCode, message_class, struct_class
+from kwire.protocol import ErrorCode
+from kwire.protocol.messages import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
 
 __all__ = ["handle_consumer_group_describe", "handle_consumer_group_heartbeat"]
 
 
-CG_HEARTBEAT_RESPONSE: Final = message_class("ConsumerGroupHeartbeatResponse")
-
-
-CG_ASSIGNMENT: Final = struct_class(CG_HEARTBEAT_RESPONSE, "assignment")
-
-
-CG_TOPIC_PARTITIONS: Final = struct_class(CG_HEARTBEAT_RESPONSE, "assignment", "topic_partitions")
-
-
-CG_DESCRIBE_RESPONSE: Final = message_class("ConsumerGroupDescribeResponse")
-
-
-CG_DESCRIBED_GROUP: Final = struct_class(CG_DESCRIBE_RESPONSE, "groups")
-
-
-CG_DESCRIBED_MEMBER: Final = struct_class(CG_DESCRIBE_RESPONSE, "groups", "members")
-
-
-CG_DESCRIBED_ASSIGNMENT: Final = struct_class(
-    CG_DESCRIBE_RESPONSE, "groups", "members", "assignment"
-)
-
-
-CG_DESCRIBED_PARTITIONS: Final = struct_class(
-    CG_DESCRIBE_RESPONSE, "groups", "members", "assignment", "topic_partitions"
-)
+CG_HEARTBEAT_RESPONSE: Final = ConsumerGroupHeartbeatResponse
+CG_ASSIGNMENT: Final = ConsumerGroupHeartbeatResponse.Assignment
+CG_TOPIC_PARTITIONS: Final = ConsumerGroupHeartbeatResponse.TopicPartitions
+CG_DESCRIBE_RESPONSE: Final = ConsumerGroupDescribeResponse
+CG_DESCRIBED_GROUP: Final = ConsumerGroupDescribeResponse.DescribedGroup
+CG_DESCRIBED_MEMBER: Final = ConsumerGroupDescribeResponse.Member
+CG_DESCRIBED_ASSIGNMENT: Final = ConsumerGroupDescribeResponse.Assignment
+CG_DESCRIBED_PARTITIONS: Final = ConsumerGroupDescribeResponse.TopicPartitions
 
 
 CONSUMER_MEMBER_TYPE: Final = 1  # ConsumerGroupDescribe v1 MemberType: 1 = consumer protocol
@@ -73,7 +61,9 @@ def _heartbeat_assignment(assignment: Assignment) -> list[Any]:
 
 
 @register(68, 0, 1)
-def handle_consumer_group_heartbeat(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_consumer_group_heartbeat(
+    state: BrokerState, ctx: RequestContext, request: ConsumerGroupHeartbeatRequest
+) -> Any:
     """``KafkaApis.handleConsumerGroupHeartbeatRequest`` -> ``consumerGroupHeartbeat``."""
     version = ctx.api_version
     coordinator = group_coordinator(state)
@@ -131,7 +121,9 @@ def handle_consumer_group_heartbeat(state: BrokerState, ctx: RequestContext, req
 
 
 @register(69, 0, 1)
-def handle_consumer_group_describe(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_consumer_group_describe(
+    state: BrokerState, ctx: RequestContext, request: ConsumerGroupDescribeRequest
+) -> Any:
     """``GroupMetadataManager.consumerGroupDescribe`` / ``ConsumerGroup.asDescribedGroup``."""
     coordinator = group_coordinator(state)
     consumer = coordinator.consumer

@@ -46,16 +46,26 @@ from kwire.broker._context import RequestContext
 from kwire.broker._metadata_image import DelegationToken, ScramCredential
 from kwire.broker._sasl import scram_credential
 from kwire.broker._state import BrokerState
-from kwire.protocol import ErrorCode, message_class, struct_class
+from kwire.protocol import ErrorCode
+from kwire.protocol.messages import (
+    CreateDelegationTokenRequest,
+    CreateDelegationTokenResponse,
+    DescribeDelegationTokenRequest,
+    DescribeDelegationTokenResponse,
+    ExpireDelegationTokenRequest,
+    ExpireDelegationTokenResponse,
+    RenewDelegationTokenRequest,
+    RenewDelegationTokenResponse,
+)
 
 __all__ = ["DelegationTokenCache", "TokenLogin", "token_hmac", "token_login"]
 
-CREATE_RESPONSE: Final = message_class("CreateDelegationTokenResponse")
-RENEW_RESPONSE: Final = message_class("RenewDelegationTokenResponse")
-EXPIRE_RESPONSE: Final = message_class("ExpireDelegationTokenResponse")
-DESCRIBE_RESPONSE: Final = message_class("DescribeDelegationTokenResponse")
-DESCRIBED: Final = struct_class(DESCRIBE_RESPONSE, "tokens")
-DESCRIBED_RENEWER: Final = struct_class(DESCRIBE_RESPONSE, "tokens", "renewers")
+CREATE_RESPONSE: Final = CreateDelegationTokenResponse
+RENEW_RESPONSE: Final = RenewDelegationTokenResponse
+EXPIRE_RESPONSE: Final = ExpireDelegationTokenResponse
+DESCRIBE_RESPONSE: Final = DescribeDelegationTokenResponse
+DESCRIBED: Final = DescribeDelegationTokenResponse.DescribedDelegationToken
+DESCRIBED_RENEWER: Final = DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer
 
 SECRET_KEY: Final = "delegation.token.secret.key"
 SECRET_KEY_ALIAS: Final = "delegation.token.master.key"  # the pre-2.? name, still read
@@ -171,7 +181,9 @@ def _may_renew(token: DelegationToken, principal: str) -> bool:
 
 
 @register(38, 0, 3)
-def handle_create_delegation_token(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_create_delegation_token(
+    state: BrokerState, ctx: RequestContext, request: CreateDelegationTokenRequest
+) -> Any:
     requester = ctx.principal
     owner = requester
     if ctx.api_version >= 3 and request.owner_principal_name:
@@ -257,7 +269,9 @@ def _find_for_change(
 
 
 @register(39, 0, 2)
-def handle_renew_delegation_token(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_renew_delegation_token(
+    state: BrokerState, ctx: RequestContext, request: RenewDelegationTokenRequest
+) -> Any:
     if not _allow_token_requests(ctx):
         return RENEW_RESPONSE(
             error_code=int(ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED),
@@ -276,7 +290,9 @@ def handle_renew_delegation_token(state: BrokerState, ctx: RequestContext, reque
 
 
 @register(40, 0, 2)
-def handle_expire_delegation_token(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_expire_delegation_token(
+    state: BrokerState, ctx: RequestContext, request: ExpireDelegationTokenRequest
+) -> Any:
     if not _allow_token_requests(ctx):
         return EXPIRE_RESPONSE(
             error_code=int(ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED),
@@ -299,7 +315,9 @@ def handle_expire_delegation_token(state: BrokerState, ctx: RequestContext, requ
 
 
 @register(41, 0, 3)
-def handle_describe_delegation_token(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_describe_delegation_token(
+    state: BrokerState, ctx: RequestContext, request: DescribeDelegationTokenRequest
+) -> Any:
     def answer(error: ErrorCode, tokens: list[Any]) -> Any:
         return DESCRIBE_RESPONSE(error_code=int(error), tokens=tokens, throttle_time_ms=0)
 

@@ -23,12 +23,13 @@ from kwire.broker._context import RequestContext
 from kwire.broker._share_coordinator import Changes, apply, delete_state
 from kwire.broker._share_service import share_coordinator
 from kwire.broker._state import BrokerState
-from kwire.protocol import ZERO_UUID, ErrorCode, message_class, struct_class
+from kwire.protocol import ZERO_UUID, ErrorCode
+from kwire.protocol.messages import DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse
 
 __all__ = ["handle_delete_share_group_offsets"]
 
-RESPONSE: Final = message_class("DeleteShareGroupOffsetsResponse")
-TOPIC_RESULT: Final = struct_class(RESPONSE, "responses")
+RESPONSE: Final = DeleteShareGroupOffsetsResponse
+TOPIC_RESULT: Final = DeleteShareGroupOffsetsResponse.DeleteShareGroupOffsetsResponseTopic
 NOTHING_TO_DELETE: Final = "There is no offset information to delete."
 
 
@@ -42,7 +43,9 @@ def _error(error: ErrorCode, message: str | None = None) -> Any:
 
 
 @register(92, 0, 0)
-def handle_delete_share_group_offsets(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_delete_share_group_offsets(
+    state: BrokerState, ctx: RequestContext, request: DeleteShareGroupOffsetsRequest
+) -> Any:
     group_id = request.group_id
     if not authorize(state, ctx, "DELETE", GROUP, group_id):
         return _error(ErrorCode.GROUP_AUTHORIZATION_FAILED)

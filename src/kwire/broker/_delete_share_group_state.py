@@ -16,20 +16,22 @@ from kwire.broker._share_coordinator import Changes, delete_state
 from kwire.broker._share_service import share_coordinator
 from kwire.broker._share_state_requests import answer_partitions, error_result
 from kwire.broker._state import BrokerState
-from kwire.protocol import message_class, struct_class
+from kwire.protocol.messages import DeleteShareGroupStateRequest, DeleteShareGroupStateResponse
 
 __all__ = ["handle_delete_share_group_state"]
 
-RESPONSE: Final = message_class("DeleteShareGroupStateResponse")
-TOPIC_RESULT: Final = struct_class(RESPONSE, "results")
-PARTITION_RESULT: Final = struct_class(RESPONSE, "results", "partitions")
+RESPONSE: Final = DeleteShareGroupStateResponse
+TOPIC_RESULT: Final = DeleteShareGroupStateResponse.DeleteStateResult
+PARTITION_RESULT: Final = DeleteShareGroupStateResponse.PartitionResult
 
 
 _result: Final = error_result(PARTITION_RESULT)
 
 
 @register(86, 0, 0)
-def handle_delete_share_group_state(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_delete_share_group_state(
+    state: BrokerState, ctx: RequestContext, request: DeleteShareGroupStateRequest
+) -> Any:
     coordinator = share_coordinator(state)
 
     def operation(changes: Changes, key: Any, p: Any) -> Any:

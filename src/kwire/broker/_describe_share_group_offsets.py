@@ -21,14 +21,20 @@ from kwire.broker._context import RequestContext
 from kwire.broker._share_partition import RecordState
 from kwire.broker._share_service import share_coordinator
 from kwire.broker._state import BrokerState
-from kwire.protocol import ZERO_UUID, ErrorCode, message_class, struct_class
+from kwire.protocol import ZERO_UUID, ErrorCode
+from kwire.protocol.messages import (
+    DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsResponse,
+)
 
 __all__ = ["handle_describe_share_group_offsets"]
 
-RESPONSE: Final = message_class("DescribeShareGroupOffsetsResponse")
-GROUP_RESULT: Final = struct_class(RESPONSE, "groups")
-TOPIC_RESULT: Final = struct_class(RESPONSE, "groups", "topics")
-PARTITION_RESULT: Final = struct_class(RESPONSE, "groups", "topics", "partitions")
+RESPONSE: Final = DescribeShareGroupOffsetsResponse
+GROUP_RESULT: Final = DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup
+TOPIC_RESULT: Final = DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseTopic
+PARTITION_RESULT: Final = (
+    DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponsePartition
+)
 
 
 def _partition(state: BrokerState, version: int, group_id: str, topic: str, index: int) -> Any:
@@ -85,7 +91,7 @@ def _known(state: BrokerState, group_id: str) -> list[tuple[str, int]]:
 
 @register(90, 0, 1)
 def handle_describe_share_group_offsets(
-    state: BrokerState, ctx: RequestContext, request: Any
+    state: BrokerState, ctx: RequestContext, request: DescribeShareGroupOffsetsRequest
 ) -> Any:
     coordinator = share_coordinator(state)
     groups = []

@@ -34,7 +34,15 @@ from kwire.broker.group import (
     ConsumerGroup,
     group_coordinator,
 )
-from kwire.protocol import ErrorCode, message_class, struct_class
+from kwire.protocol import ErrorCode
+from kwire.protocol.messages import (
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    ListGroupsRequest,
+    ListGroupsResponse,
+)
 
 __all__ = [
     "GROUP_OPERATIONS",
@@ -52,22 +60,12 @@ NO_OPERATIONS: Final = -(2**31)
 GROUP_OPERATIONS: Final = (1 << 3) | (1 << 6) | (1 << 8)
 
 
-FIND_COORDINATOR_RESPONSE: Final = message_class("FindCoordinatorResponse")
-
-
-COORDINATOR: Final = struct_class(FIND_COORDINATOR_RESPONSE, "coordinators")
-
-
-LIST_GROUPS_RESPONSE: Final = message_class("ListGroupsResponse")
-
-
-LISTED_GROUP: Final = struct_class(LIST_GROUPS_RESPONSE, "groups")
-
-
-DELETE_GROUPS_RESPONSE: Final = message_class("DeleteGroupsResponse")
-
-
-DELETED_GROUP: Final = struct_class(DELETE_GROUPS_RESPONSE, "results")
+FIND_COORDINATOR_RESPONSE: Final = FindCoordinatorResponse
+COORDINATOR: Final = FindCoordinatorResponse.Coordinator
+LIST_GROUPS_RESPONSE: Final = ListGroupsResponse
+LISTED_GROUP: Final = ListGroupsResponse.ListedGroup
+DELETE_GROUPS_RESPONSE: Final = DeleteGroupsResponse
+DELETED_GROUP: Final = DeleteGroupsResponse.DeletableGroupResult
 
 
 GROUP_KEY: Final = 0
@@ -90,7 +88,9 @@ def _load_groups(state: BrokerState) -> None:
 
 
 @register(10, 0, 6)
-def handle_find_coordinator(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_find_coordinator(
+    state: BrokerState, ctx: RequestContext, request: FindCoordinatorRequest
+) -> Any:
     """``KafkaApis.handleFindCoordinatorRequest``: this node coordinates every group and every
     transactional id; the internal topic of a group is created on the first lookup."""
     version = ctx.api_version
@@ -154,7 +154,7 @@ def handle_find_coordinator(state: BrokerState, ctx: RequestContext, request: An
 
 
 @register(16, 0, 5)
-def handle_list_groups(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_list_groups(state: BrokerState, ctx: RequestContext, request: ListGroupsRequest) -> Any:
     version = ctx.api_version
     states = {s.lower() for s in request.states_filter} if version >= 4 else set()
     types = {t.lower() for t in request.types_filter} if version >= 5 else set()
@@ -220,7 +220,9 @@ def handle_list_groups(state: BrokerState, ctx: RequestContext, request: Any) ->
 
 
 @register(42, 0, 2)
-def handle_delete_groups(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_delete_groups(
+    state: BrokerState, ctx: RequestContext, request: DeleteGroupsRequest
+) -> Any:
     coordinator = group_coordinator(state)
     now = state.now_ms()
     results = [

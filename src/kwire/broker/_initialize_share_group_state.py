@@ -16,13 +16,16 @@ from kwire.broker._share_coordinator import Changes, initialize_state
 from kwire.broker._share_service import share_coordinator
 from kwire.broker._share_state_requests import answer_partitions, error_result
 from kwire.broker._state import BrokerState
-from kwire.protocol import message_class, struct_class
+from kwire.protocol.messages import (
+    InitializeShareGroupStateRequest,
+    InitializeShareGroupStateResponse,
+)
 
 __all__ = ["handle_initialize_share_group_state"]
 
-RESPONSE: Final = message_class("InitializeShareGroupStateResponse")
-TOPIC_RESULT: Final = struct_class(RESPONSE, "results")
-PARTITION_RESULT: Final = struct_class(RESPONSE, "results", "partitions")
+RESPONSE: Final = InitializeShareGroupStateResponse
+TOPIC_RESULT: Final = InitializeShareGroupStateResponse.InitializeStateResult
+PARTITION_RESULT: Final = InitializeShareGroupStateResponse.PartitionResult
 
 
 _result: Final = error_result(PARTITION_RESULT)
@@ -30,7 +33,7 @@ _result: Final = error_result(PARTITION_RESULT)
 
 @register(83, 0, 0)
 def handle_initialize_share_group_state(
-    state: BrokerState, ctx: RequestContext, request: Any
+    state: BrokerState, ctx: RequestContext, request: InitializeShareGroupStateRequest
 ) -> Any:
     coordinator = share_coordinator(state)
 

@@ -33,7 +33,6 @@ from kwire.log.metadata import (
     TopicImage,
     decode_metadata_record,
     encode_metadata_record,
-    metadata_record_class,
     metadata_record_json,
     metadata_record_type_name,
     new_metadata_record,
@@ -170,9 +169,6 @@ def _register_broker_record_version(level: int) -> int:
     return 1 if level >= _MV_3_3_IV3 else 0
 
 
-_record_class = metadata_record_class
-
-
 new_record = new_metadata_record
 
 
@@ -189,12 +185,6 @@ record_type_name = metadata_record_type_name
 
 
 dump_json = metadata_record_json
-
-
-def _struct(record_name: str, *path: str) -> Any:
-    from kwire.protocol import struct_class
-
-    return struct_class(_record_class(record_name), *path)
 
 
 @dataclass
@@ -404,7 +394,9 @@ def topic_records(
     leaders: Sequence[int] = (),
 ) -> list[Record]:
     """``ReplicationControlManager.createTopic``: the topic, its configs, its partitions."""
-    out: list[Record] = [(new_record("TopicRecord", name=name, topic_id=topic_id), 0)]
+    from kwire.protocol.messages import TopicRecord
+
+    out: list[Record] = [(TopicRecord(name=name, topic_id=topic_id), 0)]
     out += config_records(CONFIG_TOPIC, name, {}, configs)
     out += partition_records(node, topic_id, 0, partitions, leaders)
     return out
@@ -415,12 +407,13 @@ def partition_records(
 ) -> list[Record]:
     """PartitionRecords for partitions ``start .. end-1``: one replica each, its leader
     (``leaders[index]`` in an in-process cluster; else this node)."""
+    from kwire.protocol.messages import PartitionRecord
+
     version = _partition_record_version(node.metadata_version)
     out: list[Record] = []
     for index in range(start, end):
         leader = leaders[index] if index < len(leaders) else node.node_id
-        record = new_record(
-            "PartitionRecord",
+        record = PartitionRecord(
             partition_id=index,
             topic_id=topic_id,
             replicas=[leader],
@@ -440,8 +433,9 @@ def partition_records(
 def partition_change_record(topic_id: uuid.UUID, partition: int, leader: int) -> Record:
     """A PartitionChangeRecord moving a partition's leader (and its one replica) to ``leader``;
     replaying it bumps the leader epoch (``PartitionChangeBuilder``)."""
-    record = new_record(
-        "PartitionChangeRecord",
+    from kwire.protocol.messages import PartitionChangeRecord
+
+    record = PartitionChangeRecord(
         partition_id=partition,
         topic_id=topic_id,
         leader=leader,
@@ -452,13 +446,17 @@ def partition_change_record(topic_id: uuid.UUID, partition: int, leader: int) ->
 
 
 def remove_topic_records(topic_id: uuid.UUID) -> list[Record]:
-    return [(new_record("RemoveTopicRecord", topic_id=topic_id), 0)]
+    from kwire.protocol.messages import RemoveTopicRecord
+
+    return [(RemoveTopicRecord(topic_id=topic_id), 0)]
 
 
 def config_records(
     resource_type: int, resource_name: str, old: Mapping[str, str], new: Mapping[str, str]
 ) -> list[Record]:
     """ConfigRecords taking ``old`` overrides to ``new`` (a null value deletes one)."""
+    from kwire.protocol.messages import ConfigRecord
+
     out: list[Record] = []
     for name in sorted(set(old) | set(new)):
         value = new.get(name)
@@ -466,8 +464,7 @@ def config_records(
             continue
         out.append(
             (
-                new_record(
-                    "ConfigRecord",
+                ConfigRecord(
                     resource_type=resource_type,
                     resource_name=resource_name,
                     name=name,
@@ -482,9 +479,10 @@ def config_records(
 def producer_ids_record(broker_id: int, broker_epoch: int, next_producer_id: int) -> Record:
     """``ProducerIdControlManager.generateNextProducerId``: the block below ``next_producer_id``
     is handed out."""
+    from kwire.protocol.messages import ProducerIdsRecord
+
     return (
-        new_record(
-            "ProducerIdsRecord",
+        ProducerIdsRecord(
             broker_id=broker_id,
             broker_epoch=broker_epoch,
             next_producer_id=next_producer_id,
@@ -499,13 +497,15 @@ ScramChange = tuple[str, int, ScramCredential | None]  # (user, mechanism id, No
 def scram_records(changes: Iterable[ScramChange]) -> list[Record]:
     """``ScramControlManager.alterCredentials``: an upsertion is a UserScramCredentialRecord, a
     deletion (``None``) a RemoveUserScramCredentialRecord."""
+    from kwire.protocol.messages import RemoveUserScramCredentialRecord, UserScramCredentialRecord
+
     out: list[Record] = []
     for user, mechanism, credential in changes:
+        record: RemoveUserScramCredentialRecord | UserScramCredentialRecord
         if credential is None:
-            record = new_record("RemoveUserScramCredentialRecord", name=user, mechanism=mechanism)
+            record = RemoveUserScramCredentialRecord(name=user, mechanism=mechanism)
         else:
-            record = new_record(
-                "UserScramCredentialRecord",
+            record = UserScramCredentialRecord(
                 name=user,
                 mechanism=mechanism,
                 salt=credential.salt,
@@ -519,8 +519,9 @@ def scram_records(changes: Iterable[ScramChange]) -> list[Record]:
 
 def delegation_token_record(token: DelegationToken) -> Record:
     """``DelegationTokenData.toRecord``: a new token, or a renewed or shortened one."""
-    return new_record(
-        "DelegationTokenRecord",
+    from kwire.protocol.messages import DelegationTokenRecord
+
+    return DelegationTokenRecord(
         owner=token.owner,
         requester=token.requester,
         renewers=list(token.renewers),
@@ -532,12 +533,16 @@ def delegation_token_record(token: DelegationToken) -> Record:
 
 
 def remove_delegation_token_record(token_id: str) -> Record:
-    return new_record("RemoveDelegationTokenRecord", token_id=token_id), 0
+    from kwire.protocol.messages import RemoveDelegationTokenRecord
+
+    return RemoveDelegationTokenRecord(token_id=token_id), 0
 
 
 def acl_record(acl_id: uuid.UUID, acl: StandardAcl) -> Record:
     """``StandardAclWithId.toRecord``."""
-    return new_record("AccessControlEntryRecord", id=acl_id, **acl.fields()), 0
+    from kwire.protocol.messages import AccessControlEntryRecord
+
+    return AccessControlEntryRecord(id=acl_id, **acl.fields()), 0
 
 
 def create_acl_records(image: MetadataImage, acls: Iterable[StandardAcl]) -> list[Record]:
@@ -561,10 +566,9 @@ def create_acl_records(image: MetadataImage, acls: Iterable[StandardAcl]) -> lis
 
 def delete_acl_records(acl_ids: Iterable[uuid.UUID]) -> list[Record]:
     """``AclControlManager.deleteAcls``: a RemoveAccessControlEntryRecord per id (each once)."""
-    return [
-        (new_record("RemoveAccessControlEntryRecord", id=acl_id), 0)
-        for acl_id in dict.fromkeys(acl_ids)
-    ]
+    from kwire.protocol.messages import RemoveAccessControlEntryRecord
+
+    return [(RemoveAccessControlEntryRecord(id=acl_id), 0) for acl_id in dict.fromkeys(acl_ids)]
 
 
 def scram_json_records(doc: Any, image: MetadataImage) -> list[Record]:
@@ -596,8 +600,10 @@ def acl_json_records(doc: Any, image: MetadataImage) -> list[Record]:
 def feature_level_records(levels: Mapping[str, int]) -> list[Record]:
     """One ``FeatureLevelRecord`` per feature (``FeatureControlManager``: level 0 removes a
     feature other than metadata.version from the finalized set)."""
+    from kwire.protocol.messages import FeatureLevelRecord
+
     return [
-        (new_record("FeatureLevelRecord", name=name, feature_level=level), 0)
+        (FeatureLevelRecord(name=name, feature_level=level), 0)
         for name, level in sorted(levels.items())
     ]
 
@@ -617,15 +623,21 @@ def activation_records(
     metadata_version: int, features: Mapping[str, int] | None = None
 ) -> list[Record]:
     """``ActivationRecordsGenerator.recordsForEmptyLog`` for a KRaft cluster (no ZK migration)."""
+    from kwire.protocol.messages import (
+        BeginTransactionRecord,
+        EndTransactionRecord,
+        ZkMigrationStateRecord,
+    )
+
     out: list[Record] = []
     transactions = metadata_version >= _MV_3_6_IV1
     if transactions:
-        out.append((new_record("BeginTransactionRecord", name="Bootstrap records"), 0))
+        out.append((BeginTransactionRecord(name="Bootstrap records"), 0))
     out += bootstrap_records(metadata_version, features)
     if metadata_version >= _MV_3_4_IV0:
-        out.append((new_record("ZkMigrationStateRecord", zk_migration_state=0), 0))
+        out.append((ZkMigrationStateRecord(zk_migration_state=0), 0))
     if transactions:
-        out.append((new_record("EndTransactionRecord"), 0))
+        out.append((EndTransactionRecord(), 0))
     return out
 
 
@@ -641,23 +653,24 @@ def register_broker_records(
     """The broker's registration (``ClusterControlManager.registerBroker``), then its unfencing;
     ``endpoints`` (listener name, host, port, security protocol id), by default PLAINTEXT on the
     node's host and port."""
+    from kwire.protocol.messages import RegisterBrokerRecord, UnfenceBrokerRecord
+
     version = _register_broker_record_version(node.metadata_version)
     if endpoints is None:
         endpoints = [("PLAINTEXT", node.host, node.port, 0)]
-    endpoint = _struct("RegisterBrokerRecord", "end_points")
-    feature = _struct("RegisterBrokerRecord", "features")
-    register = new_record(
-        "RegisterBrokerRecord",
+    register = RegisterBrokerRecord(
         broker_id=node.node_id,
         is_migrating_zk_broker=False,
         incarnation_id=uuid.uuid4(),
         broker_epoch=broker_epoch,
         end_points=[
-            endpoint(name=name, host=host, port=port, security_protocol=protocol)
+            RegisterBrokerRecord.BrokerEndpoint(
+                name=name, host=host, port=port, security_protocol=protocol
+            )
             for name, host, port, protocol in endpoints
         ],
         features=[
-            feature(
+            RegisterBrokerRecord.BrokerFeature(
                 name=METADATA_VERSION_FEATURE,
                 min_supported_version=1,
                 max_supported_version=node.metadata_version,
@@ -668,13 +681,15 @@ def register_broker_records(
         in_controlled_shutdown=False,
         log_dirs=[node.directory_id] if version >= 3 else [],
     )
-    unfence = new_record("UnfenceBrokerRecord", id=node.node_id, epoch=broker_epoch)
+    unfence = UnfenceBrokerRecord(id=node.node_id, epoch=broker_epoch)
     return [(register, version), (unfence, 0)]
 
 
 def fence_broker_record(broker_id: int, broker_epoch: int) -> Record:
     """A broker gone (``ClusterControlManager`` fencing it after its shutdown)."""
-    return new_record("FenceBrokerRecord", id=broker_id, epoch=broker_epoch), 0
+    from kwire.protocol.messages import FenceBrokerRecord
+
+    return FenceBrokerRecord(id=broker_id, epoch=broker_epoch), 0
 
 
 @dataclass(frozen=True)

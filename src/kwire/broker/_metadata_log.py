@@ -48,7 +48,6 @@ from kwire.broker._metadata_image import (
     MetadataImage,
     NodeInfo,
     Record,
-    _struct,
     acl_json_records,
     activation_records,
     bootstrap_records,
@@ -295,7 +294,9 @@ class MetadataLog:
                     yield decode_record(record.value)
 
     def _leader_change(self, now_ms: int) -> None:
-        voter = _struct("LeaderChangeMessage", "voters")
+        from kwire.protocol.messages import LeaderChangeMessage
+
+        voter = LeaderChangeMessage.Voter
         value = new_record(
             "LeaderChangeMessage",
             version=0,

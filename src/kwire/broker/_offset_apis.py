@@ -34,7 +34,17 @@ from kwire.broker.group import (
     OffsetAndMetadata,
     group_coordinator,
 )
-from kwire.protocol import ZERO_UUID, ErrorCode, message_class, struct_class
+from kwire.protocol import ZERO_UUID, ErrorCode
+from kwire.protocol.messages import (
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
+)
 
 __all__ = [
     "handle_offset_commit",
@@ -44,49 +54,21 @@ __all__ = [
 ]
 
 
-COMMIT_RESPONSE: Final = message_class("OffsetCommitResponse")
-
-
-COMMIT_TOPIC: Final = struct_class(COMMIT_RESPONSE, "topics")
-
-
-COMMIT_PARTITION: Final = struct_class(COMMIT_RESPONSE, "topics", "partitions")
-
-
-FETCH_RESPONSE: Final = message_class("OffsetFetchResponse")
-
-
-FETCH_TOPIC: Final = struct_class(FETCH_RESPONSE, "topics")
-
-
-FETCH_PARTITION: Final = struct_class(FETCH_RESPONSE, "topics", "partitions")
-
-
-FETCH_GROUP: Final = struct_class(FETCH_RESPONSE, "groups")
-
-
-FETCH_GROUP_TOPIC: Final = struct_class(FETCH_RESPONSE, "groups", "topics")
-
-
-FETCH_GROUP_PARTITION: Final = struct_class(FETCH_RESPONSE, "groups", "topics", "partitions")
-
-
-DELETE_OFFSETS_RESPONSE: Final = message_class("OffsetDeleteResponse")
-
-
-DELETE_OFFSETS_TOPIC: Final = struct_class(DELETE_OFFSETS_RESPONSE, "topics")
-
-
-DELETE_OFFSETS_PARTITION: Final = struct_class(DELETE_OFFSETS_RESPONSE, "topics", "partitions")
-
-
-TXN_COMMIT_RESPONSE: Final = message_class("TxnOffsetCommitResponse")
-
-
-TXN_COMMIT_TOPIC: Final = struct_class(TXN_COMMIT_RESPONSE, "topics")
-
-
-TXN_COMMIT_PARTITION: Final = struct_class(TXN_COMMIT_RESPONSE, "topics", "partitions")
+COMMIT_RESPONSE: Final = OffsetCommitResponse
+COMMIT_TOPIC: Final = OffsetCommitResponse.OffsetCommitResponseTopic
+COMMIT_PARTITION: Final = OffsetCommitResponse.OffsetCommitResponsePartition
+FETCH_RESPONSE: Final = OffsetFetchResponse
+FETCH_TOPIC: Final = OffsetFetchResponse.OffsetFetchResponseTopic
+FETCH_PARTITION: Final = OffsetFetchResponse.OffsetFetchResponsePartition
+FETCH_GROUP: Final = OffsetFetchResponse.OffsetFetchResponseGroup
+FETCH_GROUP_TOPIC: Final = OffsetFetchResponse.OffsetFetchResponseTopics
+FETCH_GROUP_PARTITION: Final = OffsetFetchResponse.OffsetFetchResponsePartitions
+DELETE_OFFSETS_RESPONSE: Final = OffsetDeleteResponse
+DELETE_OFFSETS_TOPIC: Final = OffsetDeleteResponse.OffsetDeleteResponseTopic
+DELETE_OFFSETS_PARTITION: Final = OffsetDeleteResponse.OffsetDeleteResponsePartition
+TXN_COMMIT_RESPONSE: Final = TxnOffsetCommitResponse
+TXN_COMMIT_TOPIC: Final = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
+TXN_COMMIT_PARTITION: Final = TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition
 
 
 def _topic_error(
@@ -161,7 +143,9 @@ def _partition_error(
 
 
 @register(8, 0, 10)
-def handle_offset_commit(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_offset_commit(
+    state: BrokerState, ctx: RequestContext, request: OffsetCommitRequest
+) -> Any:
     """``KafkaApis.handleOffsetCommitRequest`` + ``OffsetMetadataManager.commitOffset``."""
     version = ctx.api_version
     coordinator = group_coordinator(state)
@@ -226,7 +210,9 @@ def handle_offset_commit(state: BrokerState, ctx: RequestContext, request: Any) 
 
 
 @register(28, 0, 5)
-def handle_txn_offset_commit(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_txn_offset_commit(
+    state: BrokerState, ctx: RequestContext, request: TxnOffsetCommitRequest
+) -> Any:
     """``OffsetMetadataManager.commitTransactionalOffset``: staged until the marker."""
     version = ctx.api_version
     coordinator = group_coordinator(state)
@@ -340,7 +326,9 @@ def _fetch_group(
 
 
 @register(9, 0, 10)
-def handle_offset_fetch(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_offset_fetch(
+    state: BrokerState, ctx: RequestContext, request: OffsetFetchRequest
+) -> Any:
     """``KafkaApis.handleOffsetFetchRequest``: one group up to v7, a batch of groups from v8."""
     version = ctx.api_version
     coordinator = group_coordinator(state)
@@ -355,7 +343,7 @@ def handle_offset_fetch(state: BrokerState, ctx: RequestContext, request: Any) -
         found = _fetch_group(state, coordinator, request.group_id, topics, False, stable, ctx)
         out_topics = [
             FETCH_TOPIC(
-                name=name,
+                name=name or "",  # None only for a topic asked by id (v10+)
                 partitions=_committed_partitions(FETCH_PARTITION, rows),
             )
             for name, _, rows in found
@@ -380,7 +368,7 @@ def handle_offset_fetch(state: BrokerState, ctx: RequestContext, request: Any) -
                 error_code=0,
                 topics=[
                     FETCH_GROUP_TOPIC(
-                        name=name if version < 10 else "",
+                        name=name if version < 10 and name is not None else "",
                         topic_id=topic_id if version >= 10 else ZERO_UUID,
                         partitions=_committed_partitions(FETCH_GROUP_PARTITION, rows),
                     )
@@ -392,7 +380,9 @@ def handle_offset_fetch(state: BrokerState, ctx: RequestContext, request: Any) -
 
 
 @register(47, 0, 0)
-def handle_offset_delete(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_offset_delete(
+    state: BrokerState, ctx: RequestContext, request: OffsetDeleteRequest
+) -> Any:
     coordinator = group_coordinator(state)
     wanted: list[tuple[str, int]] = []
     unknown: set[tuple[str, int]] = set()

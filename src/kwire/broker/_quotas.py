@@ -39,7 +39,7 @@ from kwire.broker._acl import CLUSTER, CLUSTER_NAME, authorize
 from kwire.broker._apis import on_startup, register
 from kwire.broker._context import RequestContext
 from kwire.broker._state import BrokerState
-from kwire.protocol import ErrorCode, message_class, struct_class
+from kwire.protocol import ErrorCode
 from kwire.protocol.messages import (
     AlterClientQuotasRequest,
     AlterClientQuotasResponse,
@@ -330,12 +330,11 @@ def client_quotas(state: BrokerState) -> ClientQuotas:
 
 
 def _quota_record(ent: Entity, key: str, value: float | None) -> tuple[Any, int]:
-    from kwire.broker._metadata_image import new_record
+    from kwire.protocol.messages import ClientQuotaRecord
 
-    data = struct_class(message_class("ClientQuotaRecord"), "entity")
+    data = ClientQuotaRecord.EntityData
     return (
-        new_record(
-            "ClientQuotaRecord",
+        ClientQuotaRecord(
             entity=[data(entity_type=t, entity_name=n) for t, n in ent],
             key=key,
             value=0.0 if value is None else value,

@@ -23,12 +23,18 @@ from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
 from kwire.broker._state import BrokerState
 from kwire.broker._update_features import KRAFT_VERSION
-from kwire.protocol import ZERO_UUID, ErrorCode, message_class
+from kwire.protocol import ZERO_UUID, ErrorCode
+from kwire.protocol.messages import (
+    AddRaftVoterRequest,
+    AddRaftVoterResponse,
+    RemoveRaftVoterRequest,
+    RemoveRaftVoterResponse,
+)
 
 __all__ = ["handle_add_raft_voter", "handle_remove_raft_voter"]
 
-ADD_RESPONSE: Final = message_class("AddRaftVoterResponse")
-REMOVE_RESPONSE: Final = message_class("RemoveRaftVoterResponse")
+ADD_RESPONSE: Final = AddRaftVoterResponse
+REMOVE_RESPONSE: Final = RemoveRaftVoterResponse
 
 #: The finalized ``kraft.version`` of a static quorum (KIP-853: 1 allows reconfiguration).
 STATIC_QUORUM_KRAFT_VERSION: Final = 0
@@ -70,12 +76,16 @@ def _default_listener(state: BrokerState) -> str:
 
 
 @register(80, 0, 1)
-def handle_add_raft_voter(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_add_raft_voter(
+    state: BrokerState, ctx: RequestContext, request: AddRaftVoterRequest
+) -> Any:
     error, message = _refusal(state, ctx, request, "adding")
     return ADD_RESPONSE(error_code=int(error), error_message=message)
 
 
 @register(81, 0, 0)
-def handle_remove_raft_voter(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_remove_raft_voter(
+    state: BrokerState, ctx: RequestContext, request: RemoveRaftVoterRequest
+) -> Any:
     error, message = _refusal(state, ctx, request, "removing")
     return REMOVE_RESPONSE(error_code=int(error), error_message=message)

@@ -16,14 +16,14 @@ from kwire.broker._share_coordinator import Changes, StateError, read_state
 from kwire.broker._share_service import share_coordinator
 from kwire.broker._share_state_requests import answer_partitions
 from kwire.broker._state import BrokerState
-from kwire.protocol import message_class, struct_class
+from kwire.protocol.messages import ReadShareGroupStateRequest, ReadShareGroupStateResponse
 
 __all__ = ["handle_read_share_group_state"]
 
-RESPONSE: Final = message_class("ReadShareGroupStateResponse")
-TOPIC_RESULT: Final = struct_class(RESPONSE, "results")
-PARTITION_RESULT: Final = struct_class(RESPONSE, "results", "partitions")
-STATE_BATCH: Final = struct_class(RESPONSE, "results", "partitions", "state_batches")
+RESPONSE: Final = ReadShareGroupStateResponse
+TOPIC_RESULT: Final = ReadShareGroupStateResponse.ReadStateResult
+PARTITION_RESULT: Final = ReadShareGroupStateResponse.PartitionResult
+STATE_BATCH: Final = ReadShareGroupStateResponse.StateBatch
 
 
 def _failed(partition: int, problem: StateError) -> Any:
@@ -38,7 +38,9 @@ def _failed(partition: int, problem: StateError) -> Any:
 
 
 @register(84, 0, 0)
-def handle_read_share_group_state(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_read_share_group_state(
+    state: BrokerState, ctx: RequestContext, request: ReadShareGroupStateRequest
+) -> Any:
     coordinator = share_coordinator(state)
 
     def operation(changes: Changes, key: Any, p: Any) -> Any:

@@ -17,13 +17,16 @@ from kwire.broker._share_coordinator import Changes, StateError, read_state_summ
 from kwire.broker._share_service import share_coordinator
 from kwire.broker._share_state_requests import answer_partitions
 from kwire.broker._state import BrokerState
-from kwire.protocol import message_class, struct_class
+from kwire.protocol.messages import (
+    ReadShareGroupStateSummaryRequest,
+    ReadShareGroupStateSummaryResponse,
+)
 
 __all__ = ["handle_read_share_group_state_summary"]
 
-RESPONSE: Final = message_class("ReadShareGroupStateSummaryResponse")
-TOPIC_RESULT: Final = struct_class(RESPONSE, "results")
-PARTITION_RESULT: Final = struct_class(RESPONSE, "results", "partitions")
+RESPONSE: Final = ReadShareGroupStateSummaryResponse
+TOPIC_RESULT: Final = ReadShareGroupStateSummaryResponse.ReadStateSummaryResult
+PARTITION_RESULT: Final = ReadShareGroupStateSummaryResponse.PartitionResult
 
 
 def _failed(partition: int, problem: StateError) -> Any:
@@ -40,7 +43,7 @@ def _failed(partition: int, problem: StateError) -> Any:
 
 @register(87, 0, 1)
 def handle_read_share_group_state_summary(
-    state: BrokerState, ctx: RequestContext, request: Any
+    state: BrokerState, ctx: RequestContext, request: ReadShareGroupStateSummaryRequest
 ) -> Any:
     coordinator = share_coordinator(state)
 

@@ -59,9 +59,9 @@ from kwire.protocol import (
     FrameReader,
     KafkaMessage,
     decode_request_frame,
-    message_class,
     response_header_version,
 )
+from kwire.protocol.messages import ResponseHeader
 
 if TYPE_CHECKING:
     from kwire.broker._sasl import SaslAuthenticator, SaslStep
@@ -75,7 +75,7 @@ _HEAD: Final = struct.Struct(">hhi")  # api key, api version, correlation id
 API_VERSIONS: Final = 18
 #: Decompressed bytes of a request's records validated on the loop rather than the worker pool.
 INLINE_VALIDATION_BYTES: Final = 1 << 17
-_RESPONSE_HEADER = message_class("ResponseHeader")
+_RESPONSE_HEADER: Final = ResponseHeader
 
 
 def encode_response_pieces(

@@ -20,14 +20,15 @@ from kwire.broker._routing import serving_node
 from kwire.broker._share_group import FINAL_EPOCH, INITIAL_EPOCH
 from kwire.broker._share_service import acknowledge, flush_share_state, share_coordinator
 from kwire.broker._state import BrokerState
-from kwire.protocol import ErrorCode, message_class, struct_class
+from kwire.protocol import ErrorCode
+from kwire.protocol.messages import ShareAcknowledgeRequest, ShareAcknowledgeResponse
 
 __all__ = ["handle_share_acknowledge"]
 
-RESPONSE: Final = message_class("ShareAcknowledgeResponse")
-TOPIC_RESPONSE: Final = struct_class(RESPONSE, "responses")
-PARTITION: Final = struct_class(RESPONSE, "responses", "partitions")
-LEADER: Final = struct_class(RESPONSE, "responses", "partitions", "current_leader")
+RESPONSE: Final = ShareAcknowledgeResponse
+TOPIC_RESPONSE: Final = ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse
+PARTITION: Final = ShareAcknowledgeResponse.PartitionData
+LEADER: Final = ShareAcknowledgeResponse.LeaderIdAndEpoch
 
 
 def _error_response(error: ErrorCode, message: str | None = None) -> Any:
@@ -42,7 +43,9 @@ def _error_response(error: ErrorCode, message: str | None = None) -> Any:
 
 
 @register(79, 1, 2)
-def handle_share_acknowledge(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_share_acknowledge(
+    state: BrokerState, ctx: RequestContext, request: ShareAcknowledgeRequest
+) -> Any:
     group_id = request.group_id
     if not group_id or not request.member_id:
         return _error_response(ErrorCode.INVALID_REQUEST, "GroupId and MemberId are required.")

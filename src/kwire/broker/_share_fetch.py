@@ -38,17 +38,18 @@ from kwire.broker._share_service import (
 )
 from kwire.broker._state import BrokerState
 from kwire.log import OffsetOutOfRangeError
-from kwire.protocol import ErrorCode, message_class, struct_class
+from kwire.protocol import ErrorCode
+from kwire.protocol.messages import ShareFetchRequest, ShareFetchResponse
 from kwire.records import read_batches
 
 __all__ = ["handle_share_fetch"]
 
-RESPONSE: Final = message_class("ShareFetchResponse")
-TOPIC_RESPONSE: Final = struct_class(RESPONSE, "responses")
-PARTITION: Final = struct_class(RESPONSE, "responses", "partitions")
-LEADER: Final = struct_class(RESPONSE, "responses", "partitions", "current_leader")
-ACQUIRED: Final = struct_class(RESPONSE, "responses", "partitions", "acquired_records")
-NODE_ENDPOINT: Final = struct_class(RESPONSE, "node_endpoints")
+RESPONSE: Final = ShareFetchResponse
+TOPIC_RESPONSE: Final = ShareFetchResponse.ShareFetchableTopicResponse
+PARTITION: Final = ShareFetchResponse.PartitionData
+LEADER: Final = ShareFetchResponse.LeaderIdAndEpoch
+ACQUIRED: Final = ShareFetchResponse.AcquiredRecords
+NODE_ENDPOINT: Final = ShareFetchResponse.NodeEndpoint
 
 RECORD_LIMIT: Final = 1  # ShareAcquireMode
 DEFAULT_MAX_RECORDS: Final = 500  # v0 has no MaxRecords (the client's max.poll.records default)
@@ -74,7 +75,7 @@ class _Fetch:
         self,
         state: BrokerState,
         ctx: RequestContext,
-        request: Any,
+        request: ShareFetchRequest,
         coordinator: ShareCoordinator,
         session: ShareSession,
         acks: dict[Key, ErrorCode],
@@ -241,7 +242,7 @@ class _Fetch:
 
 
 @register(78, 1, 2)
-def handle_share_fetch(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_share_fetch(state: BrokerState, ctx: RequestContext, request: ShareFetchRequest) -> Any:
     group_id = request.group_id
     if not group_id or not request.member_id:
         return _error_response(ErrorCode.INVALID_REQUEST, "GroupId and MemberId are required.")

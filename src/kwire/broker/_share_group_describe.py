@@ -16,17 +16,16 @@ from kwire.broker._context import RequestContext
 from kwire.broker._share_group import Assignment
 from kwire.broker._share_service import share_coordinator
 from kwire.broker._state import BrokerState
-from kwire.protocol import ErrorCode, message_class, struct_class
+from kwire.protocol import ErrorCode
+from kwire.protocol.messages import ShareGroupDescribeRequest, ShareGroupDescribeResponse
 
 __all__ = ["handle_share_group_describe"]
 
-RESPONSE: Final = message_class("ShareGroupDescribeResponse")
-DESCRIBED: Final = struct_class(RESPONSE, "groups")
-MEMBER: Final = struct_class(RESPONSE, "groups", "members")
-ASSIGNMENT: Final = struct_class(RESPONSE, "groups", "members", "assignment")
-TOPIC_PARTITIONS: Final = struct_class(
-    RESPONSE, "groups", "members", "assignment", "topic_partitions"
-)
+RESPONSE: Final = ShareGroupDescribeResponse
+DESCRIBED: Final = ShareGroupDescribeResponse.DescribedGroup
+MEMBER: Final = ShareGroupDescribeResponse.Member
+ASSIGNMENT: Final = ShareGroupDescribeResponse.Assignment
+TOPIC_PARTITIONS: Final = ShareGroupDescribeResponse.TopicPartitions
 NO_OPERATIONS: Final = -(2**31)
 ASSIGNOR: Final = "simple"
 
@@ -58,7 +57,9 @@ def _missing(group_id: str, error: ErrorCode, message: str | None) -> Any:
 
 
 @register(77, 1, 1)
-def handle_share_group_describe(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_share_group_describe(
+    state: BrokerState, ctx: RequestContext, request: ShareGroupDescribeRequest
+) -> Any:
     coordinator = share_coordinator(state)
     groups = []
     for group_id in request.group_ids:

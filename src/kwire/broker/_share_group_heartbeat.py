@@ -17,13 +17,14 @@ from kwire.broker._context import RequestContext
 from kwire.broker._share_service import client_host, share_coordinator, topic_metadata
 from kwire.broker._state import BrokerState
 from kwire.broker.group import DEAD
-from kwire.protocol import ErrorCode, message_class, struct_class
+from kwire.protocol import ErrorCode
+from kwire.protocol.messages import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
 
 __all__ = ["handle_share_group_heartbeat", "other_kind"]
 
-RESPONSE: Final = message_class("ShareGroupHeartbeatResponse")
-ASSIGNMENT: Final = struct_class(RESPONSE, "assignment")
-TOPIC_PARTITIONS: Final = struct_class(RESPONSE, "assignment", "topic_partitions")
+RESPONSE: Final = ShareGroupHeartbeatResponse
+ASSIGNMENT: Final = ShareGroupHeartbeatResponse.Assignment
+TOPIC_PARTITIONS: Final = ShareGroupHeartbeatResponse.TopicPartitions
 
 
 def _error(error: ErrorCode, message: str | None = None) -> Any:
@@ -51,7 +52,9 @@ def other_kind(state: BrokerState, group_id: str) -> bool:
 
 
 @register(76, 1, 1)
-def handle_share_group_heartbeat(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_share_group_heartbeat(
+    state: BrokerState, ctx: RequestContext, request: ShareGroupHeartbeatRequest
+) -> Any:
     if not authorize(state, ctx, "READ", GROUP, request.group_id):
         return _error(ErrorCode.GROUP_AUTHORIZATION_FAILED)
     if other_kind(state, request.group_id):

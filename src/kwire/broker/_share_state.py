@@ -25,7 +25,12 @@ from typing import Final
 from kwire._wire import uuid_text
 from kwire.broker._share_partition import InFlight, RecordState, SharePartition
 from kwire.log.internal_topics import SHARE_GROUP_STATE, read_version, versioned
-from kwire.protocol import message_class, struct_class
+from kwire.protocol.messages import (
+    ShareSnapshotKey,
+    ShareSnapshotValue,
+    ShareUpdateKey,
+    ShareUpdateValue,
+)
 
 __all__ = [
     "STATE_TOPIC",
@@ -43,11 +48,11 @@ STATE_TOPIC: Final = SHARE_GROUP_STATE
 SNAPSHOT: Final = 0  # key version = record type (ShareSnapshotKey)
 UPDATE: Final = 1  # ShareUpdateKey
 
-SNAPSHOT_KEY: Final = message_class("ShareSnapshotKey")
-SNAPSHOT_VALUE: Final = message_class("ShareSnapshotValue")
-SNAPSHOT_BATCH: Final = struct_class(SNAPSHOT_VALUE, "state_batches")
-UPDATE_KEY: Final = message_class("ShareUpdateKey")
-UPDATE_VALUE: Final = message_class("ShareUpdateValue")
+SNAPSHOT_KEY: Final = ShareSnapshotKey
+SNAPSHOT_VALUE: Final = ShareSnapshotValue
+SNAPSHOT_BATCH: Final = ShareSnapshotValue.StateBatch
+UPDATE_KEY: Final = ShareUpdateKey
+UPDATE_VALUE: Final = ShareUpdateValue
 
 Key = tuple[str, uuid.UUID, int]
 #: (first offset, last offset, delivery state, delivery count)

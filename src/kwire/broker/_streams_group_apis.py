@@ -29,7 +29,13 @@ from kwire.broker.group import group_coordinator
 from kwire.broker.group._streams import GROUP_ID_NOT_FOUND, StreamsGroups
 from kwire.broker.group._streams_group import StreamsMember, TaskSet
 from kwire.broker.group._streams_topology import TopicInfo
-from kwire.protocol import ErrorCode, message_class, struct_class
+from kwire.protocol import ErrorCode
+from kwire.protocol.messages import (
+    StreamsGroupDescribeRequest,
+    StreamsGroupDescribeResponse,
+    StreamsGroupHeartbeatRequest,
+    StreamsGroupHeartbeatResponse,
+)
 
 __all__ = [
     "STREAMS_VERSION",
@@ -41,29 +47,20 @@ __all__ = [
 
 STREAMS_VERSION: Final = "streams.version"
 
-HB_RESPONSE: Final = message_class("StreamsGroupHeartbeatResponse")
-HB_TASKS: Final = struct_class(HB_RESPONSE, "active_tasks")
-HB_STATUS: Final = struct_class(HB_RESPONSE, "status")
-DESCRIBE_RESPONSE: Final = message_class("StreamsGroupDescribeResponse")
-D_GROUP: Final = struct_class(DESCRIBE_RESPONSE, "groups")
-D_TOPOLOGY: Final = struct_class(DESCRIBE_RESPONSE, "groups", "topology")
-D_SUB: Final = struct_class(DESCRIBE_RESPONSE, "groups", "topology", "subtopologies")
-D_INFO: Final = struct_class(
-    DESCRIBE_RESPONSE, "groups", "topology", "subtopologies", "state_changelog_topics"
-)
-D_CONFIG: Final = struct_class(
-    DESCRIBE_RESPONSE,
-    "groups",
-    "topology",
-    "subtopologies",
-    "state_changelog_topics",
-    "topic_configs",
-)
-D_MEMBER: Final = struct_class(DESCRIBE_RESPONSE, "groups", "members")
-D_ENDPOINT: Final = struct_class(DESCRIBE_RESPONSE, "groups", "members", "user_endpoint")
-D_TAG: Final = struct_class(DESCRIBE_RESPONSE, "groups", "members", "client_tags")
-D_ASSIGNMENT: Final = struct_class(DESCRIBE_RESPONSE, "groups", "members", "assignment")
-D_TASKS: Final = struct_class(DESCRIBE_RESPONSE, "groups", "members", "assignment", "active_tasks")
+HB_RESPONSE: Final = StreamsGroupHeartbeatResponse
+HB_TASKS: Final = StreamsGroupHeartbeatResponse.TaskIds
+HB_STATUS: Final = StreamsGroupHeartbeatResponse.Status
+DESCRIBE_RESPONSE: Final = StreamsGroupDescribeResponse
+D_GROUP: Final = StreamsGroupDescribeResponse.DescribedGroup
+D_TOPOLOGY: Final = StreamsGroupDescribeResponse.Topology
+D_SUB: Final = StreamsGroupDescribeResponse.Subtopology
+D_INFO: Final = StreamsGroupDescribeResponse.TopicInfo
+D_CONFIG: Final = StreamsGroupDescribeResponse.KeyValue
+D_MEMBER: Final = StreamsGroupDescribeResponse.Member
+D_ENDPOINT: Final = StreamsGroupDescribeResponse.Endpoint
+D_TAG: Final = StreamsGroupDescribeResponse.KeyValue
+D_ASSIGNMENT: Final = StreamsGroupDescribeResponse.Assignment
+D_TASKS: Final = StreamsGroupDescribeResponse.TaskIds
 NO_OPERATIONS: Final = -(2**31)
 
 
@@ -112,7 +109,9 @@ def _create_internal(state: BrokerState, topics: tuple[TopicInfo, ...]) -> None:
 
 
 @register(88, 0, 0)
-def handle_streams_group_heartbeat(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_streams_group_heartbeat(
+    state: BrokerState, ctx: RequestContext, request: StreamsGroupHeartbeatRequest
+) -> Any:
     if not authorize(state, ctx, "READ", GROUP, request.group_id):
         return _hb_error(int(ErrorCode.GROUP_AUTHORIZATION_FAILED))
     if share_group_exists(state, request.group_id):  # one id space with share groups
@@ -196,7 +195,9 @@ def _info(rows: tuple[TopicInfo, ...], sizes: dict[str, int]) -> list[Any]:
 
 
 @register(89, 0, 0)
-def handle_streams_group_describe(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_streams_group_describe(
+    state: BrokerState, ctx: RequestContext, request: StreamsGroupDescribeRequest
+) -> Any:
     """``GroupMetadataManager.streamsGroupDescribe`` / ``StreamsGroup.asDescribedGroup``."""
     groups = streams_groups(state)
     now = state.now_ms()

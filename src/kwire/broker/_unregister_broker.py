@@ -19,16 +19,20 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from kwire.broker import _metadata_image as mimage
 from kwire.broker._acl import CLUSTER, CLUSTER_NAME, authorize
 from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
 from kwire.broker._state import BrokerState
-from kwire.protocol import ErrorCode, message_class
+from kwire.protocol import ErrorCode
+from kwire.protocol.messages import (
+    UnregisterBrokerRecord,
+    UnregisterBrokerRequest,
+    UnregisterBrokerResponse,
+)
 
 __all__ = ["handle_unregister_broker", "unregister_broker"]
 
-RESPONSE: Final = message_class("UnregisterBrokerResponse")
+RESPONSE: Final = UnregisterBrokerResponse
 
 
 def unregister_broker(state: BrokerState, broker_id: int) -> ErrorCode:
@@ -44,9 +48,7 @@ def unregister_broker(state: BrokerState, broker_id: int) -> ErrorCode:
             target = state.place_leader(exclude=broker_id)
             if target != -1:
                 state.move_leader(partition, target)
-    record = mimage.new_record(
-        "UnregisterBrokerRecord", broker_id=broker_id, broker_epoch=registration.broker_epoch
-    )
+    record = UnregisterBrokerRecord(broker_id=broker_id, broker_epoch=registration.broker_epoch)
     state.append_metadata([(record, 0)])
     if live:
         state.metadata_log.register(broker_id, registration.endpoints, state.now_ms())
@@ -54,7 +56,9 @@ def unregister_broker(state: BrokerState, broker_id: int) -> ErrorCode:
 
 
 @register(64, 0, 0)
-def handle_unregister_broker(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_unregister_broker(
+    state: BrokerState, ctx: RequestContext, request: UnregisterBrokerRequest
+) -> Any:
     if not authorize(state, ctx, "ALTER", CLUSTER, CLUSTER_NAME):
         error = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
     else:

@@ -17,20 +17,22 @@ from kwire.broker._share_coordinator import Changes, write_state
 from kwire.broker._share_service import share_coordinator
 from kwire.broker._share_state_requests import answer_partitions, error_result
 from kwire.broker._state import BrokerState
-from kwire.protocol import message_class, struct_class
+from kwire.protocol.messages import WriteShareGroupStateRequest, WriteShareGroupStateResponse
 
 __all__ = ["handle_write_share_group_state"]
 
-RESPONSE: Final = message_class("WriteShareGroupStateResponse")
-TOPIC_RESULT: Final = struct_class(RESPONSE, "results")
-PARTITION_RESULT: Final = struct_class(RESPONSE, "results", "partitions")
+RESPONSE: Final = WriteShareGroupStateResponse
+TOPIC_RESULT: Final = WriteShareGroupStateResponse.WriteStateResult
+PARTITION_RESULT: Final = WriteShareGroupStateResponse.PartitionResult
 
 
 _result: Final = error_result(PARTITION_RESULT)
 
 
 @register(85, 0, 1)
-def handle_write_share_group_state(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+def handle_write_share_group_state(
+    state: BrokerState, ctx: RequestContext, request: WriteShareGroupStateRequest
+) -> Any:
     coordinator = share_coordinator(state)
 
     def operation(changes: Changes, key: Any, p: Any) -> Any:

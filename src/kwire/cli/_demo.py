@@ -24,10 +24,14 @@ def _hex(data: bytes, limit: int = 96) -> str:
 
 def demo(print_fn: Any = print) -> int:
     """Run the demonstration; returns 0 (raises on any mismatch)."""
-    from kwire.protocol import (
-        ClientConnection,
-        ServerConnection,
-        message_class,
+    from kwire.protocol import ClientConnection, ServerConnection
+    from kwire.protocol.messages import (
+        ApiVersionsRequest,
+        ApiVersionsResponse,
+        MetadataRequest,
+        MetadataResponse,
+        ProduceRequest,
+        ProduceResponse,
     )
 
     client = ClientConnection(client_id="kwire-demo")
@@ -50,9 +54,7 @@ def demo(print_fn: Any = print) -> int:
         print_fn(f"    decoded: {answer.message!r}")
         print_fn(f"    json:    {json.dumps(answer.message.to_json(version))[:400]}")
 
-    ApiVersionsRequest = message_class("ApiVersionsRequest")
-    ApiVersionsResponse = message_class("ApiVersionsResponse")
-    ApiVersion = _struct(ApiVersionsResponse, "api_keys")
+    ApiVersion = ApiVersionsResponse.ApiVersion
     exchange(
         ApiVersionsRequest(client_software_name="kwire", client_software_version="0.1.0"),
         3,
@@ -65,13 +67,11 @@ def demo(print_fn: Any = print) -> int:
         ),
     )
 
-    MetadataRequest = message_class("MetadataRequest")
-    MetadataResponse = message_class("MetadataResponse")
-    Topic = _struct(MetadataResponse, "topics")
-    Partition = _struct(Topic, "partitions")
-    Broker = _struct(MetadataResponse, "brokers")
+    Topic = MetadataResponse.MetadataResponseTopic
+    Partition = MetadataResponse.MetadataResponsePartition
+    Broker = MetadataResponse.MetadataResponseBroker
     exchange(
-        MetadataRequest(topics=[_struct(MetadataRequest, "topics")(name="orders")]),
+        MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="orders")]),
         12,
         lambda: MetadataResponse(
             brokers=[Broker(node_id=1, host="broker-1", port=9092, rack="eu-1a")],
@@ -99,15 +99,13 @@ def demo(print_fn: Any = print) -> int:
         ),
     )
 
-    ProduceRequest = message_class("ProduceRequest")
-    ProduceResponse = message_class("ProduceResponse")
-    TopicData = _struct(ProduceRequest, "topic_data")
-    PartitionData = _struct(TopicData, "partition_data")
+    TopicData = ProduceRequest.TopicProduceData
+    PartitionData = ProduceRequest.PartitionProduceData
     records = bytes.fromhex(
         "00" * 12
     )  # an opaque records payload (the records layer parses batches)
-    TopicResp = _struct(ProduceResponse, "responses")
-    PartResp = _struct(TopicResp, "partition_responses")
+    TopicResp = ProduceResponse.TopicProduceResponse
+    PartResp = ProduceResponse.PartitionProduceResponse
     exchange(
         ProduceRequest(
             acks=-1,
@@ -125,11 +123,3 @@ def demo(print_fn: Any = print) -> int:
     )
     print_fn("\nall messages round-tripped through kwire's encoders and decoders")
     return 0
-
-
-def _struct(cls: Any, attr: str) -> Any:
-    """The nested struct class of ``cls.attr``."""
-    for f in cls.__kafka_fields__:
-        if f.attr == attr:
-            return f.struct
-    raise KeyError(attr)

@@ -45,7 +45,7 @@ from kwire.client._txn import (
     txn_error,
 )
 from kwire.errors import OffsetOutOfRangeError, UnsupportedVersionError
-from kwire.protocol import ErrorCode, message_class, struct_class
+from kwire.protocol import ErrorCode
 from kwire.records import BatchBuilder
 
 if TYPE_CHECKING:
@@ -212,16 +212,18 @@ class AsyncKafkaClient:
     ) -> None:
         """One ListOffsets of ``tps`` (all led by ``conn``'s broker) into ``out``; the first
         partition error is raised after the answered partitions are kept."""
-        cls = message_class("ListOffsetsRequest")
+        from kwire.protocol.messages import ListOffsetsRequest
+
         version = conn.versions.pick("ListOffsetsRequest")
         if version == 0 and timestamp >= 0:
             raise ClientError(
                 f"the broker at {conn.address} has ListOffsets v0 only: no offsets by timestamp"
             )
-        part_cls = struct_class(cls, "topics", "partitions")
         by_topic: dict[str, list[Any]] = {}
         for topic, partition in tps:
-            part = part_cls(partition_index=partition, timestamp=timestamp)
+            part = ListOffsetsRequest.ListOffsetsPartition(
+                partition_index=partition, timestamp=timestamp
+            )
             if version == 0:
                 part.max_num_offsets = 1
             if version >= 4:
@@ -230,10 +232,12 @@ class AsyncKafkaClient:
         extra: dict[str, Any] = {}
         if version >= 2:
             extra["isolation_level"] = READ_COMMITTED if committed else READ_UNCOMMITTED
-        topic_cls = struct_class(cls, "topics")
-        request = cls(
+        request = ListOffsetsRequest(
             replica_id=-1,
-            topics=[topic_cls(name=t, partitions=parts) for t, parts in by_topic.items()],
+            topics=[
+                ListOffsetsRequest.ListOffsetsTopic(name=t, partitions=parts)
+                for t, parts in by_topic.items()
+            ],
             **extra,
         )
         response = await conn.request(request, version, check=False)
@@ -394,15 +398,20 @@ class AsyncKafkaClient:
             return IdempotentSequences()
 
         async def attempt() -> IdempotentSequences:
+            from kwire.protocol.messages import InitProducerIdRequest
+
             conn = await self._any_connection()
-            cls = message_class("InitProducerIdRequest")
-            if cls.API_KEY is None or not conn.versions.has(cls.API_KEY):
+            if InitProducerIdRequest.API_KEY is None or not conn.versions.has(
+                InitProducerIdRequest.API_KEY
+            ):
                 return IdempotentSequences()
             version = conn.versions.pick("InitProducerIdRequest")
             extra: dict[str, Any] = (
                 {"producer_id": -1, "producer_epoch": -1} if version >= 3 else {}
             )
-            request = cls(transactional_id=None, transaction_timeout_ms=60_000, **extra)
+            request = InitProducerIdRequest(
+                transactional_id=None, transaction_timeout_ms=60_000, **extra
+            )
             response = await conn.request(request, version)
             return IdempotentSequences(response.producer_id, response.producer_epoch)
 
@@ -518,10 +527,11 @@ class AsyncKafkaClient:
     async def _coordinator(self, key: str, key_type: int) -> BrokerConnection:
         """The group (``key_type`` 0) or transaction (1) coordinator of ``key`` (FindCoordinator;
         v4+ asks in batch form, KIP-699). Kept until an error says it moved."""
+        from kwire.protocol.messages import FindCoordinatorRequest
+
         known = self._coordinators.get((key_type, key))
         if known is None:
             conn = await self._any_connection()
-            cls = message_class("FindCoordinatorRequest")
             version = conn.versions.pick("FindCoordinatorRequest")
             if key_type and version < 1:
                 # v0 finds group coordinators only: a broker before 0.11 has no transactions
@@ -529,9 +539,9 @@ class AsyncKafkaClient:
                     f"the broker at {conn.address} has no transactions (Kafka 0.11+)"
                 )
             if version >= 4:
-                request = cls(key_type=key_type, coordinator_keys=[key])
+                request = FindCoordinatorRequest(key_type=key_type, coordinator_keys=[key])
             else:
-                request = cls(key=key, **({"key_type": key_type} if version >= 1 else {}))
+                request = FindCoordinatorRequest(key=key, key_type=key_type)  # v0: 0, checked
             response = await conn.request(request, version, check=False)
             if version >= 4:
                 found = next(iter(response.coordinators), None)
@@ -586,20 +596,21 @@ class AsyncKafkaClient:
         """InitProducerId with a transactional id (default: ``transactional.id``): a new epoch,
         which fences every earlier producer of that id and aborts a transaction it left open
         (the coordinator answers CONCURRENT_TRANSACTIONS until the abort is done; retried)."""
+        from kwire.protocol.messages import InitProducerIdRequest
+
         tid = transactional_id or self.config.transactional_id
         if not tid:
             raise ClientError("init_transactions needs a transactional.id")
         txn = Transaction(
             tid, timeout_ms if timeout_ms is not None else self.config.transaction_timeout_ms
         )
-        cls = message_class("InitProducerIdRequest")
 
         def build(conn: BrokerConnection) -> tuple[Any, int]:
             version = conn.versions.pick("InitProducerIdRequest")
             extra: dict[str, Any] = (
                 {"producer_id": -1, "producer_epoch": -1} if version >= 3 else {}
             )
-            return cls(
+            return InitProducerIdRequest(
                 transactional_id=tid, transaction_timeout_ms=txn.timeout_ms, **extra
             ), version
 
@@ -622,22 +633,25 @@ class AsyncKafkaClient:
 
     async def _add_partitions(self, txn: Transaction, partitions: list[tuple[str, int]]) -> None:
         """AddPartitionsToTxn (v0-3, the client's versions) for partitions new to ``txn``."""
+        from kwire.protocol.messages import AddPartitionsToTxnRequest
+
         new = txn.to_add(partitions)
         if not new:
             return
-        cls = message_class("AddPartitionsToTxnRequest")
         by_topic: dict[str, list[int]] = {}
         for topic, partition in new:
             by_topic.setdefault(topic, []).append(partition)
 
         def build(conn: BrokerConnection) -> tuple[Any, int]:
             version = conn.versions.pick("AddPartitionsToTxnRequest", max_version=3)
-            tcls = struct_class(cls, "v3_and_below_topics")
-            request = cls(
+            request = AddPartitionsToTxnRequest(
                 v3_and_below_transactional_id=txn.transactional_id,
                 v3_and_below_producer_id=txn.producer_id,
                 v3_and_below_producer_epoch=txn.producer_epoch,
-                v3_and_below_topics=[tcls(name=t, partitions=p) for t, p in by_topic.items()],
+                v3_and_below_topics=[
+                    AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=t, partitions=p)
+                    for t, p in by_topic.items()
+                ],
             )
             return request, version
 
@@ -674,13 +688,14 @@ class AsyncKafkaClient:
         """Commit ``offsets`` ((topic, partition) -> (offset, metadata)) of ``group_id`` as part of
         ``txn``: AddOffsetsToTxn to the transaction coordinator (not with transaction v2, where
         TxnOffsetCommit v5+ adds the group), then TxnOffsetCommit to the group coordinator."""
+        from kwire.protocol.messages import AddOffsetsToTxnRequest, TxnOffsetCommitRequest
+
         txn.require_open(f"send offsets of {group_id!r}")
         try:
             if group_id not in txn.groups and not txn.transaction_v2:
-                cls = message_class("AddOffsetsToTxnRequest")
 
                 def build_add(conn: BrokerConnection) -> tuple[Any, int]:
-                    request = cls(
+                    request = AddOffsetsToTxnRequest(
                         transactional_id=txn.transactional_id,
                         producer_id=txn.producer_id,
                         producer_epoch=txn.producer_epoch,
@@ -692,13 +707,10 @@ class AsyncKafkaClient:
                     txn.transactional_id, 1, build_add, self._top_error, "AddOffsetsToTxn"
                 )
             txn.groups.add(group_id)
-            commit_cls = message_class("TxnOffsetCommitRequest")
-            topic_cls = struct_class(commit_cls, "topics")
-            part_cls = struct_class(commit_cls, "topics", "partitions")
             by_topic: dict[str, list[Any]] = {}
             for (topic, partition), (offset, meta) in offsets.items():
                 by_topic.setdefault(topic, []).append(
-                    part_cls(
+                    TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition(
                         partition_index=partition, committed_offset=offset, committed_metadata=meta
                     )
                 )
@@ -706,12 +718,15 @@ class AsyncKafkaClient:
             def build_commit(conn: BrokerConnection) -> tuple[Any, int]:
                 top = None if txn.transaction_v2 else 4  # v5+: a TV2 group joins implicitly
                 version = conn.versions.pick("TxnOffsetCommitRequest", max_version=top)
-                request: Any = commit_cls(
+                request = TxnOffsetCommitRequest(
                     transactional_id=txn.transactional_id,
                     group_id=group_id,
                     producer_id=txn.producer_id,
                     producer_epoch=txn.producer_epoch,
-                    topics=[topic_cls(name=t, partitions=p) for t, p in by_topic.items()],
+                    topics=[
+                        TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(name=t, partitions=p)
+                        for t, p in by_topic.items()
+                    ],
                 )
                 if version >= 3:
                     request.generation_id, request.member_id = -1, ""
@@ -732,6 +747,8 @@ class AsyncKafkaClient:
         """EndTxn: commit (or abort) ``txn``; the coordinator writes the markers. A transaction
         that added nothing ends without a request (``TransactionManager``'s
         ``transactionStarted`` rule). Fenced: ``ProducerFencedError``."""
+        from kwire.protocol.messages import EndTxnRequest
+
         if commit and txn.state is TransactionState.ABORTABLE_ERROR:
             raise ClientError(
                 f"cannot commit: the transaction of {txn.transactional_id!r} failed "
@@ -741,13 +758,12 @@ class AsyncKafkaClient:
         if not txn.partitions and not txn.groups and not txn.resumed:
             txn.ended(-1, -1)
             return
-        cls = message_class("EndTxnRequest")
 
         def build(conn: BrokerConnection) -> tuple[Any, int]:
             version = conn.versions.pick(
                 "EndTxnRequest", max_version=None if txn.transaction_v2 else 4
             )
-            request = cls(
+            request = EndTxnRequest(
                 transactional_id=txn.transactional_id,
                 producer_id=txn.producer_id,
                 producer_epoch=txn.producer_epoch,
@@ -773,13 +789,13 @@ class AsyncKafkaClient:
         """Every committed offset of ``group_id`` (OffsetFetch of all topics, v2-v7);
         ``require_stable``: wait for pending transactional commits (KIP-447: the coordinator
         answers UNSTABLE_OFFSET_COMMIT, retried, until they are committed or aborted)."""
-        cls = message_class("OffsetFetchRequest")
+        from kwire.protocol.messages import OffsetFetchRequest
 
         def build(conn: BrokerConnection) -> tuple[Any, int]:
             version = conn.versions.pick("OffsetFetchRequest", max_version=7)
             if version < 2:
                 raise ClientError("OffsetFetch of every topic needs v2+ (Kafka 0.10.2+)")
-            request: Any = cls(group_id=group_id, topics=None)
+            request = OffsetFetchRequest(group_id=group_id, topics=None)
             if version >= 7:
                 request.require_stable = require_stable
             return request, version

@@ -20,11 +20,10 @@ from kwire.client._config import ClientConfig
 from kwire.client._errors import ClientError, ConnectionClosed, KafkaApiError
 from kwire.client._sasl import SaslCredentials, sasl_tokens
 from kwire.client._versions import ApiVersionTable, fallback_versions, versions_from_response
-from kwire.protocol import ClientConnection, ErrorCode, message_class
+from kwire.protocol import ClientConnection, ErrorCode
+from kwire.protocol.messages import ApiVersionsRequest
 
 __all__ = ["BrokerConnection"]
-
-_API_VERSIONS = message_class("ApiVersionsRequest")
 
 
 class _FrameProtocol(asyncio.BufferedProtocol):
@@ -133,8 +132,8 @@ class BrokerConnection:
         return cls(protocol, config, f"{host}:{port}")
 
     async def _negotiate(self) -> ApiVersionTable:
-        request = _API_VERSIONS(client_software_name="kwire", client_software_version="0")
-        top = _API_VERSIONS.MAX_VERSION
+        request = ApiVersionsRequest(client_software_name="kwire", client_software_version="0")
+        top = ApiVersionsRequest.MAX_VERSION
         response = await self.request(request, top, check=False)
         if response.error_code == ErrorCode.UNSUPPORTED_VERSION:
             theirs = {k.api_key: k.max_version for k in response.api_keys}
@@ -146,25 +145,29 @@ class BrokerConnection:
 
     async def _authenticate(self, credentials: SaslCredentials) -> None:
         """SaslHandshake v1, then the mechanism's tokens in SaslAuthenticate (KIP-152)."""
-        handshake = message_class("SaslHandshakeRequest")
+        from kwire.protocol.messages import SaslAuthenticateRequest, SaslHandshakeRequest
+
         if not self.versions.has(17) or self.versions.pick("SaslHandshakeRequest") < 1:
             raise ClientError(
                 f"{self.address} has no SaslHandshake v1 (Kafka 1.0+): kwire.client does not "
                 "speak SASL before it"
             )
-        answer = await self.request(handshake(mechanism=credentials.mechanism), 1, check=False)
+        answer = await self.request(
+            SaslHandshakeRequest(mechanism=credentials.mechanism), 1, check=False
+        )
         if answer.error_code:
             raise KafkaApiError(
                 ErrorCode(answer.error_code),
                 f"SaslHandshake with {self.address}",
                 f"the broker enables {', '.join(answer.mechanisms or []) or 'no mechanism'}",
             )
-        authenticate = message_class("SaslAuthenticateRequest")
         version = self.versions.pick("SaslAuthenticateRequest")
         tokens = sasl_tokens(credentials)
         token = next(tokens)
         while True:
-            answer = await self.request(authenticate(auth_bytes=token), version, check=False)
+            answer = await self.request(
+                SaslAuthenticateRequest(auth_bytes=token), version, check=False
+            )
             if answer.error_code:
                 raise KafkaApiError(
                     ErrorCode(answer.error_code),

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from kwire.client._metadata import ClusterMetadata
 from kwire.errors import DecodeError
 from kwire.log import ReadCommittedFilter
-from kwire.protocol import ZERO_UUID, ErrorCode, message_class, struct_class
+from kwire.protocol import ZERO_UUID, ErrorCode
 from kwire.records import read_batches
 
 if TYPE_CHECKING:
@@ -80,17 +80,16 @@ def fetch_request(
     partition_max_bytes: int = 1_048_576,
 ) -> Any:
     """A consumer's (replica id -1) full Fetch of ``positions`` (no fetch session)."""
-    cls = message_class("FetchRequest")
-    topic_cls = struct_class(cls, "topics")
-    part_cls = struct_class(cls, "topics", "partitions")
+    from kwire.protocol.messages import FetchRequest
+
     by_topic: dict[str, list[FetchPosition]] = {}
     for pos in positions:
         by_topic.setdefault(pos.topic, []).append(pos)
     topics = []
     for topic, parts in by_topic.items():
-        entry = topic_cls(
+        entry = FetchRequest.FetchTopic(
             partitions=[
-                part_cls(
+                FetchRequest.FetchPartition(
                     partition=p.partition,
                     fetch_offset=p.offset,
                     partition_max_bytes=partition_max_bytes,
@@ -112,7 +111,9 @@ def fetch_request(
     if version >= 7:
         extra["session_id"] = 0
         extra["session_epoch"] = -1  # FINAL_EPOCH: a full fetch that opens no session
-    return cls(replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=min_bytes, topics=topics, **extra)
+    return FetchRequest(
+        replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=min_bytes, topics=topics, **extra
+    )
 
 
 def parse_fetch_response(

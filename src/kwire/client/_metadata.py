@@ -12,7 +12,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from kwire.protocol import ZERO_UUID, ErrorCode, message_class, struct_class, uuid_to_str
+from kwire.protocol import ZERO_UUID, ErrorCode, uuid_to_str
 
 __all__ = ["BrokerAddress", "ClusterMetadata", "PartitionMetadata", "metadata_request"]
 
@@ -127,11 +127,11 @@ def metadata_request(topics: list[str] | None, version: int) -> Any:
 
     Metadata v0 has no null topic list: an empty list means every topic there.
     """
-    cls = message_class("MetadataRequest")
-    topic_cls = struct_class(cls, "topics")
+    from kwire.protocol.messages import MetadataRequest
+
     if topics is None:
         entries: list[Any] | None = [] if version == 0 else None
     else:
-        entries = [topic_cls(name=name) for name in topics]
+        entries = [MetadataRequest.MetadataRequestTopic(name=name) for name in topics]
     extra: dict[str, Any] = {"allow_auto_topic_creation": False} if version >= 4 else {}
-    return cls(topics=entries, **extra)
+    return MetadataRequest(topics=entries, **extra)

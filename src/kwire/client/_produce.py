@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kwire.client._metadata import ClusterMetadata
-from kwire.protocol import ZERO_UUID, ErrorCode, message_class, struct_class
+from kwire.protocol import ZERO_UUID, ErrorCode
 from kwire.records import BatchBuilder, Compression
 
 __all__ = [
@@ -124,22 +124,23 @@ def produce_request(
     transactional_id: str | None = None,
 ) -> Any:
     """A ProduceRequest of one batch per partition (v13+ names topics by id, KIP-516)."""
-    cls = message_class("ProduceRequest")
-    topic_cls = struct_class(cls, "topic_data")
-    part_cls = struct_class(cls, "topic_data", "partition_data")
+    from kwire.protocol.messages import ProduceRequest
+
     by_topic: dict[str, list[Any]] = {}
     for (topic, partition), data in batches.items():
-        by_topic.setdefault(topic, []).append(part_cls(index=partition, records=data))
+        by_topic.setdefault(topic, []).append(
+            ProduceRequest.PartitionProduceData(index=partition, records=data)
+        )
     extra: dict[str, Any] = {"transactional_id": transactional_id} if version >= 3 else {}
     topics = []
     for name, parts in by_topic.items():
-        entry = topic_cls(partition_data=parts)
+        entry = ProduceRequest.TopicProduceData(partition_data=parts)
         if version >= 13:
             entry.topic_id = metadata.topic_ids.get(name, ZERO_UUID)
         else:
             entry.name = name
         topics.append(entry)
-    return cls(acks=acks, timeout_ms=timeout_ms, topic_data=topics, **extra)
+    return ProduceRequest(acks=acks, timeout_ms=timeout_ms, topic_data=topics, **extra)
 
 
 @dataclass(frozen=True, slots=True)

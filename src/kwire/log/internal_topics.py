@@ -14,7 +14,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Mapping
 from enum import IntEnum
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from kwire._wire import INT16, java_string_hash
 from kwire.errors import KwireError
@@ -37,6 +37,7 @@ __all__ = [
     "partition_for",
     "read_version",
     "read_versioned",
+    "read_versioned_as",
     "scala_hash_set_order",
     "transaction_log_text",
     "transaction_state_name",
@@ -151,12 +152,19 @@ def read_version(data: Buffer, what: str = "buffer") -> tuple[int, memoryview]:
 def read_versioned(name: str, data: Buffer, what: str = "buffer") -> tuple[int, KafkaMessage]:
     """A version-prefixed message of class ``name`` (bytes after its end are left alone, as
     Kafka's ``message.read``); ``ValueError`` naming the version for what cannot be read."""
+    return read_versioned_as(message_class(name), data, what)
+
+
+_M = TypeVar("_M", bound=KafkaMessage)
+
+
+def read_versioned_as(cls: type[_M], data: Buffer, what: str = "buffer") -> tuple[int, _M]:
+    """``read_versioned`` of a class known where it is called: the message typed as ``cls``."""
     version, body = read_version(data, what)
     try:
-        cls = message_class(name)
         if not cls.MIN_VERSION <= version <= cls.MAX_VERSION:
-            raise ValueError(f"Can't read version {version} of {name}")
-        message: KafkaMessage = cls.decode_from(body, version)[0]
+            raise ValueError(f"Can't read version {version} of {cls.__name__}")
+        message = cls.decode_from(body, version)[0]
     except (KwireError, ValueError) as exc:
         raise ValueError(
             f"Could not read record with version {version} from {what}'s buffer due to: {exc}."
@@ -214,20 +222,20 @@ def transaction_log_text(key: Buffer, value: Buffer | None) -> tuple[str, str | 
     state=<state>,partitions=[<topic>-<p>,...],txnLastUpdateTimestamp=<ms>,txnTimeoutMs=<ms>``,
     ``<DELETE>`` for a tombstone, ``unknown::version=<v>`` (no payload) for a key of another
     version; ``ValueError`` for what Kafka's tool fails on."""
+    from kwire.protocol.messages import TransactionLogKey, TransactionLogValue
+
     version, _ = read_version(key, "key")
-    key_cls = message_class("TransactionLogKey")
-    if not key_cls.MIN_VERSION <= version <= key_cls.MAX_VERSION:
+    if not TransactionLogKey.MIN_VERSION <= version <= TransactionLogKey.MAX_VERSION:
         return f"unknown::version={version}", None
-    txn_id = read_versioned("TransactionLogKey", key, "key")[1].transactional_id
+    txn_id = read_versioned_as(TransactionLogKey, key, "key")[1].transactional_id
     key_text = f"transaction_metadata::transactionalId={txn_id}"
     if value is None:
         return key_text, "<DELETE>"
     value_version, _ = read_version(value, "value")
-    value_cls = message_class("TransactionLogValue")
-    if not value_cls.MIN_VERSION <= value_version <= value_cls.MAX_VERSION:
+    if not TransactionLogValue.MIN_VERSION <= value_version <= TransactionLogValue.MAX_VERSION:
         # Kafka's IllegalStateException (the tool stops); kwire reports it and goes on.
         raise ValueError(f"Unknown version {value_version} from the transaction log message value")
-    _, decoded = read_versioned("TransactionLogValue", value, "value")
+    _, decoded = read_versioned_as(TransactionLogValue, value, "value")
     status = decoded.transaction_status
     state = transaction_state_name(status)
     if state is None:

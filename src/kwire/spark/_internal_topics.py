@@ -78,19 +78,18 @@ def _position(row: Mapping[str, Any]) -> dict[str, Any]:
 
 def decode_offset_commit(key: bytes, value: bytes | None) -> dict[str, Any] | None:
     """One ``__consumer_offsets`` record as a row, or None when it is not an offset commit."""
-    from kwire.protocol import message_class
+    from kwire.protocol.messages import OffsetCommitKey, OffsetCommitValue
 
     if len(key) < 2:
         return None
     kind, key_body = read_version(key)
     if kind not in (0, 1):
         return None  # 2: group metadata; others: the new coordinator's records
-    k = message_class("OffsetCommitKey").decode(key_body, kind)
+    k = OffsetCommitKey.decode(key_body, kind)
     row: dict[str, Any] = {"group": k.group, "topic": k.topic, "partition": k.partition}
     if value is not None and len(value) >= 2:
         vv, body = read_version(value)
-        cls = message_class("OffsetCommitValue")
-        v = cls.decode(body, min(vv, cls.MAX_VERSION))
+        v = OffsetCommitValue.decode(body, min(vv, OffsetCommitValue.MAX_VERSION))
         row.update(
             committedOffset=v.offset,
             leaderEpoch=v.leader_epoch if vv >= 3 and v.leader_epoch >= 0 else None,
@@ -103,18 +102,16 @@ def decode_offset_commit(key: bytes, value: bytes | None) -> dict[str, Any] | No
 
 def decode_transaction(key: bytes, value: bytes | None) -> dict[str, Any] | None:
     """One ``__transaction_state`` record as a row (a tombstone: only the id and position)."""
-    from kwire.protocol import message_class
+    from kwire.protocol.messages import TransactionLogKey, TransactionLogValue
 
     if len(key) < 2:
         return None
     kv, key_body = read_version(key)
-    kcls = message_class("TransactionLogKey")
-    k = kcls.decode(key_body, min(kv, kcls.MAX_VERSION))
+    k = TransactionLogKey.decode(key_body, min(kv, TransactionLogKey.MAX_VERSION))
     row: dict[str, Any] = {"transactionalId": k.transactional_id}
     if value is not None and len(value) >= 2:
         vv, body = read_version(value)
-        cls = message_class("TransactionLogValue")
-        v = cls.decode(body, min(vv, cls.MAX_VERSION))
+        v = TransactionLogValue.decode(body, min(vv, TransactionLogValue.MAX_VERSION))
         status = v.transaction_status
         row.update(
             producerId=v.producer_id,

@@ -81,6 +81,25 @@ _DEFAULTS: Final = {
 }
 
 
+def _group_and_member(key_version: int, body: memoryview) -> tuple[str, str]:
+    """The group and member ids of a consumer-group record key past ``KEY_METADATA`` (the
+    partition and target metadata keys name no member: ``""``); each key type decoded as itself."""
+    if key_version == KEY_PARTITION_METADATA:
+        return PARTITION_METADATA_KEY.decode(body, key_version).group_id, ""
+    if key_version == KEY_TARGET_METADATA:
+        return TARGET_METADATA_KEY.decode(body, key_version).group_id, ""
+    if key_version == KEY_MEMBER:
+        member = MEMBER_KEY.decode(body, key_version)
+        return member.group_id, member.member_id
+    if key_version == KEY_TARGET_MEMBER:
+        target = TARGET_MEMBER_KEY.decode(body, key_version)
+        return target.group_id, target.member_id
+    if key_version == KEY_CURRENT_ASSIGNMENT:
+        current = CURRENT_KEY.decode(body, key_version)
+        return current.group_id, current.member_id
+    raise KeyError(key_version)
+
+
 class ConsumerGroups:
     """The consumer groups of one group coordinator (module doc)."""
 
@@ -712,23 +731,17 @@ class ConsumerGroups:
             group = self._loaded(k.group_id, now_ms)
             group.group_epoch = METADATA_VALUE.decode(data, 0).epoch
             return
-        k = {
-            KEY_PARTITION_METADATA: PARTITION_METADATA_KEY,
-            KEY_MEMBER: MEMBER_KEY,
-            KEY_TARGET_METADATA: TARGET_METADATA_KEY,
-            KEY_TARGET_MEMBER: TARGET_MEMBER_KEY,
-            KEY_CURRENT_ASSIGNMENT: CURRENT_KEY,
-        }[key_version].decode(body, key_version)
-        if data is None and not isinstance(self.shard.groups.get(k.group_id), ConsumerGroup):
+        group_id, member_id = _group_and_member(key_version, body)
+        if data is None and not isinstance(self.shard.groups.get(group_id), ConsumerGroup):
             return
-        group = self._loaded(k.group_id, now_ms)
+        group = self._loaded(group_id, now_ms)
         if key_version == KEY_PARTITION_METADATA:
             if data is None:
                 group.subscription_metadata = {}
                 return
-            v = PARTITION_METADATA_VALUE.decode(data, 0)
+            subscribed = PARTITION_METADATA_VALUE.decode(data, 0)
             group.subscription_metadata = {
-                t.topic_name: (t.topic_id, t.num_partitions) for t in v.topics
+                t.topic_name: (t.topic_id, t.num_partitions) for t in subscribed.topics
             }
         elif key_version == KEY_TARGET_METADATA:
             group.assignment_epoch = (
@@ -736,14 +749,14 @@ class ConsumerGroups:
             )
         elif key_version == KEY_TARGET_MEMBER:
             if data is None:
-                group.target.pop(k.member_id, None)
+                group.target.pop(member_id, None)
             else:
-                v = TARGET_MEMBER_VALUE.decode(data, 0)
-                group.target[k.member_id] = assignment_of(v.topic_partitions)
+                target = TARGET_MEMBER_VALUE.decode(data, 0)
+                group.target[member_id] = assignment_of(target.topic_partitions)
         elif key_version == KEY_MEMBER:
-            self._replay_member(group, k.member_id, data)
+            self._replay_member(group, member_id, data)
         elif key_version == KEY_CURRENT_ASSIGNMENT:
-            self._replay_current(group, k.member_id, data, now_ms)
+            self._replay_current(group, member_id, data, now_ms)
 
     def _replay_member(self, group: ConsumerGroup, member_id: str, data: Any) -> None:
         old = group.members.get(member_id)

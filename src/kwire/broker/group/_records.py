@@ -16,7 +16,25 @@ from typing import TYPE_CHECKING, Any, Final
 
 from kwire.broker.group._assignors import Assignment, freeze
 from kwire.log.internal_topics import CONSUMER_OFFSETS, read_version, versioned
-from kwire.protocol import message_class, struct_class
+from kwire.protocol.messages import (
+    ConsumerGroupCurrentMemberAssignmentKey,
+    ConsumerGroupCurrentMemberAssignmentValue,
+    ConsumerGroupMemberMetadataKey,
+    ConsumerGroupMemberMetadataValue,
+    ConsumerGroupMetadataKey,
+    ConsumerGroupMetadataValue,
+    ConsumerGroupPartitionMetadataKey,
+    ConsumerGroupPartitionMetadataValue,
+    ConsumerGroupTargetAssignmentMemberKey,
+    ConsumerGroupTargetAssignmentMemberValue,
+    ConsumerGroupTargetAssignmentMetadataKey,
+    ConsumerGroupTargetAssignmentMetadataValue,
+    ConsumerProtocolSubscription,
+    GroupMetadataKey,
+    GroupMetadataValue,
+    OffsetCommitKey,
+    OffsetCommitValue,
+)
 
 if TYPE_CHECKING:
     from kwire.broker.group._consumer import ConsumerGroup, ConsumerMember
@@ -45,12 +63,12 @@ GROUP_TOPIC: Final = CONSUMER_OFFSETS
 Record = tuple[bytes, bytes | None]
 
 # classic groups and offsets
-OFFSET_COMMIT_KEY: Final = message_class("OffsetCommitKey")
-OFFSET_COMMIT_VALUE: Final = message_class("OffsetCommitValue")
-GROUP_METADATA_KEY: Final = message_class("GroupMetadataKey")
-GROUP_METADATA_VALUE: Final = message_class("GroupMetadataValue")
-MEMBER_METADATA: Final = struct_class(GROUP_METADATA_VALUE, "members")
-SUBSCRIPTION: Final = message_class("ConsumerProtocolSubscription")
+OFFSET_COMMIT_KEY: Final = OffsetCommitKey
+OFFSET_COMMIT_VALUE: Final = OffsetCommitValue
+GROUP_METADATA_KEY: Final = GroupMetadataKey
+GROUP_METADATA_VALUE: Final = GroupMetadataValue
+MEMBER_METADATA: Final = GroupMetadataValue.MemberMetadata
+SUBSCRIPTION: Final = ConsumerProtocolSubscription
 
 # KIP-848 consumer groups: key versions
 KEY_METADATA: Final = 3
@@ -60,21 +78,21 @@ KEY_TARGET_METADATA: Final = 6
 KEY_TARGET_MEMBER: Final = 7
 KEY_CURRENT_ASSIGNMENT: Final = 8
 
-METADATA_KEY: Final = message_class("ConsumerGroupMetadataKey")
-METADATA_VALUE: Final = message_class("ConsumerGroupMetadataValue")
-PARTITION_METADATA_KEY: Final = message_class("ConsumerGroupPartitionMetadataKey")
-PARTITION_METADATA_VALUE: Final = message_class("ConsumerGroupPartitionMetadataValue")
-TOPIC_METADATA: Final = struct_class(PARTITION_METADATA_VALUE, "topics")
-MEMBER_KEY: Final = message_class("ConsumerGroupMemberMetadataKey")
-MEMBER_VALUE: Final = message_class("ConsumerGroupMemberMetadataValue")
-TARGET_METADATA_KEY: Final = message_class("ConsumerGroupTargetAssignmentMetadataKey")
-TARGET_METADATA_VALUE: Final = message_class("ConsumerGroupTargetAssignmentMetadataValue")
-TARGET_MEMBER_KEY: Final = message_class("ConsumerGroupTargetAssignmentMemberKey")
-TARGET_MEMBER_VALUE: Final = message_class("ConsumerGroupTargetAssignmentMemberValue")
-TARGET_PARTITIONS: Final = struct_class(TARGET_MEMBER_VALUE, "topic_partitions")
-CURRENT_KEY: Final = message_class("ConsumerGroupCurrentMemberAssignmentKey")
-CURRENT_VALUE: Final = message_class("ConsumerGroupCurrentMemberAssignmentValue")
-CURRENT_PARTITIONS: Final = struct_class(CURRENT_VALUE, "assigned_partitions")
+METADATA_KEY: Final = ConsumerGroupMetadataKey
+METADATA_VALUE: Final = ConsumerGroupMetadataValue
+PARTITION_METADATA_KEY: Final = ConsumerGroupPartitionMetadataKey
+PARTITION_METADATA_VALUE: Final = ConsumerGroupPartitionMetadataValue
+TOPIC_METADATA: Final = ConsumerGroupPartitionMetadataValue.TopicMetadata
+MEMBER_KEY: Final = ConsumerGroupMemberMetadataKey
+MEMBER_VALUE: Final = ConsumerGroupMemberMetadataValue
+TARGET_METADATA_KEY: Final = ConsumerGroupTargetAssignmentMetadataKey
+TARGET_METADATA_VALUE: Final = ConsumerGroupTargetAssignmentMetadataValue
+TARGET_MEMBER_KEY: Final = ConsumerGroupTargetAssignmentMemberKey
+TARGET_MEMBER_VALUE: Final = ConsumerGroupTargetAssignmentMemberValue
+TARGET_PARTITIONS: Final = ConsumerGroupTargetAssignmentMemberValue.TopicPartition
+CURRENT_KEY: Final = ConsumerGroupCurrentMemberAssignmentKey
+CURRENT_VALUE: Final = ConsumerGroupCurrentMemberAssignmentValue
+CURRENT_PARTITIONS: Final = ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions
 
 
 @dataclass(frozen=True)

@@ -290,20 +290,20 @@ class GroupCoordinator:
             else:
                 group.offsets[tp] = om
         elif key_version == 2:
-            k = GROUP_METADATA_KEY.decode(memoryview(key)[2:], 2)
+            gk = GROUP_METADATA_KEY.decode(memoryview(key)[2:], 2)
             if value is None:
-                dropped = self.groups.pop(k.group, None)
+                dropped = self.groups.pop(gk.group, None)
                 if dropped is not None and (dropped.offsets or dropped.pending_txn):
-                    self.groups[k.group] = Group(
-                        k.group, offsets=dropped.offsets, pending_txn=dropped.pending_txn
+                    self.groups[gk.group] = Group(
+                        gk.group, offsets=dropped.offsets, pending_txn=dropped.pending_txn
                     )
                 return
             vv = read_version(value)[0]
             v = GROUP_METADATA_VALUE.decode(memoryview(value)[2:], min(vv, 4))
-            found = self.loaded_group(k.group, now_ms)
+            found = self.loaded_group(gk.group, now_ms)
             if isinstance(found, ConsumerGroup):  # now a classic group; the offsets stay
-                found = self.groups[k.group] = Group(
-                    k.group, state_timestamp=now_ms, offsets=found.offsets,
+                found = self.groups[gk.group] = Group(
+                    gk.group, state_timestamp=now_ms, offsets=found.offsets,
                     pending_txn=found.pending_txn,
                 )  # fmt: skip
             group = found

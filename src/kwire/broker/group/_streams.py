@@ -30,7 +30,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from kwire.broker.group._consumer import ConsumerGroup
 from kwire.broker.group._records import Write
@@ -84,6 +84,7 @@ from kwire.log.internal_topics import read_version
 
 if TYPE_CHECKING:
     from kwire.broker.group._shard import GroupCoordinator
+    from kwire.protocol.messages import StreamsGroupHeartbeatRequest
 
 __all__ = ["StreamsGroups", "StreamsResult"]
 
@@ -141,6 +142,29 @@ ACCEPTABLE_RECOVERY_LAG: Final = 10000  # GroupConfig.STREAMS_ACCEPTABLE_RECOVER
 
 
 TASK_OFFSET_INTERVAL_MS: Final = 60000
+
+
+def _group_and_member(key_version: int, body: memoryview) -> tuple[str, str]:
+    """The group and member ids of a streams-group record key (``""`` for the keys that name no
+    member); each key type decoded as itself."""
+    if key_version == KEY_METADATA:
+        return METADATA_KEY.decode(body, key_version).group_id, ""
+    if key_version == KEY_PARTITION_METADATA:
+        return PARTITION_METADATA_KEY.decode(body, key_version).group_id, ""
+    if key_version == KEY_TARGET_METADATA:
+        return TARGET_METADATA_KEY.decode(body, key_version).group_id, ""
+    if key_version == KEY_TOPOLOGY:
+        return TOPOLOGY_KEY.decode(body, key_version).group_id, ""
+    if key_version == KEY_MEMBER:
+        member = MEMBER_KEY.decode(body, key_version)
+        return member.group_id, member.member_id
+    if key_version == KEY_TARGET_MEMBER:
+        target = TARGET_MEMBER_KEY.decode(body, key_version)
+        return target.group_id, target.member_id
+    if key_version == KEY_CURRENT_ASSIGNMENT:
+        current = CURRENT_KEY.decode(body, key_version)
+        return current.group_id, current.member_id
+    raise KeyError(key_version)
 
 
 @dataclass
@@ -238,7 +262,7 @@ class StreamsGroups:
     # --- StreamsGroupHeartbeat ---------------------------------------------------------------
 
     def heartbeat(
-        self, request: Any, client_id: str, client_host: str, now_ms: int
+        self, request: StreamsGroupHeartbeatRequest, client_id: str, client_host: str, now_ms: int
     ) -> StreamsResult:
         """``GroupMetadataManager.streamsGroupHeartbeat``: a result, never an exception."""
         try:
@@ -251,7 +275,7 @@ class StreamsGroups:
             return StreamsResult(exc.error, exc.message)
 
     @staticmethod
-    def _validate(request: Any) -> None:
+    def _validate(request: StreamsGroupHeartbeatRequest) -> None:
         """``throwIfStreamsGroupHeartbeatRequestIsInvalid``."""
         if not request.group_id or not request.group_id.strip():
             raise StreamsGroupError(INVALID_REQUEST, "GroupId can't be empty.")
@@ -307,7 +331,7 @@ class StreamsGroups:
         return group
 
     @staticmethod
-    def _owned(request: Any) -> Tasks | None:
+    def _owned(request: StreamsGroupHeartbeatRequest) -> Tasks | None:
         if (
             request.active_tasks is None
             or request.standby_tasks is None
@@ -321,7 +345,7 @@ class StreamsGroups:
         )
 
     def _heartbeat(
-        self, request: Any, client_id: str, client_host: str, now_ms: int
+        self, request: StreamsGroupHeartbeatRequest, client_id: str, client_host: str, now_ms: int
     ) -> StreamsResult:
         group_id, member_id, epoch = request.group_id, request.member_id, request.member_epoch
         group = self._group_for(group_id, create=epoch == 0)
@@ -479,7 +503,7 @@ class StreamsGroups:
     def _standbys(self) -> int:
         return self.conf("group.streams.num.standby.replicas")
 
-    def _leave(self, request: Any, now_ms: int) -> StreamsResult:
+    def _leave(self, request: StreamsGroupHeartbeatRequest, now_ms: int) -> StreamsResult:
         group = self._group_for(request.group_id, create=False)
         member = group.members.get(request.member_id)
         if member is None:
@@ -516,17 +540,7 @@ class StreamsGroups:
     def replay(self, key_version: int, key: bytes, value: bytes | None, now_ms: int) -> None:
         body = memoryview(key)[2:]
         data = None if value is None else memoryview(value)[2:]
-        cls = {
-            KEY_METADATA: METADATA_KEY,
-            KEY_PARTITION_METADATA: PARTITION_METADATA_KEY,
-            KEY_MEMBER: MEMBER_KEY,
-            KEY_TARGET_METADATA: TARGET_METADATA_KEY,
-            KEY_TARGET_MEMBER: TARGET_MEMBER_KEY,
-            KEY_CURRENT_ASSIGNMENT: CURRENT_KEY,
-            KEY_TOPOLOGY: TOPOLOGY_KEY,
-        }[key_version]
-        k = cls.decode(body, key_version)
-        gid = k.group_id
+        gid, member_id = _group_and_member(key_version, body)
         if key_version == KEY_PARTITION_METADATA:
             return  # 4.0's record: 4.1+ read it only to drop it (the hash replaced it)
         if data is None and gid not in self.groups:
@@ -550,23 +564,23 @@ class StreamsGroups:
             )
         elif key_version == KEY_TARGET_MEMBER:
             if data is None:
-                group.target.pop(k.member_id, None)
+                group.target.pop(member_id, None)
             else:
                 t = TARGET_MEMBER_VALUE.decode(data, 0)
-                group.target[k.member_id] = Tasks(
+                group.target[member_id] = Tasks(
                     _from_rows(t.active_tasks),
                     _from_rows(t.standby_tasks),
                     _from_rows(t.warmup_tasks),
                 )
         elif key_version == KEY_MEMBER:
             if data is None:
-                group.members.pop(k.member_id, None)
-                group.session_deadlines.pop(k.member_id, None)
+                group.members.pop(member_id, None)
+                group.session_deadlines.pop(member_id, None)
                 return
             m = MEMBER_VALUE.decode(data, 0)
-            base = group.members.get(k.member_id) or StreamsMember(k.member_id)
+            base = group.members.get(member_id) or StreamsMember(member_id)
             ep = m.user_endpoint
-            group.members[k.member_id] = replace(
+            group.members[member_id] = replace(
                 base,
                 instance_id=m.instance_id,
                 rack_id=m.rack_id,
@@ -579,22 +593,22 @@ class StreamsGroups:
                 client_tags=tuple((t.key, t.value) for t in m.client_tags),
             )
             group.session_deadlines.setdefault(
-                k.member_id, now_ms + self.conf("group.streams.session.timeout.ms")
+                member_id, now_ms + self.conf("group.streams.session.timeout.ms")
             )
         elif key_version == KEY_CURRENT_ASSIGNMENT:
-            member = group.members.get(k.member_id)
+            member = group.members.get(member_id)
             if member is None:
                 if data is None:
                     return
-                member = StreamsMember(k.member_id)
+                member = StreamsMember(member_id)
             if data is None:
-                group.members[k.member_id] = replace(
+                group.members[member_id] = replace(
                     member, member_epoch=LEAVE_GROUP_MEMBER_EPOCH, previous_member_epoch=-1,
                     state=MEMBER_STABLE, assigned=EMPTY_TASKS, pending_revocation=EMPTY_TASKS,
                 )  # fmt: skip
                 return
             c = CURRENT_VALUE.decode(data, 0)
-            group.members[k.member_id] = replace(
+            group.members[member_id] = replace(
                 member,
                 member_epoch=c.member_epoch,
                 previous_member_epoch=c.previous_member_epoch,

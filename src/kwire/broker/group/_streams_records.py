@@ -16,7 +16,20 @@ from typing import Any, Final
 from kwire.broker.group._streams_group import StreamsGroup, StreamsMember, Tasks, TaskSet, _freeze
 from kwire.broker.group._streams_topology import Topology
 from kwire.log.internal_topics import versioned
-from kwire.protocol import message_class, struct_class
+from kwire.protocol.messages import (
+    StreamsGroupCurrentMemberAssignmentKey,
+    StreamsGroupCurrentMemberAssignmentValue,
+    StreamsGroupMemberMetadataKey,
+    StreamsGroupMemberMetadataValue,
+    StreamsGroupMetadataKey,
+    StreamsGroupMetadataValue,
+    StreamsGroupPartitionMetadataKey,
+    StreamsGroupTargetAssignmentMemberKey,
+    StreamsGroupTargetAssignmentMemberValue,
+    StreamsGroupTargetAssignmentMetadataKey,
+    StreamsGroupTargetAssignmentMetadataValue,
+    StreamsGroupTopologyKey,
+)
 
 __all__ = [
     "KEY_VERSIONS",
@@ -55,55 +68,23 @@ KEY_TOPOLOGY: Final = 23
 KEY_VERSIONS: Final = range(KEY_METADATA, KEY_TOPOLOGY + 1)
 
 
-METADATA_KEY: Final = message_class("StreamsGroupMetadataKey")
-
-
-METADATA_VALUE: Final = message_class("StreamsGroupMetadataValue")
-
-
-LAST_CONFIG: Final = struct_class(METADATA_VALUE, "last_assignment_configs")
-
-
-PARTITION_METADATA_KEY: Final = message_class("StreamsGroupPartitionMetadataKey")
-
-
-MEMBER_KEY: Final = message_class("StreamsGroupMemberMetadataKey")
-
-
-MEMBER_VALUE: Final = message_class("StreamsGroupMemberMetadataValue")
-
-
-MEMBER_ENDPOINT: Final = struct_class(MEMBER_VALUE, "user_endpoint")
-
-
-MEMBER_TAG: Final = struct_class(MEMBER_VALUE, "client_tags")
-
-
-TARGET_METADATA_KEY: Final = message_class("StreamsGroupTargetAssignmentMetadataKey")
-
-
-TARGET_METADATA_VALUE: Final = message_class("StreamsGroupTargetAssignmentMetadataValue")
-
-
-TARGET_MEMBER_KEY: Final = message_class("StreamsGroupTargetAssignmentMemberKey")
-
-
-TARGET_MEMBER_VALUE: Final = message_class("StreamsGroupTargetAssignmentMemberValue")
-
-
-TARGET_TASKS: Final = struct_class(TARGET_MEMBER_VALUE, "active_tasks")
-
-
-CURRENT_KEY: Final = message_class("StreamsGroupCurrentMemberAssignmentKey")
-
-
-CURRENT_VALUE: Final = message_class("StreamsGroupCurrentMemberAssignmentValue")
-
-
-CURRENT_TASKS: Final = struct_class(CURRENT_VALUE, "active_tasks")
-
-
-TOPOLOGY_KEY: Final = message_class("StreamsGroupTopologyKey")
+METADATA_KEY: Final = StreamsGroupMetadataKey
+METADATA_VALUE: Final = StreamsGroupMetadataValue
+LAST_CONFIG: Final = StreamsGroupMetadataValue.LastAssignmentConfig
+PARTITION_METADATA_KEY: Final = StreamsGroupPartitionMetadataKey
+MEMBER_KEY: Final = StreamsGroupMemberMetadataKey
+MEMBER_VALUE: Final = StreamsGroupMemberMetadataValue
+MEMBER_ENDPOINT: Final = StreamsGroupMemberMetadataValue.Endpoint
+MEMBER_TAG: Final = StreamsGroupMemberMetadataValue.KeyValue
+TARGET_METADATA_KEY: Final = StreamsGroupTargetAssignmentMetadataKey
+TARGET_METADATA_VALUE: Final = StreamsGroupTargetAssignmentMetadataValue
+TARGET_MEMBER_KEY: Final = StreamsGroupTargetAssignmentMemberKey
+TARGET_MEMBER_VALUE: Final = StreamsGroupTargetAssignmentMemberValue
+TARGET_TASKS: Final = StreamsGroupTargetAssignmentMemberValue.TaskIds
+CURRENT_KEY: Final = StreamsGroupCurrentMemberAssignmentKey
+CURRENT_VALUE: Final = StreamsGroupCurrentMemberAssignmentValue
+CURRENT_TASKS: Final = StreamsGroupCurrentMemberAssignmentValue.TaskIds
+TOPOLOGY_KEY: Final = StreamsGroupTopologyKey
 
 
 Record = tuple[bytes, bytes | None]

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
-from kwire.protocol import message_class, struct_class
+from kwire.protocol.messages import StreamsGroupTopologyValue
 
 __all__ = ["ConfiguredTopology", "Subtopology", "TopicInfo", "Topology", "configure"]
 
@@ -35,21 +35,11 @@ STATUS_MISSING_INTERNAL_TOPICS: Final = 3
 STATUS_SHUTDOWN_APPLICATION: Final = 4
 
 
-TOPOLOGY_VALUE: Final = message_class("StreamsGroupTopologyValue")
-
-
-TOPOLOGY_SUB: Final = struct_class(TOPOLOGY_VALUE, "subtopologies")
-
-
-TOPOLOGY_INFO: Final = struct_class(TOPOLOGY_VALUE, "subtopologies", "state_changelog_topics")
-
-
-TOPOLOGY_CONFIG: Final = struct_class(
-    TOPOLOGY_VALUE, "subtopologies", "state_changelog_topics", "topic_configs"
-)
-
-
-TOPOLOGY_COPART: Final = struct_class(TOPOLOGY_VALUE, "subtopologies", "copartition_groups")
+TOPOLOGY_VALUE: Final = StreamsGroupTopologyValue
+TOPOLOGY_SUB: Final = StreamsGroupTopologyValue.Subtopology
+TOPOLOGY_INFO: Final = StreamsGroupTopologyValue.TopicInfo
+TOPOLOGY_CONFIG: Final = StreamsGroupTopologyValue.TopicConfig
+TOPOLOGY_COPART: Final = StreamsGroupTopologyValue.CopartitionGroup
 
 
 @dataclass(frozen=True)
