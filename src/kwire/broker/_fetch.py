@@ -35,9 +35,8 @@ from typing import Any, Final
 from kwire.broker._acl import TOPIC, authorize
 from kwire.broker._apis import Deferred, register
 from kwire.broker._context import RequestContext
-from kwire.broker._data import check_leader_epoch
 from kwire.broker._routing import leader_error, node_endpoints, serving_node
-from kwire.broker._state import BrokerState, Partition
+from kwire.broker._state import BrokerState, Partition, check_leader_epoch
 from kwire.errors import KwireError, UnsupportedCodecError
 from kwire.log import OffsetOutOfRangeError
 from kwire.log.storage import FileSlice, KafkaStorageError, batch_formats, read_batch_chunks

@@ -4,7 +4,8 @@ what the wire needs); not SASL (its listeners load it); not the offline log read
 checks, samples: ``kwire.log`` loads a module on first use of one of its names); not ``pathlib``
 (the bundled specs' directory is a ``Path`` made on first use); and not ``importlib.metadata``
 (with ``email``, ``zipfile``, ``csv``), which the ``crc32c`` package's ``__init__`` imports for a
-version string. The broker runs as the command does, in a subprocess under ``-X importtime``,
+version string; nor the data path's shared handler module (``_data``: Produce, ListOffsets, ...),
+which Metadata and ApiVersions no longer share. The broker runs as the command does, in a subprocess under ``-X importtime``,
 whose report names every module the process loaded.
 """
 
@@ -32,6 +33,8 @@ NOT_AT_START = (
     "pathlib",
     "importlib.metadata",
     "email",
+    # the handlers of Produce, ListOffsets and the like: a first Metadata loads its own module
+    "kwire.broker._data",
 )
 
 
