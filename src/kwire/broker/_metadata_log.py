@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import logging
 import os
 import uuid
@@ -338,10 +337,13 @@ class MetadataLog:
         appended and fsynced, then the file is renamed ``<name>.migrated``."""
         path = os.path.join(self.root, name)
         try:
-            with open(path, encoding="utf-8") as f:
-                doc = json.load(f)
+            f = open(path, encoding="utf-8")  # noqa: SIM115 - closed below
         except FileNotFoundError:
             return
+        import json  # here: only an older kwire's data directory has these files
+
+        with f:
+            doc = json.load(f)
         self.append(convert(doc, self.image), now_ms)
         os.replace(path, path + ".migrated")
         _logger.info("migrated %s into the metadata log", name)

@@ -18,7 +18,6 @@ checkpoint files are exactly Kafka's.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import random
@@ -704,10 +703,13 @@ class BrokerState:
         """What an older kwire left in ``kwire-metadata.json`` (migrated at start), else the
         cluster id of ``meta.properties`` (a KRaft node's only record of it besides the log)."""
         try:
-            with open(self._metadata_path(), encoding="utf-8") as f:
-                data = json.load(f)
+            f = open(self._metadata_path(), encoding="utf-8")  # noqa: SIM115 - closed below
         except FileNotFoundError:
             return {"cluster_id": stored_cluster_id(self.path)}
+        import json  # here: only an older kwire's data directory has the file
+
+        with f:
+            data = json.load(f)
         if not isinstance(data, dict):
             raise ValueError(f"{self._metadata_path()} is not a JSON object")
         return data

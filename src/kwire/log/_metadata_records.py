@@ -34,7 +34,6 @@ fsynced, and the records this reader uses are appended before the partitions the
 
 from __future__ import annotations
 
-import json
 import os
 import uuid
 from collections.abc import Callable, Iterable, Mapping
@@ -168,6 +167,8 @@ def metadata_record_type_name(api_key: int) -> str:
 def metadata_record_json(value: bytes | bytearray | memoryview) -> str:
     """A record value as ``kafka-dump-log.sh --cluster-metadata-decoder`` prints its payload
     (``{"type":"TOPIC_RECORD","version":0,"data":{...}}``, Jackson's compact JSON)."""
+    import json  # here: the dump tools need it, a broker's start does not
+
     message, version = decode_metadata_record(value)
     doc = {
         "type": metadata_record_type_name(_API_KEYS[type(message).__name__]),
