@@ -37,6 +37,9 @@ NOT_AT_START = (
     "email",
     # the handlers of Produce, ListOffsets and the like: a first Metadata loads its own module
     "kwire.broker._data",
+    # the log cleaner's record rules: a broker with no compacted log never builds its cleaner
+    "kwire.log._cleaner",
+    "kwire.log._compaction",
     # what only a rarer path needs: gzip batches (zlib-ng's extension imports gzip), an IP quota,
     # an older kwire's JSON files or a quorum-state to read back, argparse's terminal width (with
     # bz2 and lzma), a deleted or moved log, the idna codec for an ASCII --host
