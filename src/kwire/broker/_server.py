@@ -41,7 +41,7 @@ from kwire.broker._api_versions import api_versions_response
 from kwire.broker._apis import CLOSE_CONNECTION, TABLE, Deferred, dispatch
 from kwire.broker._connection import BrokerConnection, FrameSizeError
 from kwire.broker._context import RequestContext
-from kwire.broker._fetch import ConvertedRecords, FileRecords
+from kwire.broker._file_records import ConvertedRecords, FileRecords
 from kwire.broker._metrics import broker_metrics
 from kwire.broker._routing import DISCONNECT, Faults, error_response
 from kwire.broker._security import (
