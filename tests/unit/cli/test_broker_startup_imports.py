@@ -38,6 +38,7 @@ NOT_AT_START = (
     # the handlers of Produce, ListOffsets and the like: a first Metadata loads its own module
     "kwire.broker._data",
     "kwire.broker._fetch",  # the server checks responses for _file_records' classes only
+    "kwire.broker._upgrade",  # the removed-versions report (--report-removed-in, /metrics)
     # the log cleaner's record rules: a broker with no compacted log never builds its cleaner
     "kwire.log._cleaner",
     "kwire.log._compaction",
