@@ -1,6 +1,7 @@
 """Start-up costs of kwire's broker, each beside its floor, in one run; medians of ``--rounds``.
 
     .venv/bin/python bench/bench_broker_startup.py [--rounds 7]
+    .venv/bin/python bench/bench_broker_startup.py --rounds 11 --trees BEFORE AFTER
 
 * spawn: ``python -m kwire broker`` spawned to its first Metadata answer (a raw socket polled every
   2 ms), against a minimal asyncio server spawned the same way by the same Python (it imports
@@ -11,6 +12,9 @@
 * fixture: in a fresh interpreter, ``from kwire.broker import Broker`` (what the pytest fixture's
   first use pays), then ``Broker(dir).start()`` to the first Metadata answer for the first broker
   and for a second one (a later test of the session), in wall and in CPU time;
+* trees (``--trees A B ...``): only the spawn's CPU time, of each source tree (a ``git archive``
+  with ``src`` and ``tools``, put first on ``PYTHONPATH`` in turn) against the floor, rounds
+  interleaved tree by tree (the order alternating), so a before and an after see the same load;
 * plugin: a generated suite of 30 tests that use no broker, ``pytest -q`` with kwire's plugin
   loaded (its ``pytest11`` entry point) and with ``-p no:kwire``, ``PYTHONDONTWRITEBYTECODE=1``;
   wall time and CPU time (``--plugin-only`` runs just this part).
@@ -164,6 +168,28 @@ def measure_spawn_cpu(rounds: int) -> dict[str, list[float]]:
     return out
 
 
+def measure_trees(rounds: int, trees: list[str]) -> dict[str, list[float]]:
+    """``measure_spawn_cpu`` of each tree in turn (its ``src`` and ``tools`` first on
+    ``PYTHONPATH``), ``rounds`` times, the trees' order alternating: medians comparable under a
+    shared machine's changing load. Keys: each tree, and ``floor`` (every round's)."""
+    out: dict[str, list[float]] = {tree: [] for tree in trees}
+    out["floor"] = []
+    saved = os.environ.get("PYTHONPATH")
+    try:
+        for r in range(rounds):
+            for tree in trees if r % 2 == 0 else trees[::-1]:
+                os.environ["PYTHONPATH"] = os.pathsep.join([f"{tree}/src", f"{tree}/tools"])
+                got = measure_spawn_cpu(1)
+                out[tree] += got["kwire_cpu_ms"]
+                out["floor"] += got["floor_cpu_ms"]
+    finally:
+        if saved is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved
+    return out
+
+
 def measure_fixture(rounds: int) -> dict[str, list[float]]:
     names = ("import_ms", "first_ms", "later_ms", "first_cpu_ms", "later_cpu_ms")
     out: dict[str, list[float]] = {k: [] for k in names}
@@ -216,8 +242,21 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--plugin-only", action="store_true", help="only the plugin's overhead")
+    parser.add_argument(
+        "--trees", nargs="+", metavar="TREE", help="only the spawn's CPU time of each source tree"
+    )
     args = parser.parse_args()
     print(f"# load average at start {os.getloadavg()}", flush=True)
+    if args.trees:
+        by_tree = measure_trees(args.rounds, args.trees)
+        floor = statistics.median(by_tree.pop("floor"))
+        print(f"floor                  median {floor:8.1f} ms CPU")
+        for tree, values in by_tree.items():
+            cpu = statistics.median(values)
+            spread = f"{min(values):.0f}-{max(values):.0f}"
+            print(f"{tree:22} median {cpu:8.1f} ms CPU ({spread}), {cpu / floor:.2f}x the floor")
+        print(f"# load average at end {os.getloadavg()}", flush=True)
+        return 0
     results = {}
     if not args.plugin_only:
         results.update(measure_spawn(args.rounds))

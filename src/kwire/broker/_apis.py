@@ -111,7 +111,7 @@ TABLE: Final[Mapping[int, Route]] = MappingProxyType(
         # v1 one offset per partition; v2 isolation level; v4 leader epoch; v7 max timestamp
         2: Route(_DATA, "handle_list_offsets", 0, 10),
         # v4 auto-creation asked for; v9 flexible; v10 topic ids; v13 a top-level error
-        3: Route(_DATA, "handle_metadata", 0, 13),
+        3: Route("kwire.broker._metadata", "handle_metadata", 0, 13),
         # v1 generation and member ids; v5 no retention time; v7 group instance ids (KIP-345)
         8: Route(_OFFSETS, "handle_offset_commit", 0, 10),
         # v2 every offset of a group; v7 require_stable (KIP-447); v8 many groups
@@ -132,7 +132,7 @@ TABLE: Final[Mapping[int, Route]] = MappingProxyType(
         # SaslHandshake: v1 the mechanism's tokens go in SaslAuthenticate
         17: Route(_SASL, "handle_sasl_handshake", 0, 1),
         # v3 flexible, the client's software name and version (KIP-511), features
-        18: Route(_DATA, "handle_api_versions", 0, 4),
+        18: Route("kwire.broker._api_versions", "handle_api_versions", 0, 4),
         # v1 validate_only; v5 the created topic's configs
         19: Route("kwire.broker._create_topics", "handle_create_topics", 0, 7),
         # v6 topic ids

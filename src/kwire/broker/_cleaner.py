@@ -17,13 +17,14 @@ default). The ``cleaner-offset-checkpoint`` is read at startup and written after
 from __future__ import annotations
 
 import logging
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from kwire.broker._apis import on_startup
 from kwire.broker._state import BrokerState
 from kwire.log import TopicPartition
-from kwire.log._compaction import DEFAULT_MAX_MAP_ENTRIES
-from kwire.log.storage import LogCleaner
+
+if TYPE_CHECKING:
+    from kwire.log.storage import LogCleaner
 
 __all__ = ["BrokerLogCleaner", "start_log_cleaner"]
 
@@ -42,6 +43,8 @@ def _enabled(state: BrokerState) -> bool:
 def _map_entries(state: BrokerState) -> int:
     size = state.static_config.get("log.cleaner.dedupe.buffer.size")
     if size is None:
+        from kwire.log._compaction import DEFAULT_MAX_MAP_ENTRIES
+
         return DEFAULT_MAX_MAP_ENTRIES
     return max(1, int(int(str(size)) // _DEDUPE_ENTRY_BYTES * _LOAD_FACTOR))
 
@@ -52,12 +55,21 @@ class BrokerLogCleaner:
     def __init__(self, state: BrokerState) -> None:
         self.state = state
         self.backoff_ms = int(str(state.static_config.get("log.cleaner.backoff.ms", "15000")))
-        self.cleaner = LogCleaner(
-            state.data_dir.read_cleaner_checkpoint(), max_map_entries=_map_entries(state)
-        )
+        self._checkpoints = state.data_dir.read_cleaner_checkpoint()
+        self._cleaner: LogCleaner | None = None
         self.next_run_ms = 0
         #: Completed rounds (for tests and metrics).
         self.rounds = 0
+
+    @property
+    def cleaner(self) -> LogCleaner:
+        """``kwire.log.LogCleaner``, made (its modules imported) on first use: a broker with no
+        compacted log and no cleaner checkpoint never needs it."""
+        if self._cleaner is None:
+            from kwire.log.storage import LogCleaner
+
+            self._cleaner = LogCleaner(self._checkpoints, max_map_entries=_map_entries(self.state))
+        return self._cleaner
 
     def tick(self, now_ms: int) -> None:
         if now_ms < self.next_run_ms:
@@ -68,6 +80,12 @@ class BrokerLogCleaner:
     def run_once(self, now_ms: int) -> bool:
         """One cleaning round of the filthiest compacted log; False when none was due."""
         logs = [p.log for p in self.state.iter_partitions()]
+        if (
+            self._cleaner is None
+            and not self._checkpoints
+            and not any(lg.config.compact for lg in logs)
+        ):
+            return False  # what a cleaner would do here: find nothing to clean, forget nothing
         before = dict(self.cleaner.checkpoints)
         ltc = self.cleaner.grab_filthiest_compacted_log(logs, now_ms)
         if ltc is not None:

@@ -1,5 +1,5 @@
-"""Handlers of the data path: ApiVersions, Metadata, Produce, ListOffsets, InitProducerId,
-OffsetForLeaderEpoch (Fetch has its own module).
+"""Handlers of the data path: Produce, ListOffsets, InitProducerId, OffsetForLeaderEpoch
+(Fetch, Metadata and ApiVersions have their own modules).
 
 Each follows the matching ``KafkaApis.handle*`` method of Kafka 3.9 and ``ReplicaManager`` for
 what happens per partition; each partition has one replica, its leader, so its ISR is the leader
@@ -11,7 +11,6 @@ partition gets NOT_LEADER_OR_FOLLOWER (``_routing``).
 from __future__ import annotations
 
 import functools
-import re
 import struct
 import uuid
 from collections.abc import Callable
@@ -24,24 +23,19 @@ from kwire.broker._acl import (
     TRANSACTIONAL_ID,
     authorize,
     authorize_any,
-    authorized_operations,
 )
 from kwire.broker._apis import CLOSE_CONNECTION, register
 from kwire.broker._context import RequestContext
-from kwire.broker._routing import leader_error, live_nodes, node_endpoints
-from kwire.broker._state import BrokerError, BrokerState, Partition, Topic, validate_topic_name
+from kwire.broker._routing import leader_error, node_endpoints
+from kwire.broker._state import BrokerState, Partition, Topic, check_leader_epoch
 from kwire.errors import DecompressedSizeError, KwireError
 from kwire.log.storage import KafkaStorageError, ProducerStateError
-from kwire.protocol import ZERO_UUID, ErrorCode
+from kwire.protocol import ErrorCode
 from kwire.protocol.messages import (
-    ApiVersionsRequest,
-    ApiVersionsResponse,
     InitProducerIdRequest,
     InitProducerIdResponse,
     ListOffsetsRequest,
     ListOffsetsResponse,
-    MetadataRequest,
-    MetadataResponse,
     OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
     ProduceRequest,
@@ -50,14 +44,9 @@ from kwire.protocol.messages import (
 from kwire.records import DEFAULT_MAX_DECOMPRESSED_SIZE, AppendError, AppendResult
 
 __all__ = [
-    "CLUSTER_OPERATIONS",
-    "TOPIC_OPERATIONS",
     "Prevalidated",
-    "check_leader_epoch",
-    "handle_api_versions",
     "handle_init_producer_id",
     "handle_list_offsets",
-    "handle_metadata",
     "handle_offset_for_leader_epoch",
     "handle_produce",
     "topic_by_id_or_name",
@@ -67,29 +56,6 @@ __all__ = [
 PRODUCE: Final = 0
 _INT32: Final = struct.Struct(">i")
 
-#: KIP-511's pattern for the client software name and version in ApiVersions v3+.
-_SOFTWARE: Final = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
-NO_OPERATIONS: Final = -(2**31)  # Kafka's "authorized operations not requested" sentinel
-
-
-def _bits(*operations: int) -> int:
-    return sum(1 << op for op in operations)
-
-
-# AclOperation codes: READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9,
-# DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12. With no authorizer every operation
-# a resource type supports is authorized (Kafka's AuthHelper.authorizedOperations).
-TOPIC_OPERATIONS: Final = _bits(3, 4, 5, 6, 7, 8, 10, 11)
-CLUSTER_OPERATIONS: Final = _bits(5, 7, 8, 9, 10, 11, 12)
-
-API_VERSIONS_RESPONSE: Final = ApiVersionsResponse
-API_VERSION: Final = ApiVersionsResponse.ApiVersion
-SUPPORTED_FEATURE: Final = ApiVersionsResponse.SupportedFeatureKey
-FINALIZED_FEATURE: Final = ApiVersionsResponse.FinalizedFeatureKey
-METADATA_RESPONSE: Final = MetadataResponse
-METADATA_BROKER: Final = MetadataResponse.MetadataResponseBroker
-METADATA_TOPIC: Final = MetadataResponse.MetadataResponseTopic
-METADATA_PARTITION: Final = MetadataResponse.MetadataResponsePartition
 PRODUCE_RESPONSE: Final = ProduceResponse
 PRODUCE_TOPIC: Final = ProduceResponse.TopicProduceResponse
 PRODUCE_PARTITION: Final = ProduceResponse.PartitionProduceResponse
@@ -117,178 +83,12 @@ READ_COMMITTED: Final = 1
 # --- shared rules -----------------------------------------------------------------------------
 
 
-def check_leader_epoch(partition: Partition, current_leader_epoch: int) -> ErrorCode:
-    """Kafka's ``Partition.checkCurrentLeaderEpoch``: -1 skips the check."""
-    if current_leader_epoch == -1 or current_leader_epoch == partition.leader_epoch:
-        return ErrorCode.NONE
-    if current_leader_epoch < partition.leader_epoch:
-        return ErrorCode.FENCED_LEADER_EPOCH
-    return ErrorCode.UNKNOWN_LEADER_EPOCH
-
-
 def topic_by_id_or_name(
     state: BrokerState, name: str | None, topic_id: uuid.UUID | None, by_id: bool
 ) -> Topic | None:
     if by_id:
         return state.topics_by_id.get(topic_id) if topic_id is not None else None
     return state.topics.get(name or "")
-
-
-# --- ApiVersions ------------------------------------------------------------------------------
-
-
-def api_versions_response(
-    state: BrokerState, error: ErrorCode = ErrorCode.NONE, version: int = 0
-) -> Any:
-    """The personality's API ranges and, from v3, its features (Kafka's ``ApiVersionsResponse``:
-    a feature whose lowest supported version is 0 is left out below v4, as v3 clients reject it)."""
-    personality = state.personality
-    keys = [
-        API_VERSION(api_key=key, min_version=lo, max_version=hi)
-        for key, (lo, hi) in sorted(personality.advertised.items())
-    ]
-    response: Any = API_VERSIONS_RESPONSE(error_code=int(error), api_keys=keys, throttle_time_ms=0)
-    if version >= 3 and error == ErrorCode.NONE:
-        response.supported_features = [
-            SUPPORTED_FEATURE(name=name, min_version=lo, max_version=hi)
-            for name, (lo, hi) in sorted(personality.supported_features.items())
-            if version >= 4 or lo > 0
-        ]
-        finalized = sorted(state.finalized_features.items())
-        response.finalized_features = [
-            FINALIZED_FEATURE(name=name, max_version_level=level, min_version_level=level)
-            for name, level in finalized
-        ]
-        # Kafka's epoch is the metadata image's offset (a client keeps the newest it has seen).
-        response.finalized_features_epoch = state.metadata_log.features_epoch if finalized else -1
-    return response
-
-
-@register(18, 0, 4)
-def handle_api_versions(
-    state: BrokerState, ctx: RequestContext, request: ApiVersionsRequest
-) -> Any:
-    """ApiVersions; v3+ validates the client software name and version (KIP-511)."""
-    if ctx.api_version >= 3:
-        for value in (request.client_software_name, request.client_software_version):
-            if not value or not _SOFTWARE.match(value):
-                return API_VERSIONS_RESPONSE(error_code=int(ErrorCode.INVALID_REQUEST))
-    return api_versions_response(state, version=ctx.api_version)
-
-
-# --- Metadata ---------------------------------------------------------------------------------
-
-
-def _metadata_topic(state: BrokerState, topic: Topic, version: int, with_ops: bool) -> Any:
-    partitions = []
-    for p in topic.partitions:
-        # One replica, its leader (in an in-process cluster it moves with the leadership: the
-        # storage is shared); a leader that is not live is LEADER_NOT_AVAILABLE, as Kafka's
-        # MetadataCache answers for a partition whose leader is offline.
-        live = p.leader_id in state.live_brokers
-        leader = p.leader_id if live else -1
-        partitions.append(
-            METADATA_PARTITION(
-                error_code=0 if live else int(ErrorCode.LEADER_NOT_AVAILABLE),
-                partition_index=p.index,
-                leader_id=leader,
-                leader_epoch=p.leader_epoch,
-                replica_nodes=[p.leader_id],
-                isr_nodes=[leader] if live else [],
-                offline_replicas=[] if live else [p.leader_id],
-            )
-        )
-    return METADATA_TOPIC(
-        error_code=0,
-        name=topic.name,
-        topic_id=topic.topic_id,
-        is_internal=topic.internal,
-        partitions=partitions,
-        topic_authorized_operations=TOPIC_OPERATIONS if with_ops else NO_OPERATIONS,
-    )
-
-
-def _metadata_error(name: str | None, topic_id: uuid.UUID | None, error: ErrorCode) -> Any:
-    return METADATA_TOPIC(
-        error_code=int(error), name=name, topic_id=topic_id or ZERO_UUID, partitions=[]
-    )
-
-
-@register(3, 0, 13)
-def handle_metadata(state: BrokerState, ctx: RequestContext, request: MetadataRequest) -> Any:
-    """Metadata (``KafkaApis.handleTopicMetadataRequest``), with auto-creation."""
-    version = ctx.api_version
-    with_ops = version >= 8 and bool(request.include_topic_authorized_operations)
-    topics_out: list[Any] = []
-    if request.topics is None or (version == 0 and not request.topics):
-        topics_out = [
-            _metadata_topic(state, t, version, with_ops)
-            for t in state.topics.values()
-            if authorize(state, ctx, "DESCRIBE", TOPIC, t.name)  # the others stay hidden
-        ]
-    else:
-        allow_auto = state.auto_create_topics and (version < 4 or request.allow_auto_topic_creation)
-        for wanted in request.topics:
-            name = wanted.name
-            if name is None:
-                topic_id = wanted.topic_id
-                found = state.topics_by_id.get(topic_id) if topic_id else None
-                if found is None:
-                    topics_out.append(_metadata_error(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID))
-                elif not authorize(state, ctx, "DESCRIBE", TOPIC, found.name):
-                    error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-                    topics_out.append(_metadata_error(None, topic_id, error))
-                else:
-                    topics_out.append(_metadata_topic(state, found, version, with_ops))
-                continue
-            if not authorize(state, ctx, "DESCRIBE", TOPIC, name):  # existing or not
-                topics_out.append(_metadata_error(name, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
-                continue
-            topic = state.topics.get(name)
-            if topic is None:
-                try:
-                    validate_topic_name(name)
-                except BrokerError:
-                    topics_out.append(
-                        _metadata_error(name, None, ErrorCode.INVALID_TOPIC_EXCEPTION)
-                    )
-                    continue
-                if not allow_auto:
-                    topics_out.append(
-                        _metadata_error(name, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-                    )
-                    continue
-                if not authorize(state, ctx, "CREATE", CLUSTER, "kafka-cluster") and not authorize(
-                    state, ctx, "CREATE", TOPIC, name
-                ):
-                    error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-                    topics_out.append(_metadata_error(name, None, error))
-                    continue
-                try:
-                    topic = state.create_topic(name)
-                except BrokerError as exc:
-                    topics_out.append(_metadata_error(name, None, exc.error))
-                    continue
-            topics_out.append(_metadata_topic(state, topic, version, with_ops))
-    for out in topics_out if with_ops else ():
-        if out.error_code == 0:  # KIP-430
-            out.topic_authorized_operations = authorized_operations(state, ctx, TOPIC, out.name)
-    brokers = [
-        METADATA_BROKER(node_id=node, host=host, port=port, rack=None)
-        for node, host, port in live_nodes(state, ctx)
-    ]
-    return METADATA_RESPONSE(
-        throttle_time_ms=0,
-        brokers=brokers,
-        cluster_id=state.cluster_id,
-        controller_id=min(state.live_brokers, default=state.node_id),
-        topics=topics_out,
-        cluster_authorized_operations=(
-            authorized_operations(state, ctx, CLUSTER, "kafka-cluster")
-            if 8 <= version <= 10 and request.include_cluster_authorized_operations
-            else NO_OPERATIONS
-        ),
-    )
 
 
 # --- Produce ----------------------------------------------------------------------------------

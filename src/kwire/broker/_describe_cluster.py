@@ -17,7 +17,7 @@ from kwire.broker._acl import (
 )
 from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
-from kwire.broker._data import NO_OPERATIONS
+from kwire.broker._metadata import NO_OPERATIONS
 from kwire.broker._routing import live_nodes
 from kwire.broker._state import BrokerState
 from kwire.protocol import ErrorCode

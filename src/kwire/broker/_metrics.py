@@ -26,9 +26,8 @@ import logging
 import struct
 import time
 from collections.abc import Callable, Iterable
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from kwire.broker import _upgrade
 from kwire.broker._context import RequestContext
 from kwire.broker._quotas import (
     CONSUMER_BYTE_RATE,
@@ -39,6 +38,9 @@ from kwire.broker._quotas import (
 )
 from kwire.broker._state import BrokerState
 from kwire.protocol import releases
+
+if TYPE_CHECKING:
+    from kwire.broker import _upgrade
 
 __all__ = ["BrokerMetrics", "broker_metrics", "render", "serve_metrics"]
 
@@ -122,6 +124,8 @@ class BrokerMetrics:
         self._reported: set[tuple[tuple[str, str] | None, str | None, int, int]] = set()
 
     def report_removed_in(self, release: str) -> None:
+        from kwire.broker import _upgrade  # the client report's module, loaded when used
+
         self.report_release = release
         self._removed = _upgrade.removed_versions(release)
 
@@ -222,6 +226,8 @@ class BrokerMetrics:
         return total
 
     def _log_removed(self, key: tuple[tuple[str, str] | None, str | None, int, int]) -> None:
+        from kwire.broker import _upgrade  # the client report's module, loaded when used
+
         software, client_id, api, version = key
         name, sw_version = software or (_upgrade.UNKNOWN, _upgrade.UNKNOWN)
         log.warning(
@@ -238,6 +244,8 @@ class BrokerMetrics:
 
     def usage_by_client(self) -> dict[tuple[str, str, str, int, int], int]:
         """(software name, software version, client id, api key, version) -> requests."""
+        from kwire.broker import _upgrade  # the client report's module, loaded when used
+
         out: dict[tuple[str, str, str, int, int], int] = {}
         for (software, client_id, api, version), count in self.usage.items():
             name, sw_version = software or (_upgrade.UNKNOWN, _upgrade.UNKNOWN)
@@ -246,6 +254,8 @@ class BrokerMetrics:
         return out
 
     def removed_version_report(self, release: str | None = None) -> list[_upgrade.RemovedUse]:
+        from kwire.broker import _upgrade  # the client report's module, loaded when used
+
         return _upgrade.report(self.usage_by_client(), release or self.report_release or "4.0")
 
 
@@ -374,6 +384,8 @@ def render(state: BrokerState) -> str:
 
 
 def _connections(w: _Writer, m: BrokerMetrics) -> None:
+    from kwire.broker import _upgrade  # the client report's module, loaded when used
+
     counts: dict[str, int] = {}
     clients: dict[tuple[str, str, str], int] = {}
     for conn in m.open.values():

@@ -29,7 +29,6 @@ and described; kwire does not enforce them.
 
 from __future__ import annotations
 
-import ipaddress
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -507,6 +506,8 @@ def _validate_entity(pairs: list[tuple[str, str | None]]) -> Entity:
 
 
 def _valid_ip(text: str) -> bool:
+    import ipaddress  # here: only AlterClientQuotas for an IP needs it, not a broker's start
+
     try:
         ipaddress.ip_address(text)
     except ValueError:

@@ -37,10 +37,10 @@ import time
 from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any, Final
 
+from kwire.broker._api_versions import api_versions_response
 from kwire.broker._apis import CLOSE_CONNECTION, TABLE, Deferred, dispatch
 from kwire.broker._context import RequestContext
-from kwire.broker._data import api_versions_response, validation_jobs
-from kwire.broker._fetch import ConvertedRecords, FileRecords
+from kwire.broker._file_records import ConvertedRecords, FileRecords
 from kwire.broker._metrics import broker_metrics
 from kwire.broker._routing import DISCONNECT, Faults, error_response
 from kwire.broker._security import (
@@ -73,6 +73,7 @@ log = logging.getLogger("kwire.broker")
 _SIZE: Final = struct.Struct(">i")
 _HEAD: Final = struct.Struct(">hhi")  # api key, api version, correlation id
 API_VERSIONS: Final = 18
+PRODUCE: Final = 0
 #: Decompressed bytes of a request's records validated on the loop rather than the worker pool.
 INLINE_VALIDATION_BYTES: Final = 1 << 17
 _RESPONSE_HEADER: Final = ResponseHeader
@@ -529,6 +530,10 @@ class KafkaServer:
         and a wake-up of the loop, measured at 2-4x the CPU of a 16 KiB batch's validation). The
         rest, and any batch that exceeds that budget part-way, go to the worker pool (Kafka's
         request handler threads), so other connections are served meanwhile."""
+        if ctx.api_key != PRODUCE:
+            return
+        from kwire.broker._data import validation_jobs  # with the first Produce: start loads less
+
         jobs = validation_jobs(self.state, ctx, message)
         if not jobs:
             return

@@ -59,6 +59,7 @@ __all__ = [
     "Partition",
     "SystemClock",
     "Topic",
+    "check_leader_epoch",
     "partition_for",
     "validate_topic_name",
 ]
@@ -171,6 +172,15 @@ class Partition:
         unstable = self.log.first_unstable_offset()
         hw = self.log.high_watermark
         return hw if unstable is None else min(unstable, hw)
+
+
+def check_leader_epoch(partition: Partition, current_leader_epoch: int) -> ErrorCode:
+    """Kafka's ``Partition.checkCurrentLeaderEpoch``: -1 skips the check."""
+    if current_leader_epoch == -1 or current_leader_epoch == partition.leader_epoch:
+        return ErrorCode.NONE
+    if current_leader_epoch < partition.leader_epoch:
+        return ErrorCode.FENCED_LEADER_EPOCH
+    return ErrorCode.UNKNOWN_LEADER_EPOCH
 
 
 @dataclass(eq=False)

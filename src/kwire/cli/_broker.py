@@ -12,6 +12,8 @@ import socket
 import sys
 from typing import TYPE_CHECKING, Final, NoReturn
 
+from kwire.cli._help import DefaultsHelpFormatter
+
 if TYPE_CHECKING:
     from kwire.broker import Broker
 
@@ -32,7 +34,7 @@ class StartError(Exception):
     """A start-up failure of the machine or the file system (exit status 1)."""
 
 
-class _DefaultsHelp(argparse.ArgumentDefaultsHelpFormatter):
+class _DefaultsHelp(DefaultsHelpFormatter):
     """``--help`` with each option's default, where it has one worth showing."""
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
@@ -128,9 +130,16 @@ def _number(option: str, value: str | None, lo: int, hi: int, what: str) -> int:
     return number
 
 
+def _resolvable(host: str) -> str | bytes:
+    """``host`` as ``getaddrinfo`` takes it: an ASCII name as bytes, which is what the ``idna``
+    codec gives for one (Python's fast path), without loading that codec (``encodings.idna``,
+    ``stringprep``, ``unicodedata``) at every start; any other name as text, for the codec."""
+    return host.encode("ascii") if host.isascii() else host
+
+
 def _check_host(host: str) -> None:
     try:
-        socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+        socket.getaddrinfo(_resolvable(host), None, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError):
         raise UsageError(
             f"--host {host!r} is neither an IP address nor a name this machine resolves; give "
@@ -165,7 +174,9 @@ def _check_port_free(host: str, port: int) -> None:
     use is found before the data directory is touched."""
     if port == 0:
         return
-    for family, kind, proto, _, address in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM):
+    for family, kind, proto, _, address in socket.getaddrinfo(
+        _resolvable(host), port, type=socket.SOCK_STREAM
+    ):
         with socket.socket(family, kind, proto) as probe:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:

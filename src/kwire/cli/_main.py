@@ -12,6 +12,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from kwire.cli._help import HelpFormatter
 from kwire.errors import DecodeError, KwireError
 
 _COMMANDS: tuple[str, ...] = (
@@ -34,7 +35,9 @@ EXIT_USAGE = 2
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser of every subcommand, or only of ``only`` (a start imports nothing else)."""
     parser = argparse.ArgumentParser(
-        prog="kwire", description="Read, write, check and convert Apache Kafka's wire formats."
+        prog="kwire",
+        description="Read, write, check and convert Apache Kafka's wire formats.",
+        formatter_class=HelpFormatter,
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True

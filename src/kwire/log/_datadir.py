@@ -30,7 +30,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import shutil
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Final
@@ -303,6 +302,8 @@ class DataDir:
             try:
                 os.rename(source, folder)
             except OSError:
+                import shutil  # here: only a move between log directories needs it
+
                 shutil.copytree(source, folder)
                 shutil.rmtree(source)
             _fsync_dir(self.path)

@@ -10,7 +10,6 @@ at the next start and a finished one never again. The broker never opens these f
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Final
 
@@ -24,10 +23,13 @@ MIGRATED_SUFFIX: Final = ".migrated"
 def read_legacy_json(root: str | os.PathLike[str], name: str) -> object | None:
     """The JSON document of ``<root>/<name>``, or None when there is no such file."""
     try:
-        with open(os.path.join(root, name), encoding="utf-8") as f:
-            doc: object = json.load(f)
+        f = open(os.path.join(root, name), encoding="utf-8")  # noqa: SIM115 - closed below
     except FileNotFoundError:
         return None
+    import json  # here: only an older kwire's data directory has these files
+
+    with f:
+        doc: object = json.load(f)
     return doc
 
 

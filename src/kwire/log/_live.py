@@ -56,7 +56,6 @@ import contextlib
 import functools
 import logging
 import os
-import shutil
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -964,6 +963,8 @@ class LiveLog:
             self._closed = True
         target = f"{self.path}.{uuid.uuid4().hex}-delete"
         os.replace(self.path, target)
+        import shutil  # here: only a deleted log needs it, not a start
+
         shutil.rmtree(target)
 
     def __enter__(self) -> LiveLog:

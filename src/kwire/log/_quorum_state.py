@@ -9,7 +9,6 @@ The broker's metadata log (``kwire.broker._metadata_log``) writes it atomically 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -19,16 +18,13 @@ __all__ = ["quorum_state_json", "read_quorum_state"]
 def quorum_state_json(leader_id: int, epoch: int, voters: Iterable[int]) -> str:
     """``FileQuorumStateStore``'s file at ``data_version`` 0 (``QuorumStateData`` v0, static
     ``controller.quorum.voters``), as Jackson writes it: one compact line."""
-    doc = {
-        "clusterId": "",
-        "leaderId": leader_id,
-        "leaderEpoch": epoch,
-        "votedId": -1,
-        "appliedOffset": 0,
-        "currentVoters": [{"voterId": v} for v in voters],
-        "data_version": 0,
-    }
-    return json.dumps(doc, separators=(",", ":"))
+    # Every value is an int (or the empty cluster id), so the line is formatted here rather
+    # than by ``json``, which a broker's start would otherwise import for this line alone.
+    current = ",".join(f'{{"voterId":{int(v)}}}' for v in voters)
+    return (
+        f'{{"clusterId":"","leaderId":{int(leader_id)},"leaderEpoch":{int(epoch)},'
+        f'"votedId":-1,"appliedOffset":0,"currentVoters":[{current}],"data_version":0}}'
+    )
 
 
 def read_quorum_state(path: str) -> dict[str, Any] | None:
@@ -37,6 +33,8 @@ def read_quorum_state(path: str) -> dict[str, Any] | None:
             line = f.readline()
     except FileNotFoundError:
         return None
+    import json  # here: a fresh data directory has no quorum-state to read
+
     try:
         doc = json.loads(line)
     except json.JSONDecodeError:

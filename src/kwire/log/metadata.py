@@ -2,8 +2,14 @@
 (``encode_metadata_record`` / ``decode_metadata_record``), the record types, the JSON
 ``kafka-dump-log --cluster-metadata-decoder`` prints, the topic and partition images a replay
 builds, and the replica set of each partition (``ReplicaSets``, ``ReplicaSetReader``,
-``read_replica_sets``).
+``read_replica_sets``, loaded with the first use of one of these two names: a broker's start
+needs neither).
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from kwire.log._metadata_records import (
     CLUSTER_METADATA_DIR,
@@ -12,7 +18,6 @@ from kwire.log._metadata_records import (
     METADATA_RECORD_TYPES,
     MetadataRecord,
     PartitionImage,
-    ReplicaSetReader,
     ReplicaSets,
     TopicImage,
     decode_metadata_record,
@@ -22,9 +27,11 @@ from kwire.log._metadata_records import (
     metadata_record_json,
     metadata_record_type_name,
     new_metadata_record,
-    read_replica_sets,
     replay_topic_record,
 )
+
+if TYPE_CHECKING:
+    from kwire.log._replica_set_reader import ReplicaSetReader, read_replica_sets
 
 __all__ = [
     "CLUSTER_METADATA_DIR",
@@ -46,3 +53,11 @@ __all__ = [
     "read_replica_sets",
     "replay_topic_record",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in ("ReplicaSetReader", "read_replica_sets"):
+        raise AttributeError(f"module 'kwire.log.metadata' has no attribute {name!r}")
+    value = getattr(importlib.import_module("kwire.log._replica_set_reader"), name)
+    globals()[name] = value
+    return value

@@ -9,20 +9,16 @@ the byte ranges a read answers are held, read and released with ``hold_slices`` 
 ``read_slices`` / ``release_slices``, an older kwire's JSON files are imported with
 ``read_legacy_json`` / ``retire_legacy_file``. A segment's bytes are ``SegmentRecords`` of a
 ``SegmentStore``: files (``FileSegmentStore``, the broker's) or bytearrays
-(``MemorySegmentStore``, for tests of the segment rules without a disk). A reader of log directories needs none of this: see
-``kwire.log``.
+(``MemorySegmentStore``, for tests of the segment rules without a disk). A reader of log
+directories needs none of this: see ``kwire.log``. The cleaner's names load their modules on
+first use: a broker with no compacted log never needs them.
 """
 
-from kwire.log._cleaner import CleanResult, LogCleaner, LogToClean
-from kwire.log._compaction import (
-    CleanedTransactionMetadata,
-    CleanerStats,
-    CleaningRound,
-    LastRecord,
-    OffsetMap,
-    build_offset_map,
-    clean_batches,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any, Final
+
 from kwire.log._datadir import DataDir
 from kwire.log._errors import DataDirLockedError, KafkaStorageError, ProducerStateError
 from kwire.log._failure import LogDirFailureChannel
@@ -50,6 +46,18 @@ from kwire.log._store import (
     SegmentStore,
 )
 from kwire.log._writer import write_atomic, write_atomic_once
+
+if TYPE_CHECKING:
+    from kwire.log._cleaner import CleanResult, LogCleaner, LogToClean
+    from kwire.log._compaction import (
+        CleanedTransactionMetadata,
+        CleanerStats,
+        CleaningRound,
+        LastRecord,
+        OffsetMap,
+        build_offset_map,
+        clean_batches,
+    )
 
 __all__ = [
     "CleanResult",
@@ -90,3 +98,28 @@ __all__ = [
     "write_atomic",
     "write_atomic_once",
 ]
+
+
+#: Public name -> the module that defines it, imported on the first use of the name (the rest of
+#: this module's names are imported above).
+_HOME: Final = {
+    "CleanResult": "_cleaner",
+    "LogCleaner": "_cleaner",
+    "LogToClean": "_cleaner",
+    "CleanedTransactionMetadata": "_compaction",
+    "CleanerStats": "_compaction",
+    "CleaningRound": "_compaction",
+    "LastRecord": "_compaction",
+    "OffsetMap": "_compaction",
+    "build_offset_map": "_compaction",
+    "clean_batches": "_compaction",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module 'kwire.log.storage' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"kwire.log.{home}"), name)
+    globals()[name] = value
+    return value

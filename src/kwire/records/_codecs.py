@@ -40,11 +40,20 @@ from typing import Any, Final, Protocol
 
 from kwire.errors import CorruptRecordError, DecompressedSizeError, UnsupportedCodecError
 
-_zlib: Any
-try:  # zlib-ng: the same deflate format and API as zlib, about 2x faster at the same level
-    _zlib = importlib.import_module("zlib_ng.zlib_ng")
-except ImportError:  # pragma: no cover - zlib-ng is a core dependency; zlib is the fallback
-    _zlib = _stdlib_zlib
+_ZLIB: list[Any] = []  # the deflate module, loaded with the first gzip batch (see _deflate)
+
+
+def _deflate() -> Any:
+    """zlib-ng (the same deflate format and API as zlib, about 2x faster at the same level),
+    imported on first use: its extension imports ``gzip``, which a broker that sees no gzip
+    batch never needs."""
+    if not _ZLIB:
+        try:
+            _ZLIB.append(importlib.import_module("zlib_ng.zlib_ng"))
+        except ImportError:  # pragma: no cover - zlib-ng is a core dependency; zlib the fallback
+            _ZLIB.append(_stdlib_zlib)
+    return _ZLIB[0]
+
 
 __all__ = [
     "DEFAULT_MAX_DECOMPRESSED_SIZE",
@@ -114,11 +123,13 @@ def _bomb(max_size: int) -> DecompressedSizeError:
 
 
 def _gzip_compress(data: bytes | memoryview, magic: int, level: int | None) -> bytes:
+    _zlib = _deflate()
     co = _zlib.compressobj(6 if level is None or level == -1 else level, _zlib.DEFLATED, 31)
     return bytes(co.compress(data) + co.flush())
 
 
 def _gzip_decompress(data: bytes | memoryview, magic: int, max_size: int) -> bytes:
+    _zlib = _deflate()
     parts: list[bytes] = []
     total = 0
     rest: bytes | memoryview = data

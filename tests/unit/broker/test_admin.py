@@ -19,7 +19,8 @@ import pytest
 from kwire.broker import BrokerState, testing
 from kwire.broker._apis import implemented_versions
 from kwire.broker._config import TOPIC_CONFIGS, ConfigSource, ConfigType, listed_in
-from kwire.broker._data import CLUSTER_OPERATIONS, append_to_partition
+from kwire.broker._data import append_to_partition
+from kwire.broker._metadata import CLUSTER_OPERATIONS
 from kwire.protocol import ErrorCode, message_class, struct_class
 from kwire.records import build_batch
 

@@ -4,8 +4,11 @@ what the wire needs); not SASL (its listeners load it); not the offline log read
 checks, samples: ``kwire.log`` loads a module on first use of one of its names); not ``pathlib``
 (the bundled specs' directory is a ``Path`` made on first use); and not ``importlib.metadata``
 (with ``email``, ``zipfile``, ``csv``), which the ``crc32c`` package's ``__init__`` imports for a
-version string. The broker runs as the command does, in a subprocess under ``-X importtime``,
-whose report names every module the process loaded.
+version string; nor the data path's shared handler module (``_data``: Produce, ListOffsets, ...),
+which Metadata and ApiVersions no longer share; nor what only rarer paths need (``gzip``,
+``ipaddress``, ``json``, ``shutil`` with ``bz2`` and ``lzma``, the ``idna`` codec). The broker runs
+as the command does, in a subprocess under ``-X importtime``, whose report names every module the
+process loaded.
 """
 
 from __future__ import annotations
@@ -32,6 +35,24 @@ NOT_AT_START = (
     "pathlib",
     "importlib.metadata",
     "email",
+    # the handlers of Produce, ListOffsets and the like: a first Metadata loads its own module
+    "kwire.broker._data",
+    "kwire.broker._fetch",  # the server checks responses for _file_records' classes only
+    "kwire.broker._upgrade",  # the removed-versions report (--report-removed-in, /metrics)
+    # the log cleaner's record rules: a broker with no compacted log never builds its cleaner
+    "kwire.log._cleaner",
+    "kwire.log._compaction",
+    # what only a rarer path needs: gzip batches (zlib-ng's extension imports gzip), an IP quota,
+    # an older kwire's JSON files or a quorum-state to read back, argparse's terminal width (with
+    # bz2 and lzma), a deleted or moved log, the idna codec for an ASCII --host
+    "gzip",
+    "ipaddress",
+    "json",
+    "shutil",
+    "bz2",
+    "lzma",
+    "encodings.idna",
+    "stringprep",
 )
 
 

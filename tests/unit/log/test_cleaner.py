@@ -641,3 +641,52 @@ def test_broker_cleans_compacted_topics(tmp_path: Path) -> None:
 
     assert start_log_cleaner(disabled) is None
     disabled.close()
+
+
+def test_broker_cleaner_idle_until_a_compacted_topic_then_cleans_it(tmp_path: Path) -> None:
+    """Ticks of a broker with no compacted log find nothing (its cleaner is not even made); a
+    compacted topic created later is cleaned as on a broker that had one from the start, and a
+    checkpoint of a partition that is gone is forgotten at the next start's first tick."""
+    from kwire.broker import BrokerState, ManualClock, implemented_versions, personality
+    from kwire.broker._apis import start
+    from kwire.broker._cleaner import BrokerLogCleaner
+
+    def make() -> BrokerState:
+        state = BrokerState(
+            tmp_path / "data",
+            personality=personality("3.9", implemented_versions()),
+            clock=ManualClock(NOW),
+            static_config={"log.cleaner.backoff.ms": "0"},
+        )
+        start(state)
+        return state
+
+    state = make()
+    service = state.services.log_cleaner
+    assert isinstance(service, BrokerLogCleaner)
+    plain = state.create_topic("plain", 1, {"segment.bytes": "1000"})
+    state.run_tickers()
+    assert service.rounds == 0
+    topic = state.create_topic(
+        "compacted",
+        1,
+        {"cleanup.policy": "compact", "segment.bytes": "1000", "min.cleanable.dirty.ratio": "0.01"},
+    )
+    for t in (topic, plain):
+        lg = t.partitions[0].log
+        for i in range(100):
+            lg.append_as_leader(one(b"k%d" % (i % 4), b"v%d" % i), now_ms=NOW)
+        lg.roll()
+        lg.high_watermark = lg.log_end_offset
+    state.run_tickers()
+    assert service.rounds == 1
+    assert len(records(topic.partitions[0].log)) == 4
+    assert len(records(plain.partitions[0].log)) == 100
+    state.delete_topic("compacted")
+    state.close()
+    checkpoint = tmp_path / "data" / "cleaner-offset-checkpoint"
+    assert checkpoint.read_text() == "0\n1\ncompacted 0 100\n"
+    state = make()
+    state.run_tickers()  # no compacted log left, but a checkpoint to forget
+    assert checkpoint.read_text() == "0\n0\n"
+    state.close()
