@@ -43,3 +43,10 @@ def test_mypy_rejects_a_misspelled_field_of_a_typed_class(tmp_path: Path) -> Non
         'did you mean "topics"?  [call-arg]',
     ], out + err
     assert status == 1
+
+
+def test_the_loose_types_are_the_base_classes_at_run_time() -> None:
+    from kwire.protocol import AnyMessage, AnyStruct, KafkaMessage, KafkaStruct, message_class
+
+    assert (AnyMessage, AnyStruct) == (KafkaMessage, KafkaStruct)
+    assert issubclass(message_class("MetadataResponse"), AnyMessage)
