@@ -976,8 +976,8 @@ def check() -> int:
         )
     for n in notes:
         print("note:", n)
-    for p in problems:
-        print("PROBLEM:", p, file=sys.stderr)
+    for problem in problems:
+        print("PROBLEM:", problem, file=sys.stderr)
     print(f"{len(merged)} merged specs: {'OK' if not problems else f'{len(problems)} problems'}")
     return 1 if problems else 0
 

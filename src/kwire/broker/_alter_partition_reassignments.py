@@ -25,7 +25,10 @@ from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
 from kwire.broker._state import BrokerState
 from kwire.protocol import ErrorCode
-from kwire.protocol.messages import AlterPartitionReassignmentsResponse
+from kwire.protocol.messages import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
+)
 
 __all__ = ["handle_alter_partition_reassignments"]
 
@@ -68,7 +71,7 @@ def _reassign(
 
 @register(45, 0, 1)
 def handle_alter_partition_reassignments(
-    state: BrokerState, ctx: RequestContext, request: Any
+    state: BrokerState, ctx: RequestContext, request: AlterPartitionReassignmentsRequest
 ) -> Any:
     allow_rf = ctx.api_version < 1 or bool(request.allow_replication_factor_change)
     authorized = authorize(state, ctx, "ALTER", CLUSTER, CLUSTER_NAME)

@@ -36,7 +36,7 @@ NODE: Final = DescribeQuorumResponse.Node
 LISTENER: Final = DescribeQuorumResponse.Listener
 
 
-def _is_metadata_partition(request: Any) -> bool:
+def _is_metadata_partition(request: DescribeQuorumRequest) -> bool:
     """``KafkaRaftClient.hasValidTopicPartition``: exactly ``__cluster_metadata``-0."""
     topics = request.topics
     return (
@@ -47,7 +47,7 @@ def _is_metadata_partition(request: Any) -> bool:
     )
 
 
-def _partition_error(request: Any, error: ErrorCode) -> Any:
+def _partition_error(request: DescribeQuorumRequest, error: ErrorCode) -> Any:
     """``DescribeQuorumRequest.getPartitionLevelErrorResponse``."""
     return RESPONSE(
         error_code=0,

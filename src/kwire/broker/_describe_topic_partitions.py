@@ -59,7 +59,7 @@ def _partitions(topic: Topic, start: int, limit: int) -> list[Any]:
     ]
 
 
-def _invalid(request: Any) -> Any:
+def _invalid(request: DescribeTopicPartitionsRequest) -> Any:
     """The whole request refused: Kafka's ``InvalidRequestException`` (its message is only
     logged; ``DescribeTopicPartitionsRequest.getErrorResponse`` has no field for it)."""
     return RESPONSE(

@@ -18,7 +18,10 @@ from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
 from kwire.broker._state import BrokerState
 from kwire.protocol import ErrorCode
-from kwire.protocol.messages import ListPartitionReassignmentsResponse
+from kwire.protocol.messages import (
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
+)
 
 __all__ = ["handle_list_partition_reassignments"]
 
@@ -27,7 +30,7 @@ RESPONSE: Final = ListPartitionReassignmentsResponse
 
 @register(46, 0, 0)
 def handle_list_partition_reassignments(
-    state: BrokerState, ctx: RequestContext, request: Any
+    state: BrokerState, ctx: RequestContext, request: ListPartitionReassignmentsRequest
 ) -> Any:
     if not authorize(state, ctx, "DESCRIBE", CLUSTER, CLUSTER_NAME):
         error = ErrorCode.CLUSTER_AUTHORIZATION_FAILED

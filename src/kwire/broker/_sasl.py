@@ -51,7 +51,9 @@ from kwire.broker._state import BrokerState
 from kwire.protocol import ErrorCode
 from kwire.protocol import _scram as scram
 from kwire.protocol.messages import (
+    AlterUserScramCredentialsRequest,
     AlterUserScramCredentialsResponse,
+    DescribeUserScramCredentialsRequest,
     DescribeUserScramCredentialsResponse,
     SaslAuthenticateRequest,
     SaslAuthenticateResponse,
@@ -792,7 +794,7 @@ def handle_sasl_authenticate(
 
 @register(50, 0, 0)
 def handle_describe_user_scram_credentials(
-    state: BrokerState, ctx: RequestContext, request: Any
+    state: BrokerState, ctx: RequestContext, request: DescribeUserScramCredentialsRequest
 ) -> Any:
     """``ControllerApis``/``ScramControlManager.describeScramCredentials``."""
     if not authorize(state, ctx, "DESCRIBE", CLUSTER, "kafka-cluster"):
@@ -838,7 +840,7 @@ def handle_describe_user_scram_credentials(
 
 @register(51, 0, 0)
 def handle_alter_user_scram_credentials(
-    state: BrokerState, ctx: RequestContext, request: Any
+    state: BrokerState, ctx: RequestContext, request: AlterUserScramCredentialsRequest
 ) -> Any:
     """``ScramControlManager.alterCredentials``: per-user results, Kafka's checks."""
     allowed = authorize(state, ctx, "ALTER", CLUSTER, "kafka-cluster")

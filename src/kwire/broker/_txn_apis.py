@@ -94,7 +94,7 @@ def init_transactional_producer_id(
             producer_epoch=epoch,
         )
 
-    if version >= 6 and (request.enable_2pc or request.keep_prepared_txn):
+    if version >= 6 and (request.enable2_pc or request.keep_prepared_txn):
         # KIP-939's two-phase commit needs transaction.two.phase.commit.enable, off here.
         return answer(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     expected: tuple[int, int] | None = None

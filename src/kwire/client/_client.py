@@ -51,6 +51,17 @@ from kwire.records import BatchBuilder
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from kwire.protocol.messages import (
+        AddPartitionsToTxnResponse,
+        EndTxnResponse,
+        FindCoordinatorResponse,
+        InitProducerIdResponse,
+        ListOffsetsResponse,
+        MetadataResponse,
+        OffsetFetchResponse,
+        TxnOffsetCommitResponse,
+    )
+
 __all__ = ["EARLIEST", "LATEST", "AsyncKafkaClient", "Backoff"]
 
 #: ListOffsets timestamps with a meaning (Kafka's ``ListOffsetsRequest``).
@@ -148,7 +159,9 @@ class AsyncKafkaClient:
     async def _metadata_once(self, topics: list[str] | None) -> ClusterMetadata:
         conn = await self._any_connection()
         version = conn.versions.pick("MetadataRequest")
-        response = await conn.request(metadata_request(topics, version), version, check=False)
+        response: MetadataResponse = await conn.request(
+            metadata_request(topics, version), version, check=False
+        )
         self.metadata = ClusterMetadata.from_response(response)
         return self.metadata
 
@@ -240,7 +253,7 @@ class AsyncKafkaClient:
             ],
             **extra,
         )
-        response = await conn.request(request, version, check=False)
+        response: ListOffsetsResponse = await conn.request(request, version, check=False)
         error: KafkaApiError | None = None
         for t in response.topics:
             for p in t.partitions:
@@ -412,7 +425,7 @@ class AsyncKafkaClient:
             request = InitProducerIdRequest(
                 transactional_id=None, transaction_timeout_ms=60_000, **extra
             )
-            response = await conn.request(request, version)
+            response: InitProducerIdResponse = await conn.request(request, version)
             return IdempotentSequences(response.producer_id, response.producer_epoch)
 
         return await self._retrying(attempt)  # type: ignore[no-any-return]
@@ -542,7 +555,7 @@ class AsyncKafkaClient:
                 request = FindCoordinatorRequest(key_type=key_type, coordinator_keys=[key])
             else:
                 request = FindCoordinatorRequest(key=key, key_type=key_type)  # v0: 0, checked
-            response = await conn.request(request, version, check=False)
+            response: FindCoordinatorResponse = await conn.request(request, version, check=False)
             if version >= 4:
                 found = next(iter(response.coordinators), None)
                 if found is None:
@@ -615,7 +628,7 @@ class AsyncKafkaClient:
             ), version
 
         try:
-            response = await self._to_coordinator(
+            response: InitProducerIdResponse = await self._to_coordinator(
                 tid, 1, build, self._top_error, f"InitProducerId of {tid!r}"
             )
         except TransactionError as exc:
@@ -655,7 +668,7 @@ class AsyncKafkaClient:
             )
             return request, version
 
-        def check(response: Any) -> tuple[ErrorCode, str | None]:
+        def check(response: AddPartitionsToTxnResponse) -> tuple[ErrorCode, str | None]:
             errors = [
                 ErrorCode(p.partition_error_code)
                 for t in response.results_by_topic_v3_and_below
@@ -732,7 +745,7 @@ class AsyncKafkaClient:
                     request.generation_id, request.member_id = -1, ""
                 return request, version
 
-            def check_commit(response: Any) -> tuple[ErrorCode, str | None]:
+            def check_commit(response: TxnOffsetCommitResponse) -> tuple[ErrorCode, str | None]:
                 for t in response.topics:
                     for p in t.partitions:
                         if p.error_code:
@@ -772,7 +785,7 @@ class AsyncKafkaClient:
             return request, version
 
         try:
-            response = await self._to_coordinator(
+            response: EndTxnResponse = await self._to_coordinator(
                 txn.transactional_id,
                 1,
                 build,
@@ -800,7 +813,7 @@ class AsyncKafkaClient:
                 request.require_stable = require_stable
             return request, version
 
-        def check(response: Any) -> tuple[ErrorCode, str | None]:
+        def check(response: OffsetFetchResponse) -> tuple[ErrorCode, str | None]:
             if response.error_code:
                 return ErrorCode(response.error_code), None
             for t in response.topics:
@@ -809,7 +822,9 @@ class AsyncKafkaClient:
                         return ErrorCode(p.error_code), f"{t.name}-{p.partition_index}"
             return ErrorCode.NONE, None
 
-        response = await self._to_coordinator(group_id, 0, build, check, "OffsetFetch")
+        response: OffsetFetchResponse = await self._to_coordinator(
+            group_id, 0, build, check, "OffsetFetch"
+        )
         return {
             (t.name, p.partition_index): (int(p.committed_offset), p.metadata)
             for t in response.topics

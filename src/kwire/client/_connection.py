@@ -14,7 +14,7 @@ spoken to with the ``broker.version.fallback`` table.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kwire.client._config import ClientConfig
 from kwire.client._errors import ClientError, ConnectionClosed, KafkaApiError
@@ -22,6 +22,13 @@ from kwire.client._sasl import SaslCredentials, sasl_tokens
 from kwire.client._versions import ApiVersionTable, fallback_versions, versions_from_response
 from kwire.protocol import ClientConnection, ErrorCode
 from kwire.protocol.messages import ApiVersionsRequest
+
+if TYPE_CHECKING:
+    from kwire.protocol.messages import (
+        ApiVersionsResponse,
+        SaslAuthenticateResponse,
+        SaslHandshakeResponse,
+    )
 
 __all__ = ["BrokerConnection"]
 
@@ -134,7 +141,7 @@ class BrokerConnection:
     async def _negotiate(self) -> ApiVersionTable:
         request = ApiVersionsRequest(client_software_name="kwire", client_software_version="0")
         top = ApiVersionsRequest.MAX_VERSION
-        response = await self.request(request, top, check=False)
+        response: ApiVersionsResponse = await self.request(request, top, check=False)
         if response.error_code == ErrorCode.UNSUPPORTED_VERSION:
             theirs = {k.api_key: k.max_version for k in response.api_keys}
             version = min(top, theirs.get(18, 0))
@@ -152,7 +159,7 @@ class BrokerConnection:
                 f"{self.address} has no SaslHandshake v1 (Kafka 1.0+): kwire.client does not "
                 "speak SASL before it"
             )
-        answer = await self.request(
+        answer: SaslHandshakeResponse = await self.request(
             SaslHandshakeRequest(mechanism=credentials.mechanism), 1, check=False
         )
         if answer.error_code:
@@ -165,18 +172,18 @@ class BrokerConnection:
         tokens = sasl_tokens(credentials)
         token = next(tokens)
         while True:
-            answer = await self.request(
+            authenticated: SaslAuthenticateResponse = await self.request(
                 SaslAuthenticateRequest(auth_bytes=token), version, check=False
             )
-            if answer.error_code:
+            if authenticated.error_code:
                 raise KafkaApiError(
-                    ErrorCode(answer.error_code),
+                    ErrorCode(authenticated.error_code),
                     f"SASL {credentials.mechanism} authentication of {credentials.username!r} "
                     f"with {self.address}",
-                    answer.error_message,
+                    authenticated.error_message,
                 )
             try:
-                token = tokens.send(bytes(answer.auth_bytes or b""))
+                token = tokens.send(bytes(authenticated.auth_bytes or b""))
             except StopIteration:
                 return
 

@@ -31,6 +31,8 @@ from kwire.records import read_batches
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from kwire.protocol.messages import FetchResponse
+
 __all__ = [
     "READ_COMMITTED",
     "READ_UNCOMMITTED",
@@ -117,7 +119,7 @@ def fetch_request(
 
 
 def parse_fetch_response(
-    response: Any, version: int, metadata: ClusterMetadata
+    response: FetchResponse, version: int, metadata: ClusterMetadata
 ) -> list[FetchedPartition]:
     """Every partition of a FetchResponse (a top-level error, v7+, applies to each)."""
     top = ErrorCode(getattr(response, "error_code", 0))

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kwire.protocol import ZERO_UUID, ErrorCode, uuid_to_str
+
+if TYPE_CHECKING:
+    from kwire.protocol.messages import MetadataResponse
 
 __all__ = ["BrokerAddress", "ClusterMetadata", "PartitionMetadata", "metadata_request"]
 
@@ -50,7 +53,7 @@ class ClusterMetadata:
     controller_id: int = -1
 
     @classmethod
-    def from_response(cls, response: Any) -> ClusterMetadata:
+    def from_response(cls, response: MetadataResponse) -> ClusterMetadata:
         brokers = {
             b.node_id: BrokerAddress(b.node_id, b.host, b.port, getattr(b, "rack", None))
             for b in response.brokers

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kwire.client._metadata import ClusterMetadata
 from kwire.protocol import ZERO_UUID, ErrorCode
 from kwire.records import BatchBuilder, Compression
+
+if TYPE_CHECKING:
+    from kwire.protocol.messages import ProduceResponse
 
 __all__ = [
     "IdempotentSequences",
@@ -151,7 +154,7 @@ class ProduceResult:
 
 
 def parse_produce_response(
-    response: Any, version: int, metadata: ClusterMetadata
+    response: ProduceResponse, version: int, metadata: ClusterMetadata
 ) -> dict[tuple[str, int], ProduceResult]:
     out = {}
     for topic in response.responses:

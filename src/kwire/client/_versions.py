@@ -9,11 +9,14 @@ API and closes the connection on one; the client then uses the table of the rele
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kwire.errors import UnsupportedVersionError
 from kwire.protocol import message_class
 from kwire.protocol.releases import broker_api_versions
+
+if TYPE_CHECKING:
+    from kwire.protocol.messages import ApiVersionsResponse
 
 __all__ = ["ApiVersionTable", "fallback_versions", "versions_from_response"]
 
@@ -56,7 +59,7 @@ class ApiVersionTable:
         return high
 
 
-def versions_from_response(response: Any) -> ApiVersionTable:
+def versions_from_response(response: ApiVersionsResponse) -> ApiVersionTable:
     return ApiVersionTable(
         {k.api_key: (k.min_version, k.max_version) for k in response.api_keys},
         source="ApiVersions",

@@ -18,7 +18,7 @@ from typing import Any, Final, TypeVar
 
 from kwire._wire import INT16, java_string_hash
 from kwire.errors import KwireError
-from kwire.protocol import KafkaMessage, message_class
+from kwire.protocol import AnyMessage, KafkaMessage, message_class
 
 Buffer = bytes | bytearray | memoryview
 
@@ -149,7 +149,7 @@ def read_version(data: Buffer, what: str = "buffer") -> tuple[int, memoryview]:
     return INT16.unpack_from(view, 0)[0], view[2:]
 
 
-def read_versioned(name: str, data: Buffer, what: str = "buffer") -> tuple[int, KafkaMessage]:
+def read_versioned(name: str, data: Buffer, what: str = "buffer") -> tuple[int, AnyMessage]:
     """A version-prefixed message of class ``name`` (bytes after its end are left alone, as
     Kafka's ``message.read``); ``ValueError`` naming the version for what cannot be read."""
     return read_versioned_as(message_class(name), data, what)

@@ -4,7 +4,9 @@ Sans-IO: bytes in, objects out (and back). Public names (see docs/protocol.md):
 
 - ``message_class(name)`` / ``message_class(api_key=3, kind="response")``: a generated class;
   ``cls.decode(data, version)``, ``msg.encode(version)``, ``msg.encode_into(buf, version)``,
-  ``msg.to_json(version)``, ``cls.from_json(obj, version)``.
+  ``msg.to_json(version)``, ``cls.from_json(obj, version)``. Typed ``type[AnyMessage]``
+  (``struct_class``: ``type[AnyStruct]``), whose fields mypy cannot know; the classes of
+  ``kwire.protocol.messages`` have typed fields, and mypy checks their names.
 - ``load_specs(path)``: a ``ProtocolRegistry`` for any Kafka spec directory (same ``message_class``).
 - ``inspect(cls_or_name, version)``: the ``KField`` metadata of the fields present at a version;
   ``struct_class(cls, *fields)``: the class of a nested struct (to build messages).
@@ -52,6 +54,8 @@ from kwire.protocol._registry import (
 )
 from kwire.protocol._runtime import (
     ZERO_UUID,
+    AnyMessage,
+    AnyStruct,
     KafkaMessage,
     KafkaStruct,
     KField,
@@ -71,6 +75,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ZERO_UUID",
+    "AnyMessage",
+    "AnyStruct",
     "ClientConnection",
     "ErrorCode",
     "FieldSpec",

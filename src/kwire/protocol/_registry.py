@@ -12,12 +12,12 @@ import importlib
 import types
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 from kwire.errors import SpecError
 from kwire.protocol._bundled import bundled_specs
 from kwire.protocol._extension_points import tag_header_names
-from kwire.protocol._runtime import KafkaMessage, KafkaStruct, KField, fields_at
+from kwire.protocol._runtime import AnyMessage, AnyStruct, KafkaStruct, KField, fields_at
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -35,7 +35,7 @@ class ProtocolRegistry:
     def __init__(self, specs: dict[str, MessageSpec], kafka_version: str = "unknown") -> None:
         self._specs = specs
         self.kafka_version = kafka_version
-        self._classes: dict[str, type[KafkaMessage]] = {}
+        self._classes: dict[str, type[AnyMessage]] = {}
         self._api: dict[tuple[int, str], str] = {
             (s.api_key, s.type): s.name
             for s in specs.values()
@@ -57,7 +57,7 @@ class ProtocolRegistry:
 
     def message_class(
         self, name: str | None = None, *, api_key: int | None = None, kind: str | None = None
-    ) -> type[KafkaMessage]:
+    ) -> type[AnyMessage]:
         """The class for a message, by spec name or by ``api_key`` and ``kind``."""
         if name is None:
             if api_key is None or kind not in _KINDS:
@@ -78,7 +78,7 @@ class ProtocolRegistry:
             self._classes[name] = cls
         return cls
 
-    def _load(self, name: str) -> type[KafkaMessage]:
+    def _load(self, name: str) -> type[AnyMessage]:
         from kwire.protocol._codegen import EmitOptions, emit_module, group_modules
 
         groups = group_modules(self._specs)
@@ -122,21 +122,21 @@ class _BundledRegistry(ProtocolRegistry):
         except KeyError:
             raise KeyError(f"no message named {name!r}") from None
 
-    def _load(self, name: str) -> type[KafkaMessage]:
+    def _load(self, name: str) -> type[AnyMessage]:
         return self._import(name)
 
     def message_class(
         self, name: str | None = None, *, api_key: int | None = None, kind: str | None = None
-    ) -> type[KafkaMessage]:
+    ) -> type[AnyMessage]:
         if name is not None and api_key is None and kind is None:
             cls = self._classes.get(name)
             if cls is not None:
                 return cls
         return super().message_class(name, api_key=api_key, kind=kind)
 
-    def _import(self, name: str) -> type[KafkaMessage]:
+    def _import(self, name: str) -> type[AnyMessage]:
         module = importlib.import_module(f"kwire.protocol._generated.{self._modules[name]}")
-        cls: type[KafkaMessage] = getattr(module, name)
+        cls: type[AnyMessage] = getattr(module, name)
         return cls
 
 
@@ -152,7 +152,7 @@ def bundled_registry() -> ProtocolRegistry:
 
 def message_class(
     name: str | None = None, *, api_key: int | None = None, kind: str | None = None
-) -> type[KafkaMessage]:
+) -> type[AnyMessage]:
     """The generated class of a bundled message (Kafka 3.9.1 + 4.3.1).
 
     ``message_class("MetadataResponse")`` or ``message_class(api_key=3, kind="response")``.
@@ -207,13 +207,13 @@ def inspect(cls: type[KafkaStruct] | str, version: int) -> tuple[KField, ...]:
     return tuple(fields_at(cls, version))
 
 
-def struct_class(cls: type[KafkaStruct] | str, *path: str) -> Any:
+def struct_class(cls: type[KafkaStruct] | str, *path: str) -> type[AnyStruct]:
     """The struct class reached from ``cls`` through the fields named by ``path``.
 
     ``struct_class("FetchResponse", "responses", "partitions")`` is the class of a fetch
     response's partition entries, so code that builds messages needs no generated module names.
     """
-    current = message_class(cls) if isinstance(cls, str) else cls
+    current: type[KafkaStruct] = message_class(cls) if isinstance(cls, str) else cls
     for name in path:
         for field in current.__kafka_fields__:
             if field.attr == name and field.struct is not None:
@@ -221,4 +221,5 @@ def struct_class(cls: type[KafkaStruct] | str, *path: str) -> Any:
                 break
         else:
             raise KeyError(f"{current.__name__} has no struct field {name!r}")
-    return current
+    # a generated struct class, typed as one found by name: its fields are the caller's to know
+    return cast("type[AnyStruct]", current)

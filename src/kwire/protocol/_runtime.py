@@ -45,6 +45,8 @@ from kwire.protocol._spec._versions import VersionRange
 __all__ = [
     "UNSET",
     "ZERO_UUID",
+    "AnyMessage",
+    "AnyStruct",
     "KField",
     "KafkaMessage",
     "KafkaStruct",
@@ -238,12 +240,6 @@ class KafkaStruct:
 
     unknown_tags: dict[int, bytes] | None
 
-    if TYPE_CHECKING:
-        # Classes found by name (``message_class``) are typed as this base; let mypy accept their
-        # keyword construction and attributes. Import a generated class directly for exact types.
-        def __init__(self, *args: Any, **kwargs: Any) -> None: ...
-        def __getattr__(self, name: str) -> Any: ...
-
     def __repr__(self) -> str:
         parts = [f"{f.attr}={_short_repr(getattr(self, f.attr))}" for f in self.__kafka_fields__]
         if self.unknown_tags:
@@ -353,6 +349,29 @@ class KafkaMessage(KafkaStruct):
             raise EncodeError(
                 f"cannot encode {type(self).__name__} v{version}: {type(exc).__name__}: {exc}"
             ) from exc
+
+
+if TYPE_CHECKING:
+
+    class _AnyStructMeta(type):
+        def __getattr__(cls, name: str) -> Any: ...
+
+    class AnyStruct(KafkaStruct, metaclass=_AnyStructMeta):
+        """A struct class found by name (``struct_class``): any constructor argument, any attribute.
+
+        Typing only: the generated classes derive from ``KafkaStruct``, which has no catch-all
+        ``__getattr__``, so mypy checks their field names; the lookups by name return this.
+        """
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None: ...
+        def __getattr__(self, name: str) -> Any: ...
+
+    class AnyMessage(KafkaMessage, AnyStruct):
+        """A message class found by name or API key (``message_class``); typing only."""
+
+else:
+    AnyStruct = KafkaStruct
+    AnyMessage = KafkaMessage
 
 
 _FALLBACKS: dict[tuple[str, int, str], int] = {}

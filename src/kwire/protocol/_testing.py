@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import random
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from kwire.protocol._primitives import INT_RANGES
@@ -134,7 +135,9 @@ def random_instance(
                 tag = rng.choice((rng.randint(0, 40), rng.randint(0, 2**31 - 1)))
                 if tag not in tags:
                     unknown[tag] = rng.randbytes(rng.randint(0, 5))
-        return c(**kwargs, unknown_tags=unknown or None)
+        # the keywords are the fields the metadata lists, which mypy cannot see from the class
+        make: Callable[..., KafkaStruct] = c
+        return make(**kwargs, unknown_tags=unknown or None)
 
     return struct_of(cls)
 

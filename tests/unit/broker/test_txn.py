@@ -301,6 +301,21 @@ def test_epoch_exhaustion_rotates_the_producer_id(state: BrokerState) -> None:
     )
 
 
+def test_init_v6_two_phase_commit_is_refused_as_kafka_does_with_it_off(state: BrokerState) -> None:
+    # The served range stops at v5 today, so the handler is called as the router would call it
+    # at v6: KIP-939's enable2Pc needs transaction.two.phase.commit.enable (off here).
+    from kwire.broker._context import RequestContext
+    from kwire.broker._txn_apis import init_transactional_producer_id
+    from kwire.protocol.messages import InitProducerIdRequest
+
+    ctx = RequestContext(api_key=22, api_version=6, correlation_id=1, client_id="t")
+    two_pc = InitProducerIdRequest(TXN, 60_000, enable2_pc=True)
+    refused = init_transactional_producer_id(state, ctx, two_pc)
+    assert refused.error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    plain = init_transactional_producer_id(state, ctx, InitProducerIdRequest(TXN, 60_000))
+    assert (plain.error_code, plain.producer_epoch) == (0, 0)
+
+
 # --- AddPartitionsToTxn / EndTxn --------------------------------------------------------------
 
 

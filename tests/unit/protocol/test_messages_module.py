@@ -44,11 +44,14 @@ def test_importing_the_module_loads_no_generated_module() -> None:
 def test_nested_structs_are_typed_names_of_their_message() -> None:
     # ``ProduceResponse.TopicProduceResponse`` is the class of ``responses``' elements, declared
     # in the class body (a type alias a checker reads), not attached after it
-    from kwire.protocol import struct_class
+    from kwire.protocol import KafkaStruct, struct_class
     from kwire.protocol.messages import FetchRequest, ProduceResponse
 
-    assert ProduceResponse.TopicProduceResponse is struct_class(ProduceResponse, "responses")
-    assert FetchRequest.FetchTopic is struct_class(FetchRequest, "topics")
+    # (as KafkaStruct classes: struct_class's type is the loose one of a class found by name)
+    responses: type[KafkaStruct] = struct_class(ProduceResponse, "responses")
+    topics: type[KafkaStruct] = struct_class(FetchRequest, "topics")
+    assert ProduceResponse.TopicProduceResponse is responses
+    assert FetchRequest.FetchTopic is topics
     for name in messages.__all__:
         cls = getattr(messages, name)
         nested = {

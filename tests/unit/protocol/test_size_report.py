@@ -121,7 +121,8 @@ def test_tag_header_saves_a_byte_per_small_tagged_field() -> None:
     case = report_case("f", "FetchResponse", [msg], repeat=0, suggest=False)
     rows = {m.key: m for m in case.measurements}
     # tag 1, size 9 (int32, int32, empty tag section): two one-byte varints vs one byte 0b1000011
-    assert rows["tagheader"].size == rows["shipped"].size - 1
+    shipped = rows["shipped"].size
+    assert shipped is not None and rows["tagheader"].size == shipped - 1
     assert "varints" not in rows  # no seed set for FetchResponse, none given
 
 

@@ -11,10 +11,9 @@ from hypothesis import strategies as st
 
 from kwire._wire import read_uvarlong, write_uvarint
 from kwire.errors import DecodeError
-from kwire.protocol import load_specs, message_class
+from kwire.protocol import AnyMessage, load_specs, message_class
 from kwire.protocol._evolution import compare_messages
 from kwire.protocol._reference import careful_decode
-from kwire.protocol._runtime import KafkaMessage
 from kwire.protocol._spec import SpecError, parse_spec
 from kwire.protocol._testing import roundtrip
 from kwire.protocol.ext.tag_header import interleave, read_interleaved_tag_header, uninterleave
@@ -50,7 +49,7 @@ TAGGED: dict[str, Any] = {
 }
 
 
-def make(header: str | None = "interleaved", *, switch: str | None = None) -> type[KafkaMessage]:
+def make(header: str | None = "interleaved", *, switch: str | None = None) -> type[AnyMessage]:
     obj = json.loads(json.dumps(TAGGED))
     if header is not None:
         obj["tagHeader"] = header

@@ -12,11 +12,10 @@ from hypothesis import strategies as st
 
 from kwire._wire import write_uvarint, write_varint
 from kwire.errors import DecodeError, EncodeError
-from kwire.protocol import inspect, load_specs
+from kwire.protocol import AnyMessage, inspect, load_specs
 from kwire.protocol._codegen import emit_module
 from kwire.protocol._evolution import compare_messages
 from kwire.protocol._reference import careful_decode
-from kwire.protocol._runtime import KafkaMessage
 from kwire.protocol._spec import SpecError, parse_spec
 from kwire.protocol._testing import roundtrip
 from kwire.protocol.ext.varint_fields import encoded_size, wire_range
@@ -61,13 +60,13 @@ SAMPLE: dict[str, Any] = {
 }
 
 
-def make(spec: dict[str, Any], source: str = "Sample.json") -> type[KafkaMessage]:
+def make(spec: dict[str, Any], source: str = "Sample.json") -> type[AnyMessage]:
     parsed = parse_spec(json.dumps(spec), source)
     return load_specs({parsed.name: parsed}).message_class(parsed.name)
 
 
 @pytest.fixture(scope="module")
-def sample() -> type[KafkaMessage]:
+def sample() -> type[AnyMessage]:
     return make(SAMPLE)
 
 
@@ -108,7 +107,7 @@ def expected_bytes(a: int, b: int, c: list[int], e: int, f: int, d: int, version
     ],
 )
 def test_bytes_match_the_hand_written_form(
-    sample: type[KafkaMessage], version: int, values: tuple[Any, ...]
+    sample: type[AnyMessage], version: int, values: tuple[Any, ...]
 ) -> None:
     a, b, c, e, f, d = values
     if version == 0:
@@ -120,13 +119,13 @@ def test_bytes_match_the_hand_written_form(
     assert back == msg and end == len(data)
 
 
-def test_varints_make_small_values_smaller(sample: type[KafkaMessage]) -> None:
+def test_varints_make_small_values_smaller(sample: type[AnyMessage]) -> None:
     msg = sample(a=1, b=2, c=[1, 2, 3], e=4, f=5)
     # v0 all fixed: 4 + 8 + (4 + 3 * 2) + 4 + 4; v1: 1 + 8 + (1 + 3) + 1 + 1 + tags 1; v2: b is 1
     assert [len(msg.encode(v)) for v in (0, 1, 2)] == [30, 16, 9]
 
 
-def test_python_type_is_the_widest_any_version_uses(sample: type[KafkaMessage]) -> None:
+def test_python_type_is_the_widest_any_version_uses(sample: type[AnyMessage]) -> None:
     fields = {f.attr: f for f in inspect(sample, 1)}
     assert fields["e"].type == "int64"  # int32 in v0, varint64 in v1+
     assert fields["a"].type == "int32"
@@ -139,7 +138,7 @@ def test_python_type_is_the_widest_any_version_uses(sample: type[KafkaMessage]) 
         msg.encode(0)
 
 
-def test_negative_value_into_unsigned_varint_names_the_field(sample: type[KafkaMessage]) -> None:
+def test_negative_value_into_unsigned_varint_names_the_field(sample: type[AnyMessage]) -> None:
     msg = sample(a=-1)
     assert sample.decode(msg.encode(0), 0).a == -1  # fixed int32 in v0 takes it
     with pytest.raises(
@@ -154,7 +153,7 @@ def test_negative_value_into_unsigned_varint_names_the_field(sample: type[KafkaM
     assert out == b"keep"
 
 
-def test_range_is_checked_per_wire_width(sample: type[KafkaMessage]) -> None:
+def test_range_is_checked_per_wire_width(sample: type[AnyMessage]) -> None:
     # F is an int32 written as varint16 from v1: 40000 fits v0 (fixed32), not v1
     msg = sample(f=40000)
     assert sample.decode(msg.encode(0), 0).f == 40000
@@ -164,7 +163,7 @@ def test_range_is_checked_per_wire_width(sample: type[KafkaMessage]) -> None:
         msg.encode(1)
 
 
-def test_overlong_varint_is_a_decode_error_with_path_and_offset(sample: type[KafkaMessage]) -> None:
+def test_overlong_varint_is_a_decode_error_with_path_and_offset(sample: type[AnyMessage]) -> None:
     # A as an unsigned varint32 that runs on for 6 bytes
     data = b"\x80\x80\x80\x80\x80\x01"
     with pytest.raises(DecodeError) as info:
@@ -173,7 +172,7 @@ def test_overlong_varint_is_a_decode_error_with_path_and_offset(sample: type[Kaf
     assert "longer than 5 bytes" in str(info.value)
 
 
-def test_varint16_out_of_range_on_decode(sample: type[KafkaMessage]) -> None:
+def test_varint16_out_of_range_on_decode(sample: type[AnyMessage]) -> None:
     good = sample(c=[1, 2]).encode(1)
     # replace c's second element (zigzag 4 -> b"\x04") with zigzag(40000) = 80000, three bytes
     big = bytearray()
@@ -186,7 +185,7 @@ def test_varint16_out_of_range_on_decode(sample: type[KafkaMessage]) -> None:
     assert "varint16 value 40000 is out of range" in str(info.value)
 
 
-def test_truncated_varint_is_a_decode_error(sample: type[KafkaMessage]) -> None:
+def test_truncated_varint_is_a_decode_error(sample: type[AnyMessage]) -> None:
     data = sample(a=1, b=2, c=[], e=300).encode(1)
     cut = data.index(bytes([0xD8, 0x04]))  # zigzag(300) = 600 = 0xD8 0x04
     with pytest.raises(DecodeError) as info:
@@ -195,7 +194,7 @@ def test_truncated_varint_is_a_decode_error(sample: type[KafkaMessage]) -> None:
     assert "truncated" in str(info.value)
 
 
-def test_json_round_trips(sample: type[KafkaMessage]) -> None:
+def test_json_round_trips(sample: type[AnyMessage]) -> None:
     msg = sample(a=7, b=-(2**40), c=[-3, 4], e=2**35, f=-2, d=9)
     for version in (1, 2):
         obj = msg.to_json(version)
@@ -229,7 +228,7 @@ def test_property_roundtrip_and_size(a: int, b: int, c: list[int], e: int, f: in
     assert len(data) == body + tags
 
 
-def test_tagged_varint_field_is_written_within_its_size(sample: type[KafkaMessage]) -> None:
+def test_tagged_varint_field_is_written_within_its_size(sample: type[AnyMessage]) -> None:
     data = sample(d=300).encode(1)
     assert data.endswith(b"\x01\x00\x02\xac\x02")  # one tag: tag 0, size 2, uvarint 300
 
