@@ -599,7 +599,10 @@ class Validation:
         compression: Compression,
     ) -> AppendResult:
         view = memoryview(data)
-        batches = tuple(b.view for b in read_batches(view, verify_crc=False)) if data else ()
+        if in_place:  # the input's batches, at the same positions: no second parse
+            batches = tuple(view[b.position : b.position + b.size] for b in self.inp.batches)
+        else:
+            batches = tuple(b.view for b in read_batches(view, verify_crc=False)) if data else ()
         return AppendResult(
             records=data,
             batches=batches,

@@ -156,6 +156,8 @@ def walk_v2_records(
     contiguous = True
     unzz = _UNZIGZAG
     varint = _py_varint
+    lo = _INT64_MAX  # the smallest and largest timestamp deltas
+    hi = _INT64_MIN
     try:
         for i in range(count):
             b = data[p]
@@ -163,9 +165,14 @@ def walk_v2_records(
                 length = unzz[b]
                 p += 1
             else:
-                length, p, ok = varint(data, p, end, 5)
-                if not ok:
-                    return _BAD, max_ts, contiguous
+                c = data[p + 1]
+                if c < 0x80:
+                    length = unzz[(b & 0x7F) | (c << 7)]
+                    p += 2
+                else:
+                    length, p, ok = varint(data, p, end, 5)
+                    if not ok:
+                        return _BAD, max_ts, contiguous
             rec_end = p + length
             if length < 6 or rec_end > end:
                 return _BAD, max_ts, contiguous
@@ -247,17 +254,52 @@ def walk_v2_records(
                         p += hv
             if p != rec_end:
                 return _BAD, max_ts, contiguous
-            ts = base_ts + ts_delta
-            if ts > _INT64_MAX or ts < _INT64_MIN:
-                return _BAD, max_ts, contiguous
-            if check_ts and ts != -1 and (ts < ts_low or ts > ts_high):
-                return _BAD, max_ts, contiguous
-            if ts > max_ts:
-                max_ts = ts
+            if ts_delta > hi:
+                hi = ts_delta
+            if ts_delta < lo:
+                lo = ts_delta
     except IndexError:
         return _BAD, max_ts, contiguous
     if p != end:
         return _BAD, max_ts, contiguous
+    if not count:
+        return OK, max_ts, contiguous
+    # The timestamps, checked once from the extreme deltas (a timestamp grows with its delta):
+    # overflow, the bounds, and the max. Only a timestamp of -1 (none) is exempt from the bounds:
+    # when the extremes miss them, the kernel's record-by-record rule decides.
+    low_ts, high_ts = base_ts + lo, base_ts + hi
+    if low_ts < _INT64_MIN or high_ts > _INT64_MAX:
+        return _BAD, max_ts, contiguous
+    if check_ts and (low_ts < ts_low or high_ts > ts_high):
+        return _timestamps_by_record(data, start, count, base_ts, ts_low, ts_high, contiguous)
+    return OK, max(high_ts, max_ts), contiguous
+
+
+def _timestamps_by_record(
+    data: bytes | bytearray | memoryview,
+    start: int,
+    count: int,
+    base_ts: int,
+    ts_low: int,
+    ts_high: int,
+    contiguous: bool,
+) -> tuple[int, int, bool]:
+    """``scan_v2_records``'s timestamp rule, record by record, over records already found well
+    formed: every timestamp -1 or inside ``[ts_low, ts_high]``; the max timestamp."""
+    p = start
+    max_ts = -1
+    varint = _py_varint
+    end = len(data)
+    for _ in range(count):
+        length, p, _ok = varint(data, p, end, 5)
+        rec_end = p + length
+        ts_delta, _q, _ok = varint(data, p + 1, rec_end, 10)
+        ts = base_ts + ts_delta
+        if ts != -1 and (ts < ts_low or ts > ts_high):
+            return _BAD, max_ts, contiguous
+        if ts > max_ts:
+            max_ts = ts
+        p = rec_end
     return OK, max_ts, contiguous
 
 

@@ -316,3 +316,29 @@ def test_auto_mode_never_waits_for_the_compiled_walk(monkeypatch: pytest.MonkeyP
     )
     validate_and_assign(small, next_offset=5, now_ms=NOW, compiled="auto")
     assert kernel_calls == [1]  # small batches keep to the reference walk
+
+
+@pytest.mark.parametrize(
+    ("stamps", "ok"),
+    [
+        ((NOW, -1, NOW + 5), True),  # -1 (no timestamp) is exempt from the bounds
+        ((NOW, 0, NOW + 5), False),
+        ((NOW, NOW + 11), False),
+        ((NOW - 11, NOW), False),
+        ((-1, -1), True),
+    ],
+)
+def test_interpreted_walk_checks_timestamps_as_the_kernel(
+    stamps: tuple[int, ...], ok: bool
+) -> None:
+    b = BatchBuilder(2)
+    for ts in stamps:
+        b.append(timestamp=ts, key=b"k", value=b"v")
+    (batch,) = read_batches(b.build())
+    view, _ = batch.records_view()
+    raw = bytes(view)
+    for check_ts in (True, False):
+        args = (0, len(raw), len(stamps), batch.base_timestamp, check_ts, NOW - 10, NOW + 10, True)
+        want = scan_v2_records(np.frombuffer(raw, np.uint8), *args)
+        assert walk_v2_records(raw, *args) == want
+        assert (want[0] == OK) == (ok or not check_ts)
