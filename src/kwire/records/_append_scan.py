@@ -190,17 +190,18 @@ def walk_v2_records(
                     ts_delta, p, ok = varint(data, p + 1, rec_end, 10)
                     if not ok:
                         return _BAD, max_ts, contiguous
-            # offset delta
+            # offset delta: i is the one-byte varint 2i (no decoding needed to compare)
             b = data[p]
             if b < 0x80:
-                off_delta = unzz[b]
+                if b != i + i:
+                    contiguous = False
                 p += 1
             else:
                 off_delta, p, ok = varint(data, p, rec_end, 5)
                 if not ok:
                     return _BAD, max_ts, contiguous
-            if off_delta != i:
-                contiguous = False
+                if off_delta != i:
+                    contiguous = False
             # key
             b = data[p]
             if b < 0x80:
