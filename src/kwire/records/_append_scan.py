@@ -12,6 +12,9 @@ fast path never accepts bytes the reference would reject.
 
 The kernel is plain Python in the subset numba compiles; it is compiled on first use (and cached
 on disk). Tests run the same function interpreted to compare it with the reference path.
+``walk_v2_records`` is the same walk written for the interpreter (what a process without numba
+uses): the kernel's answer, several times faster than interpreting the kernel or building the
+reference path's ``Record`` objects; tests compare it with the kernel's source.
 """
 
 from __future__ import annotations
