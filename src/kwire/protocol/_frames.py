@@ -15,6 +15,7 @@ fetched megabyte is copied once, from the kernel, and its records are views of t
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -48,6 +49,9 @@ CONTROLLED_SHUTDOWN_KEY = 7
 MAX_FRAME = 1 << 30
 
 
+# Cached: every request and response asks, and the lookup by API key plus the version range test
+# cost a few microseconds each time (the bundled specs never change in a process).
+@functools.lru_cache(maxsize=2048)
 def request_header_version(api_key: int, api_version: int) -> int:
     """The request header version Kafka uses for this API and version."""
     if api_key == CONTROLLED_SHUTDOWN_KEY and api_version == 0:
@@ -56,6 +60,7 @@ def request_header_version(api_key: int, api_version: int) -> int:
     return 2 if api_version in info.flexible else 1
 
 
+@functools.lru_cache(maxsize=2048)
 def response_header_version(api_key: int, api_version: int) -> int:
     """The response header version Kafka uses for this API and version."""
     if api_key == API_VERSIONS_KEY:
