@@ -161,6 +161,12 @@ def _body(frame: bytes | bytearray | memoryview) -> memoryview:
     return view
 
 
+@functools.lru_cache(maxsize=256)
+def _request_class(api_key: int) -> type[KafkaMessage]:
+    """``message_class`` by API key, cached (a lookup per request otherwise); KeyError if none."""
+    return message_class(api_key=api_key, kind="request")
+
+
 def decode_request_frame(
     frame: bytes | bytearray | memoryview, *, allow_trailing: bool = False
 ) -> Request:
@@ -177,7 +183,7 @@ def decode_request_frame(
         )
     api_key, api_version = _KEY_VERSION.unpack_from(view, 4)
     try:
-        cls = message_class(api_key=api_key, kind="request")
+        cls = _request_class(api_key)
     except KeyError:
         raise DecodeError(f"unknown API key {api_key}", offset=4, context="RequestHeader") from None
     if not cls.MIN_VERSION <= api_version <= cls.MAX_VERSION:
