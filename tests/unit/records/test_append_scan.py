@@ -342,3 +342,51 @@ def test_interpreted_walk_checks_timestamps_as_the_kernel(
         want = scan_v2_records(np.frombuffer(raw, np.uint8), *args)
         assert walk_v2_records(raw, *args) == want
         assert (want[0] == OK) == (ok or not check_ts)
+
+
+def test_python_mode_takes_the_interpreted_walk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``compiled="python"`` (the live log's default) vouches for a valid batch with
+    ``walk_v2_records`` and gives the reference's result; a refused batch still gets the
+    reference's errors."""
+    from kwire.records import _append_rules
+
+    calls: list[int] = []
+
+    def counting(*args: object) -> tuple[int, int, bool]:
+        calls.append(1)
+        return walk_v2_records(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_append_rules, "walk_v2_records", counting)
+    b = BatchBuilder(2, Compression.LZ4)
+    for i in range(20):
+        b.append(timestamp=NOW - i, key=b"k", value=b"v" * 300)
+    data = b.build()
+    cfg = TopicConfig(compacted=True)
+    assert outcome(data, cfg, "python") == outcome(data, cfg, False)
+    assert calls == [1]
+    keyless = BatchBuilder(2, Compression.LZ4)
+    keyless.append(timestamp=NOW, key=None, value=b"v")
+    got = outcome(keyless.build(), cfg, "python")
+    assert got == outcome(keyless.build(), cfg, False)
+    assert got[:2] == ("error", "INVALID_RECORD")
+
+
+def test_python_mode_never_imports_numba() -> None:
+    """The live log's walk costs no numba import (~110 MB): checked in a fresh interpreter."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from kwire.records import BatchBuilder, Compression, validate_and_assign\n"
+        "b = BatchBuilder(2, Compression.LZ4)\n"
+        "for i in range(50):\n"
+        "    b.append(timestamp=1, key=b'k', value=b'v')\n"
+        "r = validate_and_assign(b.build(), next_offset=0, now_ms=1, compiled='python')\n"
+        "assert r.in_place and r.last_offset == 49\n"
+        "assert 'numba' not in sys.modules, 'numba was imported'\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
