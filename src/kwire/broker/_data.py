@@ -271,8 +271,6 @@ def append_to_partition(
 def handle_produce(state: BrokerState, ctx: RequestContext, request: ProduceRequest) -> Any:
     """Produce (``KafkaApis.handleProduceRequest`` and ``ReplicaManager.appendRecords``); v12+
     with ``transaction.version`` 2 adds a transactional batch's partition to its transaction."""
-    from kwire.broker._txn_apis import add_partition_for_produce, uses_transaction_v2
-
     version = ctx.api_version
     by_id = version >= 13
     now = state.now_ms()
@@ -314,7 +312,9 @@ def handle_produce(state: BrokerState, ctx: RequestContext, request: ProduceRequ
             if leader_error(state, ctx, partition) is not ErrorCode.NONE:
                 parts.append(_not_leader(pdata.index, partition, version, moved))
                 continue
-            if request.transactional_id is not None and uses_transaction_v2(state, version, 12):
+            if request.transactional_id is not None and _uses_transaction_v2(state, version):
+                from kwire.broker._txn_apis import add_partition_for_produce
+
                 added = add_partition_for_produce(
                     state,
                     request.transactional_id,
@@ -343,6 +343,14 @@ def handle_produce(state: BrokerState, ctx: RequestContext, request: ProduceRequ
     if moved and version >= 10:
         response.node_endpoints = node_endpoints(state, ctx, moved, PRODUCE_NODE_ENDPOINT)
     return response
+
+
+def _uses_transaction_v2(state: BrokerState, version: int) -> bool:
+    # imported on first use, by transactional requests only: a broker without transactions
+    # never loads the transaction coordinator (and a Produce pays no import statement)
+    from kwire.broker._txn_apis import uses_transaction_v2
+
+    return uses_transaction_v2(state, version, 12)
 
 
 def _not_leader(index: int, partition: Partition, version: int, moved: set[int]) -> Any:

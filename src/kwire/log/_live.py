@@ -167,9 +167,10 @@ class LiveLog:
     broker asks for it with ``kwire.append.compiled.walk``) chooses the append path's walk of
     compressed batches: ``"auto"`` uses the records layer's numba walk for batches of 8 records
     or more once numba has loaded in a background thread (started by the first such batch; until
-    then, and for smaller batches, the reference walk), so a process with light traffic never
+    then, and for smaller batches, the interpreted walk), so a process with light traffic never
     pays its ~110 MB and a busy one gets 2-6x cheaper appends of large batches without a stall;
-    ``True`` always (loading it in the caller), ``False`` never. Both walks give the same results.
+    ``True`` always (loading it in the caller), ``False`` never (the records layer's interpreted
+    walk, ``compiled="python"``). All walks give the same results.
     """
 
     compiled_validation: bool | Literal["auto"] = False
@@ -407,7 +408,7 @@ class LiveLog:
             partition_leader_epoch=leader_epoch,
             origin=origin,
             produce_version=produce_version,
-            compiled=self.compiled_validation,
+            compiled=self.compiled_validation or "python",
             max_decompressed_size=max_decompressed_size,
         )
 

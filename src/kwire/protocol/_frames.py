@@ -16,6 +16,7 @@ fetched or produced megabyte is copied once, from the kernel, and its records ar
 
 from __future__ import annotations
 
+import functools
 import struct
 from dataclasses import dataclass
 from typing import Any, Final
@@ -55,6 +56,9 @@ STAGING_BYTES: Final = 1 << 16
 OWN_BUFFER_FROM: Final = 1 << 13
 
 
+# Cached: every request and response asks, and the lookup by API key plus the version range test
+# cost a few microseconds each time (the bundled specs never change in a process).
+@functools.lru_cache(maxsize=2048)
 def request_header_version(api_key: int, api_version: int) -> int:
     """The request header version Kafka uses for this API and version."""
     if api_key == CONTROLLED_SHUTDOWN_KEY and api_version == 0:
@@ -63,6 +67,7 @@ def request_header_version(api_key: int, api_version: int) -> int:
     return 2 if api_version in info.flexible else 1
 
 
+@functools.lru_cache(maxsize=2048)
 def response_header_version(api_key: int, api_version: int) -> int:
     """The response header version Kafka uses for this API and version."""
     if api_key == API_VERSIONS_KEY:
@@ -163,6 +168,12 @@ def _body(frame: bytes | bytearray | memoryview) -> memoryview:
     return view
 
 
+@functools.lru_cache(maxsize=256)
+def _request_class(api_key: int) -> type[KafkaMessage]:
+    """``message_class`` by API key, cached (a lookup per request otherwise); KeyError if none."""
+    return message_class(api_key=api_key, kind="request")
+
+
 def decode_request_frame(
     frame: bytes | bytearray | memoryview, *, allow_trailing: bool = False
 ) -> Request:
@@ -179,7 +190,7 @@ def decode_request_frame(
         )
     api_key, api_version = _KEY_VERSION.unpack_from(view, 4)
     try:
-        cls = message_class(api_key=api_key, kind="request")
+        cls = _request_class(api_key)
     except KeyError:
         raise DecodeError(f"unknown API key {api_key}", offset=4, context="RequestHeader") from None
     if not cls.MIN_VERSION <= api_version <= cls.MAX_VERSION:

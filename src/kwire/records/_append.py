@@ -181,9 +181,11 @@ def validate_and_assign(
     would return. ``produce_version`` adds ``ProduceRequest``'s own checks for that version.
     ``verify_crc=False`` skips the batch CRC check (only for bytes already verified).
     ``mutate=True`` patches the caller's (writable) buffer in place instead of a copy.
-    ``compiled=False`` forces the per-record reference walk even where the compiled walk of
-    ``_append_scan`` would do (both give the same result; tests compare them); ``"auto"`` uses
-    the compiled walk for batches of many records once numba has loaded in the background.
+    ``compiled`` picks the walk of a v2 batch's records (``_append_scan``): numba's kernel
+    (``True``), the same walk interpreted (``"python"``: no numba), numba's for batches of many
+    records once it has loaded in the background and the interpreted one meanwhile (``"auto"``),
+    or only the per-record reference walk (``False``). All give the same result (tests compare
+    them); the fast walks only vouch for valid records, the reference reports the errors.
 
     A trailing partial batch is dropped, as Kafka trims it; when no complete batch remains the
     result is empty (offsets -1) and nothing is to be appended. ``origin=REPLICATION`` checks and

@@ -35,12 +35,11 @@ def validate_messages_and_assign_offsets_compressed(v: Validation) -> AppendResu
         reason = "magic 0 stores absolute offsets: every inner offset must be rewritten"
     if v.source == Compression.NONE and first.is_control:
         in_place, reason = True, None  # control records stay uncompressed
-    walk = Walk(records=[])
     fast = v.fast_walk(first, need_contiguous=True) if in_place else None
     if fast is not None:
         v.validate_batch(first, first)
-        walk.max_timestamp = fast
-        return _patch_in_place(v, first, first.record_count, walk.max_timestamp)
+        return _patch_in_place(v, first, first.record_count, fast)
+    walk = Walk(records=[])
     expected = 0
     for batch in v.inp.batches:
         v.validate_batch(first, batch)

@@ -26,7 +26,7 @@ from kwire.errors import AppendError, DecodeError, RecordError
 from kwire.records import _legacy as legacy
 from kwire.records import _v2 as v2
 from kwire.records._append_scan import OK as SCAN_OK
-from kwire.records._append_scan import scanner, scanner_if_ready
+from kwire.records._append_scan import scanner, scanner_if_ready, walk_v2_records
 from kwire.records._append_types import LONG_MAX, AppendOrigin, AppendResult, TopicConfig
 from kwire.records._batch import read_batches
 from kwire.records._builder import BatchBuilder
@@ -40,10 +40,11 @@ from kwire.records._model import (
     Record,
 )
 
-#: ``validate_and_assign(compiled=...)``: the compiled walk always (True), never (False), or
-#: ``"auto"``: for batches of at least ``AUTO_COMPILED_MIN_RECORDS`` records once numba has loaded
-#: in a background thread (the live log's choice: no memory or wait for small traffic).
-Compiled = bool | Literal["auto"]
+#: ``validate_and_assign(compiled=...)``: the compiled walk always (True), or ``"auto"``: for
+#: batches of at least ``AUTO_COMPILED_MIN_RECORDS`` records once numba has loaded in a background
+#: thread, else the interpreted walk (``"python"``, the live log's default: no numba, ~130 MB less
+#: memory); ``False`` is the per-record reference walk alone (tests compare the walks with it).
+Compiled = bool | Literal["auto", "python"]
 AUTO_COMPILED_MIN_RECORDS: Final = 8
 
 __all__ = ["Input", "Validation", "Walk", "analyze"]
@@ -217,7 +218,7 @@ class Validation:
         leader_epoch: int,
         origin: AppendOrigin,
         mutate: bool,
-        fast: Compiled = True,
+        fast: Compiled = "python",
     ) -> None:
         self.fast = fast
         self.inp = inp
@@ -433,10 +434,12 @@ class Validation:
             )
 
     def fast_walk(self, batch: Batch, *, need_contiguous: bool) -> int | None:
-        """The records' max timestamp when the compiled walk finds nothing to report, else None.
+        """The records' max timestamp when a fast walk finds nothing to report, else None.
 
-        Only for one v2 CreateTime batch (see ``_append_scan``); ``None`` sends the caller to the
-        per-record walk, which is the reference and produces the exact errors.
+        Only for one v2 CreateTime batch (see ``_append_scan``): numba's kernel where ``fast``
+        asks for it and it is loaded, else the same walk interpreted (``walk_v2_records``);
+        ``fast=False`` (tests) always answers None. ``None`` sends the caller to the per-record
+        walk, which is the reference and produces the exact errors.
         """
         if (
             batch.magic != 2
@@ -446,37 +449,52 @@ class Validation:
             or not self.fast
         ):
             return None
+        compiled = None
         if self.fast == "auto":
-            # only batches of many records gain more than the walk costs to load, and a caller
+            # only batches of many records gain more than the kernel costs to load, and a caller
             # in "auto" mode must not wait for that load: it happens in the background
-            if batch.record_count < AUTO_COMPILED_MIN_RECORDS:
-                return None
-            compiled = scanner_if_ready()
-        else:
+            if batch.record_count >= AUTO_COMPILED_MIN_RECORDS:
+                compiled = scanner_if_ready()
+        elif self.fast is True:
             compiled = scanner()
-        if compiled is None:
-            return None
-        kernel, np = compiled
         assert isinstance(batch, v2.RecordBatch)
         try:
             data, _ = batch.records_view()
         except DecodeError:
             return None
-        arr = np.frombuffer(data, dtype=np.uint8)
         check_ts = self.ts_type == CREATE_TIME
         low = max(self.now - self.config.timestamp_before_max_ms, -LONG_MAX - 1)
         high = min(self.now + self.config.timestamp_after_max_ms, LONG_MAX)
-        status, max_ts, contiguous = kernel(
-            arr,
-            0,
-            len(arr),
-            batch.record_count,
-            batch.base_timestamp,
-            check_ts,
-            low,
-            high,
-            self.config.compacted,
-        )
+        count = batch.record_count
+        if compiled is not None:
+            kernel, np = compiled
+            arr = np.frombuffer(data, dtype=np.uint8)
+            status, max_ts, contiguous = kernel(
+                arr,
+                0,
+                len(arr),
+                count,
+                batch.base_timestamp,
+                check_ts,
+                low,
+                high,
+                self.config.compacted,
+            )
+        else:
+            # decompressed records are a bytes object: faster to index than a view of it
+            obj = data.obj
+            src = obj if isinstance(obj, bytes) and len(obj) == len(data) else data
+            status, max_ts, contiguous = walk_v2_records(
+                src,
+                0,
+                len(data),
+                count,
+                batch.base_timestamp,
+                check_ts,
+                low,
+                high,
+                self.config.compacted,
+            )
         if status != SCAN_OK or (need_contiguous and not contiguous):
             return None
         return int(max_ts)
@@ -581,7 +599,10 @@ class Validation:
         compression: Compression,
     ) -> AppendResult:
         view = memoryview(data)
-        batches = tuple(b.view for b in read_batches(view, verify_crc=False)) if data else ()
+        if in_place:  # the input's batches, at the same positions: no second parse
+            batches = tuple(view[b.position : b.position + b.size] for b in self.inp.batches)
+        else:
+            batches = tuple(b.view for b in read_batches(view, verify_crc=False)) if data else ()
         return AppendResult(
             records=data,
             batches=batches,

@@ -35,6 +35,9 @@ LOG_APPEND_TIME: Final = 1
 #: Kafka's ``RecordBatch.NO_TIMESTAMP``.
 NO_TIMESTAMP: Final = -1
 
+#: Every codec by its id (``Batch.compression``).
+_CODECS: Final = tuple(Compression)
+
 #: One record header: (key, value). The value is ``None`` for a null header value.
 Header = tuple[str, memoryview | bytes | None]
 
@@ -187,7 +190,9 @@ class Batch:
 
     @property
     def compression(self) -> Compression:
-        return Compression(self.attributes & 0x07)
+        codec = self.attributes & 0x07
+        # a tuple lookup: calling the enum class costs more than the rest of a header check
+        return _CODECS[codec] if codec < len(_CODECS) else Compression(codec)
 
     @property
     def base_offset(self) -> int:

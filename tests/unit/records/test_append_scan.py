@@ -1,9 +1,10 @@
-"""The compiled record walk of the append path agrees with the per-record reference walk.
+"""The fast record walks of the append path agree with the per-record reference walk.
 
 ``validate_and_assign(..., compiled=False)`` is the reference (one ``Record`` per record). The
-compiled walk (``kwire.records._append_scan``) may only *accept* what the reference accepts, with
-the same result; when it declines, the reference decides. Hypothesis drives both over batches with
-null keys, headers, timestamps on both sides of the bounds and offset gaps, and over bit flips.
+compiled walk and the same walk interpreted (``compiled="python"``, ``walk_v2_records``; both in
+``kwire.records._append_scan``) may only *accept* what the reference accepts, with the same
+result; when they decline, the reference decides. Hypothesis drives them over batches with null
+keys, headers, timestamps on both sides of the bounds and offset gaps, and over bit flips.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from kwire.records import (
     read_batches,
     validate_and_assign,
 )
-from kwire.records._append_scan import OK, scan_v2_records, scanner
+from kwire.records._append_scan import OK, scan_v2_records, scanner, walk_v2_records
 
 NOW = 1_700_000_000_000
 
@@ -40,10 +41,14 @@ record_st = st.tuples(
 )
 
 
-def outcome(data: bytes, cfg: TopicConfig, compiled: bool) -> tuple[object, ...]:
+def outcome(data: bytes, cfg: TopicConfig, compiled: bool | str) -> tuple[object, ...]:
     try:
         r: AppendResult = validate_and_assign(
-            data, next_offset=77, now_ms=NOW, config=cfg, compiled=compiled
+            data,
+            next_offset=77,
+            now_ms=NOW,
+            config=cfg,
+            compiled=compiled,  # type: ignore[arg-type]
         )
     except AppendError as exc:
         return ("error", exc.error_name, tuple((e.index, e.message) for e in exc.record_errors))
@@ -93,7 +98,9 @@ def test_compiled_and_reference_walks_agree(
         timestamp_after_max_ms=bounds[1],
         timestamp_type=int(log_append),
     )
-    assert outcome(data, cfg, True) == outcome(data, cfg, False)
+    reference = outcome(data, cfg, False)
+    assert outcome(data, cfg, True) == reference
+    assert outcome(data, cfg, "python") == reference
 
 
 @given(st.data())
@@ -112,7 +119,72 @@ def test_bit_flips_in_records_give_the_same_verdict(data: st.DataObject) -> None
     raw[bit // 8] ^= 1 << (bit % 8)
     struct.pack_into(">I", raw, 17, crc32c.crc32c(bytes(raw[21:])))  # a producer's own CRC
     cfg = TopicConfig(compacted=data.draw(st.booleans()))
-    assert outcome(bytes(raw), cfg, True) == outcome(bytes(raw), cfg, False)
+    reference = outcome(bytes(raw), cfg, False)
+    assert outcome(bytes(raw), cfg, True) == reference
+    assert outcome(bytes(raw), cfg, "python") == reference
+
+
+def _records_bytes(codec: int = 0) -> tuple[bytes, int]:
+    """The (decompressed) record bytes of a small batch with keys, null keys, headers and a
+    large value (two-byte varints), and its base timestamp."""
+    b = BatchBuilder(2, codec)
+    for i in range(5):
+        b.append(
+            timestamp=NOW + 7 * i - 3,
+            key=b"k%d" % i if i != 2 else None,
+            value=b"v" * (i * 60),
+            headers=[("h", b"x"), ("g", None)] if i % 2 else (),
+        )
+    (batch,) = read_batches(b.build())
+    view, _ = batch.records_view()
+    return bytes(view), batch.base_timestamp
+
+
+@given(st.data())
+@settings(max_examples=300, deadline=None)
+def test_interpreted_walk_gives_the_kernels_verdict_on_mutated_records(
+    data: st.DataObject,
+) -> None:
+    """``walk_v2_records`` against ``scan_v2_records`` (the kernel's own source) on record bytes
+    with bytes changed, cut or inserted, under every check the callers ask for."""
+    raw, base_ts = _records_bytes()
+    buf = bytearray(raw)
+    for _ in range(data.draw(st.integers(1, 3))):
+        kind = data.draw(st.sampled_from(["set", "cut", "insert"]))
+        at = data.draw(st.integers(0, len(buf) - 1))
+        if kind == "set":
+            buf[at] = data.draw(st.sampled_from([0, 1, 2, 0x7F, 0x80, 0xFF, 0xFE, 12]))
+        elif kind == "cut":
+            del buf[at : at + data.draw(st.integers(1, 4))]
+        else:
+            buf[at:at] = bytes(data.draw(st.lists(st.integers(0, 255), min_size=1, max_size=3)))
+    count = data.draw(st.sampled_from([5, 5, 4, 6, 0]))
+    check_ts = data.draw(st.booleans())
+    low, high = data.draw(st.sampled_from([(NOW - 3, NOW + 25), (NOW, NOW + 10), (0, 0)]))
+    need_key = data.draw(st.booleans())
+    args = (0, len(buf), count, base_ts, check_ts, low, high, need_key)
+    want = scan_v2_records(np.frombuffer(bytes(buf), np.uint8), *args)
+    got = walk_v2_records(bytes(buf), *args)
+    assert got[0] == want[0]
+    if want[0] == OK:
+        assert got == want
+
+
+def test_interpreted_walk_on_garbage_and_known_records() -> None:
+    raw, base_ts = _records_bytes()
+    args = (0, len(raw), 5, base_ts, True, NOW - 3, NOW + 25, False)
+    assert walk_v2_records(raw, *args) == (OK, NOW + 25, True)
+    assert walk_v2_records(memoryview(raw), *args) == (OK, NOW + 25, True)
+    assert walk_v2_records(raw, *args[:-1], True)[0] != OK  # record 2 has no key
+    rng = np.random.default_rng(9)
+    for size in (0, 1, 7, 40, 300):
+        for _ in range(40):
+            buf = rng.integers(0, 256, size, dtype=np.uint8)
+            count = int(rng.integers(0, 5))
+            gargs = (0, size, count, NOW, True, NOW - 10, NOW + 10, bool(rng.integers(0, 2)))
+            want = scan_v2_records(buf, *gargs)
+            got = walk_v2_records(buf.tobytes(), *gargs)
+            assert got[0] == want[0] and (want[0] != OK or got == want)
 
 
 @pytest.mark.skipif(bool(os.environ.get("KWIRE_DISABLE_NUMBA")), reason="numba switched off")
@@ -244,3 +316,77 @@ def test_auto_mode_never_waits_for_the_compiled_walk(monkeypatch: pytest.MonkeyP
     )
     validate_and_assign(small, next_offset=5, now_ms=NOW, compiled="auto")
     assert kernel_calls == [1]  # small batches keep to the reference walk
+
+
+@pytest.mark.parametrize(
+    ("stamps", "ok"),
+    [
+        ((NOW, -1, NOW + 5), True),  # -1 (no timestamp) is exempt from the bounds
+        ((NOW, 0, NOW + 5), False),
+        ((NOW, NOW + 11), False),
+        ((NOW - 11, NOW), False),
+        ((-1, -1), True),
+    ],
+)
+def test_interpreted_walk_checks_timestamps_as_the_kernel(
+    stamps: tuple[int, ...], ok: bool
+) -> None:
+    b = BatchBuilder(2)
+    for ts in stamps:
+        b.append(timestamp=ts, key=b"k", value=b"v")
+    (batch,) = read_batches(b.build())
+    view, _ = batch.records_view()
+    raw = bytes(view)
+    for check_ts in (True, False):
+        args = (0, len(raw), len(stamps), batch.base_timestamp, check_ts, NOW - 10, NOW + 10, True)
+        want = scan_v2_records(np.frombuffer(raw, np.uint8), *args)
+        assert walk_v2_records(raw, *args) == want
+        assert (want[0] == OK) == (ok or not check_ts)
+
+
+def test_python_mode_takes_the_interpreted_walk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``compiled="python"`` (the live log's default) vouches for a valid batch with
+    ``walk_v2_records`` and gives the reference's result; a refused batch still gets the
+    reference's errors."""
+    from kwire.records import _append_rules
+
+    calls: list[int] = []
+
+    def counting(*args: object) -> tuple[int, int, bool]:
+        calls.append(1)
+        return walk_v2_records(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_append_rules, "walk_v2_records", counting)
+    b = BatchBuilder(2, Compression.LZ4)
+    for i in range(20):
+        b.append(timestamp=NOW - i, key=b"k", value=b"v" * 300)
+    data = b.build()
+    cfg = TopicConfig(compacted=True)
+    assert outcome(data, cfg, "python") == outcome(data, cfg, False)
+    assert calls == [1]
+    keyless = BatchBuilder(2, Compression.LZ4)
+    keyless.append(timestamp=NOW, key=None, value=b"v")
+    got = outcome(keyless.build(), cfg, "python")
+    assert got == outcome(keyless.build(), cfg, False)
+    assert got[:2] == ("error", "INVALID_RECORD")
+
+
+def test_python_mode_never_imports_numba() -> None:
+    """The live log's walk costs no numba import (~110 MB): checked in a fresh interpreter."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from kwire.records import BatchBuilder, Compression, validate_and_assign\n"
+        "b = BatchBuilder(2, Compression.LZ4)\n"
+        "for i in range(50):\n"
+        "    b.append(timestamp=1, key=b'k', value=b'v')\n"
+        "r = validate_and_assign(b.build(), next_offset=0, now_ms=1, compiled='python')\n"
+        "assert r.in_place and r.last_offset == 49\n"
+        "assert 'numba' not in sys.modules, 'numba was imported'\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
