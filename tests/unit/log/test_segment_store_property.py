@@ -179,7 +179,7 @@ def test_lookups_on_a_damaged_segment_end_over_both_stores(
         offset += n
     records.append(struct.pack(">qi", offset, length) + tail)
     seg = LogSegment("s", records, SegmentIndexer(0, INDEX_INTERVAL, size=records.size()), 0)
-    positions = []
+    positions: list[int] = []
     try:
         # Bounded: a walk that stops moving forward would otherwise never end.
         for position, _base, _last, _size in itertools.islice(seg.batches_from(0), seg.size + 1):
