@@ -5,8 +5,13 @@ whose bytes are Kafka's layout, the same as a log opened without a store."""
 from __future__ import annotations
 
 import os
+import struct
 from pathlib import Path
 
+import pytest
+
+from kwire.errors import CorruptRecordError
+from kwire.log._failure import LogDirFailureChannel
 from kwire.log._store import FileSegmentRecords, FileSegmentStore, SegmentStore
 from kwire.log.storage import LiveLog, LogConfig
 from kwire.records import build_batch, read_batches
@@ -77,3 +82,28 @@ def test_segments_are_rolled_opened_and_recovered_through_the_store(tmp_path: Pa
         assert [r.offset for b in read_batches(read.read_bytes()) for r in b][:3] == [0, 1, 2]
     finally:
         log.close()
+
+
+def test_a_clean_start_over_a_bad_batch_length_raises_corrupt_record(tmp_path: Path) -> None:
+    """After a clean shutdown the active segment is not recovered, only walked (producer state
+    replay, ``readNextOffset``): a length field below the minimum record overhead is a
+    ``CorruptRecordException`` (``FileLogInputStream.nextBatch``), which fails the log's load
+    (``LogManager.loadLogs`` rethrows it), not an I/O error taking the directory offline. (The
+    replay raised this before ``LogSegment.header_at`` did too; the test keeps both walks so.)"""
+    folder = tmp_path / "t-0"
+    log = fill(folder, None)
+    active = folder / f"{log.segment_base_offsets[-1]:020d}.log"
+    log.close()
+    with open(active, "ab") as f:
+        f.write(struct.pack(">qi", 36, -(2**31)) + bytes(20))
+    failures = LogDirFailureChannel()
+    with pytest.raises(CorruptRecordError, match="minimum record overhead"):
+        LiveLog.open(
+            folder,
+            CONFIG,
+            now_ms=NOW,
+            recovery_point=36,
+            clean_shutdown=True,
+            failure_channel=failures,
+        )
+    assert not failures.is_offline(str(tmp_path))
