@@ -384,8 +384,11 @@ class LiveLog:
         """Cut the files a failed append wrote back to their sizes before it (best effort: the
         directory is offline already, and recovery at the next start truncates a torn tail)."""
         txn_size = sum(len(encode_aborted_txn(t)) for t in seg.txns[:txns])
+        try:
+            seg.records.truncate_to(log_size)
+        except OSError as exc:
+            log.warning("%s: could not undo a failed append: %s", self.path, exc)
         for fd, size in (
-            (seg.fd, log_size),
             (seg.index_fd, offsets * OFFSET_INDEX_ENTRY_SIZE),
             (seg.time_fd, times * TIME_INDEX_ENTRY_SIZE),
             (seg.txn_fd, txn_size),
