@@ -112,6 +112,7 @@ from kwire.log._retention import (
     retire_segment,
 )
 from kwire.log._rules import LeaderEpochCache, SegmentIndexer, should_roll
+from kwire.log._store import FileSegmentStore, SegmentStore
 from kwire.log._txnindex import AbortedTxn, encode_aborted_txn
 from kwire.log._writer import _fsync_dir, _write_file
 from kwire.records import (
@@ -186,6 +187,8 @@ class LiveLog:
         self.recovery_point = 0
         self._high_watermark = 0
         self._segments: list[LogSegment] = []
+        #: Where the segments' ``.log`` bytes live (``open``'s ``store``; files by default).
+        self._store: SegmentStore
         self._producers = ProducerStateManager()
         #: ``producer.id.expiration.ms`` (None: producer ids never expire)
         self.producer_id_expiration_ms: int | None = None
@@ -216,6 +219,7 @@ class LiveLog:
         clean_shutdown: bool = False,
         producer_id_expiration_ms: int | None = None,
         failure_channel: LogDirFailureChannel | None = None,
+        store: SegmentStore | None = None,
     ) -> LiveLog:
         """Open (or create) the partition folder ``path`` (``<data dir>/<topic>-<partition>``).
 
@@ -226,6 +230,10 @@ class LiveLog:
         expire: at load (from the snapshot) and in ``remove_expired_producers``.
         ``failure_channel`` is the log directory's (``DataDir.failures``): an I/O error of this
         log takes every log of the directory offline (``KafkaStorageError``).
+        ``store`` creates, opens and lists the segments' ``.log`` bytes (default: a
+        ``FileSegmentStore`` of ``path``, Kafka's layout). Indexes, snapshots and checkpoints
+        stay files of ``path``, and reads answer with descriptors (``FileSlice``), so a store
+        must still hand out ``FileSegmentRecords`` to serve reads and recovery.
         """
         self = cls()
         self.path = os.path.abspath(os.fspath(path))
@@ -244,7 +252,7 @@ class LiveLog:
             raise ValueError("topic_id is 16 bytes")
         self._failures.check(self.log_dir)
         try:
-            self._open(topic_id, now_ms, recovery_point, log_start_offset, clean_shutdown)
+            self._open(topic_id, now_ms, recovery_point, log_start_offset, clean_shutdown, store)
         except OSError as exc:
             # LogManager.getOrCreateLog / loadLog: "Error while creating/loading log ..."
             raise self._storage_failure("loading the log", exc) from exc
@@ -259,8 +267,10 @@ class LiveLog:
         recovery_point: int,
         log_start_offset: int,
         clean_shutdown: bool,
+        store: SegmentStore | None,
     ) -> None:
         os.makedirs(self.path, exist_ok=True)
+        self._store = FileSegmentStore(self.path) if store is None else store
         existing = read_topic_id(self.path)
         if topic_id is not None and existing is not None and existing != topic_id:
             raise ValueError(f"{self.path}: partition.metadata holds another topic id")
@@ -287,9 +297,11 @@ class LiveLog:
         for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
             with contextlib.suppress(FileNotFoundError):
                 os.remove(stem + suffix)
-        fd = os.open(stem + LOG_SUFFIX, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC, 0o644)
         seg = LogSegment(
-            stem, fd, SegmentIndexer(base_offset, self.config.index_interval_bytes), now_ms
+            stem,
+            self._store.roll(base_offset),
+            SegmentIndexer(base_offset, self.config.index_interval_bytes),
+            now_ms,
         )
         seg.open_index_files()
         return seg
@@ -373,8 +385,11 @@ class LiveLog:
         """Cut the files a failed append wrote back to their sizes before it (best effort: the
         directory is offline already, and recovery at the next start truncates a torn tail)."""
         txn_size = sum(len(encode_aborted_txn(t)) for t in seg.txns[:txns])
+        try:
+            seg.records.truncate_to(log_size)
+        except OSError as exc:
+            log.warning("%s: could not undo a failed append: %s", self.path, exc)
         for fd, size in (
-            (seg.fd, log_size),
             (seg.index_fd, offsets * OFFSET_INDEX_ENTRY_SIZE),
             (seg.time_fd, times * TIME_INDEX_ENTRY_SIZE),
             (seg.txn_fd, txn_size),
@@ -893,8 +908,7 @@ class LiveLog:
             if os.path.exists(stem + suffix + SWAP_SUFFIX):
                 os.replace(stem + suffix + SWAP_SUFFIX, stem + suffix)
         _fsync_dir(self.path)
-        fd = os.open(stem + LOG_SUFFIX, os.O_RDWR | os.O_APPEND)
-        seg = LogSegment(stem, fd, indexer, now_ms)
+        seg = LogSegment(stem, self._store.open(base), indexer, now_ms)
         seg.txns = list(txns)
         self._segments.insert(position, seg)
 

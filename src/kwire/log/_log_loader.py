@@ -71,9 +71,7 @@ def load(
     log: LiveLog, now_ms: int, recovery_point: int, log_start_offset: int, clean_shutdown: bool
 ) -> None:
     names = _clean_leftovers(log)
-    bases = sorted(
-        {p[0] for n in names if (p := parse_segment_file_name(n)) and p[1] == LOG_SUFFIX}
-    )
+    bases = log._store.base_offsets()
     snapshots = sorted(
         p[0] for n in names if (p := parse_segment_file_name(n)) and p[1] == SNAPSHOT_SUFFIX
     )
@@ -146,7 +144,9 @@ def load(
                 )
                 for other in later:
                     other.close()
-                    for path in other.files():
+                    with contextlib.suppress(FileNotFoundError):
+                        log._store.delete(other.base_offset)
+                    for path in other.files()[1:]:  # its indexes
                         with contextlib.suppress(FileNotFoundError):
                             os.remove(path)
         elif nxt is None or nxt > replay_offset:
@@ -261,10 +261,10 @@ def _delete_swapped_over(log: LiveLog) -> None:
 def _open_existing(log: LiveLog, base: int, now_ms: int) -> tuple[LogSegment, bool]:
     """Open a segment and load its indexes; False when they need rebuilding."""
     stem = log._stem(base)
-    fd = os.open(stem + LOG_SUFFIX, os.O_RDWR | os.O_APPEND)
+    records = log._store.open(base)
     indexer = SegmentIndexer(base, log.config.index_interval_bytes)
-    indexer.size = os.fstat(fd).st_size
-    seg = LogSegment(stem, fd, indexer, now_ms)
+    indexer.size = records.size()
+    seg = LogSegment(stem, records, indexer, now_ms)
     ok = True
     try:
         with open(stem + INDEX_SUFFIX, "rb") as f:
@@ -398,7 +398,7 @@ def _recover_segment(log: LiveLog, seg: LogSegment, replay_offset: int) -> bool:
             truncated,
             seg.base_offset,
         )
-        os.ftruncate(seg.fd, valid)
+        seg.records.truncate_to(valid)
     te = ix.maybe_append_time_entry()  # as a closed segment, recovery appends the max
     if te is not None:
         timeindex += encode_time_index_entry(seg.base_offset, *te)

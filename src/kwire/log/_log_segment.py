@@ -11,6 +11,7 @@ import struct
 from collections.abc import Iterator
 from typing import Final
 
+from kwire.errors import CorruptRecordError
 from kwire.log._index import (
     encode_time_index_entry,
 )
@@ -24,6 +25,7 @@ from kwire.log._rules import SegmentIndexer
 from kwire.log._store import FileSegmentRecords, SegmentRecords
 from kwire.log._txnindex import AbortedTxn, encode_aborted_txn
 from kwire.records import (
+    RECORD_OVERHEAD_V0,
     Batch,
     read_batches,
 )
@@ -161,8 +163,17 @@ class LogSegment:
         if len(raw) < LOG_OVERHEAD + 5:
             return None
         offset, length = struct.unpack_from(">qi", raw)
-        magic = raw[16]
+        if length < RECORD_OVERHEAD_V0:
+            # FileLogInputStream.nextBatch: a walk over damaged bytes must not stall or go back.
+            raise CorruptRecordError(
+                f"batch size {length} at byte {position} of segment {self.base_offset} is less "
+                f"than the minimum record overhead ({RECORD_OVERHEAD_V0})",
+                offset=position,
+            )
         size = LOG_OVERHEAD + length
+        if position + size > self.size:
+            return None  # nextBatch: the rest of the segment cannot hold the batch
+        magic = raw[16]
         if magic >= 2 and len(raw) >= _HEADER.size:
             delta = struct.unpack_from(">i", raw, 23)[0]
             return offset, offset + delta, size

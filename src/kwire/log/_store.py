@@ -12,7 +12,9 @@ lookups of ``LogSegment``) over it without a disk, with the same assertions as o
 A ``SegmentStore`` names segments by base offset: ``roll`` a new one, ``open`` an existing one,
 ``delete`` one, ``base_offsets``. ``FileSegmentStore`` keeps Kafka's layout
 (``<20-digit base offset>.log`` in the partition folder, nothing else); ``MemorySegmentStore``
-a dict of bytearrays.
+a dict of bytearrays. ``LiveLog`` (``open``'s ``store``, files by default) and its loader roll,
+open, list and delete segments through one; its indexes, snapshots and checkpoints are still
+files, and its reads hand out descriptors, so a live log runs over files only for now.
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ from kwire.records._convert import (
     magic_for_produce_version,
 )
 from kwire.records._java import java_string
-from kwire.records._legacy import InnerEntry, LegacyBatch
+from kwire.records._legacy import RECORD_OVERHEAD_V0, InnerEntry, LegacyBatch
 from kwire.records._model import (
     CREATE_TIME,
     LOG_APPEND_TIME,
@@ -62,6 +62,7 @@ __all__ = [
     "NO_SEQUENCE",
     "NO_TIMESTAMP",
     "NO_TIMESTAMP_TYPE",
+    "RECORD_OVERHEAD_V0",
     "AppendError",
     "AppendOrigin",
     "AppendResult",
