@@ -35,7 +35,7 @@ from kwire.broker._context import RequestContext
 from kwire.broker._file_records import CONVERT_CHUNK, ConvertedRecords, FileRecords
 from kwire.broker._routing import leader_error, node_endpoints, serving_node
 from kwire.broker._state import BrokerState, Partition, check_leader_epoch
-from kwire.errors import KwireError, UnsupportedCodecError
+from kwire.errors import CorruptRecordError, KwireError, UnsupportedCodecError
 from kwire.log import OffsetOutOfRangeError
 from kwire.log.storage import KafkaStorageError, batch_formats
 from kwire.protocol import ZERO_UUID, ErrorCode
@@ -314,6 +314,10 @@ class _FetchPlan:
             return out, 0
         except KafkaStorageError:  # the log dir is offline (ReplicaManager.readFromLog)
             out.error_code = int(ErrorCode.KAFKA_STORAGE_ERROR)
+            out.records = b""
+            return out, 0
+        except CorruptRecordError:  # a segment damaged on disk: this partition's error only
+            out.error_code = int(ErrorCode.CORRUPT_MESSAGE)
             out.records = b""
             return out, 0
         if self.isolation == READ_COMMITTED and self.version >= 4:
