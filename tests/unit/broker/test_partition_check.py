@@ -151,3 +151,24 @@ def test_leadership_and_epochs_are_checked_in_one_place() -> None:
     calls = rule_calls(package)
     assert ("_partition_check.py", "partition_or_error") in calls
     assert calls <= ALLOWED, sorted(calls - ALLOWED)
+
+
+def test_alter_replica_log_dirs_keeps_replica_not_available(state: BrokerState) -> None:
+    """A node not hosting (leading) the replica answers REPLICA_NOT_AVAILABLE, not
+    NOT_LEADER_OR_FOLLOWER (``ReplicaManager.alterReplicaLogDirs``, kept for compatibility)."""
+    from kwire.broker._alter_replica_log_dirs import log_dirs
+
+    cls = message_class("AlterReplicaLogDirsRequest")
+    directory, topic = struct_class(cls, "dirs"), struct_class(cls, "dirs", "topics")
+    request = cls(
+        dirs=[directory(path=log_dirs(state)[0], topics=[topic(name="t", partitions=[0, 2])])]
+    )
+
+    def errors(node: int) -> list[int]:
+        ctx = RequestContext(34, 2, 1, "t", principal="User:admin", node_id=node)
+        response = handler(34)(state, ctx, request)
+        return [p.error_code for r in response.results for p in r.partitions]
+
+    unknown = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert errors(1) == [ErrorCode.REPLICA_NOT_AVAILABLE, unknown]
+    assert errors(2) == [ErrorCode.NONE, unknown]
