@@ -22,7 +22,7 @@ from typing import Any, Final
 from kwire.broker._acl import CLUSTER, CLUSTER_NAME, authorize
 from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
-from kwire.broker._routing import serving_node
+from kwire.broker._partition_check import partition_or_error
 from kwire.broker._state import BrokerState
 from kwire.errors import KafkaStorageError
 from kwire.protocol import ErrorCode
@@ -40,17 +40,18 @@ def log_dirs(state: BrokerState) -> list[str]:
     return [os.path.abspath(d.path) for d in state.data_dirs]
 
 
-def _alter(state: BrokerState, node: int, path: str, topic: str, index: int) -> ErrorCode:
+def _alter(state: BrokerState, ctx: RequestContext, path: str, topic: str, index: int) -> ErrorCode:
     target = next((d for d in state.data_dirs if os.path.abspath(d.path) == path), None)
     if target is None:
         return ErrorCode.LOG_DIR_NOT_FOUND
     if target.offline:
         return ErrorCode.KAFKA_STORAGE_ERROR
-    partition = state.partition(topic, index)
-    if partition is None:
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    if partition.leader_id != node:
-        return ErrorCode.REPLICA_NOT_AVAILABLE  # NotLeaderOrFollower, kept for compatibility
+    # authorised on the cluster by the handler; a node hosts the replicas it leads
+    error, partition = partition_or_error(state, ctx, topic, index, operation=None)
+    if error is ErrorCode.NOT_LEADER_OR_FOLLOWER:
+        return ErrorCode.REPLICA_NOT_AVAILABLE  # kept for compatibility, as Kafka
+    if partition is None or error is not ErrorCode.NONE:
+        return error
     try:
         state.move_to_log_dir(partition, target)
     except KafkaStorageError:
@@ -63,13 +64,12 @@ def handle_alter_replica_log_dirs(
     state: BrokerState, ctx: RequestContext, request: AlterReplicaLogDirsRequest
 ) -> Any:
     authorized = authorize(state, ctx, "ALTER", CLUSTER, CLUSTER_NAME)
-    node = serving_node(state, ctx)
     results: dict[str, list[Any]] = {}
     for wanted in request.dirs:
         for topic in wanted.topics:
             for index in topic.partitions:
                 error = (
-                    _alter(state, node, wanted.path, topic.name, index)
+                    _alter(state, ctx, wanted.path, topic.name, index)
                     if authorized
                     else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
                 )

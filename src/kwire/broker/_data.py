@@ -26,8 +26,9 @@ from kwire.broker._acl import (
 )
 from kwire.broker._apis import CLOSE_CONNECTION, register
 from kwire.broker._context import RequestContext
+from kwire.broker._partition_check import partition_or_error
 from kwire.broker._routing import leader_error, node_endpoints
-from kwire.broker._state import BrokerState, Partition, Topic, check_leader_epoch
+from kwire.broker._state import BrokerState, Partition, Topic
 from kwire.errors import DecompressedSizeError, KwireError
 from kwire.log.storage import KafkaStorageError, ProducerStateError
 from kwire.protocol import ErrorCode
@@ -401,21 +402,15 @@ def handle_list_offsets(
         parts = []
         for req in wanted.partitions:
             out = LIST_OFFSETS_PARTITION(partition_index=req.partition_index, error_code=0)
-            partition = state.partition(wanted.name, req.partition_index)
-            if not authorize(state, ctx, "DESCRIBE", TOPIC, wanted.name):
-                out.error_code = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-                out.timestamp, out.offset, out.leader_epoch = -1, -1, -1
-                parts.append(out)
-                continue
-            if partition is None:
-                out.error_code = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-                out.timestamp, out.offset, out.leader_epoch = -1, -1, -1
-                parts.append(out)
-                continue
-            error = check_leader_epoch(partition, req.current_leader_epoch if version >= 4 else -1)
-            if error is ErrorCode.NONE:
-                error = leader_error(state, ctx, partition)
-            if error is not ErrorCode.NONE:
+            error, partition = partition_or_error(
+                state,
+                ctx,
+                wanted.name,
+                req.partition_index,
+                operation="DESCRIBE",
+                current_leader_epoch=req.current_leader_epoch if version >= 4 else -1,
+            )
+            if partition is None or error is not ErrorCode.NONE:
                 out.error_code = int(error)
                 out.timestamp, out.offset, out.leader_epoch = -1, -1, -1
                 parts.append(out)
@@ -506,23 +501,20 @@ def handle_offset_for_leader_epoch(
             out = EPOCH_PARTITION(
                 partition=req.partition, error_code=0, leader_epoch=-1, end_offset=-1
             )
-            partition = state.partition(wanted.topic, req.partition)
-            if not authorize(state, ctx, "DESCRIBE", TOPIC, wanted.topic):
-                out.error_code = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-            elif partition is None:
-                out.error_code = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            error, partition = partition_or_error(
+                state,
+                ctx,
+                wanted.topic,
+                req.partition,
+                operation="DESCRIBE",
+                current_leader_epoch=req.current_leader_epoch if version >= 2 else -1,
+            )
+            if partition is None or error is not ErrorCode.NONE:
+                out.error_code = int(error)
             else:
-                error = check_leader_epoch(
-                    partition, req.current_leader_epoch if version >= 2 else -1
+                out.leader_epoch, out.end_offset = partition.log.end_offset_for_epoch(
+                    req.leader_epoch
                 )
-                if error is ErrorCode.NONE:
-                    error = leader_error(state, ctx, partition)
-                if error is not ErrorCode.NONE:
-                    out.error_code = int(error)
-                else:
-                    out.leader_epoch, out.end_offset = partition.log.end_offset_for_epoch(
-                        req.leader_epoch
-                    )
             parts.append(out)
         topics.append(EPOCH_TOPIC(topic=wanted.topic, partitions=parts))
     return EPOCH_RESPONSE(throttle_time_ms=0, topics=topics)

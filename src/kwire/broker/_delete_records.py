@@ -11,16 +11,12 @@ from __future__ import annotations
 import logging
 from typing import Any, Final
 
-from kwire.broker._acl import (
-    TOPIC,
-    authorize,
-)
 from kwire.broker._apis import register
 from kwire.broker._config import (
     resolve_topic_configs,
 )
 from kwire.broker._context import RequestContext
-from kwire.broker._routing import leader_error
+from kwire.broker._partition_check import partition_or_error
 from kwire.broker._state import BrokerState
 from kwire.log import OffsetOutOfRangeError
 from kwire.protocol import ErrorCode
@@ -50,11 +46,9 @@ def _delete_records(
     state: BrokerState, ctx: RequestContext, topic: str, index: int, offset: int
 ) -> tuple[int, ErrorCode]:
     """(low watermark, error) for one partition (``ReplicaManager.deleteRecordsOnLocalLog``)."""
-    partition = state.partition(topic, index)
-    if partition is None:
-        return -1, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    if leader_error(state, ctx, partition) is not ErrorCode.NONE:
-        return -1, ErrorCode.NOT_LEADER_OR_FOLLOWER
+    error, partition = partition_or_error(state, ctx, topic, index, operation="DELETE")
+    if partition is None or error is not ErrorCode.NONE:
+        return -1, error
     if partition.topic.internal:
         return -1, ErrorCode.INVALID_TOPIC_EXCEPTION
     policy = resolve_topic_configs(partition.topic.configs, state.static_config)["cleanup.policy"]
@@ -81,11 +75,7 @@ def handle_delete_records(
     for wanted in request.topics:
         parts = []
         for req in wanted.partitions:
-            low, error = (
-                _delete_records(state, ctx, wanted.name, req.partition_index, req.offset)
-                if authorize(state, ctx, "DELETE", TOPIC, wanted.name)
-                else (-1, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-            )
+            low, error = _delete_records(state, ctx, wanted.name, req.partition_index, req.offset)
             deleted = deleted or error is ErrorCode.NONE
             parts.append(
                 DELETE_RECORDS_PARTITION(

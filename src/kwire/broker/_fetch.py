@@ -29,12 +29,12 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from kwire.broker._acl import TOPIC, authorize
 from kwire.broker._apis import Deferred, register
 from kwire.broker._context import RequestContext
 from kwire.broker._file_records import CONVERT_CHUNK, ConvertedRecords, FileRecords
-from kwire.broker._routing import leader_error, node_endpoints, serving_node
-from kwire.broker._state import BrokerState, Partition, check_leader_epoch
+from kwire.broker._partition_check import partition_or_error
+from kwire.broker._routing import node_endpoints, serving_node
+from kwire.broker._state import BrokerState, Partition
 from kwire.errors import CorruptRecordError, KwireError, UnsupportedCodecError
 from kwire.log import OffsetOutOfRangeError
 from kwire.log.storage import KafkaStorageError, batch_formats
@@ -267,19 +267,18 @@ class _FetchPlan:
             # MemoryRecords.EMPTY): librdkafka rejects a null record set and never resets.
             records=b"",
         )
-        partition = self.state.partition(cp.topic, cp.partition) if cp.topic else None
-        if cp.topic and not authorize(self.state, self.ctx, "READ", TOPIC, cp.topic):
-            out.error_code = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-            return out, 0
+        error, partition = partition_or_error(
+            self.state,
+            self.ctx,
+            cp.topic or None,
+            cp.partition,
+            operation="READ",
+            by_id=self.version >= 13,
+            current_leader_epoch=cp.current_leader_epoch if self.version >= 9 else -1,
+        )
         if partition is None:
-            unknown_id = self.version >= 13 and not cp.topic
-            out.error_code = int(
-                ErrorCode.UNKNOWN_TOPIC_ID if unknown_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            )
+            out.error_code = int(error)
             return out, 0
-        error = check_leader_epoch(partition, cp.current_leader_epoch if self.version >= 9 else -1)
-        if error is ErrorCode.NONE:
-            error = leader_error(self.state, self.ctx, partition)
         if error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH):
             if self.version >= 12:  # KIP-951: where the partition is led now
                 out.current_leader = CURRENT_LEADER(

@@ -25,6 +25,7 @@ from kwire.broker._acl import (
 )
 from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
+from kwire.broker._partition_check import partition_or_error
 from kwire.broker._state import BrokerState
 from kwire.broker._txn_apis import add_group_partition_for_commit, uses_transaction_v2
 from kwire.broker.group import (
@@ -71,15 +72,11 @@ TXN_COMMIT_TOPIC: Final = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
 TXN_COMMIT_PARTITION: Final = TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition
 
 
-def _topic_error(
-    state: BrokerState, name: str, index: int, ctx: RequestContext | None = None
-) -> ErrorCode:
-    if ctx is not None and not authorize(state, ctx, "READ", TOPIC, name):
-        return ErrorCode.TOPIC_AUTHORIZATION_FAILED
-    topic = state.topics.get(name)
-    if topic is None or not 0 <= index < len(topic.partitions):
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    return ErrorCode.NONE
+def _topic_error(state: BrokerState, name: str, index: int, ctx: RequestContext) -> ErrorCode:
+    """READ on the topic, then the partition exists (``KafkaApis.handleOffsetCommitRequest``:
+    ``metadataCache.contains``; the coordinator need not lead it)."""
+    error, _ = partition_or_error(state, ctx, name, index, operation="READ", require_leader=False)
+    return error
 
 
 def _collect_offsets(
@@ -91,7 +88,7 @@ def _collect_offsets(
     commit_ts: Any,
     expire: Any,
     now: int,
-    ctx: RequestContext | None = None,
+    ctx: RequestContext,
 ) -> tuple[
     dict[tuple[str, int], OffsetAndMetadata],
     dict[tuple[int, int], ErrorCode],

@@ -80,7 +80,8 @@ def live_nodes(state: BrokerState, ctx: RequestContext) -> list[tuple[int, str, 
 
 
 def leader_error(state: BrokerState, ctx: RequestContext, partition: Partition) -> ErrorCode:
-    """NOT_LEADER_OR_FOLLOWER when the serving node does not lead ``partition``."""
+    """NOT_LEADER_OR_FOLLOWER when the serving node does not lead ``partition``; handlers reach
+    it through ``_partition_check.partition_or_error``, which orders it after the epoch check."""
     if partition.leader_id == serving_node(state, ctx):
         return ErrorCode.NONE
     return ErrorCode.NOT_LEADER_OR_FOLLOWER

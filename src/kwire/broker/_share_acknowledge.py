@@ -66,6 +66,7 @@ def handle_share_acknowledge(
         for p in topic.partitions:
             result = acknowledge(
                 state,
+                ctx,
                 coordinator,
                 group_id,
                 request.member_id,

@@ -24,10 +24,11 @@ from __future__ import annotations
 import uuid
 from typing import Any, Final
 
-from kwire.broker._acl import GROUP, TOPIC, authorize
+from kwire.broker._acl import GROUP, authorize
 from kwire.broker._apis import Deferred, register
 from kwire.broker._context import RequestContext
-from kwire.broker._routing import leader_error, node_endpoints, serving_node
+from kwire.broker._partition_check import partition_or_error
+from kwire.broker._routing import node_endpoints, serving_node
 from kwire.broker._share_group import FINAL_EPOCH, ShareCoordinator, ShareSession
 from kwire.broker._share_service import (
     acknowledge,
@@ -141,20 +142,18 @@ class _Fetch:
         """The partition's response, the number of offsets acquired and the bytes sent."""
         out = self._empty(key)
         topic = self.state.topics_by_id.get(key[0])
-        if topic is None:
-            out.error_code = int(ErrorCode.UNKNOWN_TOPIC_ID)
-            return out, 0, 0
-        if not authorize(self.state, self.ctx, "READ", TOPIC, topic.name):
-            out.error_code = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-            return out, 0, 0
-        if not 0 <= key[1] < len(topic.partitions):
-            out.error_code = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-            return out, 0, 0
-        partition = topic.partitions[key[1]]
-        error = leader_error(self.state, self.ctx, partition)
-        if error is not ErrorCode.NONE:
+        error, partition = partition_or_error(
+            self.state,
+            self.ctx,
+            None if topic is None else topic.name,
+            key[1],
+            operation="READ",
+            by_id=True,
+        )
+        if partition is None or error is not ErrorCode.NONE:
             out.error_code = int(error)
-            self.moved.add(partition.leader_id)
+            if partition is not None:  # led elsewhere: its leader rides along (KIP-951)
+                self.moved.add(partition.leader_id)
             return out, 0, 0
         if budget <= 0 or bytes_left <= 0:
             return out, 0, 0
@@ -264,6 +263,7 @@ def handle_share_fetch(state: BrokerState, ctx: RequestContext, request: ShareFe
             if p.acknowledgement_batches:
                 acks[key] = acknowledge(
                     state,
+                    ctx,
                     coordinator,
                     group_id,
                     request.member_id,

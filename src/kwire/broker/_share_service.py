@@ -15,6 +15,7 @@ from typing import Any, Final
 from kwire.broker import _metadata_image as mimage
 from kwire.broker._apis import on_startup
 from kwire.broker._context import RequestContext
+from kwire.broker._partition_check import partition_or_error
 from kwire.broker._share_coordinator import Changes, apply, delete_state, write_state
 from kwire.broker._share_group import DEFAULTS, GROUP_CONFIG_DEFAULTS, ShareCoordinator
 from kwire.broker._share_partition import RELEASE, RENEW
@@ -83,6 +84,7 @@ def share_coordinator(state: BrokerState) -> ShareCoordinator:
 
 def acknowledge(
     state: BrokerState,
+    ctx: RequestContext,
     coordinator: ShareCoordinator,
     group_id: str,
     member_id: str,
@@ -94,10 +96,17 @@ def acknowledge(
     """Apply one partition's acknowledgement batches (``SharePartitionManager.acknowledge``):
     the first error stops the partition's remaining batches. RENEW needs ``IsRenewAck`` (v2)."""
     topic = state.topics_by_id.get(topic_id)
-    if topic is None:
-        return ErrorCode.UNKNOWN_TOPIC_ID
-    if not 0 <= index < len(topic.partitions):
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    error, _ = partition_or_error(
+        state,
+        ctx,
+        None if topic is None else topic.name,
+        index,
+        operation=None,
+        by_id=True,
+        require_leader=False,
+    )
+    if error is not ErrorCode.NONE:
+        return error
     partition = coordinator.partitions.get((group_id, topic_id, index))
     if partition is None:
         return ErrorCode.INVALID_RECORD_STATE

@@ -175,7 +175,8 @@ class Partition:
 
 
 def check_leader_epoch(partition: Partition, current_leader_epoch: int) -> ErrorCode:
-    """Kafka's ``Partition.checkCurrentLeaderEpoch``: -1 skips the check."""
+    """Kafka's ``Partition.checkCurrentLeaderEpoch``: -1 skips the check (handlers reach it
+    through ``_partition_check.partition_or_error``)."""
     if current_leader_epoch == -1 or current_leader_epoch == partition.leader_epoch:
         return ErrorCode.NONE
     if current_leader_epoch < partition.leader_epoch:

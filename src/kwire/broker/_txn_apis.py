@@ -17,6 +17,7 @@ from typing import Final
 from kwire.broker._acl import GROUP, TOPIC, TRANSACTIONAL_ID, authorize
 from kwire.broker._apis import on_startup, register
 from kwire.broker._context import RequestContext
+from kwire.broker._partition_check import partition_or_error
 from kwire.broker._state import BrokerError, BrokerState, validate_topic_name
 from kwire.broker._txn import TRANSACTION_TOPIC, TopicPartition, coordinator_for
 from kwire.errors import KwireError
@@ -343,18 +344,20 @@ def handle_describe_producers(
             validate_topic_name(wanted.name)
         except BrokerError as exc:
             topic_error = (exc.error, exc.message)
-        if topic_error is None and not authorize(state, ctx, "READ", TOPIC, wanted.name):
-            topic_error = (ErrorCode.TOPIC_AUTHORIZATION_FAILED, None)
-        if topic_error is None and state.topic(wanted.name) is None:
-            topic_error = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
         parts = []
         for index in wanted.partition_indexes:
             out = PRODUCERS_PARTITION(partition_index=index, error_code=0, active_producers=[])
-            partition = state.partition(wanted.name, index) if topic_error is None else None
             if topic_error is not None:
                 out.error_code, out.error_message = int(topic_error[0]), topic_error[1]
-            elif partition is None:
-                out.error_code = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                parts.append(out)
+                continue
+            # Kafka's ReplicaManager.activeProducerState also wants the leader; kwire answers
+            # from any node, as it always has.
+            error, partition = partition_or_error(
+                state, ctx, wanted.name, index, operation="READ", require_leader=False
+            )
+            if partition is None or error is not ErrorCode.NONE:
+                out.error_code = int(error)
             else:
                 out.active_producers = [
                     PRODUCER_STATE(

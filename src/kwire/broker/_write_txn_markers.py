@@ -27,7 +27,7 @@ from typing import Final
 from kwire.broker._acl import CLUSTER, CLUSTER_NAME, authorize
 from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
-from kwire.broker._routing import serving_node
+from kwire.broker._partition_check import partition_or_error
 from kwire.broker._state import BrokerState
 from kwire.errors import AppendError, KafkaStorageError, KwireError, LogError
 from kwire.log.internal_topics import CONSUMER_OFFSETS
@@ -54,11 +54,10 @@ def _write(
     topic: str,
     index: int,
 ) -> ErrorCode:
-    partition = state.partition(topic, index)
-    if partition is None:
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    if partition.leader_id != serving_node(state, ctx):
-        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    # authorised on the cluster (CLUSTER_ACTION) by the handler, not per topic
+    error, partition = partition_or_error(state, ctx, topic, index, operation=None)
+    if partition is None or error is not ErrorCode.NONE:
+        return error
     if partition.log.config.records.message_format < 2:
         return ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT
     now = state.now_ms()
