@@ -27,7 +27,7 @@ from kwire.broker._acl import (
 from kwire.broker._apis import CLOSE_CONNECTION, register
 from kwire.broker._context import RequestContext
 from kwire.broker._partition_check import partition_or_error
-from kwire.broker._routing import leader_error, node_endpoints
+from kwire.broker._routing import node_endpoints
 from kwire.broker._state import BrokerState, Partition, Topic
 from kwire.errors import DecompressedSizeError, KwireError
 from kwire.log.storage import KafkaStorageError, ProducerStateError
@@ -151,14 +151,14 @@ def validation_jobs(
         topic = topic_by_id_or_name(state, topic_data.name, topic_data.topic_id, version >= 13)
         if topic is None or topic.internal:
             continue
-        if not authorize(state, ctx, "WRITE", TOPIC, topic.name):
-            continue
         for pi, pdata in enumerate(topic_data.partition_data):
             records = pdata.records
             if not records or not _compressed(records):
                 continue
-            partition = state.partition(topic.name, pdata.index)
-            if partition is None or leader_error(state, ctx, partition) is not ErrorCode.NONE:
+            error, partition = partition_or_error(
+                state, ctx, topic.name, pdata.index, operation="WRITE"
+            )
+            if error is not ErrorCode.NONE or partition is None:
                 continue
             jobs.append(
                 (
@@ -290,28 +290,21 @@ def handle_produce(state: BrokerState, ctx: RequestContext, request: ProduceRequ
     ahead = ctx.validated or {}
     for ti, topic_data in enumerate(request.topic_data):
         topic = topic_by_id_or_name(state, topic_data.name, topic_data.topic_id, by_id)
-        name = topic.name if topic is not None else topic_data.name
-        denied = name is not None and not authorize(state, ctx, "WRITE", TOPIC, name)
+        # a topic id no topic has is UNKNOWN_TOPIC_ID before authorisation (there is no name)
+        name = topic.name if topic is not None else None if by_id else topic_data.name
         parts = []
         for pi, pdata in enumerate(topic_data.partition_data):
             if blanket is not None:
                 parts.append(_produce_error(pdata.index, blanket))
                 continue
-            if denied:
-                parts.append(_produce_error(pdata.index, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
-                continue
-            if topic is None:
-                error = (
-                    ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                )
-                parts.append(_produce_error(pdata.index, error))
-                continue
-            partition = state.partition(topic.name, pdata.index)
-            if partition is None:
-                parts.append(_produce_error(pdata.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
-                continue
-            if leader_error(state, ctx, partition) is not ErrorCode.NONE:
-                parts.append(_not_leader(pdata.index, partition, version, moved))
+            error, partition = partition_or_error(
+                state, ctx, name, pdata.index, operation="WRITE", by_id=by_id
+            )
+            if partition is None or error is not ErrorCode.NONE:
+                if error is ErrorCode.NOT_LEADER_OR_FOLLOWER and partition is not None:
+                    parts.append(_not_leader(pdata.index, partition, version, moved))
+                else:
+                    parts.append(_produce_error(pdata.index, error))
                 continue
             if request.transactional_id is not None and _uses_transaction_v2(state, version):
                 from kwire.broker._txn_apis import add_partition_for_produce

@@ -120,11 +120,9 @@ def test_partition_or_error_in_kafkas_order(
 # --- one home for the rule --------------------------------------------------------------------
 
 RULES = {"leader_error", "check_leader_epoch"}
-#: (module, function) allowed to call them: the check itself, and Produce until it moves to it.
+#: (module, function) allowed to call them: the check itself, and nothing else.
 ALLOWED = {
     ("_partition_check.py", "partition_or_error"),
-    ("_data.py", "handle_produce"),
-    ("_data.py", "validation_jobs"),
 }
 
 
@@ -150,7 +148,7 @@ def test_leadership_and_epochs_are_checked_in_one_place() -> None:
     package = Path(kwire.broker.__file__).parent
     calls = rule_calls(package)
     assert ("_partition_check.py", "partition_or_error") in calls
-    assert calls <= ALLOWED, sorted(calls - ALLOWED)
+    assert calls == ALLOWED, sorted(calls ^ ALLOWED)
 
 
 def test_alter_replica_log_dirs_keeps_replica_not_available(state: BrokerState) -> None:
