@@ -282,8 +282,14 @@ def _serve(broker: Broker, args: argparse.Namespace) -> int:
     async def main() -> int:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
+
+        def on_signal(sig: signal.Signals) -> None:
+            if not stop.is_set():
+                logging.getLogger("kwire.broker").info("shutting down (%s)", sig.name)
+            stop.set()
+
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, on_signal, sig)
         await broker.start_async()
         if isinstance(broker, Cluster):
             for node in broker.node_ids:
