@@ -17,8 +17,8 @@ librdkafka's and franz-go's test clusters) do, so that a test waits for nothing:
 rebalance delay (a consumer group's first assignment at once, not 3 s later), one-partition
 ``__consumer_offsets`` and ``__transaction_state`` (not 50 partitions each to create and load).
 A marker's ``config`` overrides any of them (a key Kafka does not know is a ``UserWarning``, where
-pytest shows it; a log line shows only when the test fails); ``kwire broker`` and ``Broker(...)`` keep Kafka's
-production defaults.
+pytest shows it; a log line shows only when the test fails); ``kwire broker`` and ``Broker(...)``
+keep Kafka's production defaults.
 
 ``kwire_cluster`` is an in-process cluster of three brokers (``kwire.broker.Cluster``: node ids
 1..3, each on its own free port, one shared data directory); ``@pytest.mark.kwire_cluster(nodes=5,
