@@ -308,6 +308,13 @@ def _directory_logs(directory: str) -> list[tuple[str, str | None]]:
 
 def _dump_path(path: str, opts: _Options, out: _Out, report: _Report) -> None:
     """A file, or every segment of a partition or data directory (kafka-dump-log takes files)."""
+    if not os.path.lexists(path):
+        # before its name is judged: a typo is not an "unknown file" (exit 0) to skip
+        out.line(f"Dumping {path}")
+        out.obj("file", file=path, kind=None)
+        report.failed = True
+        out.problem(path, "No such file or directory")
+        return
     if not os.path.isdir(path):
         _dump_file(path, opts, out, report)
         return
