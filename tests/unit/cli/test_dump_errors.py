@@ -15,10 +15,18 @@ SRC = Path(__file__).resolve().parents[3] / "src"
 
 
 def kwire_dump(*args: str) -> subprocess.CompletedProcess[str]:
+    return kwire("dump", *args)
+
+
+def kwire_sample(*args: str) -> subprocess.CompletedProcess[str]:
+    return kwire("sample", "--records", "30", "--json", *args)
+
+
+def kwire(*args: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(SRC), env.get("PYTHONPATH", "")])
     return subprocess.run(
-        [sys.executable, "-m", "kwire", "dump", *args],
+        [sys.executable, "-m", "kwire", *args],
         env=env,
         capture_output=True,
         text=True,
@@ -57,3 +65,24 @@ def test_a_file_that_is_not_kafka_s_names_file_and_position(tmp_path: Path) -> N
     assert done.returncode == 1
     (line,) = done.stderr.splitlines()
     assert line.startswith(f"kwire: {segment}: ") and "at position 0" in line, line
+
+
+def test_a_directory_of_segments_not_named_as_a_partition_is_dumped(tmp_path: Path) -> None:
+    # a copy of a partition's segments under another name (a backup, a download) holds
+    # segments: "no partition directories or log segments in it" was untrue
+    data = tmp_path / "data"
+    assert kwire_sample(str(data)).returncode == 0
+    copy = tmp_path / "backup"
+    copy.mkdir()
+    for f in (data / "orders-0").iterdir():
+        (copy / f.name).write_bytes(f.read_bytes())
+    done = kwire_dump("--files", str(copy))
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    dumped = [x for x in done.stdout.splitlines() if x.startswith("Dumping ")]
+    segments = sorted(p.name for p in copy.glob("*.log"))
+    assert dumped == [f"Dumping {copy / name}" for name in segments]
+    original = kwire_dump("--files", str(data / "orders-0"))
+    assert done.stdout.replace(str(copy), "X") == original.stdout.replace(
+        str(data / "orders-0"), "X"
+    )
