@@ -551,6 +551,22 @@ def is_known_broker_config(name: str) -> bool:
     return any(d.synonym == name for d in TOPIC_CONFIGS.values())
 
 
+def _check_listeners(static: Mapping[str, str]) -> None:
+    """KafkaConfig's checks of ``listeners`` at start, before anything is written."""
+    from kwire.broker._security import listener_config, parse_listeners
+
+    try:
+        listeners = parse_listeners(static, "127.0.0.1", 0)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    for listener in listeners:
+        if listener.protocol.endswith("SSL") and not listener_config(
+            static, listener.name, "ssl.certfile"
+        ):
+            # the words of server_ssl_context, which loads the files when the listener opens
+            raise ConfigError(f"listener {listener.name} uses TLS but ssl.certfile is not set")
+
+
 def check_broker_config(static: Mapping[str, str]) -> list[str]:
     """Validate the values of known broker settings (``ConfigError``, Kafka's wording) and return
     Kafka's warning for each unknown one (``AbstractConfig.logUnused``: Kafka starts anyway)."""
@@ -558,6 +574,8 @@ def check_broker_config(static: Mapping[str, str]) -> list[str]:
         definition = BROKER_CONFIGS.get(name) or KWIRE_CONFIGS.get(name)
         if definition is not None:
             definition.validate(value)
+    if static.get("listeners"):
+        _check_listeners(static)
     return [
         f"The configuration '{name}' was supplied but isn't a known config."
         for name in static
