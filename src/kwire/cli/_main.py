@@ -36,6 +36,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kwire", description="Read, write, check and convert Apache Kafka's wire formats."
     )
+    from kwire import __version__
+
+    parser.add_argument("--version", action="version", version=f"kwire {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
     for name in _COMMANDS if only is None else (only,):

@@ -1,8 +1,9 @@
-"""A command whose extra is not installed says so in one line, naming the module and the extra
-to install (exit status 1), instead of a traceback: a plain ``pip install kwire`` has the codecs
-only, and ``kwire run`` / ``kwire pipeline`` need the spark extra. The extra's modules are made
-unimportable in the subprocess; a module of several extras names the largest (numpy: arrow
-and spark, spark) (``sys.modules[name] = None``), as where they are not installed."""
+"""What a new user meets first of ``kwire``, run as a subprocess: ``kwire --version``, and a
+command whose extra is not installed saying so in one line (exit status 1) that names the module
+and the extra to install, instead of a traceback. A plain ``pip install kwire`` has the codecs
+only; ``kwire run`` and ``kwire pipeline`` need the spark extra. The extra's modules are made
+unimportable in the subprocess (``sys.modules[name] = None``), as where they are not installed;
+a module of several extras names the largest (numpy: arrow and spark, so spark)."""
 
 from __future__ import annotations
 
@@ -58,3 +59,21 @@ def test_a_missing_module_of_no_extra_is_not_hidden(tmp_path: Path) -> None:
     done = kwire_without("kwire.cli._demo", "demo")
     assert done.returncode == 1
     assert "Traceback" in done.stderr
+
+
+def test_version() -> None:
+    # what a bug report starts with
+    import kwire
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(SRC), env.get("PYTHONPATH", "")])
+    done = subprocess.run(
+        [sys.executable, "-m", "kwire", "--version"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"kwire {kwire.__version__}\n"
