@@ -1,12 +1,14 @@
 """What ``kwire broker`` logs over its life, as a user reading its output meets it: the listening
 line at start, and at SIGTERM a "shutting down" line naming the signal, then a "shut down
 completed" summary (Kafka's ``KafkaServer``/``BrokerServer`` log both lines) counting what the
-broker served."""
+broker served; and a request it cannot read, one warning."""
 
 from __future__ import annotations
 
 import re
 import signal
+import socket
+import struct
 from collections.abc import Callable
 from typing import Any
 
@@ -40,3 +42,22 @@ def test_sigterm_logs_shutdown_and_a_summary(broker_cli: Callable[..., Any]) -> 
     assert connections >= 2 and requests >= connections  # a producer and a consumer
     assert topics >= 1  # "logged", auto-created
     assert lines.index(down) < lines.index(done)
+
+
+def test_a_bad_request_is_one_warning_naming_the_connection(broker_cli: Callable[..., Any]) -> None:
+    # a request the broker cannot read closes its connection with one WARNING naming the client's
+    # address; no "connection from ... client_id=None" line after it (logged once a request
+    # header decodes, the connection's first line, never after its last)
+    b = broker_cli()
+    with socket.create_connection((b.host, b.port), timeout=10) as s:
+        s.sendall(struct.pack(">i", 8) + struct.pack(">hhi", 32639, 0, 1))  # no such API key
+        assert s.recv(10) == b""  # closed by the broker
+        host, port = s.getsockname()
+        address = f"{host}:{port}"
+    assert b.kill(signal.SIGTERM) == 0, b.output()
+    mine = [x for x in b.err_path.read_text().splitlines() if address in x]
+    assert len(mine) == 1, mine
+    assert mine[0].endswith(
+        f"WARNING kwire.broker: closing {address}: API key 32639 version 0 is not served by "
+        "Kafka 4.3"
+    )
