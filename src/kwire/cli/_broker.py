@@ -290,7 +290,13 @@ def _serve(broker: Broker, args: argparse.Namespace) -> int:
 
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, on_signal, sig)
-        await broker.start_async()
+        try:
+            await broker.start_async()
+        except ValueError as exc:
+            # the data directory refused at start (meta.properties of another node or cluster:
+            # Kafka's MetaPropertiesEnsemble.verify), left as it was
+            print(f"kwire broker: cannot start: {exc}", file=sys.stderr, flush=True)
+            return EXIT_RUNTIME
         if isinstance(broker, Cluster):
             for node in broker.node_ids:
                 print(

@@ -122,6 +122,18 @@ def test_bad_listeners_refused_before_writing(tmp_path: Path, setting: str, expe
     assert not (tmp_path / "data").exists()
 
 
+def test_another_node_s_data_dir_is_one_line(tmp_path: Path) -> None:
+    # Kafka's MetaPropertiesEnsemble.verify refuses it at start (a RuntimeException there)
+    with Broker(tmp_path / "data", node_id=1):
+        pass
+    meta = (tmp_path / "data" / "meta.properties").read_text()
+    done = kwire_broker("--data-dir", str(tmp_path / "data"), "--port", "0", "--node-id", "2")
+    assert done.returncode == 1, done.stderr
+    line = one_line(done)
+    assert "Stored node id 1 doesn't match previous node id 2" in line, line
+    assert (tmp_path / "data" / "meta.properties").read_text() == meta
+
+
 def test_bad_log_level(tmp_path: Path) -> None:
     done = kwire_broker("--data-dir", str(tmp_path / "data"), "--log-level", "loud")
     assert done.returncode == 2
