@@ -76,9 +76,17 @@ def test_the_cli_keeps_kafkas_production_defaults(broker_cli: Any) -> None:
 
 @pytest.mark.kwire_broker(config={"no.such.setting": "1"})
 def test_the_marker_warns_of_an_unknown_setting(
-    kwire_broker: Any, caplog: pytest.LogCaptureFixture
+    recwarn: pytest.WarningsRecorder, kwire_broker: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
+    # logged as Kafka does, and a UserWarning (recwarn, set up first, records it)
     warnings = [r.getMessage() for r in caplog.get_records("setup") if r.levelname == "WARNING"]
     assert warnings == [
         "The configuration 'no.such.setting' was supplied but isn't a known config."
+    ]
+    assert [(w.category, str(w.message)) for w in recwarn] == [
+        (
+            UserWarning,
+            "kwire_broker: The configuration 'no.such.setting' was supplied but isn't a known "
+            "config.",
+        )
     ]

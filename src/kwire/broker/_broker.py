@@ -21,6 +21,7 @@ import concurrent.futures
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any, TypeVar
@@ -39,8 +40,6 @@ __all__ = ["Broker"]
 log = logging.getLogger("kwire.broker")
 
 T = TypeVar("T")
-
-log = logging.getLogger("kwire.broker")
 
 
 class Broker:
@@ -91,6 +90,7 @@ class Broker:
         self.failed_log_dir: str | None = None
         self._halting: asyncio.Task[None] | None = None
         self._halted: asyncio.Event | None = None
+        self._started_at = 0.0
 
     # --- facts --------------------------------------------------------------------------------
 
@@ -145,6 +145,7 @@ class Broker:
         self.state = state
         self._server = server
         self._loop = asyncio.get_running_loop()
+        self._started_at = time.monotonic()
         self._watch_log_dir(state)
         await self._start_metrics(server)
 
@@ -160,6 +161,15 @@ class Broker:
         if state is not None:
             state.close()
         self.state = None
+        if server is not None and state is not None:
+            # KafkaServer's "shut down completed", with what the broker served
+            log.info(
+                "shut down completed after %.1f s: %d connections, %d requests, %d topics",
+                time.monotonic() - self._started_at,
+                sum(server.metrics.created.values()),
+                sum(server.metrics.usage.values()),
+                len(state.topics),
+            )
 
     def _watch_log_dir(self, state: BrokerState) -> None:
         self._halted = asyncio.Event()

@@ -12,6 +12,7 @@ AlterConfigs APIs all read these tables; the log and records layers get their se
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
@@ -77,7 +78,11 @@ def _int_range(lo: int, hi: int = (1 << 31) - 1) -> Callable[[str], None]:
     def check(value: str) -> None:
         number = int(value)
         if not lo <= number <= hi:
-            raise ValueError(f"Value must be at least {lo}" if number < lo else "Value too large")
+            raise ValueError(
+                f"Value must be at least {lo}"
+                if number < lo
+                else f"Value must be no more than {hi}"
+            )
 
     return check
 
@@ -114,6 +119,30 @@ def _boolean(value: str) -> None:
         raise ValueError("Expected value to be either true or false")
 
 
+#: the bits of ConfigDef's integer types; DOUBLE parses as a float
+_NUMBER_BITS: Final = {
+    ConfigType.SHORT: 16,
+    ConfigType.INT: 32,
+    ConfigType.LONG: 64,
+    ConfigType.DOUBLE: 0,
+}
+_JAVA_INTEGER: Final = re.compile(r"[+-]?[0-9]+")
+
+
+def _is_java_number(value: str, type_: ConfigType) -> bool:
+    """What ``ConfigDef.parseType`` parses (Short/Integer/Long.parseLong or Double.parseDouble of
+    the trimmed text): Python's int() and float() also take ``1_000`` and any size."""
+    text = value.strip()
+    if type_ is ConfigType.DOUBLE:
+        try:
+            float(text)
+        except ValueError:
+            return False
+        return "_" not in text
+    bits = _NUMBER_BITS[type_]
+    return bool(_JAVA_INTEGER.fullmatch(text)) and -(1 << bits - 1) <= int(text) < 1 << bits - 1
+
+
 @dataclass(frozen=True, slots=True)
 class ConfigDef:
     """One config: Kafka's name, type, default (as Kafka prints it), broker synonym, check."""
@@ -130,11 +159,9 @@ class ConfigDef:
         if value is None:
             return
         try:
-            if self.type in (ConfigType.INT, ConfigType.LONG, ConfigType.SHORT):
-                int(value)
-            elif self.type is ConfigType.DOUBLE:
-                float(value)
-            elif self.type is ConfigType.BOOLEAN:
+            if self.type in _NUMBER_BITS and not _is_java_number(value, self.type):
+                raise ValueError(f"Not a number of type {self.type.name}")
+            if self.type is ConfigType.BOOLEAN:
                 _boolean(value)
             if self.check is not None:
                 self.check(value)
@@ -524,6 +551,22 @@ def is_known_broker_config(name: str) -> bool:
     return any(d.synonym == name for d in TOPIC_CONFIGS.values())
 
 
+def _check_listeners(static: Mapping[str, str]) -> None:
+    """KafkaConfig's checks of ``listeners`` at start, before anything is written."""
+    from kwire.broker._security import listener_config, parse_listeners
+
+    try:
+        listeners = parse_listeners(static, "127.0.0.1", 0)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    for listener in listeners:
+        if listener.protocol.endswith("SSL") and not listener_config(
+            static, listener.name, "ssl.certfile"
+        ):
+            # the words of server_ssl_context, which loads the files when the listener opens
+            raise ConfigError(f"listener {listener.name} uses TLS but ssl.certfile is not set")
+
+
 def check_broker_config(static: Mapping[str, str]) -> list[str]:
     """Validate the values of known broker settings (``ConfigError``, Kafka's wording) and return
     Kafka's warning for each unknown one (``AbstractConfig.logUnused``: Kafka starts anyway)."""
@@ -531,6 +574,8 @@ def check_broker_config(static: Mapping[str, str]) -> list[str]:
         definition = BROKER_CONFIGS.get(name) or KWIRE_CONFIGS.get(name)
         if definition is not None:
             definition.validate(value)
+    if static.get("listeners"):
+        _check_listeners(static)
     return [
         f"The configuration '{name}' was supplied but isn't a known config."
         for name in static

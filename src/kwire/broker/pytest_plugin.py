@@ -16,8 +16,9 @@ development ``config/server.properties`` and the client projects' test brokers (
 librdkafka's and franz-go's test clusters) do, so that a test waits for nothing: no initial
 rebalance delay (a consumer group's first assignment at once, not 3 s later), one-partition
 ``__consumer_offsets`` and ``__transaction_state`` (not 50 partitions each to create and load).
-A marker's ``config`` overrides any of them; ``kwire broker`` and ``Broker(...)`` keep Kafka's
-production defaults.
+A marker's ``config`` overrides any of them (a key Kafka does not know is a ``UserWarning``, where
+pytest shows it; a log line shows only when the test fails); ``kwire broker`` and ``Broker(...)``
+keep Kafka's production defaults.
 
 ``kwire_cluster`` is an in-process cluster of three brokers (``kwire.broker.Cluster``: node ids
 1..3, each on its own free port, one shared data directory); ``@pytest.mark.kwire_cluster(nodes=5,
@@ -32,6 +33,7 @@ first fixture used in a session pays for ``import kwire.broker``, once.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,8 +51,14 @@ TEST_CONFIG: dict[str, str] = {
 }
 
 
-def _with_test_config(kwargs: dict[str, Any]) -> dict[str, Any]:
-    return {**kwargs, "config": {**TEST_CONFIG, **(kwargs.get("config") or {})}}
+def _with_test_config(kwargs: dict[str, Any], fixture: str) -> dict[str, Any]:
+    from kwire.broker._config import check_broker_config
+
+    config = {**TEST_CONFIG, **(kwargs.get("config") or {})}
+    # the broker logs these as Kafka does, but a test's log is only shown when it fails
+    for warning in check_broker_config(config):
+        warnings.warn(f"{fixture}: {warning}", UserWarning, stacklevel=3)
+    return {**kwargs, "config": config}
 
 
 def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
@@ -91,7 +99,7 @@ def kwire_broker_factory(tmp_path: Path) -> Iterator[Callable[..., Broker]]:
             data_dir = tmp_path / f"kwire-broker-{count}"
         kwargs.setdefault("host", "127.0.0.1")
         kwargs.setdefault("port", 0)
-        broker = Broker(data_dir, **_with_test_config(kwargs))
+        broker = Broker(data_dir, **_with_test_config(kwargs, "kwire_broker"))
         broker.start()
         started.append(broker)
         return broker
@@ -121,7 +129,7 @@ def kwire_cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cl
     kwargs: dict[str, Any] = dict(marker.kwargs) if marker is not None else {}
     kwargs.setdefault("host", "127.0.0.1")
     kwargs.setdefault("port", 0)
-    cluster = Cluster(tmp_path / "kwire-cluster", **_with_test_config(kwargs))
+    cluster = Cluster(tmp_path / "kwire-cluster", **_with_test_config(kwargs, "kwire_cluster"))
     cluster.start()
     try:
         yield cluster

@@ -293,9 +293,21 @@ def _serve(broker: Broker, args: argparse.Namespace) -> int:
     async def main() -> int:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
+
+        def on_signal(sig: signal.Signals) -> None:
+            if not stop.is_set():
+                logging.getLogger("kwire.broker").info("shutting down (%s)", sig.name)
+            stop.set()
+
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
-        await broker.start_async()
+            loop.add_signal_handler(sig, on_signal, sig)
+        try:
+            await broker.start_async()
+        except ValueError as exc:
+            # the data directory refused at start (meta.properties of another node or cluster:
+            # Kafka's MetaPropertiesEnsemble.verify), left as it was
+            print(f"kwire broker: cannot start: {exc}", file=sys.stderr, flush=True)
+            return EXIT_RUNTIME
         if isinstance(broker, Cluster):
             for node in broker.node_ids:
                 print(

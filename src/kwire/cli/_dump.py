@@ -19,7 +19,8 @@ parse its output keep working:
 Beyond Kafka's tool, ``--files`` takes directories: a partition directory stands for its ``.log``
 segments (oldest first), a data directory for every partition's, sorted by topic and partition,
 with ``__consumer_offsets``, ``__transaction_state`` and ``__cluster_metadata`` decoded as their
-decoder options would (Kafka's tool says "Ignoring unknown file" to a directory).
+decoder options would, and any other directory for the segments it holds (Kafka's tool says
+"Ignoring unknown file" to a directory). A path that does not exist is an error, whatever its name.
 
 Where Kafka's tool crashes with a stack trace (a corrupt batch in the middle of a segment, a
 corrupt index), kwire reports what it skipped on stderr and goes on. ``--json`` prints one JSON
@@ -303,11 +304,20 @@ def _directory_logs(directory: str) -> list[tuple[str, str | None]]:
         if (tp := parse_partition_dir(name)) is not None
         and os.path.isdir(os.path.join(directory, name))
     )
+    if not partitions:  # a partition's segments under another name (a copy, a backup)
+        return [(f, None) for f in _segments(directory)]
     return [(f, _INTERNAL_DECODERS.get(tp.topic)) for tp, d in partitions for f in _segments(d)]
 
 
 def _dump_path(path: str, opts: _Options, out: _Out, report: _Report) -> None:
     """A file, or every segment of a partition or data directory (kafka-dump-log takes files)."""
+    if not os.path.lexists(path):
+        # before its name is judged: a typo is not an "unknown file" (exit 0) to skip
+        out.line(f"Dumping {path}")
+        out.obj("file", file=path, kind=None)
+        report.failed = True
+        out.problem(path, "No such file or directory")
+        return
     if not os.path.isdir(path):
         _dump_file(path, opts, out, report)
         return

@@ -39,6 +39,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         description="Read, write, check and convert Apache Kafka's wire formats.",
         formatter_class=HelpFormatter,
     )
+    from kwire import __version__
+
+    parser.add_argument("--version", action="version", version=f"kwire {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
     for name in _COMMANDS if only is None else (only,):
@@ -72,4 +75,47 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_DECODE_ERROR
     except BrokenPipeError:  # `kwire dump ... | head`
         return EXIT_OK
+    except ModuleNotFoundError as exc:
+        module = (exc.name or "").partition(".")[0]
+        extra = _extra_of(module)
+        if extra is None:
+            raise
+        print(
+            f"kwire {args.command}: needs the Python module {module!r}, which kwire's {extra} "
+            f"extra installs: pip install 'kwire[{extra}]'",
+            file=sys.stderr,
+        )
+        return EXIT_DECODE_ERROR
     return code
+
+
+#: modules whose distribution is named otherwise
+_DISTRIBUTION_OF = {
+    "google": "protobuf",
+    "grpc_tools": "grpcio-tools",
+    "jsonschema_rs": "jsonschema-rs",
+}
+
+
+def _extra_of(module: str) -> str | None:
+    """The extra of kwire's metadata that installs ``module`` (the largest, where several do)."""
+    import importlib.metadata  # only here: it costs every command's start-up (email, zipfile)
+    import re
+
+    wanted = _DISTRIBUTION_OF.get(module, module).lower().replace("_", "-")
+    try:
+        requires = importlib.metadata.requires("kwire") or []
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    sizes: dict[str, int] = {}
+    found: set[str] = set()
+    for requirement in requires:
+        marker = re.search(r"""extra\s*==\s*["']([^"']+)["']""", requirement)
+        if marker is None:
+            continue
+        extra = marker.group(1)
+        sizes[extra] = sizes.get(extra, 0) + 1
+        name = re.match(r"[A-Za-z0-9._-]+", requirement)
+        if name is not None and name.group(0).lower().replace("_", "-") == wanted:
+            found.add(extra)
+    return max(found, key=lambda e: sizes[e]) if found else None

@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 EXIT_OK = 0
+EXIT_RUNTIME = 1
 EXIT_USAGE = 2
 
 
@@ -38,12 +39,16 @@ def _sample(args: argparse.Namespace) -> int:
     if args.records < 1 or args.segment_bytes < MIN_SEGMENT_BYTES:
         print(f"kwire sample: --records must be >= 1 and --segment-bytes >= {MIN_SEGMENT_BYTES}")
         return EXIT_USAGE
-    summary = write_sample(
-        args.dir,
-        records_per_partition=args.records,
-        segment_bytes=args.segment_bytes,
-        seed=args.seed,
-    )
+    try:
+        summary = write_sample(
+            args.dir,
+            records_per_partition=args.records,
+            segment_bytes=args.segment_bytes,
+            seed=args.seed,
+        )
+    except OSError as exc:  # a directory that holds a log already, or one it cannot write
+        print(f"kwire sample: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_RUNTIME
     if args.json:
         doc = {
             "path": summary.path,
@@ -67,15 +72,11 @@ def _sample(args: argparse.Namespace) -> int:
         }
         print(json.dumps(doc))
         return EXIT_OK
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=f"sample log directory {summary.path}")
-    for column in ("partition", "records", "aborted", "control", "batches", "segments", "bytes"):
-        table.add_column(column, justify="left" if column == "partition" else "right")
-    table.add_column("magics / codecs")
-    for name, p in summary.partitions.items():
-        table.add_row(
+    title = f"sample log directory {summary.path}"
+    columns = ["partition", "records", "aborted", "control", "batches", "segments", "bytes"]
+    columns.append("magics / codecs")
+    rows = [
+        [
             name,
             f"{p.records:,}",
             f"{p.aborted:,}",
@@ -84,8 +85,10 @@ def _sample(args: argparse.Namespace) -> int:
             f"{p.segments:,}",
             f"{p.bytes:,}",
             f"{','.join(map(str, sorted(p.magics)))} / {','.join(sorted(p.codecs))}",
-        )
-    table.add_row(
+        ]
+        for name, p in summary.partitions.items()
+    ]
+    total = [
         "total",
         f"{summary.records:,}",
         f"{summary.records - summary.committed_records:,}",
@@ -94,7 +97,29 @@ def _sample(args: argparse.Namespace) -> int:
         f"{summary.segments:,}",
         f"{summary.bytes:,}",
         "",
-        style="bold",
-    )
+    ]
+    try:
+        from rich.console import Console
+        from rich.table import Table
+    except ImportError:  # rich comes with the spark extra; a plain install prints plain text
+        _print_plain(title, columns, [*rows, total])
+        return EXIT_OK
+    table = Table(title=title)
+    for column in columns:
+        table.add_column(column, justify="left" if column[0] in "pm" else "right")
+    for row in rows:
+        table.add_row(*row)
+    table.add_row(*total, style="bold")
     Console(width=None if sys.stdout.isatty() else 120).print(table)
     return EXIT_OK
+
+
+def _print_plain(title: str, columns: list[str], rows: list[list[str]]) -> None:
+    widths = [max(len(r[i]) for r in [columns, *rows]) for i in range(len(columns))]
+    print(title)
+    for row in [columns, *rows]:
+        cells = [
+            c.ljust(w) if i in (0, len(row) - 1) else c.rjust(w)
+            for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        ]
+        print("  ".join(cells).rstrip())

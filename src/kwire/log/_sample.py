@@ -94,8 +94,6 @@ class _Partition:
     def __init__(
         self, root: Path, topic: str, partition: int, summary: SampleSummary, segment_bytes: int
     ) -> None:
-        _OPEN.append(self)
-
         self.writer = LogWriter(
             str(root),
             topic,
@@ -105,6 +103,7 @@ class _Partition:
             fsync=False,
         )
         self.writer.__enter__()
+        _OPEN.append(self)  # once there is a writer to close (LogWriter refuses a used directory)
         self.info = summary.partitions.setdefault(f"{topic}-{partition}", PartitionSummary())
 
     @property

@@ -101,3 +101,25 @@ def test_a_broker_submodule_imported_first_then_the_package(tmp_path: Path) -> N
     done = _run([sys.executable, "-c", code], tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "True"
+
+
+def test_a_marker_s_unknown_config_key_is_a_pytest_warning(tmp_path: Path) -> None:
+    # Kafka logs a WARN and starts; in a test suite a log line is only shown when the test fails,
+    # so a typo in a marker's config (a setting silently not applied) must reach pytest's
+    # warnings summary, and fail suites that run with warnings as errors
+    done = _session(
+        tmp_path,
+        """
+        import pytest
+
+        @pytest.mark.kwire_broker(config={"num.partitons": "4", "num.partitions": "2"})
+        def test_typo(kwire_broker):
+            assert kwire_broker.bootstrap
+        """,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 passed, 1 warning" in done.stdout, done.stdout
+    assert (
+        "UserWarning: kwire_broker: The configuration 'num.partitons' was supplied but isn't a "
+        "known config." in done.stdout
+    ), done.stdout

@@ -101,6 +101,39 @@ def test_bad_config_value(tmp_path: Path, setting: str, expected: str) -> None:
     assert not (tmp_path / "data").exists()
 
 
+@pytest.mark.parametrize(
+    ("setting", "expected"),
+    [
+        ("listeners=FOO://127.0.0.1:0", "No security protocol defined for listener FOO"),
+        ("listeners=garbage", "Invalid value garbage for configuration listeners"),
+        ("listeners=SSL://127.0.0.1:0", "listener SSL uses TLS but ssl.certfile is not set"),
+        (
+            "listeners=PLAINTEXT://127.0.0.1:0,PLAINTEXT://127.0.0.1:0",
+            "Each listener must have a different name, PLAINTEXT is repeated",
+        ),
+    ],
+)
+def test_bad_listeners_refused_before_writing(tmp_path: Path, setting: str, expected: str) -> None:
+    # Kafka's KafkaConfig refuses these at start, before LogManager touches log.dirs
+    done = kwire_broker("--data-dir", str(tmp_path / "data"), "--port", "0", "--config", setting)
+    assert done.returncode == 2, done.stderr
+    line = one_line(done)
+    assert expected in line and "--config" in line, line
+    assert not (tmp_path / "data").exists()
+
+
+def test_another_node_s_data_dir_is_one_line(tmp_path: Path) -> None:
+    # Kafka's MetaPropertiesEnsemble.verify refuses it at start (a RuntimeException there)
+    with Broker(tmp_path / "data", node_id=1):
+        pass
+    meta = (tmp_path / "data" / "meta.properties").read_text()
+    done = kwire_broker("--data-dir", str(tmp_path / "data"), "--port", "0", "--node-id", "2")
+    assert done.returncode == 1, done.stderr
+    line = one_line(done)
+    assert "Stored node id 1 doesn't match previous node id 2" in line, line
+    assert (tmp_path / "data" / "meta.properties").read_text() == meta
+
+
 def test_bad_log_level(tmp_path: Path) -> None:
     done = kwire_broker("--data-dir", str(tmp_path / "data"), "--log-level", "loud")
     assert done.returncode == 2
