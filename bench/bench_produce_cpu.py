@@ -131,6 +131,16 @@ def run(frames: list[bytes], chunks: int, per_chunk: int, profile: bool) -> dict
     return best
 
 
+def _read_frames(data: bytes) -> list[bytes]:
+    """Size-prefixed frames, one after another."""
+    frames, pos = [], 0
+    while pos < len(data):
+        end = pos + 4 + int.from_bytes(data[pos : pos + 4], "big")
+        frames.append(data[pos:end])
+        pos = end
+    return frames
+
+
 class _NullTransport(asyncio.Transport):
     """A transport with no socket: ``write`` counts the responses and wakes the driver."""
 
@@ -229,8 +239,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--per-chunk", type=int, default=100, help="requests per chunk")
     ap.add_argument("--profile", action="store_true", help="cProfile's top entries as well")
     ap.add_argument("--server", action="store_true", help="also the server's whole path")
+    ap.add_argument("--server-only", action="store_true", help="only the server's whole path")
+    ap.add_argument(
+        "--frames",
+        type=Path,
+        help="captured frames: read from this file if it exists, else captured and written to it "
+        "(the same requests for runs of different commits, e.g. under valgrind)",
+    )
     args = ap.parse_args(argv)
-    frames = capture(args.batch, args.messages)
+    if args.frames is not None and args.frames.exists():
+        frames = _read_frames(args.frames.read_bytes())
+    else:
+        frames = capture(args.batch, args.messages)
+        if args.frames is not None:
+            args.frames.write_bytes(b"".join(frames))  # each frame starts with its size
+    if args.server_only:
+        whole = run_server(frames, args.chunks, args.per_chunk, args.profile)
+        print(f"{'server':9s} {whole:7.1f} us (the server's whole path, no socket)")
+        return 0
     print(
         f"# {len(frames)} Produce requests captured, {sum(map(len, frames)) // len(frames)} B each"
     )
