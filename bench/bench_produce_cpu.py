@@ -14,12 +14,21 @@ other work on the machine. ``--profile`` prints cProfile's top entries instead.
 What it leaves out: the socket reads and writes, the event loop and the connection's bookkeeping
 (``bench_broker.py --produce-only`` reports the whole broker process's CPU per request).
 
-    .venv/bin/python bench/bench_produce_cpu.py [--batch 16384] [--chunks 30] [--profile]
+``--server`` adds the server's own part: the frames go, one at a time, through a real
+``KafkaServer`` connection on an asyncio loop, with a transport that keeps nothing (no socket):
+``_Channel.buffer_updated`` (what the transport calls after ``recv_into``), ``read_frame``, the
+body of ``_requests``, the handler, ``BrokerMetrics.request`` and ``_send`` (the response encode
+and ``write``). It prints that whole path's CPU per request (minimum over chunks) and, with
+``--profile``, its cProfile entries; the difference from the stages' total is the server's part
+without the system calls.
+
+    .venv/bin/python bench/bench_produce_cpu.py [--batch 16384] [--chunks 30] [--profile] [--server]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import cProfile
 import pstats
 import sys
@@ -122,6 +131,104 @@ def run(frames: list[bytes], chunks: int, per_chunk: int, profile: bool) -> dict
     return best
 
 
+def _read_frames(data: bytes) -> list[bytes]:
+    """Size-prefixed frames, one after another."""
+    frames, pos = [], 0
+    while pos < len(data):
+        end = pos + 4 + int.from_bytes(data[pos : pos + 4], "big")
+        frames.append(data[pos:end])
+        pos = end
+    return frames
+
+
+class _NullTransport(asyncio.Transport):
+    """A transport with no socket: ``write`` counts the responses and wakes the driver."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.responses = 0
+        self.wrote = asyncio.Event()
+        self.closing = False
+
+    def write(self, data: Any) -> None:
+        self.responses += 1
+        self.wrote.set()
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return ("127.0.0.1", 40000) if name == "peername" else default
+
+    def is_closing(self) -> bool:
+        return self.closing
+
+    def close(self) -> None:
+        self.closing = True
+
+    def abort(self) -> None:
+        self.closing = True
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+
+def run_server(frames: list[bytes], chunks: int, per_chunk: int, profile: bool) -> float:
+    """CPU per request of the server's whole path (``--server``), minimum over chunks, in us."""
+    from kwire.broker._security import Listener
+    from kwire.broker._server import KafkaServer, _Channel
+    from kwire.broker._state import SystemClock
+    from kwire.broker.testing import make_state
+
+    clock = time.process_time_ns
+
+    async def drive(state: Any) -> float:
+        server = KafkaServer(state, "127.0.0.1", 0)
+        channel = _Channel(server, Listener("PLAINTEXT", "PLAINTEXT", "127.0.0.1", 0), False)
+        transport = _NullTransport()
+        channel.connection_made(transport)
+        await asyncio.sleep(0)  # the connection's task starts
+        best = float("inf")
+        profiler = cProfile.Profile() if profile else None
+        for chunk in range(chunks + 1):  # chunk 0 warms up
+            if profiler is not None and chunk == 1:
+                profiler.enable()
+            t0 = clock()
+            for i in range(per_chunk):
+                frame = memoryview(frames[(chunk * per_chunk + i) % len(frames)])
+                transport.wrote.clear()
+                while frame:  # what the event loop does after each recv_into
+                    buf = channel.get_buffer(-1)
+                    n = min(len(buf), len(frame))
+                    buf[:n] = frame[:n]
+                    frame = frame[n:]
+                    channel.buffer_updated(n)
+                await transport.wrote.wait()
+            if chunk:
+                best = min(best, (clock() - t0) / per_chunk / 1000)
+        if profiler is not None:
+            profiler.disable()
+            stats = pstats.Stats(profiler)
+            stats.sort_stats("tottime").print_stats(30)
+            stats.print_callees(r"\(_requests\)|\(_send\)")
+        channel.eof_received()
+        transport.close()
+        channel.connection_lost(None)
+        await server.stop()
+        return best
+
+    with tempfile.TemporaryDirectory() as d:
+        state = make_state(d, clock=SystemClock(), startup=True)
+        state.create_topic("t", 1)
+        try:
+            return asyncio.run(drive(state))
+        finally:
+            state.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -131,8 +238,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--chunks", type=int, default=30)
     ap.add_argument("--per-chunk", type=int, default=100, help="requests per chunk")
     ap.add_argument("--profile", action="store_true", help="cProfile's top entries as well")
+    ap.add_argument("--server", action="store_true", help="also the server's whole path")
+    ap.add_argument("--server-only", action="store_true", help="only the server's whole path")
+    ap.add_argument(
+        "--frames",
+        type=Path,
+        help="captured frames: read from this file if it exists, else captured and written to it "
+        "(the same requests for runs of different commits, e.g. under valgrind)",
+    )
     args = ap.parse_args(argv)
-    frames = capture(args.batch, args.messages)
+    if args.frames is not None and args.frames.exists():
+        frames = _read_frames(args.frames.read_bytes())
+    else:
+        frames = capture(args.batch, args.messages)
+        if args.frames is not None:
+            args.frames.write_bytes(b"".join(frames))  # each frame starts with its size
+    if args.server_only:
+        whole = run_server(frames, args.chunks, args.per_chunk, args.profile)
+        print(f"{'server':9s} {whole:7.1f} us (the server's whole path, no socket)")
+        return 0
     print(
         f"# {len(frames)} Produce requests captured, {sum(map(len, frames)) // len(frames)} B each"
     )
@@ -140,6 +264,9 @@ def main(argv: list[str] | None = None) -> int:
     for name in STAGES:
         print(f"{name:9s} {best[name]:7.1f} us")
     print(f"{'total':9s} {sum(best.values()):7.1f} us (sum of the stages' minimums)")
+    if args.server:
+        whole = run_server(frames, args.chunks, args.per_chunk, args.profile)
+        print(f"{'server':9s} {whole:7.1f} us (the server's whole path, no socket)")
     return 0
 
 

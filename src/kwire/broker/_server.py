@@ -89,8 +89,12 @@ def encode_response_pieces(
     _RESPONSE_HEADER(correlation_id=correlation_id).encode_into(
         out, response_header_version(api_key, version)
     )
-    references: list[FileRecords] = []
     message.encode_into(out, version)
+    if api_key not in _FILE_RECORDS_APIS:  # nothing to look for: one piece
+        size = len(out) - 4
+        out[0:4] = _SIZE.pack(size)
+        return size, [bytes(out)]
+    references: list[FileRecords] = []
     _collect_references(message, references)
     references = [r for r in references if r.frame_position >= 0]
     references.sort(key=lambda r: r.frame_position)
@@ -104,6 +108,10 @@ def encode_response_pieces(
         last = ref.frame_position
     pieces.append(bytes(out[last:]))
     return size, pieces
+
+
+#: The APIs whose responses may hold ``FileRecords``: Fetch (``_fetch``), alone.
+_FILE_RECORDS_APIS: Final = frozenset({1})
 
 
 def _collect_references(message: Any, found: list[FileRecords]) -> None:
@@ -582,6 +590,12 @@ class KafkaServer:
         conn: _Connection | None = None,
     ) -> None:
         _, pieces = encode_response_pieces(message, version, correlation_id)
+        if len(pieces) == 1:  # no segment bytes to send (every response but a Fetch's, mostly)
+            writer.write(pieces[0])  # type: ignore[arg-type]  # the one piece is bytes
+            await writer.drain()
+            if conn is not None:
+                conn.last_active = time.monotonic()
+            return
         loop = asyncio.get_running_loop()
 
         def progressed() -> None:

@@ -130,3 +130,31 @@ def test_small_compressed_records_are_validated_without_the_worker_pool(tmp_path
             assert broker.end_offsets("t") == [16 + 2 * INLINE_VALIDATION_BYTES // 1000]
         finally:
             client.close()
+
+
+def test_reading_goes_on_after_a_large_frame_arrives_whole() -> None:
+    """A large frame filled in its own buffer does not stop reading: the bytes after it go to the
+    staging buffer (a pause and a resume of the socket per large request cost two system calls),
+    and frames still come out in order; read-ahead stays bounded by the staging buffer."""
+    large = frame(os.urandom(2 * OWN_BUFFER_FROM))
+    conn = FrameReader()
+    feed(conn, large[:100])
+    assert conn.next_frame(LIMIT) is None  # its own buffer from here
+    feed(conn, large[100:])
+    assert conn.wants_data  # the whole frame waits, yet reading goes on
+    assert conn.buffered == len(large)
+    small = [frame(bytes([i]) * 30) for i in range(3)]
+    feed(conn, b"".join(small))
+    assert conn.buffered == len(large) + sum(map(len, small))
+    assert take_all(conn) == [large, *small]
+    # bounded: with a whole large frame untaken, the staging buffer fills and reading pauses
+    feed(conn, large[:100])
+    assert conn.next_frame(LIMIT) is None
+    feed(conn, large[100:])
+    filler = frame(b"y" * 100)
+    while conn.wants_data:
+        buf = conn.get_buffer()
+        n = min(len(buf), len(filler))
+        buf[:n] = filler[:n]
+        conn.buffer_updated(n)
+    assert conn.buffered == len(large) + STAGING_BYTES

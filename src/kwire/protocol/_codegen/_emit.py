@@ -156,6 +156,12 @@ def _emit_module(specs: Iterable[MessageSpec], options: EmitOptions | None) -> s
         body(f"{top}._encoders = {{{enc}}}")
         body()
         body()
+    if mod.defaults:
+        # the default structs the encoders compare with (``_Module.default_const``)
+        for const, cls in sorted(mod.defaults.items()):
+            body(f"{const} = {cls}()")
+        body()
+        body()
 
     head = _Code()
     sources = ", ".join(f"{s.source or s.name + '.json'}" for s in specs)

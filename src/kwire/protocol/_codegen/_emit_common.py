@@ -231,6 +231,8 @@ class _Module:
     imports: dict[str, set[str]] = field(default_factory=dict)
     # module-level constants extensions ask for: name -> expression
     tables: dict[str, str] = field(default_factory=dict)
+    # struct classes whose default instance encoders compare with: constant name -> class
+    defaults: dict[str, str] = field(default_factory=dict)
 
     def reset(self) -> None:
         """Forget everything: a new module is being emitted."""
@@ -238,6 +240,14 @@ class _Module:
         self.arrays.clear()
         self.imports.clear()
         self.tables.clear()
+        self.defaults.clear()
+
+    def default_const(self, cls: str) -> str:
+        """A module constant holding ``cls()``, for encoders to compare a struct field with
+        (built once at import instead of on every encode; never handed out, never mutated)."""
+        name = f"_D_{cls}"
+        self.defaults[name] = cls
+        return name
 
     def use(self, module: str, name: str) -> None:
         self.imports.setdefault(module, set()).add(name)

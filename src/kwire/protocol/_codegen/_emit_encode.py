@@ -25,6 +25,7 @@ from kwire.protocol._codegen._emit_common import (
     _tags_helper,
     _value_encoding,
 )
+from kwire.protocol._extension_points import KAFKA_TAG_HEADER
 from kwire.protocol._spec import (
     FIXED_TYPES,
     STRUCT_DEFAULT,
@@ -45,7 +46,7 @@ def _nondefault(f: FieldSpec, expr: str, class_names: dict[str, str]) -> str:
         return f"{expr} != []"
     if d is STRUCT_DEFAULT:
         assert f.struct is not None
-        return f"{expr} != {class_names[f.struct.name]}()"
+        return f"{expr} != {_MOD.default_const(class_names[f.struct.name])}"
     return f"{expr} != {_literal(f)}"
 
 
@@ -109,7 +110,16 @@ def _emit_encoder(code: _Code, mod: _Module, m: _Msg, s: StructSpec, v: int) -> 
                         code("tb = bytearray()")
                         _encode_value(code, m, f, v, f"o.{f.attr}", "tb")
                         code(f"t.append(({f.tag}, tb))")
-                code(f"{_tags_helper(m, 'write_tagged_fields')}(out, t, o.unknown_tags)")
+                if m.spec.tag_header == KAFKA_TAG_HEADER:
+                    # most sections are empty: the one zero byte without the general writer
+                    code("if t or o.unknown_tags:")
+                    with code.block():
+                        code("write_tagged_fields(out, t, o.unknown_tags)")
+                    code("else:")
+                    with code.block():
+                        code("out.append(0)")
+                else:
+                    code(f"{_tags_helper(m, 'write_tagged_fields')}(out, t, o.unknown_tags)")
             else:
                 code("if o.unknown_tags:")
                 with code.block():

@@ -159,7 +159,10 @@ def _e_AbortTransactionRecord_v0(o: AbortTransactionRecord, out: bytearray) -> N
         tb = bytearray()
         write_compact_nullable_string(tb, o.reason)
         t.append((0, tb))
-    write_tagged_fields(out, t, o.unknown_tags)
+    if t or o.unknown_tags:
+        write_tagged_fields(out, t, o.unknown_tags)
+    else:
+        out.append(0)
 
 
 AbortTransactionRecord._decoders = {0: _d_AbortTransactionRecord_v0}

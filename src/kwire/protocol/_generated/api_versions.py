@@ -834,7 +834,10 @@ def _e_ApiVersionsResponse_v3(o: ApiVersionsResponse, out: bytearray) -> None:
         tb = bytearray()
         tb += _S_B.pack(o.zk_migration_ready)
         t.append((3, tb))
-    write_tagged_fields(out, t, o.unknown_tags)
+    if t or o.unknown_tags:
+        write_tagged_fields(out, t, o.unknown_tags)
+    else:
+        out.append(0)
 
 
 ApiVersionsResponse._decoders = {

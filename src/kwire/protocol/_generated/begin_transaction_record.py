@@ -159,7 +159,10 @@ def _e_BeginTransactionRecord_v0(o: BeginTransactionRecord, out: bytearray) -> N
         tb = bytearray()
         write_compact_nullable_string(tb, o.name)
         t.append((0, tb))
-    write_tagged_fields(out, t, o.unknown_tags)
+    if t or o.unknown_tags:
+        write_tagged_fields(out, t, o.unknown_tags)
+    else:
+        out.append(0)
 
 
 BeginTransactionRecord._decoders = {0: _d_BeginTransactionRecord_v0}

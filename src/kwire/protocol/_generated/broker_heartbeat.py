@@ -314,7 +314,10 @@ def _e_BrokerHeartbeatRequest_v1(o: BrokerHeartbeatRequest, out: bytearray) -> N
         for x in a:
             tb += x.bytes
         t.append((0, tb))
-    write_tagged_fields(out, t, o.unknown_tags)
+    if t or o.unknown_tags:
+        write_tagged_fields(out, t, o.unknown_tags)
+    else:
+        out.append(0)
 
 
 def _d_BrokerHeartbeatRequest_v2(b: Any, p: int) -> tuple[BrokerHeartbeatRequest, int]:
@@ -398,7 +401,10 @@ def _e_BrokerHeartbeatRequest_v2(o: BrokerHeartbeatRequest, out: bytearray) -> N
             for x in a:
                 tb += x.bytes
         t.append((1, tb))
-    write_tagged_fields(out, t, o.unknown_tags)
+    if t or o.unknown_tags:
+        write_tagged_fields(out, t, o.unknown_tags)
+    else:
+        out.append(0)
 
 
 BrokerHeartbeatRequest._decoders = {

@@ -236,7 +236,10 @@ def _e_BrokerRegistrationChangeRecord_v0(o: BrokerRegistrationChangeRecord, out:
         tb = bytearray()
         tb += _S_b.pack(o.fenced)
         t.append((0, tb))
-    write_tagged_fields(out, t, o.unknown_tags)
+    if t or o.unknown_tags:
+        write_tagged_fields(out, t, o.unknown_tags)
+    else:
+        out.append(0)
 
 
 def _d_BrokerRegistrationChangeRecord_v1(
@@ -305,7 +308,10 @@ def _e_BrokerRegistrationChangeRecord_v1(o: BrokerRegistrationChangeRecord, out:
         tb = bytearray()
         tb += _S_b.pack(o.in_controlled_shutdown)
         t.append((1, tb))
-    write_tagged_fields(out, t, o.unknown_tags)
+    if t or o.unknown_tags:
+        write_tagged_fields(out, t, o.unknown_tags)
+    else:
+        out.append(0)
 
 
 def _d_BrokerRegistrationChangeRecord_v2(
@@ -386,7 +392,10 @@ def _e_BrokerRegistrationChangeRecord_v2(o: BrokerRegistrationChangeRecord, out:
         for x in a:
             tb += x.bytes
         t.append((2, tb))
-    write_tagged_fields(out, t, o.unknown_tags)
+    if t or o.unknown_tags:
+        write_tagged_fields(out, t, o.unknown_tags)
+    else:
+        out.append(0)
 
 
 BrokerRegistrationChangeRecord._decoders = {

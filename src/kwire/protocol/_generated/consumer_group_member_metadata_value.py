@@ -480,7 +480,7 @@ def _e_ConsumerGroupMemberMetadataValue_v0(
     if o.unknown_tags and not o.unknown_tags.keys().isdisjoint((0,)):
         raise Malformed  # an unknown tag that is a known field's tag
     t: list[tuple[int, Any]] = []
-    if o.classic_member_metadata != ClassicMemberMetadata():
+    if o.classic_member_metadata != _D_ClassicMemberMetadata:
         tb = bytearray()
         if o.classic_member_metadata is None:
             tb.append(0xFF)
@@ -488,8 +488,14 @@ def _e_ConsumerGroupMemberMetadataValue_v0(
             tb.append(1)
             _e_ClassicMemberMetadata_v0(o.classic_member_metadata, tb)
         t.append((0, tb))
-    write_tagged_fields(out, t, o.unknown_tags)
+    if t or o.unknown_tags:
+        write_tagged_fields(out, t, o.unknown_tags)
+    else:
+        out.append(0)
 
 
 ConsumerGroupMemberMetadataValue._decoders = {0: _d_ConsumerGroupMemberMetadataValue_v0}
 ConsumerGroupMemberMetadataValue._encoders = {0: _e_ConsumerGroupMemberMetadataValue_v0}
+
+
+_D_ClassicMemberMetadata = ClassicMemberMetadata()

@@ -1285,7 +1285,10 @@ def _e_CreatableTopicResult_v5(o: CreatableTopicResult, out: bytearray) -> None:
         tb = bytearray()
         tb += _S_h.pack(o.topic_config_error_code)
         t.append((0, tb))
-    write_tagged_fields(out, t, o.unknown_tags)
+    if t or o.unknown_tags:
+        write_tagged_fields(out, t, o.unknown_tags)
+    else:
+        out.append(0)
 
 
 def _d_CreateTopicsResponse_v5(b: Any, p: int) -> tuple[CreateTopicsResponse, int]:
@@ -1407,7 +1410,10 @@ def _e_CreatableTopicResult_v7(o: CreatableTopicResult, out: bytearray) -> None:
         tb = bytearray()
         tb += _S_h.pack(o.topic_config_error_code)
         t.append((0, tb))
-    write_tagged_fields(out, t, o.unknown_tags)
+    if t or o.unknown_tags:
+        write_tagged_fields(out, t, o.unknown_tags)
+    else:
+        out.append(0)
 
 
 def _d_CreateTopicsResponse_v7(b: Any, p: int) -> tuple[CreateTopicsResponse, int]:

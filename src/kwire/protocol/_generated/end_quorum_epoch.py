@@ -1187,7 +1187,10 @@ def _e_EndQuorumEpochResponse_v1(o: EndQuorumEpochResponse, out: bytearray) -> N
         for x in a:
             _e_NodeEndpoint_v1(x, tb)
         t.append((0, tb))
-    write_tagged_fields(out, t, o.unknown_tags)
+    if t or o.unknown_tags:
+        write_tagged_fields(out, t, o.unknown_tags)
+    else:
+        out.append(0)
 
 
 EndQuorumEpochResponse._decoders = {

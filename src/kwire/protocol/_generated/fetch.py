@@ -744,7 +744,7 @@ def _d_FetchRequest_v0(b: Any, p: int) -> tuple[FetchRequest, int]:
 
 def _e_FetchRequest_v0(o: FetchRequest, out: bytearray) -> None:
     a: Any
-    if o.replica_state != ReplicaState():
+    if o.replica_state != _D_ReplicaState:
         raise Malformed("replicaState")
     if o.forgotten_topics_data != []:
         raise Malformed("forgottenTopicsData")
@@ -789,7 +789,7 @@ def _d_FetchRequest_v3(b: Any, p: int) -> tuple[FetchRequest, int]:
 
 def _e_FetchRequest_v3(o: FetchRequest, out: bytearray) -> None:
     a: Any
-    if o.replica_state != ReplicaState():
+    if o.replica_state != _D_ReplicaState:
         raise Malformed("replicaState")
     if o.forgotten_topics_data != []:
         raise Malformed("forgottenTopicsData")
@@ -836,7 +836,7 @@ def _d_FetchRequest_v4(b: Any, p: int) -> tuple[FetchRequest, int]:
 
 def _e_FetchRequest_v4(o: FetchRequest, out: bytearray) -> None:
     a: Any
-    if o.replica_state != ReplicaState():
+    if o.replica_state != _D_ReplicaState:
         raise Malformed("replicaState")
     if o.forgotten_topics_data != []:
         raise Malformed("forgottenTopicsData")
@@ -943,7 +943,7 @@ def _d_FetchRequest_v5(b: Any, p: int) -> tuple[FetchRequest, int]:
 
 def _e_FetchRequest_v5(o: FetchRequest, out: bytearray) -> None:
     a: Any
-    if o.replica_state != ReplicaState():
+    if o.replica_state != _D_ReplicaState:
         raise Malformed("replicaState")
     if o.forgotten_topics_data != []:
         raise Malformed("forgottenTopicsData")
@@ -1040,7 +1040,7 @@ def _d_FetchRequest_v7(b: Any, p: int) -> tuple[FetchRequest, int]:
 
 def _e_FetchRequest_v7(o: FetchRequest, out: bytearray) -> None:
     a: Any
-    if o.replica_state != ReplicaState():
+    if o.replica_state != _D_ReplicaState:
         raise Malformed("replicaState")
     out += _S_iiiibii.pack(
         o.replica_id,
@@ -1180,7 +1180,7 @@ def _d_FetchRequest_v9(b: Any, p: int) -> tuple[FetchRequest, int]:
 
 def _e_FetchRequest_v9(o: FetchRequest, out: bytearray) -> None:
     a: Any
-    if o.replica_state != ReplicaState():
+    if o.replica_state != _D_ReplicaState:
         raise Malformed("replicaState")
     out += _S_iiiibii.pack(
         o.replica_id,
@@ -1251,7 +1251,7 @@ def _d_FetchRequest_v11(b: Any, p: int) -> tuple[FetchRequest, int]:
 
 def _e_FetchRequest_v11(o: FetchRequest, out: bytearray) -> None:
     a: Any
-    if o.replica_state != ReplicaState():
+    if o.replica_state != _D_ReplicaState:
         raise Malformed("replicaState")
     out += _S_iiiibii.pack(
         o.replica_id,
@@ -1481,7 +1481,7 @@ def _d_FetchRequest_v12(b: Any, p: int) -> tuple[FetchRequest, int]:
 
 def _e_FetchRequest_v12(o: FetchRequest, out: bytearray) -> None:
     a: Any
-    if o.replica_state != ReplicaState():
+    if o.replica_state != _D_ReplicaState:
         raise Malformed("replicaState")
     out += _S_iiiibii.pack(
         o.replica_id,
@@ -1508,7 +1508,10 @@ def _e_FetchRequest_v12(o: FetchRequest, out: bytearray) -> None:
         tb = bytearray()
         write_compact_nullable_string(tb, o.cluster_id)
         t.append((0, tb))
-    write_tagged_fields(out, t, o.unknown_tags)
+    if t or o.unknown_tags:
+        write_tagged_fields(out, t, o.unknown_tags)
+    else:
+        out.append(0)
 
 
 def _d_FetchTopic_v13(b: Any, p: int) -> tuple[FetchTopic, int]:
@@ -1673,7 +1676,7 @@ def _d_FetchRequest_v13(b: Any, p: int) -> tuple[FetchRequest, int]:
 
 def _e_FetchRequest_v13(o: FetchRequest, out: bytearray) -> None:
     a: Any
-    if o.replica_state != ReplicaState():
+    if o.replica_state != _D_ReplicaState:
         raise Malformed("replicaState")
     out += _S_iiiibii.pack(
         o.replica_id,
@@ -1700,7 +1703,10 @@ def _e_FetchRequest_v13(o: FetchRequest, out: bytearray) -> None:
         tb = bytearray()
         write_compact_nullable_string(tb, o.cluster_id)
         t.append((0, tb))
-    write_tagged_fields(out, t, o.unknown_tags)
+    if t or o.unknown_tags:
+        write_tagged_fields(out, t, o.unknown_tags)
+    else:
+        out.append(0)
 
 
 def _d_ReplicaState_v15(b: Any, p: int) -> tuple[ReplicaState, int]:
@@ -1821,11 +1827,14 @@ def _e_FetchRequest_v15(o: FetchRequest, out: bytearray) -> None:
         tb = bytearray()
         write_compact_nullable_string(tb, o.cluster_id)
         t.append((0, tb))
-    if o.replica_state != ReplicaState():
+    if o.replica_state != _D_ReplicaState:
         tb = bytearray()
         _e_ReplicaState_v15(o.replica_state, tb)
         t.append((1, tb))
-    write_tagged_fields(out, t, o.unknown_tags)
+    if t or o.unknown_tags:
+        write_tagged_fields(out, t, o.unknown_tags)
+    else:
+        out.append(0)
 
 
 def _d_FetchPartition_v17(b: Any, p: int) -> tuple[FetchPartition, int]:
@@ -1900,7 +1909,10 @@ def _e_FetchPartition_v17(o: FetchPartition, out: bytearray) -> None:
         tb = bytearray()
         tb += _S_16s.pack(o.replica_directory_id.bytes)
         t.append((0, tb))
-    write_tagged_fields(out, t, o.unknown_tags)
+    if t or o.unknown_tags:
+        write_tagged_fields(out, t, o.unknown_tags)
+    else:
+        out.append(0)
 
 
 def _d_FetchTopic_v17(b: Any, p: int) -> tuple[FetchTopic, int]:
@@ -2037,11 +2049,14 @@ def _e_FetchRequest_v17(o: FetchRequest, out: bytearray) -> None:
         tb = bytearray()
         write_compact_nullable_string(tb, o.cluster_id)
         t.append((0, tb))
-    if o.replica_state != ReplicaState():
+    if o.replica_state != _D_ReplicaState:
         tb = bytearray()
         _e_ReplicaState_v15(o.replica_state, tb)
         t.append((1, tb))
-    write_tagged_fields(out, t, o.unknown_tags)
+    if t or o.unknown_tags:
+        write_tagged_fields(out, t, o.unknown_tags)
+    else:
+        out.append(0)
 
 
 def _d_FetchPartition_v18(b: Any, p: int) -> tuple[FetchPartition, int]:
@@ -2122,7 +2137,10 @@ def _e_FetchPartition_v18(o: FetchPartition, out: bytearray) -> None:
         tb = bytearray()
         tb += _S_q.pack(o.high_watermark)
         t.append((1, tb))
-    write_tagged_fields(out, t, o.unknown_tags)
+    if t or o.unknown_tags:
+        write_tagged_fields(out, t, o.unknown_tags)
+    else:
+        out.append(0)
 
 
 def _d_FetchTopic_v18(b: Any, p: int) -> tuple[FetchTopic, int]:
@@ -2259,11 +2277,14 @@ def _e_FetchRequest_v18(o: FetchRequest, out: bytearray) -> None:
         tb = bytearray()
         write_compact_nullable_string(tb, o.cluster_id)
         t.append((0, tb))
-    if o.replica_state != ReplicaState():
+    if o.replica_state != _D_ReplicaState:
         tb = bytearray()
         _e_ReplicaState_v15(o.replica_state, tb)
         t.append((1, tb))
-    write_tagged_fields(out, t, o.unknown_tags)
+    if t or o.unknown_tags:
+        write_tagged_fields(out, t, o.unknown_tags)
+    else:
+        out.append(0)
 
 
 FetchRequest._decoders = {
@@ -2954,11 +2975,11 @@ def _d_PartitionData_v0(b: Any, p: int) -> tuple[PartitionData, int]:
 
 
 def _e_PartitionData_v0(o: PartitionData, out: bytearray) -> None:
-    if o.diverging_epoch != EpochEndOffset():
+    if o.diverging_epoch != _D_EpochEndOffset:
         raise Malformed("divergingEpoch")
-    if o.current_leader != LeaderIdAndEpoch():
+    if o.current_leader != _D_LeaderIdAndEpoch:
         raise Malformed("currentLeader")
-    if o.snapshot_id != SnapshotId():
+    if o.snapshot_id != _D_SnapshotId:
         raise Malformed("snapshotId")
     if o.preferred_read_replica != -1:
         raise Malformed("preferredReadReplica")
@@ -3126,11 +3147,11 @@ def _d_PartitionData_v4(b: Any, p: int) -> tuple[PartitionData, int]:
 
 def _e_PartitionData_v4(o: PartitionData, out: bytearray) -> None:
     a: Any
-    if o.diverging_epoch != EpochEndOffset():
+    if o.diverging_epoch != _D_EpochEndOffset:
         raise Malformed("divergingEpoch")
-    if o.current_leader != LeaderIdAndEpoch():
+    if o.current_leader != _D_LeaderIdAndEpoch:
         raise Malformed("currentLeader")
-    if o.snapshot_id != SnapshotId():
+    if o.snapshot_id != _D_SnapshotId:
         raise Malformed("snapshotId")
     if o.preferred_read_replica != -1:
         raise Malformed("preferredReadReplica")
@@ -3257,11 +3278,11 @@ def _d_PartitionData_v5(b: Any, p: int) -> tuple[PartitionData, int]:
 
 def _e_PartitionData_v5(o: PartitionData, out: bytearray) -> None:
     a: Any
-    if o.diverging_epoch != EpochEndOffset():
+    if o.diverging_epoch != _D_EpochEndOffset:
         raise Malformed("divergingEpoch")
-    if o.current_leader != LeaderIdAndEpoch():
+    if o.current_leader != _D_LeaderIdAndEpoch:
         raise Malformed("currentLeader")
-    if o.snapshot_id != SnapshotId():
+    if o.snapshot_id != _D_SnapshotId:
         raise Malformed("snapshotId")
     if o.preferred_read_replica != -1:
         raise Malformed("preferredReadReplica")
@@ -3428,11 +3449,11 @@ def _d_PartitionData_v11(b: Any, p: int) -> tuple[PartitionData, int]:
 
 def _e_PartitionData_v11(o: PartitionData, out: bytearray) -> None:
     a: Any
-    if o.diverging_epoch != EpochEndOffset():
+    if o.diverging_epoch != _D_EpochEndOffset:
         raise Malformed("divergingEpoch")
-    if o.current_leader != LeaderIdAndEpoch():
+    if o.current_leader != _D_LeaderIdAndEpoch:
         raise Malformed("currentLeader")
-    if o.snapshot_id != SnapshotId():
+    if o.snapshot_id != _D_SnapshotId:
         raise Malformed("snapshotId")
     out += _S_ihqqq.pack(
         o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset
@@ -3707,19 +3728,22 @@ def _e_PartitionData_v12(o: PartitionData, out: bytearray) -> None:
     if o.unknown_tags and not o.unknown_tags.keys().isdisjoint((0, 1, 2)):
         raise Malformed  # an unknown tag that is a known field's tag
     t: list[tuple[int, Any]] = []
-    if o.diverging_epoch != EpochEndOffset():
+    if o.diverging_epoch != _D_EpochEndOffset:
         tb = bytearray()
         _e_EpochEndOffset_v12(o.diverging_epoch, tb)
         t.append((0, tb))
-    if o.current_leader != LeaderIdAndEpoch():
+    if o.current_leader != _D_LeaderIdAndEpoch:
         tb = bytearray()
         _e_LeaderIdAndEpoch_v12(o.current_leader, tb)
         t.append((1, tb))
-    if o.snapshot_id != SnapshotId():
+    if o.snapshot_id != _D_SnapshotId:
         tb = bytearray()
         _e_SnapshotId_v12(o.snapshot_id, tb)
         t.append((2, tb))
-    write_tagged_fields(out, t, o.unknown_tags)
+    if t or o.unknown_tags:
+        write_tagged_fields(out, t, o.unknown_tags)
+    else:
+        out.append(0)
 
 
 def _d_FetchableTopicResponse_v12(b: Any, p: int) -> tuple[FetchableTopicResponse, int]:
@@ -3994,7 +4018,10 @@ def _e_FetchResponse_v16(o: FetchResponse, out: bytearray) -> None:
         for x in a:
             _e_NodeEndpoint_v16(x, tb)
         t.append((0, tb))
-    write_tagged_fields(out, t, o.unknown_tags)
+    if t or o.unknown_tags:
+        write_tagged_fields(out, t, o.unknown_tags)
+    else:
+        out.append(0)
 
 
 FetchResponse._decoders = {
@@ -4039,3 +4066,9 @@ FetchResponse._encoders = {
     17: _e_FetchResponse_v16,
     18: _e_FetchResponse_v16,
 }
+
+
+_D_EpochEndOffset = EpochEndOffset()
+_D_LeaderIdAndEpoch = LeaderIdAndEpoch()
+_D_ReplicaState = ReplicaState()
+_D_SnapshotId = SnapshotId()

@@ -536,7 +536,10 @@ def _e_FetchSnapshotRequest_v0(o: FetchSnapshotRequest, out: bytearray) -> None:
         tb = bytearray()
         write_compact_nullable_string(tb, o.cluster_id)
         t.append((0, tb))
-    write_tagged_fields(out, t, o.unknown_tags)
+    if t or o.unknown_tags:
+        write_tagged_fields(out, t, o.unknown_tags)
+    else:
+        out.append(0)
 
 
 def _d_PartitionSnapshot_v1(b: Any, p: int) -> tuple[PartitionSnapshot, int]:
@@ -595,7 +598,10 @@ def _e_PartitionSnapshot_v1(o: PartitionSnapshot, out: bytearray) -> None:
         tb = bytearray()
         tb += _S_16s.pack(o.replica_directory_id.bytes)
         t.append((0, tb))
-    write_tagged_fields(out, t, o.unknown_tags)
+    if t or o.unknown_tags:
+        write_tagged_fields(out, t, o.unknown_tags)
+    else:
+        out.append(0)
 
 
 def _d_TopicSnapshot_v1(b: Any, p: int) -> tuple[TopicSnapshot, int]:
@@ -697,7 +703,10 @@ def _e_FetchSnapshotRequest_v1(o: FetchSnapshotRequest, out: bytearray) -> None:
         tb = bytearray()
         write_compact_nullable_string(tb, o.cluster_id)
         t.append((0, tb))
-    write_tagged_fields(out, t, o.unknown_tags)
+    if t or o.unknown_tags:
+        write_tagged_fields(out, t, o.unknown_tags)
+    else:
+        out.append(0)
 
 
 FetchSnapshotRequest._decoders = {0: _d_FetchSnapshotRequest_v0, 1: _d_FetchSnapshotRequest_v1}
@@ -1231,11 +1240,14 @@ def _e_FetchSnapshotResponsePartitionSnapshot_v0(
     if o.unknown_tags and not o.unknown_tags.keys().isdisjoint((0,)):
         raise Malformed  # an unknown tag that is a known field's tag
     t: list[tuple[int, Any]] = []
-    if o.current_leader != LeaderIdAndEpoch():
+    if o.current_leader != _D_LeaderIdAndEpoch:
         tb = bytearray()
         _e_LeaderIdAndEpoch_v0(o.current_leader, tb)
         t.append((0, tb))
-    write_tagged_fields(out, t, o.unknown_tags)
+    if t or o.unknown_tags:
+        write_tagged_fields(out, t, o.unknown_tags)
+    else:
+        out.append(0)
 
 
 def _d_FetchSnapshotResponseTopicSnapshot_v0(
@@ -1423,8 +1435,14 @@ def _e_FetchSnapshotResponse_v1(o: FetchSnapshotResponse, out: bytearray) -> Non
         for x in a:
             _e_NodeEndpoint_v1(x, tb)
         t.append((0, tb))
-    write_tagged_fields(out, t, o.unknown_tags)
+    if t or o.unknown_tags:
+        write_tagged_fields(out, t, o.unknown_tags)
+    else:
+        out.append(0)
 
 
 FetchSnapshotResponse._decoders = {0: _d_FetchSnapshotResponse_v0, 1: _d_FetchSnapshotResponse_v1}
 FetchSnapshotResponse._encoders = {0: _e_FetchSnapshotResponse_v0, 1: _e_FetchSnapshotResponse_v1}
+
+
+_D_LeaderIdAndEpoch = LeaderIdAndEpoch()

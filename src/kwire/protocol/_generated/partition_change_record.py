@@ -463,7 +463,10 @@ def _e_PartitionChangeRecord_v0(o: PartitionChangeRecord, out: bytearray) -> Non
         tb = bytearray()
         tb += _S_b.pack(o.leader_recovery_state)
         t.append((5, tb))
-    write_tagged_fields(out, t, o.unknown_tags)
+    if t or o.unknown_tags:
+        write_tagged_fields(out, t, o.unknown_tags)
+    else:
+        out.append(0)
 
 
 def _d_PartitionChangeRecord_v1(b: Any, p: int) -> tuple[PartitionChangeRecord, int]:
@@ -665,7 +668,10 @@ def _e_PartitionChangeRecord_v1(o: PartitionChangeRecord, out: bytearray) -> Non
             for x in a:
                 tb += x.bytes
         t.append((8, tb))
-    write_tagged_fields(out, t, o.unknown_tags)
+    if t or o.unknown_tags:
+        write_tagged_fields(out, t, o.unknown_tags)
+    else:
+        out.append(0)
 
 
 def _d_PartitionChangeRecord_v2(b: Any, p: int) -> tuple[PartitionChangeRecord, int]:
@@ -913,7 +919,10 @@ def _e_PartitionChangeRecord_v2(o: PartitionChangeRecord, out: bytearray) -> Non
             for x in a:
                 tb += x.bytes
         t.append((8, tb))
-    write_tagged_fields(out, t, o.unknown_tags)
+    if t or o.unknown_tags:
+        write_tagged_fields(out, t, o.unknown_tags)
+    else:
+        out.append(0)
 
 
 PartitionChangeRecord._decoders = {

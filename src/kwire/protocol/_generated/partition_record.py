@@ -422,7 +422,10 @@ def _e_PartitionRecord_v0(o: PartitionRecord, out: bytearray) -> None:
         tb = bytearray()
         tb += _S_b.pack(o.leader_recovery_state)
         t.append((0, tb))
-    write_tagged_fields(out, t, o.unknown_tags)
+    if t or o.unknown_tags:
+        write_tagged_fields(out, t, o.unknown_tags)
+    else:
+        out.append(0)
 
 
 def _d_PartitionRecord_v1(b: Any, p: int) -> tuple[PartitionRecord, int]:
@@ -571,7 +574,10 @@ def _e_PartitionRecord_v1(o: PartitionRecord, out: bytearray) -> None:
         tb = bytearray()
         tb += _S_b.pack(o.leader_recovery_state)
         t.append((0, tb))
-    write_tagged_fields(out, t, o.unknown_tags)
+    if t or o.unknown_tags:
+        write_tagged_fields(out, t, o.unknown_tags)
+    else:
+        out.append(0)
 
 
 def _d_PartitionRecord_v2(b: Any, p: int) -> tuple[PartitionRecord, int]:
@@ -766,7 +772,10 @@ def _e_PartitionRecord_v2(o: PartitionRecord, out: bytearray) -> None:
             else:
                 _A_int32.write_compact(tb, a)
         t.append((2, tb))
-    write_tagged_fields(out, t, o.unknown_tags)
+    if t or o.unknown_tags:
+        write_tagged_fields(out, t, o.unknown_tags)
+    else:
+        out.append(0)
 
 
 PartitionRecord._decoders = {

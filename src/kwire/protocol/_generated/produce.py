@@ -1115,7 +1115,7 @@ def _d_PartitionProduceResponse_v0(b: Any, p: int) -> tuple[PartitionProduceResp
 
 
 def _e_PartitionProduceResponse_v0(o: PartitionProduceResponse, out: bytearray) -> None:
-    if o.current_leader != LeaderIdAndEpoch():
+    if o.current_leader != _D_LeaderIdAndEpoch:
         raise Malformed("currentLeader")
     out += _S_ihq.pack(o.index, o.error_code, o.base_offset)
     if o.unknown_tags:
@@ -1238,7 +1238,7 @@ def _d_PartitionProduceResponse_v2(b: Any, p: int) -> tuple[PartitionProduceResp
 
 
 def _e_PartitionProduceResponse_v2(o: PartitionProduceResponse, out: bytearray) -> None:
-    if o.current_leader != LeaderIdAndEpoch():
+    if o.current_leader != _D_LeaderIdAndEpoch:
         raise Malformed("currentLeader")
     out += _S_ihqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms)
     if o.unknown_tags:
@@ -1332,7 +1332,7 @@ def _d_PartitionProduceResponse_v5(b: Any, p: int) -> tuple[PartitionProduceResp
 
 
 def _e_PartitionProduceResponse_v5(o: PartitionProduceResponse, out: bytearray) -> None:
-    if o.current_leader != LeaderIdAndEpoch():
+    if o.current_leader != _D_LeaderIdAndEpoch:
         raise Malformed("currentLeader")
     out += _S_ihqqq.pack(
         o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset
@@ -1464,7 +1464,7 @@ def _d_PartitionProduceResponse_v8(b: Any, p: int) -> tuple[PartitionProduceResp
 
 def _e_PartitionProduceResponse_v8(o: PartitionProduceResponse, out: bytearray) -> None:
     a: Any
-    if o.current_leader != LeaderIdAndEpoch():
+    if o.current_leader != _D_LeaderIdAndEpoch:
         raise Malformed("currentLeader")
     out += _S_ihqqq.pack(
         o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset
@@ -1609,7 +1609,7 @@ def _d_PartitionProduceResponse_v9(b: Any, p: int) -> tuple[PartitionProduceResp
 
 def _e_PartitionProduceResponse_v9(o: PartitionProduceResponse, out: bytearray) -> None:
     a: Any
-    if o.current_leader != LeaderIdAndEpoch():
+    if o.current_leader != _D_LeaderIdAndEpoch:
         raise Malformed("currentLeader")
     out += _S_ihqqq.pack(
         o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset
@@ -1800,11 +1800,14 @@ def _e_PartitionProduceResponse_v10(o: PartitionProduceResponse, out: bytearray)
     if o.unknown_tags and not o.unknown_tags.keys().isdisjoint((0,)):
         raise Malformed  # an unknown tag that is a known field's tag
     t: list[tuple[int, Any]] = []
-    if o.current_leader != LeaderIdAndEpoch():
+    if o.current_leader != _D_LeaderIdAndEpoch:
         tb = bytearray()
         _e_LeaderIdAndEpoch_v10(o.current_leader, tb)
         t.append((0, tb))
-    write_tagged_fields(out, t, o.unknown_tags)
+    if t or o.unknown_tags:
+        write_tagged_fields(out, t, o.unknown_tags)
+    else:
+        out.append(0)
 
 
 def _d_TopicProduceResponse_v10(b: Any, p: int) -> tuple[TopicProduceResponse, int]:
@@ -1949,7 +1952,10 @@ def _e_ProduceResponse_v10(o: ProduceResponse, out: bytearray) -> None:
         for x in a:
             _e_NodeEndpoint_v10(x, tb)
         t.append((0, tb))
-    write_tagged_fields(out, t, o.unknown_tags)
+    if t or o.unknown_tags:
+        write_tagged_fields(out, t, o.unknown_tags)
+    else:
+        out.append(0)
 
 
 def _d_TopicProduceResponse_v13(b: Any, p: int) -> tuple[TopicProduceResponse, int]:
@@ -2063,7 +2069,10 @@ def _e_ProduceResponse_v13(o: ProduceResponse, out: bytearray) -> None:
         for x in a:
             _e_NodeEndpoint_v10(x, tb)
         t.append((0, tb))
-    write_tagged_fields(out, t, o.unknown_tags)
+    if t or o.unknown_tags:
+        write_tagged_fields(out, t, o.unknown_tags)
+    else:
+        out.append(0)
 
 
 ProduceResponse._decoders = {
@@ -2098,3 +2107,6 @@ ProduceResponse._encoders = {
     12: _e_ProduceResponse_v10,
     13: _e_ProduceResponse_v13,
 }
+
+
+_D_LeaderIdAndEpoch = LeaderIdAndEpoch()

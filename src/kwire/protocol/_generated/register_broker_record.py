@@ -730,7 +730,10 @@ def _e_RegisterBrokerRecord_v3(o: RegisterBrokerRecord, out: bytearray) -> None:
         for x in a:
             tb += x.bytes
         t.append((0, tb))
-    write_tagged_fields(out, t, o.unknown_tags)
+    if t or o.unknown_tags:
+        write_tagged_fields(out, t, o.unknown_tags)
+    else:
+        out.append(0)
 
 
 RegisterBrokerRecord._decoders = {

@@ -408,7 +408,10 @@ def _e_ShareSnapshotValue_v0(o: ShareSnapshotValue, out: bytearray) -> None:
         tb = bytearray()
         tb += _S_i.pack(o.delivery_complete_count)
         t.append((0, tb))
-    write_tagged_fields(out, t, o.unknown_tags)
+    if t or o.unknown_tags:
+        write_tagged_fields(out, t, o.unknown_tags)
+    else:
+        out.append(0)
 
 
 ShareSnapshotValue._decoders = {0: _d_ShareSnapshotValue_v0}

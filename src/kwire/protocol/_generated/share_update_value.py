@@ -349,7 +349,10 @@ def _e_ShareUpdateValue_v0(o: ShareUpdateValue, out: bytearray) -> None:
         tb = bytearray()
         tb += _S_i.pack(o.delivery_complete_count)
         t.append((0, tb))
-    write_tagged_fields(out, t, o.unknown_tags)
+    if t or o.unknown_tags:
+        write_tagged_fields(out, t, o.unknown_tags)
+    else:
+        out.append(0)
 
 
 ShareUpdateValue._decoders = {0: _d_ShareUpdateValue_v0}

@@ -304,7 +304,10 @@ def _e_StreamsGroupMetadataValue_v0(o: StreamsGroupMetadataValue, out: bytearray
             for x in a:
                 _e_LastAssignmentConfig_v0(x, tb)
         t.append((1, tb))
-    write_tagged_fields(out, t, o.unknown_tags)
+    if t or o.unknown_tags:
+        write_tagged_fields(out, t, o.unknown_tags)
+    else:
+        out.append(0)
 
 
 StreamsGroupMetadataValue._decoders = {0: _d_StreamsGroupMetadataValue_v0}

@@ -192,7 +192,10 @@ def _e_StreamsGroupTargetAssignmentMetadataValue_v0(
         tb = bytearray()
         tb += _S_q.pack(o.assignment_timestamp)
         t.append((0, tb))
-    write_tagged_fields(out, t, o.unknown_tags)
+    if t or o.unknown_tags:
+        write_tagged_fields(out, t, o.unknown_tags)
+    else:
+        out.append(0)
 
 
 StreamsGroupTargetAssignmentMetadataValue._decoders = {

@@ -559,7 +559,10 @@ def _e_TransactionLogValue_v1(o: TransactionLogValue, out: bytearray) -> None:
         tb = bytearray()
         tb += _S_h.pack(o.client_transaction_version)
         t.append((2, tb))
-    write_tagged_fields(out, t, o.unknown_tags)
+    if t or o.unknown_tags:
+        write_tagged_fields(out, t, o.unknown_tags)
+    else:
+        out.append(0)
 
 
 TransactionLogValue._decoders = {0: _d_TransactionLogValue_v0, 1: _d_TransactionLogValue_v1}

@@ -1851,7 +1851,10 @@ def _e_UpdateMetadataRequest_v8(o: UpdateMetadataRequest, out: bytearray) -> Non
         tb = bytearray()
         tb += _S_b.pack(o.type)
         t.append((0, tb))
-    write_tagged_fields(out, t, o.unknown_tags)
+    if t or o.unknown_tags:
+        write_tagged_fields(out, t, o.unknown_tags)
+    else:
+        out.append(0)
 
 
 UpdateMetadataRequest._decoders = {

@@ -645,12 +645,18 @@ def _e_UpdateRaftVoterResponse_v0(o: UpdateRaftVoterResponse, out: bytearray) ->
     if o.unknown_tags and not o.unknown_tags.keys().isdisjoint((0,)):
         raise Malformed  # an unknown tag that is a known field's tag
     t: list[tuple[int, Any]] = []
-    if o.current_leader != CurrentLeader():
+    if o.current_leader != _D_CurrentLeader:
         tb = bytearray()
         _e_CurrentLeader_v0(o.current_leader, tb)
         t.append((0, tb))
-    write_tagged_fields(out, t, o.unknown_tags)
+    if t or o.unknown_tags:
+        write_tagged_fields(out, t, o.unknown_tags)
+    else:
+        out.append(0)
 
 
 UpdateRaftVoterResponse._decoders = {0: _d_UpdateRaftVoterResponse_v0}
 UpdateRaftVoterResponse._encoders = {0: _e_UpdateRaftVoterResponse_v0}
+
+
+_D_CurrentLeader = CurrentLeader()

@@ -1166,7 +1166,10 @@ def _e_VoteResponse_v1(o: VoteResponse, out: bytearray) -> None:
         for x in a:
             _e_NodeEndpoint_v1(x, tb)
         t.append((0, tb))
-    write_tagged_fields(out, t, o.unknown_tags)
+    if t or o.unknown_tags:
+        write_tagged_fields(out, t, o.unknown_tags)
+    else:
+        out.append(0)
 
 
 VoteResponse._decoders = {0: _d_VoteResponse_v0, 1: _d_VoteResponse_v1, 2: _d_VoteResponse_v1}
