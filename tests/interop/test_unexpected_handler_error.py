@@ -11,7 +11,7 @@ from typing import Any
 
 import confluent_kafka as ck
 import pytest
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, ConfigResource
 from interop_helpers import ck_conf
 
 from kwire.broker import _apis
@@ -21,6 +21,7 @@ from kwire.protocol.messages import ApiVersionsRequest, DescribeClusterRequest
 pytestmark = pytest.mark.interop
 
 DESCRIBE_CLUSTER = 60
+DESCRIBE_CONFIGS = 32
 
 
 def _fail(*_: Any) -> Any:
@@ -55,8 +56,10 @@ def test_a_failing_handler_answers_unknown_server_error_and_keeps_the_connection
         frame = encode_request_frame(ApiVersionsRequest(), 0, correlation_id=2, client_id="t")
         assert _exchange(sock, frame, 18, 0).error_code == 0  # the same connection still serves
 
+    monkeypatch.setitem(_apis._LOADED, DESCRIBE_CONFIGS, _fail)
     admin = AdminClient(ck_conf(broker.bootstrap))
+    resource = ConfigResource(ConfigResource.Type.BROKER, "1")
     with pytest.raises(ck.KafkaException) as failed:
-        admin.describe_cluster(request_timeout=10).result(timeout=20)
+        admin.describe_configs([resource], request_timeout=10)[resource].result(timeout=20)
     assert failed.value.args[0].code() == ck.KafkaError.UNKNOWN
     assert admin.list_topics(timeout=10).brokers  # the client goes on with the broker

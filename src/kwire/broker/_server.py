@@ -515,6 +515,23 @@ class KafkaServer:
                 outcome = error_response(
                     api_key, api_version, request.message, storage_error(api_key, request.message)
                 )
+            except Exception:
+                # A bug: KafkaApis.handle logs it and answers the request's error response with
+                # UNKNOWN_SERVER_ERROR (Errors.forException), the connection staying open; a
+                # Produce with acks=0 has no response (ProduceRequest.getErrorResponse: null),
+                # so its connection is closed instead.
+                log.exception(
+                    "unexpected error handling %s v%d from %s",
+                    type(request.message).__name__,
+                    api_version,
+                    conn.address,
+                )
+                if api_key == PRODUCE and getattr(request.message, "acks", None) == 0:
+                    outcome = CLOSE_CONNECTION
+                else:
+                    outcome = error_response(
+                        api_key, api_version, request.message, ErrorCode.UNKNOWN_SERVER_ERROR
+                    )
             finally:
                 conn.handling = False
                 conn.last_active = time.monotonic()
