@@ -37,29 +37,18 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from kwire.protocol._codegen import check_generated, specialised_source, write_generated
+    from kwire.protocol._codegen import RuffNotFoundError, specialised_source
     from kwire.protocol._spec import load_spec_dir
 
     if args.check or args.write:
         if args.message is not None:
             print("kwire codegen: --check/--write take no message", file=sys.stderr)
             return EXIT_USAGE
-        if args.write:
-            changed = write_generated(args.spec_dir)
-            print(
-                f"kwire codegen: {len(changed)} files written"
-                if changed
-                else "kwire codegen: up to date"
-            )
-            return EXIT_OK
-        problems = check_generated(args.spec_dir)
-        for p in problems:
-            print(f"kwire codegen: {p}", file=sys.stderr)
-        if problems:
-            print("kwire codegen: run `kwire codegen --write`", file=sys.stderr)
+        try:
+            return _check_or_write(args)
+        except RuffNotFoundError as exc:
+            print(f"kwire codegen: {exc}", file=sys.stderr)
             return EXIT_FAILED
-        print("kwire codegen: generated code is up to date")
-        return EXIT_OK
     if args.reference:
         from kwire.protocol._codegen._reference import render_message, render_reference
 
@@ -99,4 +88,25 @@ def _run(args: argparse.Namespace) -> int:
         )
         return EXIT_USAGE
     sys.stdout.write(specialised_source(spec, args.version))
+    return EXIT_OK
+
+
+def _check_or_write(args: argparse.Namespace) -> int:
+    from kwire.protocol._codegen import check_generated, write_generated
+
+    if args.write:
+        changed = write_generated(args.spec_dir)
+        print(
+            f"kwire codegen: {len(changed)} files written"
+            if changed
+            else "kwire codegen: up to date"
+        )
+        return EXIT_OK
+    problems = check_generated(args.spec_dir)
+    for p in problems:
+        print(f"kwire codegen: {p}", file=sys.stderr)
+    if problems:
+        print("kwire codegen: run `kwire codegen --write`", file=sys.stderr)
+        return EXIT_FAILED
+    print("kwire codegen: generated code is up to date")
     return EXIT_OK

@@ -23,6 +23,7 @@ from kwire.protocol._spec import MessageSpec, load_spec_dir
 __all__ = [
     "GENERATED_DIR",
     "EmitOptions",
+    "RuffNotFoundError",
     "check_generated",
     "emit_module",
     "generate_sources",
@@ -136,12 +137,20 @@ def generate_sources(spec_dir: Path, kafka_version: str) -> dict[str, str]:
     return out
 
 
+class RuffNotFoundError(RuntimeError):
+    """No ``ruff`` executable to format the generated code with (a tool missing, not a bug:
+    the CLI says so in one line)."""
+
+
 def _ruff() -> list[str]:
     exe = shutil.which(
         "ruff", path=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
     )
     if exe is None:
-        raise RuntimeError("ruff is needed to format generated code (pip install ruff)")
+        raise RuffNotFoundError(
+            "ruff is needed to format the generated code and none is on PATH nor next to "
+            f"{sys.executable}: pip install ruff"
+        )
     return [exe]
 
 
