@@ -263,7 +263,9 @@ class BrokerState:
         self.data_dir = self.data_dirs[0]
         self.cluster_id: str = self.data_dir.cluster_id
         self.next_producer_id = int(str(meta.get("next_producer_id", self.next_producer_id)))
+        started = time.monotonic()
         self._load_topics(meta.get("topics", {}), migrate_json=legacy is not None)
+        self._log_loaded(started)
         self._next_producer_expiry = self.now_ms() + self.broker_int(
             "producer.id.expiration.check.interval.ms"
         )
@@ -472,6 +474,22 @@ class BrokerState:
             if leader not in self.live_brokers:
                 leader = self.place_leader()
             topic.partitions.append(Partition(topic, index, live, epoch, leader))
+
+    def _log_loaded(self, started: float) -> None:
+        """``LogManager.loadLogs``' summary: how many logs, how long, which directories had not
+        shut down cleanly (their logs recovered what was past their recovery points)."""
+        logs = [p.log for p in self.iter_partitions()]
+        unclean = [
+            d.path
+            for d in self.data_dirs
+            if not d.had_clean_shutdown and any(x.log_dir == d.path for x in logs)
+        ]
+        log.info(
+            "loaded %d logs in %d ms%s",
+            len(logs),
+            (time.monotonic() - started) * 1000,
+            f" (unclean log dirs: {', '.join(unclean)})" if unclean else "",
+        )
 
     def _extra_log_dirs(self) -> list[str]:
         """The ``log.dirs`` entries besides the data directory (absolute, each once)."""

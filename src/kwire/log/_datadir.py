@@ -48,6 +48,7 @@ from kwire.log._meta_properties import (
     verify_ensemble,
 )
 from kwire.log._writer import _fsync_dir, write_atomic
+from kwire.log.internal_topics import CLUSTER_METADATA
 
 log = logging.getLogger("kwire.log")
 
@@ -192,6 +193,21 @@ class DataDir:
         if clean:
             os.remove(marker)
             _fsync_dir(root)
+        # LogManager.loadLogs: one line a directory, what its logs' load will do (the metadata
+        # log is not one of them: it always recovers, and says so itself).
+        logs = sum(tp.topic != CLUSTER_METADATA for tp in self.partition_dirs())
+        if not logs:
+            log.debug("no logs found to be loaded in %s", root)
+        elif clean:
+            log.info(
+                "skipping recovery of %d logs from %s since clean shutdown file was found",
+                logs,
+                root,
+            )
+        else:
+            log.info(
+                "recovering %d logs from %s since no clean shutdown file was found", logs, root
+            )
         return self
 
     def _read(self, name: str) -> dict[TopicPartition, int]:

@@ -127,11 +127,21 @@ def load(
     if snap is None:
         log._producers.clear(first_base)
     replay_offset = log._producers.map_end_offset
+    unflushed = len(log._segments) - start
     i = 0
     while i < len(log._segments):
         seg = log._segments[i]
         nxt = log._segments[i + 1].base_offset if i + 1 < len(log._segments) else None
         if i >= start:
+            # LogLoader.recoverLog says this at INFO; one line a log (below) is what an operator
+            # needs, the per-segment detail is for debugging.
+            logger.debug(
+                "%s: recovering unflushed segment %d (%d/%d recovered)",
+                log.path,
+                seg.base_offset,
+                i - start,
+                unflushed,
+            )
             truncated = _recover_segment(log, seg, replay_offset)
             if truncated and i + 1 < len(log._segments):
                 later = log._segments[i + 1 :]
@@ -168,11 +178,26 @@ def load(
             log._delete_snapshot(s)
         elif s > log._last_snapshot_offset:
             log._last_snapshot_offset = s
+    logger.debug(
+        "%s: loaded producer state till offset %d (snapshot %s)",
+        log.path,
+        end,
+        "none" if snap is None else snap,
+    )
     # Recovered data was read back and validated: make it durable, then it is "flushed".
     if start < len(log._segments):
         for seg in log._segments[start:]:
             seg.fsync()
         _fsync_dir(log.path)
+        logger.info(
+            "%s: recovered %d unflushed segments from offset %d (recovery point %d): "
+            "log end offset %d",
+            log.path,
+            len(log._segments) - start,
+            log._segments[start].base_offset,
+            recovery_point,
+            end,
+        )
         log.recovery_point = end
     else:
         log.recovery_point = min(max(recovery_point, log.log_start_offset), end)
