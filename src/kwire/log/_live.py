@@ -838,14 +838,17 @@ class LiveLog:
                 f"{self.topic}-{self.partition} since it is larger than the high watermark "
                 f"{self._high_watermark}",
             )
-        self._increment_log_start_offset(offset)
+        self._increment_log_start_offset(offset, "client delete records request")
         delete_below_log_start(self)
         return self.log_start_offset
 
-    def _increment_log_start_offset(self, offset: int) -> None:
+    def _increment_log_start_offset(self, offset: int, reason: str) -> None:
+        """``UnifiedLog.maybeIncrementLogStartOffset``: the log start only moves up, and says so
+        with its ``reason`` (Kafka's ``LogStartOffsetIncrementReason``)."""
         if offset <= self.log_start_offset:
             return
         self.log_start_offset = offset
+        log.info("%s: incremented log start offset to %d due to %s", self.path, offset, reason)
         if self._epochs.truncate_from_start(offset):
             self._write_epochs()
         for s in self._snapshot_offsets():

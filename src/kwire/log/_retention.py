@@ -9,6 +9,7 @@ retention never rolls otherwise (``segment.ms`` rolls on append only). Functions
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -17,6 +18,8 @@ from kwire.log._log_segment import DELETED_SUFFIX, LogSegment
 
 if TYPE_CHECKING:
     from kwire.log._live import LiveLog
+
+logger = logging.getLogger("kwire.log")
 
 __all__ = [
     "deletable",
@@ -41,11 +44,20 @@ def delete_old_segments(log: LiveLog, now_ms: int) -> int:
                     return True
                 return False
 
-            deleted += delete_segments(log, deletable(log, over_size))
+            doomed = deletable(log, over_size)
+            if doomed:
+                deleted += delete_segments(
+                    log,
+                    doomed,
+                    f"retention size {log.config.retention_bytes} breach: log size after "
+                    f"deletion {log.size_in_bytes() - sum(seg.size for seg in doomed)}",
+                )
         if log.config.retention_ms >= 0:
             retention = log.config.retention_ms
             deleted += delete_segments(
-                log, deletable(log, lambda seg, upper: now_ms - seg.largest_timestamp > retention)
+                log,
+                deletable(log, lambda seg, upper: now_ms - seg.largest_timestamp > retention),
+                f"retention time {retention}ms breach",
             )
     return deleted
 
@@ -55,7 +67,9 @@ def delete_below_log_start(log: LiveLog) -> int:
     below the log start offset."""
     last = log._segments[-1]
     return delete_segments(
-        log, deletable(log, lambda seg, upper: seg is not last and upper <= log.log_start_offset)
+        log,
+        deletable(log, lambda seg, upper: seg is not last and upper <= log.log_start_offset),
+        f"log start offset {log.log_start_offset} breach",
     )
 
 
@@ -74,15 +88,26 @@ def deletable(log: LiveLog, predicate: Callable[[LogSegment, int], bool]) -> lis
     return out
 
 
-def delete_segments(log: LiveLog, segments: list[LogSegment]) -> int:
+def delete_segments(log: LiveLog, segments: list[LogSegment], reason: str) -> int:
+    """Delete leading ``segments`` for ``reason`` (the breach, said at INFO in one line for
+    them all, as ``UnifiedLog.deleteSegments``' ``SegmentDeletionReason``), then move the log
+    start offset to the first segment left."""
     if not segments:
         return 0
+    logger.info(
+        "%s: deleting %d segments [%s] (%d bytes) due to %s",
+        log.path,
+        len(segments),
+        ", ".join(str(seg.base_offset) for seg in segments),
+        sum(seg.size for seg in segments),
+        reason,
+    )
     if len(segments) == len(log._segments):
         log.roll()  # a log keeps one segment: the new, empty, active one
     for seg in segments:
         log._segments.remove(seg)
         retire_segment(log, seg, snapshot=True)
-    log._increment_log_start_offset(log._segments[0].base_offset)
+    log._increment_log_start_offset(log._segments[0].base_offset, "segment deletion")
     return len(segments)
 
 
