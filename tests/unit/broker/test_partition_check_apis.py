@@ -1,0 +1,181 @@
+"""Where the partition APIs once kept their own answer instead of Kafka's, through the wire with a
+StandardAuthorizer: ShareAcknowledge authorises READ on each topic, AddPartitionsToTxn checks
+client versions (v0-3) as ``KafkaApis`` does and broker versions (v4+) on the cluster, and Fetch
+below v13 authorises an empty topic name like any other.
+
+``User:alice`` may READ group ``sg``, READ topic ``public`` and WRITE transactional id ``tx``;
+``User:broker`` has CLUSTER_ACTION on the cluster; ``User:admin`` is a super user.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kwire.broker import BrokerState, testing
+from kwire.broker._acl import (
+    ALLOW,
+    CLUSTER,
+    CLUSTER_NAME,
+    GROUP,
+    LITERAL,
+    OPERATIONS,
+    TOPIC,
+    TRANSACTIONAL_ID,
+)
+from kwire.protocol import ErrorCode, message_class, struct_class
+from kwire.records import BatchBuilder
+
+ADMIN, ALICE, BROKER = "User:admin", "User:alice", "User:broker"
+SECURED = {
+    "authorizer.class.name": "StandardAuthorizer",
+    "super.users": ADMIN,
+    "auto.create.topics.enable": "false",
+}
+
+
+def call(state: BrokerState, api: str, version: int, principal: str, **fields: Any) -> Any:
+    context = {"client_address": "127.0.0.1:5555", "principal": principal}
+    return testing.call(state, api, version, settle=True, context=context, **fields)
+
+
+def part(api: str, *path: str, **fields: Any) -> Any:
+    return struct_class(message_class(f"{api}Request"), *path)(**fields)
+
+
+def acl(principal: str, resource: int, name: str, op: str) -> Any:
+    return part(
+        "CreateAcls",
+        "creations",
+        resource_type=resource,
+        resource_name=name,
+        resource_pattern_type=LITERAL,
+        principal=principal,
+        host="*",
+        operation=OPERATIONS[op],
+        permission_type=ALLOW,
+    )
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> Iterator[BrokerState]:
+    s = testing.make_state(tmp_path / "data", config=SECURED)
+    for name in ("public", "secret"):
+        s.create_topic(name, 1)
+    created = call(
+        s,
+        "CreateAcls",
+        3,
+        ADMIN,
+        creations=[
+            acl(ALICE, GROUP, "sg", "READ"),
+            acl(ALICE, TOPIC, "public", "READ"),
+            acl(ALICE, TRANSACTIONAL_ID, "tx", "WRITE"),
+            acl(BROKER, CLUSTER, CLUSTER_NAME, "CLUSTER_ACTION"),
+        ],
+    )
+    assert [r.error_code for r in created.results] == [0, 0, 0, 0]
+    yield s
+    s.close()
+
+
+# --- ShareAcknowledge: READ on each topic -----------------------------------------------------
+
+
+def _share_fetch(state: BrokerState, topic_id: Any, epoch: int) -> Any:
+    return call(
+        state,
+        "ShareFetch",
+        2,
+        ADMIN,
+        group_id="sg",
+        member_id="m1",
+        share_session_epoch=epoch,
+        max_wait_ms=0,
+        min_bytes=1,
+        max_records=100,
+        batch_size=100,
+        topics=[
+            part(
+                "ShareFetch",
+                "topics",
+                topic_id=topic_id,
+                partitions=[part("ShareFetch", "topics", "partitions", partition_index=0)],
+            )
+        ],
+        forgotten_topics_data=[],
+    )
+
+
+def test_share_acknowledge_needs_read_on_the_topic(state: BrokerState) -> None:
+    """``KafkaApis.handleShareAcknowledgeRequest``: topics the principal may not READ answer
+    TOPIC_AUTHORIZATION_FAILED per partition, and their records stay acquired."""
+    topic = state.topic("secret")
+    assert topic is not None
+    joined = call(
+        state,
+        "ShareGroupHeartbeat",
+        1,
+        ADMIN,
+        group_id="sg",
+        member_id="m1",
+        member_epoch=0,
+        subscribed_topic_names=["secret"],
+    )
+    assert joined.error_code == 0
+    assert _share_fetch(state, topic.topic_id, 0).error_code == 0
+    partition = state.partition("secret", 0)
+    assert partition is not None
+    builder = BatchBuilder(magic=2, base_offset=0)
+    builder.append(value=b"v", timestamp=testing.NOW)
+    state.append(partition, builder.build(), testing.NOW)
+    fetched = _share_fetch(state, topic.topic_id, 1)
+    acquired = [
+        (a.first_offset, a.last_offset) for a in fetched.responses[0].partitions[0].acquired_records
+    ]
+    assert acquired == [(0, 0)]
+
+    def acknowledge(principal: str, epoch: int) -> int:
+        batch = part(
+            "ShareAcknowledge",
+            "topics",
+            "partitions",
+            "acknowledgement_batches",
+            first_offset=0,
+            last_offset=0,
+            acknowledge_types=[1],
+        )
+        response = call(
+            state,
+            "ShareAcknowledge",
+            2,
+            principal,
+            group_id="sg",
+            member_id="m1",
+            share_session_epoch=epoch,
+            topics=[
+                part(
+                    "ShareAcknowledge",
+                    "topics",
+                    topic_id=topic.topic_id,
+                    partitions=[
+                        part(
+                            "ShareAcknowledge",
+                            "topics",
+                            "partitions",
+                            partition_index=0,
+                            acknowledgement_batches=[batch],
+                        )
+                    ],
+                )
+            ],
+        )
+        assert response.error_code == 0
+        (answer,) = response.responses[0].partitions
+        return int(answer.error_code)
+
+    assert acknowledge(ALICE, 2) == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    assert acknowledge(ADMIN, 3) == ErrorCode.NONE  # still acquired by m1: accepted now
