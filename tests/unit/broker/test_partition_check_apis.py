@@ -179,3 +179,45 @@ def test_share_acknowledge_needs_read_on_the_topic(state: BrokerState) -> None:
 
     assert acknowledge(ALICE, 2) == ErrorCode.TOPIC_AUTHORIZATION_FAILED
     assert acknowledge(ADMIN, 3) == ErrorCode.NONE  # still acquired by m1: accepted now
+
+
+# --- Fetch below v13: an empty topic name is authorised like any other -------------------------
+
+
+def _fetch(state: BrokerState, version: int, principal: str, topic: str) -> int:
+    response = call(
+        state,
+        "Fetch",
+        version,
+        principal,
+        max_wait_ms=0,
+        min_bytes=1,
+        max_bytes=1 << 20,
+        topics=[
+            part(
+                "Fetch",
+                "topics",
+                topic=topic,
+                partitions=[
+                    part(
+                        "Fetch",
+                        "topics",
+                        "partitions",
+                        partition=0,
+                        partition_max_bytes=1 << 20,
+                    )
+                ],
+            )
+        ],
+    )
+    (answer,) = response.responses[0].partitions
+    return int(answer.error_code)
+
+
+@pytest.mark.parametrize("version", [4, 12])
+def test_fetch_by_name_authorises_an_empty_name(state: BrokerState, version: int) -> None:
+    """``KafkaApis.handleFetchRequest`` below v13: only a null name (an unknown topic id, v13+)
+    skips authorisation; ``""`` is filtered by READ like any name, then is unknown."""
+    assert _fetch(state, version, ALICE, "") == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    assert _fetch(state, version, ADMIN, "") == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert _fetch(state, version, ALICE, "absent") == ErrorCode.TOPIC_AUTHORIZATION_FAILED
