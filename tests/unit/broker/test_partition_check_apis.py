@@ -3,7 +3,8 @@ StandardAuthorizer: ShareAcknowledge authorises READ on each topic, AddPartition
 client versions (v0-3) as ``KafkaApis`` does and broker versions (v4+) on the cluster, and Fetch
 below v13 authorises an empty topic name like any other.
 
-``User:alice`` may READ group ``sg``, READ topic ``public`` and WRITE transactional id ``tx``;
+``User:alice`` may READ group ``sg``, READ and WRITE topic ``public`` and WRITE transactional id
+``tx``;
 ``User:broker`` has CLUSTER_ACTION on the cluster; ``User:admin`` is a super user.
 """
 
@@ -73,11 +74,12 @@ def state(tmp_path: Path) -> Iterator[BrokerState]:
         creations=[
             acl(ALICE, GROUP, "sg", "READ"),
             acl(ALICE, TOPIC, "public", "READ"),
+            acl(ALICE, TOPIC, "public", "WRITE"),
             acl(ALICE, TRANSACTIONAL_ID, "tx", "WRITE"),
             acl(BROKER, CLUSTER, CLUSTER_NAME, "CLUSTER_ACTION"),
         ],
     )
-    assert [r.error_code for r in created.results] == [0, 0, 0, 0]
+    assert [r.error_code for r in created.results] == [0] * 5
     yield s
     s.close()
 
@@ -221,3 +223,79 @@ def test_fetch_by_name_authorises_an_empty_name(state: BrokerState, version: int
     assert _fetch(state, version, ALICE, "") == ErrorCode.TOPIC_AUTHORIZATION_FAILED
     assert _fetch(state, version, ADMIN, "") == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     assert _fetch(state, version, ALICE, "absent") == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+
+
+# --- AddPartitionsToTxn: clients' versions per topic, brokers' on the cluster ------------------
+
+
+def test_add_partitions_to_txn_v3_in_kafkas_order(state: BrokerState) -> None:
+    """``KafkaApis.handleAddPartitionsToTxnRequest`` for a client (v0-3): internal topics and
+    topics without WRITE are TOPIC_AUTHORIZATION_FAILED, before existence (an unknown partition
+    of an authorised topic: UNKNOWN_TOPIC_OR_PARTITION); the rest OPERATION_NOT_ATTEMPTED."""
+    topic = struct_class(message_class("AddPartitionsToTxnRequest"), "v3_and_below_topics")
+    response = call(
+        state,
+        "AddPartitionsToTxn",
+        3,
+        ALICE,
+        v3_and_below_transactional_id="tx",
+        v3_and_below_producer_id=7,
+        v3_and_below_producer_epoch=0,
+        v3_and_below_topics=[
+            topic(name="public", partitions=[0, 5]),
+            topic(name="secret", partitions=[0]),
+            topic(name="absent", partitions=[0]),
+            topic(name="__consumer_offsets", partitions=[0]),
+        ],
+    )
+    errors = {
+        (t.name, p.partition_index): p.partition_error_code
+        for t in response.results_by_topic_v3_and_below
+        for p in t.results_by_partition
+    }
+    assert errors == {
+        ("public", 0): ErrorCode.OPERATION_NOT_ATTEMPTED,
+        ("public", 5): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ("secret", 0): ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+        ("absent", 0): ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+        ("__consumer_offsets", 0): ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+    }
+
+
+def _verify(state: BrokerState, principal: str) -> Any:
+    cls = message_class("AddPartitionsToTxnRequest")
+    txn = struct_class(cls, "transactions")
+    topic = struct_class(cls, "transactions", "topics")
+    return call(
+        state,
+        "AddPartitionsToTxn",
+        5,
+        principal,
+        transactions=[
+            txn(
+                transactional_id="tx-other",
+                producer_id=7,
+                producer_epoch=0,
+                verify_only=True,
+                topics=[topic(name="secret", partitions=[0]), topic(name="absent", partitions=[0])],
+            )
+        ],
+    )
+
+
+def test_add_partitions_to_txn_v4_is_authorised_on_the_cluster(state: BrokerState) -> None:
+    """v4+ come from brokers: CLUSTER_ACTION on the cluster, else the request's error
+    (``AddPartitionsToTxnRequest.getErrorResponse``), and no transactional-id or topic ACL."""
+    denied = _verify(state, ALICE)
+    assert denied.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    assert list(denied.results_by_transaction) == []
+    (result,) = _verify(state, BROKER).results_by_transaction
+    errors = {
+        (t.name, p.partition_index): p.partition_error_code
+        for t in result.topic_results
+        for p in t.results_by_partition
+    }
+    assert errors == {
+        ("secret", 0): ErrorCode.OPERATION_NOT_ATTEMPTED,
+        ("absent", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    }
