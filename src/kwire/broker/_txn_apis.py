@@ -13,6 +13,11 @@ AddPartitionsToTxn checks as ``KafkaApis.handleAddPartitionsToTxnRequest``: a cl
 UNKNOWN_TOPIC_OR_PARTITION; internal topics are never authorised), and any failure leaves the
 others OPERATION_NOT_ATTEMPTED; a broker's batch (v4+) needs CLUSTER_ACTION on the cluster instead
 (else the request's CLUSTER_AUTHORIZATION_FAILED) and no topic or transactional-id ACL.
+
+DescribeProducers answers on a node hosting the partition (``ReplicaManager.activeProducerState``
+via ``getPartitionOrError``: NOT_LEADER_OR_FOLLOWER elsewhere); a kwire partition's one replica is
+its leader, as Metadata says, so another node answers NOT_LEADER_OR_FOLLOWER and Java Admin's
+``DescribeProducersOptions.brokerId`` of a non-replica fails as on Kafka.
 """
 
 from __future__ import annotations
@@ -373,11 +378,9 @@ def handle_describe_producers(
                 out.error_code, out.error_message = int(topic_error[0]), topic_error[1]
                 parts.append(out)
                 continue
-            # Kafka's ReplicaManager.activeProducerState also wants the leader; kwire answers
-            # from any node, as it always has.
-            error, partition = partition_or_error(
-                state, ctx, wanted.name, index, operation="READ", require_leader=False
-            )
+            # ReplicaManager.activeProducerState answers on a replica; a kwire partition's one
+            # replica is its leader, elsewhere NOT_LEADER_OR_FOLLOWER (no epoch in the request).
+            error, partition = partition_or_error(state, ctx, wanted.name, index, operation="READ")
             if partition is None or error is not ErrorCode.NONE:
                 out.error_code = int(error)
             else:

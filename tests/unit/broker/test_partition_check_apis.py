@@ -299,3 +299,33 @@ def test_add_partitions_to_txn_v4_is_authorised_on_the_cluster(state: BrokerStat
         ("secret", 0): ErrorCode.OPERATION_NOT_ATTEMPTED,
         ("absent", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
     }
+
+
+# --- DescribeProducers: from the partition's replica, its leader -------------------------------
+
+
+def test_describe_producers_answers_on_the_leader_only(tmp_path: Path) -> None:
+    """``ReplicaManager.activeProducerState``: a node not hosting the partition answers
+    NOT_LEADER_OR_FOLLOWER; a kwire partition's one replica is its leader (Metadata's replicas)."""
+    s = testing.make_state(tmp_path / "cluster", nodes=[1, 2])
+    try:
+        for node in s.nodes:
+            s.broker_started(node, {"PLAINTEXT": ("127.0.0.1", 9100 + node)})
+        s.create_topic("t", 1, leaders=[2])
+        topic = struct_class(message_class("DescribeProducersRequest"), "topics")
+
+        def error(node: int) -> int:
+            response = testing.call(
+                s,
+                "DescribeProducers",
+                0,
+                context={"node_id": node},
+                topics=[topic(name="t", partition_indexes=[0])],
+            )
+            (answer,) = response.topics[0].partitions
+            return int(answer.error_code)
+
+        assert error(1) == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        assert error(2) == ErrorCode.NONE
+    finally:
+        s.close()
