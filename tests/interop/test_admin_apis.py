@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from confluent_kafka import ElectionType, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, ResourceType
-from interop_helpers import ck_conf, java_admin
+from interop_helpers import Rec, ck_conf, ck_produce, java_admin
 from kafka import TopicPartition as KpTopicPartition
 from kafka import errors as kafka_errors
 from kafka.admin import ConfigResource as KpConfigResource
@@ -451,3 +451,22 @@ def test_java_admin(cluster: Cluster) -> None:
     assert "LogDirNotFoundException" in dirs["ja-topic-2-3"]
     # Kafka's Admin reads DescribeTopicPartitions (KIP-966) where a broker serves it
     assert 'request="DescribeTopicPartitions"' in cluster.metrics_text()
+
+
+def test_java_admin_describe_producers_on_the_leader_only(cluster: Cluster) -> None:
+    """Kafka answers DescribeProducers from a replica only (``ReplicaManager.activeProducerState``:
+    NOT_LEADER_OR_FOLLOWER where the partition is not hosted) and a kwire partition's one replica
+    is its leader: Java Admin asked to use another node (``DescribeProducersOptions.brokerId``)
+    fails with NotLeaderOrFollowerException, as Kafka's DescribeProducersWithBrokerIdTest."""
+    cluster.create_topic("dp-topic", partitions=1)
+    ck_produce(cluster.bootstrap, "dp-topic", [Rec(b"k", b"v")], **{"enable.idempotence": True})
+    (leader,) = cluster.leaders("dp-topic")
+    other = next(n for n in cluster.node_ids if n != leader)
+    op = {"op": "describeProducers", "topic": "dp-topic", "partition": 0}
+    routed, on_leader, elsewhere = java_admin(
+        cluster.bootstrap, op, {**op, "broker": leader}, {**op, "broker": other}
+    )
+    assert routed["error"] is None and on_leader["error"] is None, (routed, on_leader)
+    assert [p["lastSequence"] for p in routed["result"]] == [0]
+    assert on_leader["result"] == routed["result"]
+    assert "NotLeaderOrFollowerException" in (elsewhere["error"] or ""), elsewhere

@@ -53,6 +53,9 @@ import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.CreateDelegationTokenOptions;
 import org.apache.kafka.clients.admin.CreateTopicsResult;
 import org.apache.kafka.clients.admin.DescribeDelegationTokenOptions;
+import org.apache.kafka.clients.admin.DescribeProducersOptions;
+import org.apache.kafka.clients.admin.DescribeProducersResult;
+import org.apache.kafka.clients.admin.ProducerState;
 import org.apache.kafka.clients.admin.ExpireDelegationTokenOptions;
 import org.apache.kafka.clients.admin.RenewDelegationTokenOptions;
 import org.apache.kafka.clients.admin.DescribeClusterResult;
@@ -601,6 +604,24 @@ public class ClientsProgram {
                 o.put("timestamp", info.timestamp());
                 o.put("leaderEpoch", info.leaderEpoch().orElse(-1));
                 return o;
+            }
+            case "describeProducers": {
+                // "broker": the node to ask (DescribeProducersOptions.brokerId), else the leader.
+                TopicPartition tp = new TopicPartition(op.get("topic").asText(), op.get("partition").asInt());
+                DescribeProducersOptions options = new DescribeProducersOptions();
+                if (op.has("broker")) {
+                    options.brokerId(op.get("broker").asInt());
+                }
+                DescribeProducersResult.PartitionProducerState state =
+                    get(admin.describeProducers(List.of(tp), options).partitionResult(tp));
+                ArrayNode producers = F.arrayNode();
+                for (ProducerState p : state.activeProducers()) {
+                    ObjectNode o = producers.addObject();
+                    o.put("producerId", p.producerId());
+                    o.put("producerEpoch", p.producerEpoch());
+                    o.put("lastSequence", p.lastSequence());
+                }
+                return producers;
             }
             case "describeCluster": {
                 DescribeClusterResult res = admin.describeCluster();

@@ -18,6 +18,10 @@ Approach, after Kafka's ``KafkaApis.handleFetchRequest``, ``FetchSessionCache`` 
   of the segment files that the server sends with ``sendfile``, never copied into Python;
 - an incremental session's response holds only the partitions with something new: records, a
   moved high watermark, last stable offset or log start offset, or an error.
+
+Each partition goes through ``_partition_check.partition_or_error`` with READ: below v13 the
+topic's name as sent, ``""`` included, is authorised before it is looked up, as
+``KafkaApis.handleFetchRequest`` does (only an id no topic has skips authorisation, v13+).
 """
 
 from __future__ import annotations
@@ -267,13 +271,16 @@ class _FetchPlan:
             # MemoryRecords.EMPTY): librdkafka rejects a null record set and never resets.
             records=b"",
         )
+        by_id = self.version >= 13
         error, partition = partition_or_error(
             self.state,
             self.ctx,
-            cp.topic or None,
+            # By id, "" stands for an id no topic has (Kafka's null name: UNKNOWN_TOPIC_ID, not
+            # authorised); by name, "" is authorised like any name (KafkaApis.handleFetchRequest).
+            (cp.topic or None) if by_id else cp.topic,
             cp.partition,
             operation="READ",
-            by_id=self.version >= 13,
+            by_id=by_id,
             current_leader_epoch=cp.current_leader_epoch if self.version >= 9 else -1,
         )
         if partition is None:

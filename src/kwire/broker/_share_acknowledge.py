@@ -6,7 +6,9 @@ RENEW type, which extends the acquisition lock) and the response's ``Acquisition
 After ``KafkaApis.handleShareAcknowledgeRequest``: a request needs an existing share session
 (epoch 0 cannot open one: INVALID_SHARE_SESSION_EPOCH), the acknowledgements apply per partition
 (ACCEPT 1, RELEASE 2, REJECT 3, GAP 0; ``_share_partition``), and epoch -1 closes the session
-afterwards, releasing whatever the member still holds.
+afterwards, releasing whatever the member still holds. Each topic needs READ, like a fetch
+(``KafkaApis.handleAcknowledgements``: TOPIC_AUTHORIZATION_FAILED per partition, before
+UNKNOWN_TOPIC_OR_PARTITION; an unknown topic id is UNKNOWN_TOPIC_ID first).
 """
 
 from __future__ import annotations

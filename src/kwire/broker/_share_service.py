@@ -94,14 +94,17 @@ def acknowledge(
     renew: bool,
 ) -> ErrorCode:
     """Apply one partition's acknowledgement batches (``SharePartitionManager.acknowledge``):
-    the first error stops the partition's remaining batches. RENEW needs ``IsRenewAck`` (v2)."""
+    the first error stops the partition's remaining batches. RENEW needs ``IsRenewAck`` (v2).
+
+    The topic needs READ, as for fetching (``KafkaApis.handleAcknowledgements``, for both
+    ShareAcknowledge and ShareFetch's piggy-backed acknowledgements)."""
     topic = state.topics_by_id.get(topic_id)
     error, _ = partition_or_error(
         state,
         ctx,
         None if topic is None else topic.name,
         index,
-        operation=None,
+        operation="READ",
         by_id=True,
         require_leader=False,
     )

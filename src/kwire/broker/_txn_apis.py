@@ -6,6 +6,18 @@ version) and hands the transaction to the coordinator (``_txn.TransactionCoordin
 this module starts on first use. WriteTxnMarkers (api 27) is inter-broker and not served: this
 single node writes its markers itself, and an API in the handler table would be advertised to
 clients.
+
+AddPartitionsToTxn checks as ``KafkaApis.handleAddPartitionsToTxnRequest``: a client's request
+(v0-3) needs WRITE on the transactional id, then each partition goes through
+``_partition_check.partition_or_error`` with WRITE (TOPIC_AUTHORIZATION_FAILED before
+UNKNOWN_TOPIC_OR_PARTITION; internal topics are never authorised), and any failure leaves the
+others OPERATION_NOT_ATTEMPTED; a broker's batch (v4+) needs CLUSTER_ACTION on the cluster instead
+(else the request's CLUSTER_AUTHORIZATION_FAILED) and no topic or transactional-id ACL.
+
+DescribeProducers answers on a node hosting the partition (``ReplicaManager.activeProducerState``
+via ``getPartitionOrError``: NOT_LEADER_OR_FOLLOWER elsewhere); a kwire partition's one replica is
+its leader, as Metadata says, so another node answers NOT_LEADER_OR_FOLLOWER and Java Admin's
+``DescribeProducersOptions.brokerId`` of a non-replica fails as on Kafka.
 """
 
 from __future__ import annotations
@@ -14,7 +26,7 @@ import re
 from collections.abc import Iterable
 from typing import Final
 
-from kwire.broker._acl import GROUP, TOPIC, TRANSACTIONAL_ID, authorize
+from kwire.broker._acl import CLUSTER, CLUSTER_NAME, GROUP, TOPIC, TRANSACTIONAL_ID, authorize
 from kwire.broker._apis import on_startup, register
 from kwire.broker._context import RequestContext
 from kwire.broker._partition_check import partition_or_error
@@ -172,22 +184,37 @@ def handle_add_partitions_to_txn(
             )
             for t in request.transactions
         ]
+    client = version < 4
+    if not client and not authorize(state, ctx, "CLUSTER_ACTION", CLUSTER, CLUSTER_NAME):
+        return AddPartitionsToTxnResponse(
+            throttle_time_ms=0,
+            error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+            results_by_transaction=[],
+        )
     coordinator = coordinator_for(state)
     now = state.now_ms()
     results: list[tuple[str, dict[TopicPartition, ErrorCode]]] = []
     for txn_id, pid, epoch, verify_only, partitions in transactions:
         failed: dict[TopicPartition, ErrorCode] = {}
-        if not authorize(state, ctx, "WRITE", TRANSACTIONAL_ID, txn_id):
+        if client and not authorize(state, ctx, "WRITE", TRANSACTIONAL_ID, txn_id):
             denied = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
             results.append((txn_id, dict.fromkeys(partitions, denied)))
             continue
         for topic, index in partitions:
-            internal = topic in (CONSUMER_OFFSETS, TRANSACTION_STATE)
-            if (version < 4 and internal) or not authorize(state, ctx, "WRITE", TOPIC, topic):
+            if client and topic in (CONSUMER_OFFSETS, TRANSACTION_STATE):
                 # Kafka authorizes client versions on non-internal topics only.
-                failed[(topic, index)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-            elif state.partition(topic, index) is None:
-                failed[(topic, index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            else:
+                error, _ = partition_or_error(
+                    state,
+                    ctx,
+                    topic,
+                    index,
+                    operation="WRITE" if client else None,
+                    require_leader=False,
+                )
+            if error is not ErrorCode.NONE:
+                failed[(topic, index)] = error
         if failed:
             errors = {tp: failed.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in partitions}
         elif verify_only:
@@ -351,11 +378,9 @@ def handle_describe_producers(
                 out.error_code, out.error_message = int(topic_error[0]), topic_error[1]
                 parts.append(out)
                 continue
-            # Kafka's ReplicaManager.activeProducerState also wants the leader; kwire answers
-            # from any node, as it always has.
-            error, partition = partition_or_error(
-                state, ctx, wanted.name, index, operation="READ", require_leader=False
-            )
+            # ReplicaManager.activeProducerState answers on a replica; a kwire partition's one
+            # replica is its leader, elsewhere NOT_LEADER_OR_FOLLOWER (no epoch in the request).
+            error, partition = partition_or_error(state, ctx, wanted.name, index, operation="READ")
             if partition is None or error is not ErrorCode.NONE:
                 out.error_code = int(error)
             else:
