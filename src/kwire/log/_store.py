@@ -213,9 +213,13 @@ FILE_INDEXES: Final = FileIndexStore()
 class SegmentStore(Protocol):
     """The segments of one partition, by base offset, and their indexes."""
 
-    #: Whether the partition folder exists (snapshots, checkpoints, ``sendfile`` reads).
-    on_disk: bool
-    indexes: IndexStore
+    @property
+    def on_disk(self) -> bool:
+        """Whether the partition folder exists (snapshots, checkpoints, ``sendfile`` reads)."""
+        ...
+
+    @property
+    def indexes(self) -> IndexStore: ...
 
     def roll(self, base_offset: int) -> SegmentRecords:
         """A new, empty segment (an old one of that base offset is replaced)."""
@@ -262,7 +266,7 @@ class MemorySegmentStore:
     on_disk = False
 
     def __init__(self) -> None:
-        self.indexes: IndexStore = MemoryIndexStore()
+        self.indexes = MemoryIndexStore()
         self.segments: dict[int, MemorySegmentRecords] = {}
 
     def roll(self, base_offset: int) -> MemorySegmentRecords:

@@ -1,6 +1,8 @@
 """``LiveLog`` creates, opens, lists and deletes its segments through the ``SegmentStore`` it is
 given (issue 18's storage boundary); by default a ``FileSegmentStore`` of the partition folder,
-whose bytes are Kafka's layout, the same as a log opened without a store."""
+whose bytes are Kafka's layout, the same as a log opened without a store. Over a
+``MemorySegmentStore`` the log touches no disk: the same segment and index bytes live in the
+store, and reads answer with bytes instead of descriptors."""
 
 from __future__ import annotations
 
@@ -12,9 +14,21 @@ import pytest
 
 from kwire.errors import CorruptRecordError
 from kwire.log._failure import LogDirFailureChannel
-from kwire.log._store import FileSegmentRecords, FileSegmentStore, SegmentStore
+from kwire.log._rules import SegmentIndexer
+from kwire.log._store import (
+    FileSegmentRecords,
+    FileSegmentStore,
+    MemorySegmentStore,
+    SegmentStore,
+)
 from kwire.log.storage import LiveLog, LogConfig
-from kwire.records import build_batch, read_batches
+from kwire.records import (
+    AppendOrigin,
+    BatchBuilder,
+    build_batch,
+    build_end_txn_marker,
+    read_batches,
+)
 
 NOW = 1_700_000_000_000
 CONFIG = LogConfig(segment_bytes=600, index_interval_bytes=100)
@@ -107,3 +121,65 @@ def test_a_clean_start_over_a_bad_batch_length_raises_corrupt_record(tmp_path: P
             failure_channel=failures,
         )
     assert not failures.is_offline(str(tmp_path))
+
+
+def fill_with_aborted_txn(path: Path, store: SegmentStore | None) -> LiveLog:
+    log = fill(path, store)
+    b = BatchBuilder(producer_id=5, producer_epoch=0, base_sequence=0, is_transactional=True)
+    b.append(timestamp=NOW, key=None, value=b"t")
+    log.append_as_leader(b.build(), now_ms=NOW)
+    marker = build_end_txn_marker(
+        False, coordinator_epoch=1, producer_id=5, producer_epoch=0, timestamp=NOW
+    )
+    log.append_as_leader(marker, now_ms=NOW, origin=AppendOrigin.COORDINATOR)
+    return log
+
+
+def test_a_memory_log_holds_the_bytes_a_file_log_writes_and_no_file(tmp_path: Path) -> None:
+    files = fill_with_aborted_txn(tmp_path / "f" / "t-0", None)
+    store = MemorySegmentStore()
+    memory = fill_with_aborted_txn(tmp_path / "m" / "t-0", store)
+    try:
+        assert not (tmp_path / "m").exists()
+        bases = files.segment_base_offsets
+        assert memory.segment_base_offsets == bases and len(bases) > 1
+        written = contents(tmp_path / "f" / "t-0")
+        held = {os.path.basename(path): bytes(r.data) for path, r in store.indexes.indexes.items()}
+        held |= {f"{base:020d}.log": bytes(r.data) for base, r in store.segments.items()}
+        # The same segments, offset/time/transaction indexes (the open time index is appended
+        # at the roll or close); snapshots and checkpoints are not kept in memory.
+        assert any(name.endswith(".txnindex") for name in held)
+        assert held == {n: b for n, b in written.items() if n.endswith((".log", "index"))}
+        # Files answer with descriptors (sendfile), memory with the same bytes.
+        for offset in (0, 17, 35, 36):
+            by_file, in_memory = files.read(offset, 1000), memory.read(offset, 1000)
+            base = by_file.segment_base_offset
+            seg = files._segments[bases.index(base)]
+            assert [s.fd for s in by_file.slices] == [seg.fd]
+            assert in_memory.segment_base_offset == base
+            assert in_memory.slices == [] and by_file.data == b""
+            assert in_memory.data == by_file.read_bytes() == in_memory.read_bytes()
+            assert in_memory.size == by_file.size > 0
+        aborted = [
+            (t.producer_id, t.first_offset) for t in memory.collect_aborted_transactions(0, 99)
+        ]
+        assert aborted == [(5, 36)]
+    finally:
+        files.close()
+        memory.close()
+
+
+def test_a_memory_log_reopens_over_its_store_and_delete_empties_it(tmp_path: Path) -> None:
+    store = MemorySegmentStore()
+    log = fill_with_aborted_txn(tmp_path / "t-0", store)
+    end, bases, before = log.log_end_offset, log.segment_base_offsets, log.read(0, 1 << 20)
+    log.close()
+    log = LiveLog.open(tmp_path / "t-0", CONFIG, now_ms=NOW, store=store)
+    assert (log.log_end_offset, log.segment_base_offsets) == (end, bases)
+    assert log.read(0, 1 << 20).data == before.data
+    assert [t.first_offset for t in log.collect_aborted_transactions(0, end)] == [36]
+    with pytest.raises(ValueError, match="segment files only"):
+        log.replace_segments(bases[:1], SegmentIndexer(0, 100), [], NOW)
+    log.delete()
+    assert store.segments == {} and store.indexes.indexes == {}
+    assert not (tmp_path / "t-0").exists()
