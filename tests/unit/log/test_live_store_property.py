@@ -1,8 +1,9 @@
 """``LiveLog`` over both segment stores, files (the broker's) and memory (issue 18: the core
 property tests need no disk), with the same assertions: random appends as leader (plain and
-idempotent), rolls, resends of the producer's last batch, DeleteRecords, ``retention.bytes``
-and reopens (recovering, or clean from the recovery point), then every offset from the log
-start reads back with the bytes appended, against a model of the records."""
+idempotent), rolls, resends of the producer's last batch, DeleteRecords, ``retention.bytes``,
+reopens (recovering, or clean from the recovery point) and torn writes (the start of a batch
+left at the end of the active segment, truncated by the recovery at the next open), then every
+offset from the log start reads back with the bytes appended, against a model of the records."""
 
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ ACTIONS = st.lists(
         st.tuples(st.just("delete_records"), st.integers(0, 100)),
         st.tuples(st.just("retain_bytes"), st.integers(0, 6)),
         st.tuples(st.just("reopen"), st.integers(0, 1)),
+        st.tuples(st.just("tear"), st.integers(1, 60)),
     ),
     max_size=25,
 )
@@ -138,6 +140,17 @@ class Harness:
             clean = arg == 1
             log.close()
             self.log = self._open(recovery_point=m.end if clean else 0, clean=clean)
+        elif action == "tear":
+            base, size = log.segment_base_offsets[-1], log._segments[-1].size
+            log.close()
+            torn = build(m.end, 3, self.now)[:arg]  # a write cut short by a crash
+            if self.store is None:
+                with open(os.path.join(self.folder, f"{base:020d}.log"), "ab") as f:
+                    f.write(torn)
+            else:
+                self.store.open(base).append(torn)
+            self.log = self._open(recovery_point=0, clean=False)
+            assert self.log._segments[-1].size == size  # LogSegment.recover cut it off
         for o in [o for o in m.values if o < m.start]:
             del m.values[o]
         self.check()
@@ -204,6 +217,7 @@ def test_a_long_run_over_every_operation(kind: str) -> None:
         ("roll", 0),
         ("retain_bytes", 0),
         ("reopen", 0),
+        ("tear", 30),
         ("append", 4),
     ]
     with harness(kind) as h:
