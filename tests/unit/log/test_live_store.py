@@ -12,13 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from kwire.errors import CorruptRecordError
+from kwire.errors import CorruptRecordError, KafkaStorageError
 from kwire.log._failure import LogDirFailureChannel
 from kwire.log._rules import SegmentIndexer
 from kwire.log._store import (
     FileSegmentRecords,
     FileSegmentStore,
+    IndexStore,
     MemorySegmentStore,
+    SegmentRecords,
     SegmentStore,
 )
 from kwire.log.storage import LiveLog, LogConfig
@@ -183,3 +185,85 @@ def test_a_memory_log_reopens_over_its_store_and_delete_empties_it(tmp_path: Pat
     log.delete()
     assert store.segments == {} and store.indexes.indexes == {}
     assert not (tmp_path / "t-0").exists()
+
+
+class FailingRecords:
+    """An index open for appends whose appends fail while its store is ``armed`` (a full disk)."""
+
+    def __init__(self, inner: SegmentRecords, owner: FailingIndexes) -> None:
+        self.inner, self.owner = inner, owner
+
+    def append(self, data: bytes | bytearray | memoryview) -> None:
+        if self.owner.armed:
+            raise OSError(28, "No space left on device")
+        self.inner.append(data)
+
+    def size(self) -> int:
+        return self.inner.size()
+
+    def read(self, position: int, size: int) -> bytes:
+        return self.inner.read(position, size)
+
+    def truncate_to(self, size: int) -> None:
+        self.inner.truncate_to(size)
+
+    def flush(self) -> None:
+        self.inner.flush()
+
+    def modified_ms(self) -> int:
+        return self.inner.modified_ms()
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class FailingIndexes:
+    """An ``IndexStore`` whose offset index appends fail once ``armed``."""
+
+    def __init__(self, inner: IndexStore) -> None:
+        self.inner = inner
+        self.armed = False
+
+    def append_to(self, path: str) -> SegmentRecords:
+        out = self.inner.append_to(path)
+        return FailingRecords(out, self) if path.endswith(".index") else out
+
+    def read(self, path: str) -> bytes | None:
+        return self.inner.read(path)
+
+    def write(self, path: str, data: bytes) -> None:
+        self.inner.write(path, data)
+
+    def remove(self, path: str) -> None:
+        self.inner.remove(path)
+
+
+@pytest.mark.parametrize("kind", ["files", "memory"])
+def test_a_failed_append_is_cut_back_in_both_stores(tmp_path: Path, kind: str) -> None:
+    """``_undo_append`` over either store: the segment and its indexes are cut back to their
+    sizes before the append that failed, so a reopen finds the log as it was."""
+    folder = tmp_path / "t-0"
+    store: FileSegmentStore | MemorySegmentStore
+    store = FileSegmentStore(folder) if kind == "files" else MemorySegmentStore()
+    indexes = FailingIndexes(store.indexes)
+    store.indexes = indexes  # type: ignore[assignment]
+    log = fill(folder, store)
+    log.roll(NOW)
+    # A segment's first batch gets no index entry, the next one (past the interval) does.
+    log.append_as_leader(build_batch([(None, NOW, None, b"x" * 150)]), now_ms=NOW)
+    base = log.segment_base_offsets[-1]
+    stem = log._stem(base)
+    before = (store.open(base).size(), indexes.read(stem + ".index"), log.log_end_offset)
+    assert before[:2] == (log._segments[-1].size, b"")
+    indexes.armed = True
+    with pytest.raises(KafkaStorageError):
+        log.append_as_leader(build_batch([(None, NOW, None, b"y" * 150)]), now_ms=NOW)
+    assert (store.open(base).size(), indexes.read(stem + ".index")) == before[:2]
+    log.close()  # offline: releases, writes nothing
+    indexes.armed = False
+    reopened = LiveLog.open(folder, CONFIG, now_ms=NOW, store=store)
+    try:
+        assert reopened.log_end_offset == before[2]
+        assert reopened.read(before[2] - 1, 1).size > 0
+    finally:
+        reopened.close()
