@@ -1,6 +1,7 @@
 """``LiveLog`` over both segment stores, files (the broker's) and memory (issue 18: the core
 property tests need no disk), with the same assertions: random appends as leader (plain and
-idempotent), rolls, resends of the producer's last batch, DeleteRecords, ``retention.bytes``,
+idempotent), rolls, resends of the producer's last batch, DeleteRecords, ``retention.bytes`` and
+``retention.ms``,
 reopens (recovering, or clean from the recovery point) and torn writes (the start of a batch
 left at the end of the active segment, truncated by the recovery at the next open), then every
 offset from the log start reads back with the bytes appended, against a model of the records."""
@@ -27,24 +28,31 @@ PID = 7
 # Small segments and index interval: most examples roll by size and use the sparse index.
 CONFIG = LogConfig(segment_bytes=700, index_interval_bytes=150)
 
+APPENDS = st.one_of(
+    st.tuples(st.just("append"), st.integers(1, 8)),
+    st.tuples(st.just("produce"), st.integers(1, 4)),
+)
+# Appends weigh as much as every other action together: logs several segments deep.
 ACTIONS = st.lists(
     st.one_of(
-        st.tuples(st.just("append"), st.integers(1, 5)),
-        st.tuples(st.just("produce"), st.integers(1, 3)),
+        APPENDS,
+        APPENDS,
         st.tuples(st.just("resend"), st.just(0)),
         st.tuples(st.just("roll"), st.just(0)),
         st.tuples(st.just("delete_records"), st.integers(0, 100)),
         st.tuples(st.just("retain_bytes"), st.integers(0, 6)),
+        st.tuples(st.just("retain_ms"), st.integers(0, 20)),
         st.tuples(st.just("reopen"), st.integers(0, 1)),
         st.tuples(st.just("tear"), st.integers(1, 60)),
     ),
-    max_size=25,
+    min_size=10,
+    max_size=40,
 )
 
 
 def value_of(offset: int) -> bytes:
     """The value appended at ``offset`` (lengths vary, so batches straddle index entries)."""
-    return b"v%d-" % offset * (1 + offset % 7)
+    return b"v%d-" % offset * (4 + 3 * (offset % 7))
 
 
 def build(first: int, count: int, ts: int, *, seq: int = -1) -> bytes:
@@ -127,8 +135,13 @@ class Harness:
             target = m.start + (m.end - m.start) * arg // 100
             assert log.delete_records_before(target) == max(target, m.start)
             m.start = max(target, m.start)
-        elif action == "retain_bytes":
-            log.update_config(replace(CONFIG, retention_bytes=arg * 200))
+        elif action in ("retain_bytes", "retain_ms"):
+            # Each step is a millisecond: retention.ms = arg drops the segments whose newest
+            # record is more than arg steps old.
+            if action == "retain_bytes":
+                log.update_config(replace(CONFIG, retention_bytes=arg * 200))
+            else:
+                log.update_config(replace(CONFIG, retention_ms=arg))
             before = log.segment_base_offsets
             deleted = log.enforce_retention(self.now)
             log.update_config(CONFIG)
