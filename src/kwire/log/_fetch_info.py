@@ -1,5 +1,5 @@
 """What the live log answers: the byte ranges of a read (``FileSlice``, ``FetchDataInfo``, for
-``sendfile``) and of an append (``LogAppendInfo``), and helpers that read those ranges back.
+``sendfile``; a log over a memory store answers with the bytes) and of an append (``LogAppendInfo``), and helpers that read those ranges back.
 """
 
 from __future__ import annotations
@@ -34,19 +34,21 @@ class FileSlice(NamedTuple):
 
 @dataclass(frozen=True)
 class FetchDataInfo:
-    """Kafka's ``FetchDataInfo``: what a fetch at ``first_offset`` returns (whole batches)."""
+    """Kafka's ``FetchDataInfo``: what a fetch at ``first_offset`` returns (whole batches):
+    ``slices`` of segment files, or (a log over a memory store) ``data``, a copy of the bytes."""
 
     first_offset: int
     slices: list[FileSlice] = field(default_factory=list)
     #: Base offset of the segment the data comes from (-1 when empty).
     segment_base_offset: int = -1
+    data: bytes = b""
 
     @property
     def size(self) -> int:
-        return sum(s.size for s in self.slices)
+        return sum(s.size for s in self.slices) + len(self.data)
 
     def read_bytes(self) -> bytes:
-        return read_slices(self.slices)
+        return read_slices(self.slices) if self.slices else self.data
 
 
 def read_slices(slices: list[FileSlice]) -> bytes:

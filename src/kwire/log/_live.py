@@ -23,7 +23,7 @@ part follows:
 - ``LocalLog.read`` / ``LogSegment.read``: the offset index gives a start position, batch headers
   are read with ``pread`` up to the batch whose last offset reaches the fetch offset, and the
   answer is a ``FileSlice`` (descriptor, position, size) of whole batches of one segment, for
-  ``os.sendfile``;
+  ``os.sendfile`` (over a memory store, which has no descriptors, the bytes themselves);
 - ``LogLoader`` (open): leftovers are handled as Kafka does (``.deleted`` and ``.cleaned`` files
   deleted, ``.swap`` files renamed into place, orphan index files and kwire temporary files
   deleted); segments from the one holding the recovery point on (every segment when the
@@ -42,6 +42,12 @@ part follows:
   log always keeps one (empty) segment. Deleted segments are renamed ``*.deleted`` and removed
   after ``file.delete.delay.ms``; their descriptors stay open until then so fetches in flight
   can finish;
+- stores (``_store.py``): segments and indexes live in the ``SegmentStore`` given to ``open``
+  (files of the partition folder by default). Over a ``MemorySegmentStore`` nothing touches the
+  disk: producer snapshots, the leader epoch checkpoint and ``partition.metadata`` are not kept
+  (skipped, not held in memory), retention drops segments at once, and ``open`` recovers every
+  segment, so the producer state and leader epochs come back from the batches; the cleaner's
+  ``replace_segments`` needs files;
 - I/O errors (``UnifiedLog.maybeHandleIOException``): an ``OSError`` in any operation takes the
   log directory offline (``LogDirFailureChannel``, ``_failure.py``) and leaves as
   ``KafkaStorageError``; every log of that directory then refuses to read or write, and ``close``
@@ -98,7 +104,6 @@ from kwire.log._log_segment import (
     CLEANED_SUFFIX,
     SWAP_SUFFIX,
     LogSegment,
-    write_all,
 )
 from kwire.log._producer_state import (
     CompletedTxn,
@@ -112,7 +117,7 @@ from kwire.log._retention import (
     retire_segment,
 )
 from kwire.log._rules import LeaderEpochCache, SegmentIndexer, should_roll
-from kwire.log._store import FileSegmentStore, SegmentStore
+from kwire.log._store import FileSegmentRecords, FileSegmentStore, SegmentStore
 from kwire.log._txnindex import AbortedTxn, encode_aborted_txn
 from kwire.log._writer import _fsync_dir, _write_file
 from kwire.records import (
@@ -230,10 +235,10 @@ class LiveLog:
         expire: at load (from the snapshot) and in ``remove_expired_producers``.
         ``failure_channel`` is the log directory's (``DataDir.failures``): an I/O error of this
         log takes every log of the directory offline (``KafkaStorageError``).
-        ``store`` creates, opens and lists the segments' ``.log`` bytes (default: a
-        ``FileSegmentStore`` of ``path``, Kafka's layout). Indexes, snapshots and checkpoints
-        stay files of ``path``, and reads answer with descriptors (``FileSlice``), so a store
-        must still hand out ``FileSegmentRecords`` to serve reads and recovery.
+        ``store`` creates, opens and lists the segments and their indexes (default: a
+        ``FileSegmentStore`` of ``path``, Kafka's layout); over a ``MemorySegmentStore`` the log
+        needs no disk (``path`` only names the partition; see the module doc), and reopening it
+        over the same store finds what was appended.
         """
         self = cls()
         self.path = os.path.abspath(os.fspath(path))
@@ -269,8 +274,12 @@ class LiveLog:
         clean_shutdown: bool,
         store: SegmentStore | None,
     ) -> None:
-        os.makedirs(self.path, exist_ok=True)
         self._store = FileSegmentStore(self.path) if store is None else store
+        if not self._store.on_disk:
+            self.topic_id = topic_id
+            self._load(now_ms, recovery_point, log_start_offset, clean_shutdown)
+            return
+        os.makedirs(self.path, exist_ok=True)
         existing = read_topic_id(self.path)
         if topic_id is not None and existing is not None and existing != topic_id:
             raise ValueError(f"{self.path}: partition.metadata holds another topic id")
@@ -279,12 +288,21 @@ class LiveLog:
                 os.path.join(self.path, PARTITION_METADATA), encode_partition_metadata(topic_id)
             )
         self.topic_id = existing if existing is not None else topic_id
+        self._load(now_ms, recovery_point, log_start_offset, clean_shutdown)
+
+    def _load(
+        self, now_ms: int, recovery_point: int, log_start_offset: int, clean_shutdown: bool
+    ) -> None:
         try:
             load(self, now_ms, recovery_point, log_start_offset, clean_shutdown)
         except BaseException:
             for seg in self._segments:
                 seg.close()
             raise
+
+    def _fsync_dir(self) -> None:
+        if self._store.on_disk:
+            _fsync_dir(self.path)
 
     def _stem(self, base_offset: int) -> str:
         return os.path.join(self.path, segment_file_name(base_offset, ""))
@@ -294,14 +312,15 @@ class LiveLog:
 
     def _new_segment(self, base_offset: int, now_ms: int) -> LogSegment:
         stem = self._stem(base_offset)
+        indexes = self._store.indexes
         for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(stem + suffix)
+            indexes.remove(stem + suffix)
         seg = LogSegment(
             stem,
             self._store.roll(base_offset),
             SegmentIndexer(base_offset, self.config.index_interval_bytes),
             now_ms,
+            indexes,
         )
         seg.open_index_files()
         return seg
@@ -389,16 +408,15 @@ class LiveLog:
             seg.records.truncate_to(log_size)
         except OSError as exc:
             log.warning("%s: could not undo a failed append: %s", self.path, exc)
-        for fd, size in (
-            (seg.index_fd, offsets * OFFSET_INDEX_ENTRY_SIZE),
-            (seg.time_fd, times * TIME_INDEX_ENTRY_SIZE),
-            (seg.txn_fd, txn_size),
+        for out, size in (
+            (seg.index_out, offsets * OFFSET_INDEX_ENTRY_SIZE),
+            (seg.time_out, times * TIME_INDEX_ENTRY_SIZE),
+            (seg.txn_out, txn_size),
         ):
-            if fd is None:
+            if out is None:
                 continue
             try:
-                if os.fstat(fd).st_size > size:
-                    os.ftruncate(fd, size)
+                out.truncate_to(size)
             except OSError as exc:
                 log.warning("%s: could not undo a failed append: %s", self.path, exc)
 
@@ -529,11 +547,11 @@ class LiveLog:
         assert seg.size == position + size
         if index or timeindex:
             seg.open_index_files()
-            assert seg.index_fd is not None and seg.time_fd is not None
+            assert seg.index_out is not None and seg.time_out is not None
             if index:
-                write_all(seg.index_fd, index)
+                seg.index_out.append(index)
             if timeindex:
-                write_all(seg.time_fd, timeindex)
+                seg.time_out.append(timeindex)
         epochs_changed = False
         for batch in batches:
             if batch.magic >= 2:
@@ -618,7 +636,7 @@ class LiveLog:
         # Kafka flushes the old segment in the background (flushUptoOffsetExclusive).
         self._flush_segments(upto=new_base)
         old.close_index_files()
-        _fsync_dir(self.path)
+        self._fsync_dir()
 
     # -- flush and snapshots ---------------------------------------------------------------------
 
@@ -640,16 +658,20 @@ class LiveLog:
 
     def _take_snapshot(self, offset: int) -> None:
         # ProducerStateManager.takeSnapshot: only when the log moved past the last snapshot.
-        if offset <= self._last_snapshot_offset:
+        if offset <= self._last_snapshot_offset or not self._store.on_disk:
             return
         _write_file(self._snapshot_path(offset), self._producers.snapshot())
         self._last_snapshot_offset = offset
 
     def _delete_snapshot(self, offset: int) -> None:
+        if not self._store.on_disk:
+            return
         with contextlib.suppress(FileNotFoundError):
             os.remove(self._snapshot_path(offset))
 
     def _write_epochs(self) -> None:
+        if not self._store.on_disk:
+            return
         _write_file(
             os.path.join(self.path, LEADER_EPOCH_CHECKPOINT),
             encode_leader_epoch_checkpoint(self._epochs.entries),
@@ -715,7 +737,13 @@ class LiveLog:
                 slice_size += size
             if slice_size == 0:
                 return FetchDataInfo(offset, [], seg.base_offset)
-            return FetchDataInfo(offset, [FileSlice(seg.fd, position, slice_size)], seg.base_offset)
+            records = seg.records
+            if isinstance(records, FileSegmentRecords):
+                return FetchDataInfo(
+                    offset, [FileSlice(records.fd, position, slice_size)], seg.base_offset
+                )
+            data = records.read(position, slice_size)
+            return FetchDataInfo(offset, [], seg.base_offset, data=data)
         return FetchDataInfo(offset)
 
     def _segment_index(self, offset: int) -> int:
@@ -856,6 +884,8 @@ class LiveLog:
                 self._delete_snapshot(s)
 
     def _snapshot_offsets(self) -> list[int]:
+        if not self._store.on_disk:
+            return []
         return sorted(
             p[0]
             for n in os.listdir(self.path)
@@ -889,6 +919,8 @@ class LiveLog:
         (removed after ``file.delete.delay.ms``; fetches in flight keep their descriptors), the
         swap files get their final names; ``open`` completes an interrupted swap."""
         self._check_open()
+        if not self._store.on_disk:
+            raise ValueError(f"{self.path}: the cleaner replaces segment files only")
         self._now_ms = now_ms
         wanted = set(old_bases)
         old = [seg for seg in self._segments if seg.base_offset in wanted]
@@ -911,7 +943,7 @@ class LiveLog:
             if os.path.exists(stem + suffix + SWAP_SUFFIX):
                 os.replace(stem + suffix + SWAP_SUFFIX, stem + suffix)
         _fsync_dir(self.path)
-        seg = LogSegment(stem, self._store.open(base), indexer, now_ms)
+        seg = LogSegment(stem, self._store.open(base), indexer, now_ms, self._store.indexes)
         seg.txns = list(txns)
         self._segments.insert(position, seg)
 
@@ -946,7 +978,7 @@ class LiveLog:
             for seg in self._segments:
                 seg.fsync()
                 seg.close()
-            _fsync_dir(self.path)
+            self._fsync_dir()
             self._delete_pending(None)
         except OSError as exc:
             self._close_handlers()
@@ -979,6 +1011,13 @@ class LiveLog:
                 seg.close()
             self._delete_pending(None)
             self._closed = True
+        if not self._store.on_disk:
+            for base in self._store.base_offsets():
+                stem = self._stem(base)
+                self._store.delete(base)
+                for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
+                    self._store.indexes.remove(stem + suffix)
+            return
         target = f"{self.path}.{uuid.uuid4().hex}-delete"
         os.replace(self.path, target)
         import shutil  # here: only a deleted log needs it, not a start

@@ -42,8 +42,9 @@ from kwire.log._layout import (
 from kwire.log._log_segment import CLEANED_SUFFIX, DELETED_SUFFIX, LONG_MAX, SWAP_SUFFIX, LogSegment
 from kwire.log._rules import LeaderEpochCache, SegmentIndexer
 from kwire.log._snapshot import read_producer_snapshot
+from kwire.log._store import FileSegmentRecords
 from kwire.log._txnindex import AbortedTxn, TransactionIndex, encode_aborted_txn
-from kwire.log._writer import TMP_SUFFIX, _fsync_dir, _write_file
+from kwire.log._writer import TMP_SUFFIX, _fsync_dir
 from kwire.records import (
     BatchReader,
 )
@@ -70,13 +71,13 @@ def read_topic_id(partition_dir: str | os.PathLike[str]) -> bytes | None:
 def load(
     log: LiveLog, now_ms: int, recovery_point: int, log_start_offset: int, clean_shutdown: bool
 ) -> None:
-    names = _clean_leftovers(log)
+    names = _clean_leftovers(log) if log._store.on_disk else []
     bases = log._store.base_offsets()
     snapshots = sorted(
         p[0] for n in names if (p := parse_segment_file_name(n)) and p[1] == SNAPSHOT_SUFFIX
     )
     epoch_path = os.path.join(log.path, LEADER_EPOCH_CHECKPOINT)
-    if os.path.exists(epoch_path):
+    if log._store.on_disk and os.path.exists(epoch_path):
         with open(epoch_path, "rb") as f:
             log._epochs = LeaderEpochCache(read_leader_epoch_checkpoint(f.read()))
     if not bases:
@@ -97,7 +98,8 @@ def load(
             broken = i
     # Segments to recover: from the one holding the recovery point (LogLoader.recoverLog).
     start = len(log._segments)
-    if not clean_shutdown:
+    if not clean_shutdown or not log._store.on_disk:
+        # A memory store keeps no snapshots nor epoch checkpoint: every segment is recovered.
         start = 0
         for i, seg in enumerate(log._segments):
             if seg.base_offset <= recovery_point:
@@ -157,8 +159,7 @@ def load(
                     with contextlib.suppress(FileNotFoundError):
                         log._store.delete(other.base_offset)
                     for path in other.files()[1:]:  # its indexes
-                        with contextlib.suppress(FileNotFoundError):
-                            os.remove(path)
+                        log._store.indexes.remove(path)
         elif nxt is None or nxt > replay_offset:
             _replay_segment(log, seg, replay_offset)
         i += 1
@@ -188,7 +189,8 @@ def load(
     if start < len(log._segments):
         for seg in log._segments[start:]:
             seg.fsync()
-        _fsync_dir(log.path)
+        if log._store.on_disk:
+            _fsync_dir(log.path)
         logger.info(
             "%s: recovered %d unflushed segments from offset %d (recovery point %d): "
             "log end offset %d",
@@ -287,16 +289,14 @@ def _open_existing(log: LiveLog, base: int, now_ms: int) -> tuple[LogSegment, bo
     """Open a segment and load its indexes; False when they need rebuilding."""
     stem = log._stem(base)
     records = log._store.open(base)
+    indexes = log._store.indexes
     indexer = SegmentIndexer(base, log.config.index_interval_bytes)
     indexer.size = records.size()
-    seg = LogSegment(stem, records, indexer, now_ms)
+    seg = LogSegment(stem, records, indexer, now_ms, indexes)
     ok = True
-    try:
-        with open(stem + INDEX_SUFFIX, "rb") as f:
-            raw = f.read()
-        with open(stem + TIME_INDEX_SUFFIX, "rb") as f:
-            raw_time = f.read()
-    except FileNotFoundError:
+    raw = indexes.read(stem + INDEX_SUFFIX)
+    raw_time = indexes.read(stem + TIME_INDEX_SUFFIX)
+    if raw is None or raw_time is None:
         return seg, False
     name = os.path.basename(stem)
     oidx, tidx = OffsetIndex(raw, base), TimeIndex(raw_time, base)
@@ -319,10 +319,20 @@ def _open_existing(log: LiveLog, base: int, now_ms: int) -> tuple[LogSegment, bo
         last = tidx.last_entry
         indexer.max_timestamp, indexer.offset_of_max_timestamp = last.timestamp, last.offset
         # Exact sizes: a preallocated (zero-filled) tail is cut off.
-        _truncate_file(stem + INDEX_SUFFIX, len(oidx) * OFFSET_INDEX_ENTRY_SIZE)
-        _truncate_file(stem + TIME_INDEX_SUFFIX, len(tidx) * TIME_INDEX_ENTRY_SIZE)
-    with contextlib.suppress(FileNotFoundError), open(stem + TXN_INDEX_SUFFIX, "rb") as f:
-        seg.txns = list(TransactionIndex(f.read()).entries)
+        index_size, time_size = (
+            len(oidx) * OFFSET_INDEX_ENTRY_SIZE,
+            len(tidx) * TIME_INDEX_ENTRY_SIZE,
+        )
+        if len(raw) != index_size or len(raw_time) != time_size:
+            for path, size in ((INDEX_SUFFIX, index_size), (TIME_INDEX_SUFFIX, time_size)):
+                out = indexes.append_to(stem + path)
+                try:
+                    out.truncate_to(size)
+                finally:
+                    out.close()
+    raw_txns = indexes.read(stem + TXN_INDEX_SUFFIX)
+    if raw_txns is not None:
+        seg.txns = list(TransactionIndex(raw_txns).entries)
     first = seg.header_at(0)
     if first is not None:
         with contextlib.suppress(KwireError, OSError, StopIteration):
@@ -330,14 +340,13 @@ def _open_existing(log: LiveLog, base: int, now_ms: int) -> tuple[LogSegment, bo
     return seg, ok
 
 
-def _truncate_file(path: str, size: int) -> None:
-    if os.path.getsize(path) != size:
-        os.truncate(path, size)
-
-
 def map_segment(log: LiveLog, seg: LogSegment) -> tuple[mmap.mmap | None, memoryview]:
+    """The segment's bytes: a read-only map of its file, or a copy of a memory segment's (a
+    view of its bytearray would stop it growing while a batch still held the view)."""
     if seg.size == 0:
         return None, memoryview(b"")
+    if not isinstance(seg.records, FileSegmentRecords):
+        return None, memoryview(seg.records.read(0, seg.size))
     m = mmap.mmap(seg.fd, seg.size, access=mmap.ACCESS_READ)
     return m, memoryview(m)
 
@@ -430,15 +439,13 @@ def _recover_segment(log: LiveLog, seg: LogSegment, replay_offset: int) -> bool:
     ix.bytes_since_last_index_entry = 0
     seg.indexer = ix
     seg.close_index_files()
-    _write_file(seg.stem + INDEX_SUFFIX, bytes(index), fsync=False)
-    _write_file(seg.stem + TIME_INDEX_SUFFIX, bytes(timeindex), fsync=False)
+    indexes = log._store.indexes
+    indexes.write(seg.stem + INDEX_SUFFIX, bytes(index))
+    indexes.write(seg.stem + TIME_INDEX_SUFFIX, bytes(timeindex))
     if txns:
-        _write_file(
-            seg.stem + TXN_INDEX_SUFFIX, b"".join(map(encode_aborted_txn, txns)), fsync=False
-        )
+        indexes.write(seg.stem + TXN_INDEX_SUFFIX, b"".join(map(encode_aborted_txn, txns)))
     else:
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(seg.stem + TXN_INDEX_SUFFIX)
+        indexes.remove(seg.stem + TXN_INDEX_SUFFIX)
     seg.txns = txns
     return truncated > 0
 

@@ -1,7 +1,7 @@
 """One segment of a live log (Kafka's ``LogSegment``): its ``.log`` bytes (``SegmentRecords``:
 a file descriptor, or a bytearray for a log without a disk), its indexes kept in memory and
-appended to their files at their exact size, its ``.txnindex``; reads of batch headers with
-``pread``.
+appended at their exact size to their files (or bytearrays: the store's ``IndexStore``), its
+``.txnindex``; reads of batch headers with ``pread``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from kwire.log._layout import (
     TXN_INDEX_SUFFIX,
 )
 from kwire.log._rules import SegmentIndexer
-from kwire.log._store import FileSegmentRecords, SegmentRecords
+from kwire.log._store import FILE_INDEXES, FileSegmentRecords, IndexStore, SegmentRecords
 from kwire.log._txnindex import AbortedTxn, encode_aborted_txn
 from kwire.records import (
     RECORD_OVERHEAD_V0,
@@ -62,29 +62,38 @@ def write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
 
 class LogSegment:
     """One segment of a live log: its ``.log`` bytes and index bookkeeping. ``records``: the
-    ``SegmentRecords`` (a descriptor is a segment file's)."""
+    ``SegmentRecords`` (a descriptor is a segment file's); ``indexes``: where its index files
+    are appended (files by default)."""
 
     __slots__ = (
         "created_ms",
-        "index_fd",
+        "index_out",
         "indexer",
+        "indexes",
         "records",
         "stem",
-        "time_fd",
-        "txn_fd",
+        "time_out",
+        "txn_out",
         "txns",
     )
 
     def __init__(
-        self, stem: str, records: int | SegmentRecords, indexer: SegmentIndexer, created_ms: int
+        self,
+        stem: str,
+        records: int | SegmentRecords,
+        indexer: SegmentIndexer,
+        created_ms: int,
+        indexes: IndexStore = FILE_INDEXES,
     ) -> None:
         self.stem = stem  # path without suffix
         self.records = FileSegmentRecords(records) if isinstance(records, int) else records
         self.indexer = indexer
         self.created_ms = created_ms
-        self.index_fd: int | None = None
-        self.time_fd: int | None = None
-        self.txn_fd: int | None = None
+        self.indexes = indexes
+        #: The ``.index``, ``.timeindex`` and ``.txnindex`` open for appends (None: closed).
+        self.index_out: SegmentRecords | None = None
+        self.time_out: SegmentRecords | None = None
+        self.txn_out: SegmentRecords | None = None
         self.txns: list[AbortedTxn] = []
 
     @property
@@ -110,40 +119,36 @@ class LogSegment:
         return self.records.modified_ms()
 
     def open_index_files(self) -> None:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
-        if self.index_fd is None:
-            self.index_fd = os.open(self.stem + INDEX_SUFFIX, flags, 0o644)
-        if self.time_fd is None:
-            self.time_fd = os.open(self.stem + TIME_INDEX_SUFFIX, flags, 0o644)
+        if self.index_out is None:
+            self.index_out = self.indexes.append_to(self.stem + INDEX_SUFFIX)
+        if self.time_out is None:
+            self.time_out = self.indexes.append_to(self.stem + TIME_INDEX_SUFFIX)
 
     def close_index_files(self) -> None:
-        for name in ("index_fd", "time_fd", "txn_fd"):
-            fd = getattr(self, name)
-            if fd is not None:
-                os.close(fd)
-                setattr(self, name, None)
+        for out in (self.index_out, self.time_out, self.txn_out):
+            if out is not None:
+                out.close()
+        self.index_out = self.time_out = self.txn_out = None
 
     def fsync(self) -> None:
         self.records.flush()
-        for fd in (self.index_fd, self.time_fd, self.txn_fd):
-            if fd is not None:
-                os.fsync(fd)
+        for out in (self.index_out, self.time_out, self.txn_out):
+            if out is not None:
+                out.flush()
 
     def write_time_entry(self) -> None:
         entry = self.indexer.maybe_append_time_entry()
         if entry is not None:
-            if self.time_fd is None:
+            if self.time_out is None:
                 self.open_index_files()
-            assert self.time_fd is not None
-            write_all(self.time_fd, encode_time_index_entry(self.base_offset, *entry))
+            assert self.time_out is not None
+            self.time_out.append(encode_time_index_entry(self.base_offset, *entry))
 
     def append_txn(self, txn: AbortedTxn) -> None:
         self.txns.append(txn)
-        if self.txn_fd is None:
-            self.txn_fd = os.open(
-                self.stem + TXN_INDEX_SUFFIX, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644
-            )
-        write_all(self.txn_fd, encode_aborted_txn(txn))
+        if self.txn_out is None:
+            self.txn_out = self.indexes.append_to(self.stem + TXN_INDEX_SUFFIX)
+        self.txn_out.append(encode_aborted_txn(txn))
 
     def append(self, data: bytes | bytearray | memoryview) -> None:
         """``LogSegment.append``'s write: the bytes at the end of the ``.log`` (the caller

@@ -1,7 +1,8 @@
 """Retention (Kafka's ``UnifiedLog.deleteOldSegments`` and ``LocalLog``'s deletion): which
 leading segments go (below the log start offset, over ``retention.bytes``, older than
 ``retention.ms`` by their largest timestamp, never at or above the high watermark) and how
-(renamed ``*.deleted``, removed after ``file.delete.delay.ms``). As Kafka, the active segment
+(renamed ``*.deleted``, removed after ``file.delete.delay.ms``; a memory store's at once: its
+reads copy, so no fetch in flight holds them). As Kafka, the active segment
 goes only when every segment is to be deleted, after a roll, so a log always keeps one;
 retention never rolls otherwise (``segment.ms`` rolls on append only). Functions of the
 ``LiveLog`` they delete from.
@@ -114,6 +115,12 @@ def delete_segments(log: LiveLog, segments: list[LogSegment], reason: str) -> in
 def retire_segment(log: LiveLog, seg: LogSegment, *, snapshot: bool) -> None:
     """Rename a removed segment's files ``*.deleted``; they (and its descriptor) go after
     ``file.delete.delay.ms`` (``LocalLog.deleteSegmentFiles`` with async delete)."""
+    if not log._store.on_disk:
+        seg.close()
+        log._store.delete(seg.base_offset)
+        for path in seg.files()[1:]:  # its indexes
+            log._store.indexes.remove(path)
+        return
     renamed = []
     for path in seg.files():
         if os.path.exists(path):

@@ -13,8 +13,15 @@ A ``SegmentStore`` names segments by base offset: ``roll`` a new one, ``open`` a
 ``delete`` one, ``base_offsets``. ``FileSegmentStore`` keeps Kafka's layout
 (``<20-digit base offset>.log`` in the partition folder, nothing else); ``MemorySegmentStore``
 a dict of bytearrays. ``LiveLog`` (``open``'s ``store``, files by default) and its loader roll,
-open, list and delete segments through one; its indexes, snapshots and checkpoints are still
-files, and its reads hand out descriptors, so a live log runs over files only for now.
+open, list and delete segments through one.
+
+Beside the segments, a store's ``indexes`` (an ``IndexStore``) hold each segment's ``.index``,
+``.timeindex`` and ``.txnindex`` by path: files appended at their exact size
+(``FileIndexStore``), or bytearrays (``MemoryIndexStore``). ``on_disk`` tells the live log
+whether the rest of Kafka's folder exists: with a memory store there are no producer snapshots,
+leader epoch checkpoint, ``partition.metadata`` or ``.deleted`` renames, reads answer with bytes
+instead of descriptors, and a reopen recovers every segment (producer state and leader epochs
+are rebuilt from the batches, as Kafka does when those files are missing).
 """
 
 from __future__ import annotations
@@ -22,13 +29,17 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from typing import Protocol
+from typing import Final, Protocol
 
 from kwire.log._layout import LOG_SUFFIX, parse_segment_file_name, segment_file_name
+from kwire.log._writer import _write_file
 
 __all__ = [
+    "FileIndexStore",
     "FileSegmentRecords",
     "FileSegmentStore",
+    "IndexStore",
+    "MemoryIndexStore",
     "MemorySegmentRecords",
     "MemorySegmentStore",
     "SegmentRecords",
@@ -134,8 +145,81 @@ class MemorySegmentRecords:
         pass
 
 
+class IndexStore(Protocol):
+    """A segment's index files (``.index``, ``.timeindex``, ``.txnindex``), by path."""
+
+    def append_to(self, path: str) -> SegmentRecords:
+        """The index open for appends (created empty when absent)."""
+        ...
+
+    def read(self, path: str) -> bytes | None:
+        """Its bytes; None when there is no such index."""
+        ...
+
+    def write(self, path: str, data: bytes) -> None:
+        """Replace its bytes (recovery rebuilds an index whole)."""
+        ...
+
+    def remove(self, path: str) -> None:
+        """Delete it (nothing when absent)."""
+        ...
+
+
+class FileIndexStore:
+    """Index files beside the segment files (``O_APPEND``, no preallocation)."""
+
+    def append_to(self, path: str) -> FileSegmentRecords:
+        return FileSegmentRecords(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644))
+
+    def read(self, path: str) -> bytes | None:
+        try:
+            with open(path, "rb") as f:
+                return f.read()
+        except FileNotFoundError:
+            return None
+
+    def write(self, path: str, data: bytes) -> None:
+        _write_file(path, data, fsync=False)  # fsynced with the segment (LogSegment.flush)
+
+    def remove(self, path: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(path)
+
+
+class MemoryIndexStore:
+    """Indexes as bytearrays, kept as long as the store (a reopen finds them)."""
+
+    def __init__(self) -> None:
+        self.indexes: dict[str, MemorySegmentRecords] = {}
+
+    def append_to(self, path: str) -> MemorySegmentRecords:
+        return self.indexes.setdefault(path, MemorySegmentRecords())
+
+    def read(self, path: str) -> bytes | None:
+        found = self.indexes.get(path)
+        return None if found is None else bytes(found.data)
+
+    def write(self, path: str, data: bytes) -> None:
+        self.indexes[path] = MemorySegmentRecords(data)
+
+    def remove(self, path: str) -> None:
+        self.indexes.pop(path, None)
+
+
+#: The one ``FileIndexStore`` (it holds no state).
+FILE_INDEXES: Final = FileIndexStore()
+
+
 class SegmentStore(Protocol):
-    """The segments of one partition, by base offset."""
+    """The segments of one partition, by base offset, and their indexes."""
+
+    @property
+    def on_disk(self) -> bool:
+        """Whether the partition folder exists (snapshots, checkpoints, ``sendfile`` reads)."""
+        ...
+
+    @property
+    def indexes(self) -> IndexStore: ...
 
     def roll(self, base_offset: int) -> SegmentRecords:
         """A new, empty segment (an old one of that base offset is replaced)."""
@@ -151,7 +235,10 @@ class SegmentStore(Protocol):
 class FileSegmentStore:
     """Segment files in a partition folder, named as Kafka names them."""
 
+    on_disk = True
+
     def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.indexes: IndexStore = FILE_INDEXES
         self.path = os.fspath(path)
         os.makedirs(self.path, exist_ok=True)
 
@@ -176,7 +263,10 @@ class FileSegmentStore:
 class MemorySegmentStore:
     """Segments as bytearrays, for a log that needs no disk."""
 
+    on_disk = False
+
     def __init__(self) -> None:
+        self.indexes = MemoryIndexStore()
         self.segments: dict[int, MemorySegmentRecords] = {}
 
     def roll(self, base_offset: int) -> MemorySegmentRecords:

@@ -9,7 +9,8 @@ the byte ranges a read answers are held, read and released with ``hold_slices`` 
 ``read_slices`` / ``release_slices``, an older kwire's JSON files are imported with
 ``read_legacy_json`` / ``retire_legacy_file``. A segment's bytes are ``SegmentRecords`` of a
 ``SegmentStore``: files (``FileSegmentStore``, the broker's) or bytearrays
-(``MemorySegmentStore``, for tests of the segment rules without a disk). A reader of log
+(``MemorySegmentStore``: a ``LiveLog`` opened over one needs no disk, for property tests), each
+with an ``IndexStore`` for the segments' indexes. A reader of log
 directories needs none of this: see ``kwire.log``. The cleaner's names load their modules on
 first use: a broker with no compacted log never needs them.
 """
@@ -38,8 +39,11 @@ from kwire.log._log_config import LogConfig
 from kwire.log._log_loader import read_topic_id
 from kwire.log._producer_state import ProducerStateEntry
 from kwire.log._store import (
+    FileIndexStore,
     FileSegmentRecords,
     FileSegmentStore,
+    IndexStore,
+    MemoryIndexStore,
     MemorySegmentRecords,
     MemorySegmentStore,
     SegmentRecords,
@@ -67,9 +71,11 @@ __all__ = [
     "DataDir",
     "DataDirLockedError",
     "FetchDataInfo",
+    "FileIndexStore",
     "FileSegmentRecords",
     "FileSegmentStore",
     "FileSlice",
+    "IndexStore",
     "KafkaStorageError",
     "LastRecord",
     "LiveLog",
@@ -78,6 +84,7 @@ __all__ = [
     "LogConfig",
     "LogDirFailureChannel",
     "LogToClean",
+    "MemoryIndexStore",
     "MemorySegmentRecords",
     "MemorySegmentStore",
     "OffsetMap",
