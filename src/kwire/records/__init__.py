@@ -10,50 +10,61 @@ The broker's append path (KIP-31 offsets, Kafka's ``LogValidator``) is ``validat
 conversion between magics, with a report of what was lost, is ``convert`` / ``convert_for_fetch``.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
 from kwire.errors import AppendError, RecordError
-from kwire.records._append import (
-    AppendOrigin,
-    AppendResult,
-    TopicConfig,
-    magic_for_message_format_version,
-    validate_and_assign,
-)
-from kwire.records._batch import BatchReader, read_batch, read_batches
-from kwire.records._builder import BatchBuilder, build_batch
-from kwire.records._codecs import DEFAULT_MAX_DECOMPRESSED_SIZE, Compression, compress, decompress
-from kwire.records._control import (
-    ControlRecord,
-    ControlRecordType,
-    EndTransactionMarker,
-    build_control_batch,
-    build_end_txn_marker,
-    decode_control_record,
-)
-from kwire.records._convert import (
-    ConversionLoss,
-    ConversionResult,
-    convert,
-    convert_for_fetch,
-    magic_for_fetch_version,
-    magic_for_produce_version,
-)
-from kwire.records._java import java_string
-from kwire.records._legacy import RECORD_OVERHEAD_V0, InnerEntry, LegacyBatch
-from kwire.records._model import (
-    CREATE_TIME,
-    LOG_APPEND_TIME,
-    NO_TIMESTAMP,
-    NO_TIMESTAMP_TYPE,
-    Batch,
-    Record,
-)
-from kwire.records._sequence import (
-    NO_SEQUENCE,
-    decrement_sequence,
-    increment_sequence,
-    last_sequence,
-)
-from kwire.records._v2 import RecordBatch
+
+if TYPE_CHECKING:
+    from kwire.records._append import (
+        AppendOrigin,
+        AppendResult,
+        TopicConfig,
+        magic_for_message_format_version,
+        validate_and_assign,
+    )
+    from kwire.records._batch import BatchReader, read_batch, read_batches
+    from kwire.records._builder import BatchBuilder, build_batch
+    from kwire.records._codecs import (
+        DEFAULT_MAX_DECOMPRESSED_SIZE,
+        Compression,
+        compress,
+        decompress,
+    )
+    from kwire.records._control import (
+        ControlRecord,
+        ControlRecordType,
+        EndTransactionMarker,
+        build_control_batch,
+        build_end_txn_marker,
+        decode_control_record,
+    )
+    from kwire.records._convert import (
+        ConversionLoss,
+        ConversionResult,
+        convert,
+        convert_for_fetch,
+        magic_for_fetch_version,
+        magic_for_produce_version,
+    )
+    from kwire.records._java import java_string
+    from kwire.records._legacy import RECORD_OVERHEAD_V0, InnerEntry, LegacyBatch
+    from kwire.records._model import (
+        CREATE_TIME,
+        LOG_APPEND_TIME,
+        NO_TIMESTAMP,
+        NO_TIMESTAMP_TYPE,
+        Batch,
+        Record,
+    )
+    from kwire.records._sequence import (
+        NO_SEQUENCE,
+        decrement_sequence,
+        increment_sequence,
+        last_sequence,
+    )
+    from kwire.records._v2 import RecordBatch
 
 __all__ = [
     "CREATE_TIME",
@@ -101,6 +112,54 @@ __all__ = [
     "validate_and_assign",
 ]
 
+
+#: Public name -> the module that defines it, imported on the first use of the name, so importing
+#: one submodule (``kwire.log`` needs ``_sequence`` at start) or one name loads only what it uses:
+#: the append path (``_append*``) and control records only when a produce or a marker needs them.
+_HOME: Final = {
+    "AppendOrigin": "_append_types",
+    "AppendResult": "_append_types",
+    "TopicConfig": "_append_types",
+    "magic_for_message_format_version": "_append_types",
+    "validate_and_assign": "_append",
+    "BatchReader": "_batch",
+    "read_batch": "_batch",
+    "read_batches": "_batch",
+    "BatchBuilder": "_builder",
+    "build_batch": "_builder",
+    "DEFAULT_MAX_DECOMPRESSED_SIZE": "_codecs",
+    "Compression": "_codecs",
+    "compress": "_codecs",
+    "decompress": "_codecs",
+    "ControlRecord": "_control",
+    "ControlRecordType": "_control",
+    "EndTransactionMarker": "_control",
+    "build_control_batch": "_control",
+    "build_end_txn_marker": "_control",
+    "decode_control_record": "_control",
+    "ConversionLoss": "_convert",
+    "ConversionResult": "_convert",
+    "convert": "_convert",
+    "convert_for_fetch": "_convert",
+    "magic_for_fetch_version": "_convert",
+    "magic_for_produce_version": "_convert",
+    "java_string": "_java",
+    "RECORD_OVERHEAD_V0": "_legacy",
+    "InnerEntry": "_legacy",
+    "LegacyBatch": "_legacy",
+    "CREATE_TIME": "_model",
+    "LOG_APPEND_TIME": "_model",
+    "NO_TIMESTAMP": "_model",
+    "NO_TIMESTAMP_TYPE": "_model",
+    "Batch": "_model",
+    "Record": "_model",
+    "NO_SEQUENCE": "_sequence",
+    "decrement_sequence": "_sequence",
+    "increment_sequence": "_sequence",
+    "last_sequence": "_sequence",
+    "RecordBatch": "_v2",
+}
+
 #: The columnar (Arrow) decoder needs the ``arrow`` extra (pyarrow, numpy, numba): it is imported
 #: on first use of one of these names, so ``import kwire.records`` stays light.
 _COLUMNAR = frozenset(
@@ -113,4 +172,11 @@ def __getattr__(name: str) -> object:
         from kwire.records import _columnar
 
         return getattr(_columnar, name)
-    raise AttributeError(f"module 'kwire.records' has no attribute {name!r}")
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module 'kwire.records' has no attribute {name!r}")
+    # ``__import__`` rather than ``importlib.import_module``: only the former goes through the
+    # import statement's machinery that ``-X importtime`` reports, which the start-up test reads.
+    value = getattr(__import__(f"kwire.records.{home}", fromlist=[name]), name)
+    globals()[name] = value
+    return value

@@ -53,6 +53,9 @@ NOT_AT_START = (
     "lzma",
     "encodings.idna",
     "stringprep",
+    # ``kwire.records`` loads a submodule on the first use of one of its names: the start needs
+    # the append path and control records (the metadata log's leader-change batch) but not all
+    "kwire.records._java",
 )
 
 
