@@ -23,7 +23,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from kwire.broker import _metadata_image as mimage
 from kwire.broker import _metadata_log as mlog
@@ -31,15 +31,13 @@ from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
 from kwire.broker._metadata_image import StandardAcl
 from kwire.broker._state import BrokerState
-from kwire.protocol import ErrorCode
-from kwire.protocol.messages import (
-    CreateAclsRequest,
-    CreateAclsResponse,
-    DeleteAclsRequest,
-    DeleteAclsResponse,
-    DescribeAclsRequest,
-    DescribeAclsResponse,
-)
+from kwire.protocol import ErrorCode, messages
+
+if TYPE_CHECKING:
+    from kwire.protocol.messages import CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest
+
+# The ACL APIs' message classes are looked up when a handler runs: ``authorize`` is needed at
+# start (quotas, every handler's checks) but the three generated codecs only by the ACL APIs.
 
 __all__ = [
     "CLUSTER",
@@ -128,15 +126,6 @@ SUPPORTED: Final = {
     TRANSACTIONAL_ID: ("DESCRIBE", "WRITE"),
 }
 CLUSTER_NAME: Final = "kafka-cluster"
-
-CREATE_ACLS_RESPONSE: Final = CreateAclsResponse
-CREATE_ACLS_RESULT: Final = CreateAclsResponse.AclCreationResult
-DESCRIBE_ACLS_RESPONSE: Final = DescribeAclsResponse
-DESCRIBE_ACLS_RESOURCE: Final = DescribeAclsResponse.DescribeAclsResource
-DESCRIBE_ACLS_ACL: Final = DescribeAclsResponse.AclDescription
-DELETE_ACLS_RESPONSE: Final = DeleteAclsResponse
-DELETE_ACLS_RESULT: Final = DeleteAclsResponse.DeleteAclsFilterResult
-DELETE_ACLS_MATCH: Final = DeleteAclsResponse.DeleteAclsMatchingAcl
 
 
 #: One ACL (Kafka's ``AclBinding``: a resource pattern and an access control entry), as the
@@ -353,6 +342,8 @@ def _check_new(acl: AclBinding) -> str | None:
 
 @register(30, 0, 3)
 def handle_create_acls(state: BrokerState, ctx: RequestContext, request: CreateAclsRequest) -> Any:
+    create_response = messages.CreateAclsResponse
+    creation_result = create_response.AclCreationResult
     auth = authorizer(state)
     results = []
     allowed = auth is not None and authorize(state, ctx, "ALTER", CLUSTER, CLUSTER_NAME)
@@ -360,14 +351,14 @@ def handle_create_acls(state: BrokerState, ctx: RequestContext, request: CreateA
     for creation in request.creations:
         if auth is None:
             results.append(
-                CREATE_ACLS_RESULT(
+                creation_result(
                     error_code=int(ErrorCode.SECURITY_DISABLED), error_message=_NO_AUTHORIZER
                 )
             )
             continue
         if not allowed:
             results.append(
-                CREATE_ACLS_RESULT(
+                creation_result(
                     error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED), error_message=None
                 )
             )
@@ -384,14 +375,14 @@ def handle_create_acls(state: BrokerState, ctx: RequestContext, request: CreateA
         problem = _check_new(acl)
         if problem is not None:
             results.append(
-                CREATE_ACLS_RESULT(error_code=int(ErrorCode.INVALID_REQUEST), error_message=problem)
+                creation_result(error_code=int(ErrorCode.INVALID_REQUEST), error_message=problem)
             )
             continue
         created.append(acl)
-        results.append(CREATE_ACLS_RESULT(error_code=0, error_message=None))
+        results.append(creation_result(error_code=0, error_message=None))
     if auth is not None:
         auth.store.add(created)  # one batch, in the metadata log before the answer
-    return CREATE_ACLS_RESPONSE(throttle_time_ms=0, results=results)
+    return create_response(throttle_time_ms=0, results=results)
 
 
 def _filter(item: Any, version: int) -> AclFilter:
@@ -422,8 +413,12 @@ def _filter_problem(f: AclFilter) -> str | None:
 def handle_describe_acls(
     state: BrokerState, ctx: RequestContext, request: DescribeAclsRequest
 ) -> Any:
+    describe_response = messages.DescribeAclsResponse
+    describe_resource = describe_response.DescribeAclsResource
+    acl_description = describe_response.AclDescription
+
     def error(code: ErrorCode, message: str | None) -> Any:
-        return DESCRIBE_ACLS_RESPONSE(
+        return describe_response(
             throttle_time_ms=0, error_code=int(code), error_message=message, resources=[]
         )
 
@@ -440,7 +435,7 @@ def handle_describe_acls(
     for acl in auth.store.acls:
         if wanted.matches(acl):
             grouped.setdefault((acl.resource_type, acl.resource_name, acl.pattern_type), []).append(
-                DESCRIBE_ACLS_ACL(
+                acl_description(
                     principal=acl.principal,
                     host=acl.host,
                     operation=acl.operation,
@@ -448,22 +443,25 @@ def handle_describe_acls(
                 )
             )
     resources = [
-        DESCRIBE_ACLS_RESOURCE(resource_type=t, resource_name=n, pattern_type=p, acls=acls)
+        describe_resource(resource_type=t, resource_name=n, pattern_type=p, acls=acls)
         for (t, n, p), acls in grouped.items()
     ]
-    return DESCRIBE_ACLS_RESPONSE(
+    return describe_response(
         throttle_time_ms=0, error_code=0, error_message=None, resources=resources
     )
 
 
 @register(31, 0, 3)
 def handle_delete_acls(state: BrokerState, ctx: RequestContext, request: DeleteAclsRequest) -> Any:
+    delete_response = messages.DeleteAclsResponse
+    filter_result = delete_response.DeleteAclsFilterResult
+    matching_acl = delete_response.DeleteAclsMatchingAcl
     auth = authorizer(state)
     allowed = auth is not None and authorize(state, ctx, "ALTER", CLUSTER, CLUSTER_NAME)
     results = []
     deleted: list[uuid.UUID] = []
     for item in request.filters:
-        out = DELETE_ACLS_RESULT(error_code=0, error_message=None, matching_acls=[])
+        out = filter_result(error_code=0, error_message=None, matching_acls=[])
         if auth is None:
             out.error_code, out.error_message = int(ErrorCode.SECURITY_DISABLED), _NO_AUTHORIZER
         elif not allowed:
@@ -481,12 +479,12 @@ def handle_delete_acls(state: BrokerState, ctx: RequestContext, request: DeleteA
                         continue
                     deleted.append(acl_id)
                     out.matching_acls.append(
-                        DELETE_ACLS_MATCH(error_code=0, error_message=None, **acl.fields())
+                        matching_acl(error_code=0, error_message=None, **acl.fields())
                     )
         results.append(out)
     if auth is not None:
         auth.store.remove(deleted)  # one batch, in the metadata log before the answer
-    return DELETE_ACLS_RESPONSE(throttle_time_ms=0, filter_results=results)
+    return delete_response(throttle_time_ms=0, filter_results=results)
 
 
 def config_resource_error(

@@ -32,19 +32,16 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from kwire.broker._acl import CLUSTER, CLUSTER_NAME, authorize
 from kwire.broker._apis import on_startup, register
 from kwire.broker._context import RequestContext
 from kwire.broker._state import BrokerState
-from kwire.protocol import ErrorCode
-from kwire.protocol.messages import (
-    AlterClientQuotasRequest,
-    AlterClientQuotasResponse,
-    DescribeClientQuotasRequest,
-    DescribeClientQuotasResponse,
-)
+from kwire.protocol import ErrorCode, messages
+
+if TYPE_CHECKING:
+    from kwire.protocol.messages import AlterClientQuotasRequest, DescribeClientQuotasRequest
 
 __all__ = [
     "CONSUMER_BYTE_RATE",
@@ -370,13 +367,8 @@ def alter_quotas(state: BrokerState, ent: Entity, values: Mapping[str, float | N
 
 # --- DescribeClientQuotas / AlterClientQuotas -------------------------------------------------
 
-DESCRIBE_RESPONSE: Final = DescribeClientQuotasResponse
-DESCRIBE_ENTRY: Final = DescribeClientQuotasResponse.EntryData
-DESCRIBE_ENTITY: Final = DescribeClientQuotasResponse.EntityData
-DESCRIBE_VALUE: Final = DescribeClientQuotasResponse.ValueData
-ALTER_RESPONSE: Final = AlterClientQuotasResponse
-ALTER_ENTRY: Final = AlterClientQuotasResponse.EntryData
-ALTER_ENTITY: Final = AlterClientQuotasResponse.EntityData
+# The two APIs' message classes are looked up when they run: the quotas themselves are needed at
+# start (every connection's throttling), their generated codecs only by these APIs.
 MATCH_EXACT: Final = 0
 MATCH_DEFAULT: Final = 1
 MATCH_SPECIFIED: Final = 2
@@ -450,9 +442,15 @@ def describe(quotas: ClientQuotas, components: Iterable[Any], strict: bool) -> l
         if any(names.get(k) is None for k in specified):  # a specified name, not <default>
             continue
         out.append(
-            DESCRIBE_ENTRY(
-                entity=[DESCRIBE_ENTITY(entity_type=t, entity_name=n) for t, n in ent],
-                values=[DESCRIBE_VALUE(key=k, value=v) for k, v in sorted(values.items())],
+            messages.DescribeClientQuotasResponse.EntryData(
+                entity=[
+                    messages.DescribeClientQuotasResponse.EntityData(entity_type=t, entity_name=n)
+                    for t, n in ent
+                ],
+                values=[
+                    messages.DescribeClientQuotasResponse.ValueData(key=k, value=v)
+                    for k, v in sorted(values.items())
+                ],
             )
         )
     return out
@@ -464,7 +462,7 @@ def handle_describe_client_quotas(
 ) -> Any:
     if not authorize(state, ctx, "DESCRIBE_CONFIGS", CLUSTER, CLUSTER_NAME):
         error = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
-        return DESCRIBE_RESPONSE(
+        return messages.DescribeClientQuotasResponse(
             throttle_time_ms=0,
             error_code=error,
             error_message="Cluster authorization failed.",
@@ -473,10 +471,12 @@ def handle_describe_client_quotas(
     try:
         entries = describe(client_quotas(state), request.components, bool(request.strict))
     except _QuotaError as exc:
-        return DESCRIBE_RESPONSE(
+        return messages.DescribeClientQuotasResponse(
             throttle_time_ms=0, error_code=exc.error, error_message=exc.message, entries=None
         )
-    return DESCRIBE_RESPONSE(throttle_time_ms=0, error_code=0, error_message=None, entries=entries)
+    return messages.DescribeClientQuotasResponse(
+        throttle_time_ms=0, error_code=0, error_message=None, entries=entries
+    )
 
 
 def _validate_entity(pairs: list[tuple[str, str | None]]) -> Entity:
@@ -588,13 +588,16 @@ def handle_alter_client_quotas(
         except _QuotaError as exc:
             error, message = exc.error, exc.message
         results.append(
-            ALTER_ENTRY(
+            messages.AlterClientQuotasResponse.EntryData(
                 error_code=error,
                 error_message=message,
-                entity=[ALTER_ENTITY(entity_type=t, entity_name=n) for t, n in pairs],
+                entity=[
+                    messages.AlterClientQuotasResponse.EntityData(entity_type=t, entity_name=n)
+                    for t, n in pairs
+                ],
             )
         )
     if not request.validate_only:
         for ent, changes in planned:
             alter_quotas(state, ent, changes)
-    return ALTER_RESPONSE(throttle_time_ms=0, entries=results)
+    return messages.AlterClientQuotasResponse(throttle_time_ms=0, entries=results)

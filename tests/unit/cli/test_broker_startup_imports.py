@@ -56,6 +56,13 @@ NOT_AT_START = (
     # ``kwire.records`` loads a submodule on the first use of one of its names: the start needs
     # the append path and control records (the metadata log's leader-change batch) but not all
     "kwire.records._java",
+    # the codecs of the ACL and client-quota APIs: their handlers look them up when they run (the
+    # authorizer and the quotas themselves are loaded at start)
+    "kwire.protocol._generated.create_acls",
+    "kwire.protocol._generated.describe_acls",
+    "kwire.protocol._generated.delete_acls",
+    "kwire.protocol._generated.alter_client_quotas",
+    "kwire.protocol._generated.describe_client_quotas",
 )
 
 
