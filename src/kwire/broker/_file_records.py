@@ -3,7 +3,7 @@
 
 Approach: Kafka's ``FileRecords`` and ``LazyDownConversionRecords``. The Fetch handler (``_fetch``)
 makes them; the server (``_server``) sends them. A module of their own so that the server, which
-checks every response for them, does not load the Fetch handler at start.
+imports them to send a Fetch response's pieces, does not load the Fetch handler at start.
 """
 
 from __future__ import annotations
