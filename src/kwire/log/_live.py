@@ -117,7 +117,7 @@ from kwire.log._retention import (
     retire_segment,
 )
 from kwire.log._rules import LeaderEpochCache, SegmentIndexer, should_roll
-from kwire.log._store import FileSegmentRecords, FileSegmentStore, SegmentStore
+from kwire.log._store import FileSegmentRecords, FileSegmentStore, SegmentStore, drop_segment
 from kwire.log._txnindex import AbortedTxn, encode_aborted_txn
 from kwire.log._writer import _fsync_dir, _write_file
 from kwire.records import (
@@ -1014,9 +1014,8 @@ class LiveLog:
         if not self._store.on_disk:
             for base in self._store.base_offsets():
                 stem = self._stem(base)
-                self._store.delete(base)
-                for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
-                    self._store.indexes.remove(stem + suffix)
+                indexes = (stem + s for s in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX))
+                drop_segment(self._store, base, indexes)
             return
         target = f"{self.path}.{uuid.uuid4().hex}-delete"
         os.replace(self.path, target)

@@ -42,7 +42,7 @@ from kwire.log._layout import (
 from kwire.log._log_segment import CLEANED_SUFFIX, DELETED_SUFFIX, LONG_MAX, SWAP_SUFFIX, LogSegment
 from kwire.log._rules import LeaderEpochCache, SegmentIndexer
 from kwire.log._snapshot import read_producer_snapshot
-from kwire.log._store import FileSegmentRecords
+from kwire.log._store import FileSegmentRecords, drop_segment
 from kwire.log._txnindex import AbortedTxn, TransactionIndex, encode_aborted_txn
 from kwire.log._writer import TMP_SUFFIX, _fsync_dir
 from kwire.records import (
@@ -156,10 +156,7 @@ def load(
                 )
                 for other in later:
                     other.close()
-                    with contextlib.suppress(FileNotFoundError):
-                        log._store.delete(other.base_offset)
-                    for path in other.files()[1:]:  # its indexes
-                        log._store.indexes.remove(path)
+                    drop_segment(log._store, other.base_offset, other.files()[1:])
         elif nxt is None or nxt > replay_offset:
             _replay_segment(log, seg, replay_offset)
         i += 1

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from kwire.log._log_segment import DELETED_SUFFIX, LogSegment
+from kwire.log._store import drop_segment
 
 if TYPE_CHECKING:
     from kwire.log._live import LiveLog
@@ -117,9 +118,7 @@ def retire_segment(log: LiveLog, seg: LogSegment, *, snapshot: bool) -> None:
     ``file.delete.delay.ms`` (``LocalLog.deleteSegmentFiles`` with async delete)."""
     if not log._store.on_disk:
         seg.close()
-        log._store.delete(seg.base_offset)
-        for path in seg.files()[1:]:  # its indexes
-            log._store.indexes.remove(path)
+        drop_segment(log._store, seg.base_offset, seg.files()[1:])  # with its indexes
         return
     renamed = []
     for path in seg.files():

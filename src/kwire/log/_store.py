@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from collections.abc import Iterable
 from typing import Final, Protocol
 
 from kwire.log._layout import LOG_SUFFIX, parse_segment_file_name, segment_file_name
@@ -44,6 +45,7 @@ __all__ = [
     "MemorySegmentStore",
     "SegmentRecords",
     "SegmentStore",
+    "drop_segment",
 ]
 
 
@@ -285,3 +287,12 @@ class MemorySegmentStore:
 
     def base_offsets(self) -> list[int]:
         return sorted(self.segments)
+
+
+def drop_segment(store: SegmentStore, base_offset: int, index_paths: Iterable[str]) -> None:
+    """A segment's records and its indexes out of ``store`` at once (no ``.deleted`` rename:
+    what a memory store does, and a truncation's removal of later segments)."""
+    with contextlib.suppress(FileNotFoundError):
+        store.delete(base_offset)
+    for path in index_paths:
+        store.indexes.remove(path)
