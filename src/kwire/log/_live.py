@@ -66,7 +66,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType, TracebackType
-from typing import Concatenate, Final, Literal, ParamSpec, TypeVar
+from typing import Concatenate, Literal, ParamSpec, TypeVar
 
 from kwire.errors import KafkaStorageError
 from kwire.log._checkpoint import (
@@ -89,7 +89,6 @@ from kwire.log._index import (
 from kwire.log._layout import (
     INDEX_SUFFIX,
     LEADER_EPOCH_CHECKPOINT,
-    LOG_SUFFIX,
     PARTITION_METADATA,
     SNAPSHOT_SUFFIX,
     TIME_INDEX_SUFFIX,
@@ -101,8 +100,6 @@ from kwire.log._layout import (
 from kwire.log._log_config import LogConfig
 from kwire.log._log_loader import load, read_topic_id
 from kwire.log._log_segment import (
-    CLEANED_SUFFIX,
-    SWAP_SUFFIX,
     LogSegment,
 )
 from kwire.log._producer_state import (
@@ -114,10 +111,11 @@ from kwire.log._producer_state import (
 from kwire.log._retention import (
     delete_below_log_start,
     delete_old_segments,
-    retire_segment,
 )
 from kwire.log._rules import LeaderEpochCache, SegmentIndexer, should_roll
+from kwire.log._segment_swap import replace_segments
 from kwire.log._store import FileSegmentRecords, FileSegmentStore, SegmentStore, drop_segment
+from kwire.log._timestamp_lookup import max_timestamp_and_offset, offset_for_timestamp
 from kwire.log._txnindex import AbortedTxn, encode_aborted_txn
 from kwire.log._writer import _fsync_dir, _write_file
 from kwire.records import (
@@ -131,10 +129,6 @@ from kwire.records import (
 
 __all__ = ["LiveLog"]
 
-_LATEST_TIMESTAMP: Final = -1
-_EARLIEST_TIMESTAMP: Final = -2
-_MAX_TIMESTAMP: Final = -3
-_EARLIEST_LOCAL_TIMESTAMP: Final = -4
 
 log = logging.getLogger("kwire.log")
 
@@ -784,61 +778,15 @@ class LiveLog:
 
     @_storage("reading the log")
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int, int] | None:
-        """``UnifiedLog.fetchOffsetByTimestamp``: (offset, timestamp, leader epoch) of the first
-        record with timestamp >= ``timestamp``; -2 (earliest), -4 (earliest local), -1 (latest)
-        and -3 (max timestamp) are the special ListOffsets values. None: no such record."""
+        """``UnifiedLog.fetchOffsetByTimestamp`` (``_timestamp_lookup``)."""
         self._check_open()
-        if timestamp in (_EARLIEST_TIMESTAMP, _EARLIEST_LOCAL_TIMESTAMP):
-            start = self.log_start_offset
-            return (start, -1, self._epoch_for_offset(start))
-        if timestamp == _LATEST_TIMESTAMP:
-            latest = self._epochs.latest_epoch
-            return (self.log_end_offset, -1, -1 if latest is None else latest)
-        if timestamp == _MAX_TIMESTAMP:
-            return self.max_timestamp_and_offset()
-        for seg in self._segments:
-            if seg.indexer.max_timestamp < timestamp and seg is not self._segments[-1]:
-                continue
-            if seg.indexer.max_timestamp < timestamp:
-                return None
-            start_offset = max(self.log_start_offset, seg.base_offset)
-            ts_entry = seg.indexer.lookup_time(timestamp)
-            found = seg.translate_offset(max(ts_entry.offset, start_offset))
-            if found is None:
-                continue
-            for pos, _base, last, size in seg.batches_from(found[0]):
-                if last < start_offset:
-                    continue
-                batch = seg.read_batch(pos, size)
-                if batch.max_timestamp < timestamp:
-                    continue
-                for record in batch:
-                    if record.timestamp >= timestamp and record.offset >= start_offset:
-                        return (record.offset, record.timestamp, batch.partition_leader_epoch)
-        return None
+        return offset_for_timestamp(self, timestamp)
 
     @_storage("reading the log")
     def max_timestamp_and_offset(self) -> tuple[int, int, int] | None:
-        """ListOffsets MAX_TIMESTAMP (-3): (offset, timestamp, leader epoch) of the first record
-        holding the log's largest timestamp; None when the log has no timestamps."""
+        """ListOffsets MAX_TIMESTAMP (-3) (``_timestamp_lookup``)."""
         self._check_open()
-        best: LogSegment | None = None
-        for seg in self._segments:
-            if seg.indexer.max_timestamp >= 0 and (
-                best is None or seg.indexer.max_timestamp > best.indexer.max_timestamp
-            ):
-                best = seg
-        if best is None:
-            return None
-        target = best.indexer.max_timestamp
-        found = best.translate_offset(best.indexer.offset_of_max_timestamp)
-        if found is not None:
-            batch = best.read_batch(found[0], found[1])
-            for record in batch:
-                if record.timestamp == target:
-                    return (record.offset, target, self._epoch_for_offset(record.offset))
-        off = best.indexer.offset_of_max_timestamp
-        return (off, target, self._epoch_for_offset(off))
+        return max_timestamp_and_offset(self)
 
     @_storage("writing the leader epoch checkpoint")
     def assign_leader_epoch(self, epoch: int) -> None:
@@ -912,40 +860,9 @@ class LiveLog:
         txns: list[AbortedTxn],
         now_ms: int,
     ) -> None:
-        """``LocalLog.replaceSegments`` for the log cleaner: the ``<base>.*.cleaned`` files the
-        cleaner wrote and fsynced (base = ``old_bases[0]``, its indexes as ``indexer`` and
-        ``txns`` say) replace the segments ``old_bases``. Crash-safe in Kafka's order: cleaned
-        files become ``.swap`` (the ``.log`` first), the old segments become ``.deleted``
-        (removed after ``file.delete.delay.ms``; fetches in flight keep their descriptors), the
-        swap files get their final names; ``open`` completes an interrupted swap."""
+        """``LocalLog.replaceSegments`` for the log cleaner (``_segment_swap``)."""
         self._check_open()
-        if not self._store.on_disk:
-            raise ValueError(f"{self.path}: the cleaner replaces segment files only")
-        self._now_ms = now_ms
-        wanted = set(old_bases)
-        old = [seg for seg in self._segments if seg.base_offset in wanted]
-        if len(old) != len(wanted) or self._segments[-1] in old:
-            raise ValueError(f"{self.path}: cannot replace segments {sorted(wanted)}")
-        base = old[0].base_offset
-        if indexer.base_offset != base:
-            raise ValueError("the cleaned segment must start at the first replaced segment")
-        stem = self._stem(base)
-        suffixes = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
-        for suffix in suffixes:
-            if os.path.exists(stem + suffix + CLEANED_SUFFIX):
-                os.replace(stem + suffix + CLEANED_SUFFIX, stem + suffix + SWAP_SUFFIX)
-        _fsync_dir(self.path)
-        position = self._segments.index(old[0])
-        for seg in old:
-            self._segments.remove(seg)
-            retire_segment(self, seg, snapshot=seg.base_offset != base)
-        for suffix in suffixes:
-            if os.path.exists(stem + suffix + SWAP_SUFFIX):
-                os.replace(stem + suffix + SWAP_SUFFIX, stem + suffix)
-        _fsync_dir(self.path)
-        seg = LogSegment(stem, self._store.open(base), indexer, now_ms, self._store.indexes)
-        seg.txns = list(txns)
-        self._segments.insert(position, seg)
+        replace_segments(self, old_bases, indexer, txns, now_ms)
 
     def _delete_pending(self, now_ms: int | None) -> None:
         keep = []
