@@ -31,6 +31,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Final, Protocol, TypeVar
 
+from kwire.broker._coordinator_log import CoordinatorTopic, MemoryCoordinatorTopic
 from kwire.broker._state import BrokerError, BrokerState, Partition, partition_for
 from kwire.broker._txn_records import (
     TopicPartition,
@@ -43,7 +44,7 @@ from kwire.log import LogError
 from kwire.log.internal_topics import CONSUMER_OFFSETS, TRANSACTION_STATE, TransactionState
 from kwire.log.storage import KafkaStorageError, ProducerStateError
 from kwire.protocol import ErrorCode
-from kwire.records import AppendError, Batch, build_batch, build_end_txn_marker, read_batches
+from kwire.records import AppendError, Batch, build_batch, build_end_txn_marker
 
 __all__ = [
     "GROUP_TOPIC",
@@ -110,67 +111,46 @@ class TransactionLog(Protocol):
     def partitions(self) -> Iterable[Iterable[Batch]]: ...
 
 
-class BrokerTransactionLog:
+class BrokerTransactionLog(CoordinatorTopic):
     """The broker's ``__transaction_state`` topic, created (compacted) on first use."""
 
     def __init__(self, state: BrokerState) -> None:
-        self.state = state
-
-    def num_partitions(self) -> int:
-        topic = self.state.topic(TRANSACTION_TOPIC)
-        if topic is not None:
-            return len(topic.partitions)
-        return broker_setting(self.state, "transaction.state.log.num.partitions")
-
-    def partition(self, transactional_id: str) -> Partition:
-        """The partition of an id (``abs(id.hashCode()) % n``), the topic created on first use."""
-        if self.state.topic(TRANSACTION_TOPIC) is None:
-            segment = broker_setting(self.state, "transaction.state.log.segment.bytes")
-            # TransactionStateManager.transactionTopicConfigs
-            self.state.create_topic(
-                TRANSACTION_TOPIC,
-                broker_setting(self.state, "transaction.state.log.num.partitions"),
-                {
-                    "cleanup.policy": "compact",
-                    "compression.type": "uncompressed",
-                    "unclean.leader.election.enable": "false",
-                    "segment.bytes": str(segment),
-                },
-            )
-        index = partition_for(transactional_id, self.num_partitions())
-        found = self.state.partition(TRANSACTION_TOPIC, index)
-        assert found is not None
-        return found
+        super().__init__(
+            state,
+            TRANSACTION_TOPIC,
+            lambda: broker_setting(state, "transaction.state.log.num.partitions"),
+            lambda: _transaction_topic_configs(state),
+        )
 
     def append(self, transactional_id: str, record: TxnRecord, now_ms: int) -> None:
-        batch = build_batch([(0, now_ms, record.key, record.value)], 2)
-        self.state.append_as_coordinator(self.partition(transactional_id), batch, now_ms)
-
-    def partitions(self) -> Iterable[Iterable[Batch]]:
-        topic = self.state.topic(TRANSACTION_TOPIC)
-        if topic is None:
-            return []
-        return [partition.log.iter_batches() for partition in topic.partitions]
+        self.append_batch(transactional_id, _record_batch(record, now_ms), now_ms)
 
 
-class MemoryTransactionLog:
+def _transaction_topic_configs(state: BrokerState) -> dict[str, str]:
+    """``TransactionStateManager.transactionTopicConfigs``."""
+    return {
+        "cleanup.policy": "compact",
+        "compression.type": "uncompressed",
+        "unclean.leader.election.enable": "false",
+        "segment.bytes": str(broker_setting(state, "transaction.state.log.segment.bytes")),
+    }
+
+
+def _record_batch(record: TxnRecord, now_ms: int) -> bytes:
+    return build_batch([(0, now_ms, record.key, record.value)], 2)
+
+
+class MemoryTransactionLog(MemoryCoordinatorTopic):
     """``__transaction_state`` in memory: the batches per partition and every record in order
     (with what Kafka keeps beside it, for the property tests' replay)."""
 
     def __init__(self, num_partitions: int = 50) -> None:
-        self.batches: list[list[bytes]] = [[] for _ in range(num_partitions)]
+        super().__init__(num_partitions)
         self.records: list[TxnRecord] = []
 
-    def num_partitions(self) -> int:
-        return len(self.batches)
-
     def append(self, transactional_id: str, record: TxnRecord, now_ms: int) -> None:
-        batch = build_batch([(0, now_ms, record.key, record.value)], 2)
-        self.batches[partition_for(transactional_id, len(self.batches))].append(batch)
+        self.append_batch(transactional_id, _record_batch(record, now_ms), now_ms)
         self.records.append(record)
-
-    def partitions(self) -> Iterable[Iterable[Batch]]:
-        return [[b for raw in batches for b in read_batches(raw)] for batches in self.batches]
 
 
 # --- the runtime --------------------------------------------------------------------------------

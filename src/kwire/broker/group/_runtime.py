@@ -13,11 +13,12 @@ without one.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
+from typing import Any, Concatenate, Final, ParamSpec, Protocol, TypeVar
 
-from kwire.broker._state import BrokerState, Partition, partition_for
+from kwire.broker._coordinator_log import CoordinatorTopic, MemoryCoordinatorTopic
+from kwire.broker._state import BrokerState
 from kwire.broker.group._records import GROUP_TOPIC, Write
-from kwire.records import Batch, BatchBuilder, read_batches
+from kwire.records import Batch, BatchBuilder
 
 __all__ = ["BrokerOffsetsLog", "CoordinatorRuntime", "MemoryOffsetsLog", "OffsetsLog"]
 
@@ -38,56 +39,29 @@ class OffsetsLog(Protocol):
     def partitions(self) -> Iterable[Iterable[Batch]]: ...
 
 
-class BrokerOffsetsLog:
+class BrokerOffsetsLog(CoordinatorTopic):
     """The broker's ``__consumer_offsets`` topic, created (compacted) on first use."""
 
     def __init__(self, state: BrokerState, default_partitions: int) -> None:
-        self.state = state
-        self.default_partitions = default_partitions
-
-    def num_partitions(self) -> int:
-        topic = self.state.topics.get(GROUP_TOPIC)
-        return len(topic.partitions) if topic is not None else self.default_partitions
-
-    def partition(self, group_id: str) -> Partition:
-        """The group's partition (``abs(groupId.hashCode()) % n``), the topic made if needed."""
-        topic = self.state.topics.get(GROUP_TOPIC)
-        if topic is None:
-            topic = self.state.create_topic(
-                GROUP_TOPIC,
-                self.default_partitions,
-                {
-                    "cleanup.policy": "compact",
-                    "segment.bytes": "104857600",
-                    "compression.type": "producer",
-                },
-            )
-        return topic.partitions[partition_for(group_id, len(topic.partitions))]
+        super().__init__(state, GROUP_TOPIC, lambda: default_partitions, lambda: _OFFSETS_CONFIGS)
 
     def append(self, group_id: str, batch: bytes, now_ms: int) -> None:
-        self.state.append_as_coordinator(self.partition(group_id), batch, now_ms)
-
-    def partitions(self) -> Iterable[Iterable[Batch]]:
-        topic = self.state.topics.get(GROUP_TOPIC)
-        if topic is None:
-            return []
-        return [partition.log.iter_batches() for partition in topic.partitions]
+        self.append_batch(group_id, batch, now_ms)
 
 
-class MemoryOffsetsLog:
+#: ``__consumer_offsets``' topic configs (``GroupCoordinatorConfig``'s offsets topic ones)
+_OFFSETS_CONFIGS: Final = {
+    "cleanup.policy": "compact",
+    "segment.bytes": "104857600",
+    "compression.type": "producer",
+}
+
+
+class MemoryOffsetsLog(MemoryCoordinatorTopic):
     """``__consumer_offsets`` as lists of batches in memory."""
 
-    def __init__(self, num_partitions: int = 50) -> None:
-        self.batches: list[list[bytes]] = [[] for _ in range(num_partitions)]
-
-    def num_partitions(self) -> int:
-        return len(self.batches)
-
     def append(self, group_id: str, batch: bytes, now_ms: int) -> None:
-        self.batches[partition_for(group_id, len(self.batches))].append(batch)
-
-    def partitions(self) -> Iterable[Iterable[Batch]]:
-        return [(b for raw in batches for b in read_batches(raw)) for batches in self.batches]
+        self.append_batch(group_id, batch, now_ms)
 
 
 class CoordinatorRuntime:
