@@ -15,9 +15,10 @@ WriteTxnMarkers, DescribeProducers, ...) answers with the first error found:
    (FENCED_LEADER_EPOCH for an older epoch than the leader's, UNKNOWN_LEADER_EPOCH for a newer
    one, -1 skipping it), then NOT_LEADER_OR_FOLLOWER when this node does not lead.
 
-The partitions of an in-process cluster live in one shared state, so every node "hosts" every
-partition as a follower would: step 2 never fails and the epoch is checked before leadership,
-as on a Kafka follower.
+The partitions of an in-process cluster live in one shared state, so step 2 never fails and the
+epoch is checked before leadership, as on a Kafka follower. Metadata names a partition's leader
+as its one replica, so an API Kafka answers on any replica (DescribeProducers) answers only on
+the leader here, NOT_LEADER_OR_FOLLOWER elsewhere, as Kafka does on a node not hosting it.
 """
 
 from __future__ import annotations

@@ -329,8 +329,6 @@ class KafkaServer:
                     writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
-            # a connection not logged had no request header decode: the line that closed it (a
-            # warning) names it, and a "connection from" line after its last would mislead
 
     def _secure(self, conn: _Connection, writer: _Channel) -> None:
         """The connection's principal (a client certificate) and its SASL authenticator."""
