@@ -20,8 +20,9 @@ Every writer shares one implementation of Kafka's segment rules.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
+
+from kwire._lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from kwire.log._arrow import to_arrow_batch_reader
@@ -247,13 +248,4 @@ _HOME: Final = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    # Only a public name loads a module. Any other (a submodule being imported, as in
-    # ``from kwire.log import storage``; probes such as ``__wrapped__``) is left to the import
-    # system.
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module 'kwire.log' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"kwire.log.{home}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(globals(), "kwire.log", _HOME)

@@ -8,9 +8,9 @@ needs neither).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from kwire._lazy import lazy_getattr
 from kwire.log._metadata_records import (
     CLUSTER_METADATA_DIR,
     CLUSTER_METADATA_TOPIC,
@@ -55,9 +55,8 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in ("ReplicaSetReader", "read_replica_sets"):
-        raise AttributeError(f"module 'kwire.log.metadata' has no attribute {name!r}")
-    value = getattr(importlib.import_module("kwire.log._replica_set_reader"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(
+    globals(),
+    "kwire.log",
+    {"ReplicaSetReader": "_replica_set_reader", "read_replica_sets": "_replica_set_reader"},
+)

@@ -17,9 +17,9 @@ first use: a broker with no compacted log never needs them.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
+from kwire._lazy import lazy_getattr
 from kwire.log._datadir import DataDir
 from kwire.log._errors import DataDirLockedError, KafkaStorageError, ProducerStateError
 from kwire.log._failure import LogDirFailureChannel
@@ -123,10 +123,4 @@ _HOME: Final = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module 'kwire.log.storage' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"kwire.log.{home}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(globals(), "kwire.log", _HOME)

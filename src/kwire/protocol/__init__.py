@@ -24,7 +24,9 @@ Sans-IO: bytes in, objects out (and back). Public names (see docs/protocol.md):
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
+
+from kwire._lazy import lazy_getattr
 
 # kwire's extensions of the protocol register themselves with the core (see kwire.protocol.ext)
 from kwire.protocol import ext  # noqa: F401  (imported for its registrations)
@@ -121,13 +123,4 @@ _SPEC_MODEL: Final = frozenset(
 )
 
 
-def __getattr__(name: str) -> Any:
-    # only a spec-model name loads a module; anything else (a submodule being imported, a probe
-    # such as ``__wrapped__``) is left to the import system
-    if name not in _SPEC_MODEL:
-        raise AttributeError(f"module 'kwire.protocol' has no attribute {name!r}")
-    from kwire.protocol import _spec
-
-    value = getattr(_spec, name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(globals(), "kwire.protocol", dict.fromkeys(_SPEC_MODEL, "_spec"))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
+from kwire._lazy import lazy_getattr
 from kwire.errors import AppendError, RecordError
 
 if TYPE_CHECKING:
@@ -167,16 +168,6 @@ _COLUMNAR = frozenset(
 )
 
 
-def __getattr__(name: str) -> object:
-    if name in _COLUMNAR:
-        from kwire.records import _columnar
-
-        return getattr(_columnar, name)
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module 'kwire.records' has no attribute {name!r}")
-    # ``__import__`` rather than ``importlib.import_module``: only the former goes through the
-    # import statement's machinery that ``-X importtime`` reports, which the start-up test reads.
-    value = getattr(__import__(f"kwire.records.{home}", fromlist=[name]), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(
+    globals(), "kwire.records", {**_HOME, **dict.fromkeys(_COLUMNAR, "_columnar")}
+)

@@ -6,9 +6,9 @@ the tests all use it. ``load_spec_dir`` / ``parse_spec`` raise ``SpecError`` nam
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
+from kwire._lazy import lazy_getattr
 from kwire.protocol._spec._versions import MAX_VERSION, NONE, VersionRange
 
 if TYPE_CHECKING:
@@ -81,12 +81,4 @@ _HOME: Final = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    # only a public name loads a module; anything else (a submodule being imported, a probe such
-    # as ``__wrapped__``) is left to the import system
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module 'kwire.protocol._spec' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"kwire.protocol._spec.{home}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(globals(), "kwire.protocol._spec", _HOME)
