@@ -246,9 +246,15 @@ class KafkaServer:
         await asyncio.sleep(0)  # connections accepted just before the close register first
         for task in list(self._connections):
             task.cancel()
-        for task in list(self._connections):
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        if self._connections:
+            # bounded: a connection that does not unwind is dropped, never waited on forever
+            _done, stuck = await asyncio.wait(list(self._connections), timeout=10)
+            for task in stuck:
+                conn = self._open.get(task)
+                log.warning("stopping: connection %s did not close", conn and conn.address)
+                if conn is not None and conn.transport is not None:
+                    conn.transport.abort()
+                task.cancel()
         for background in (self._housekeeping, self._reaper):
             if background is not None:
                 background.cancel()
@@ -589,6 +595,11 @@ class KafkaServer:
                 event.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(event.wait(), remaining)
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    # Python 3.11's wait_for loses a cancel that races the event (gh-86296):
+                    # without this the parked request waits on and a stopping broker hangs
+                    raise asyncio.CancelledError
                 if event.is_set():
                     result = deferred.complete(False)
                     if result is not None:
