@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 __all__ = ["RequestContext"]
+
+
+class Releasable(Protocol):
+    def close(self) -> None: ...
 
 
 @dataclass(slots=True)
@@ -32,3 +36,17 @@ class RequestContext:
     #: Work done for this request before its handler ran, off the event loop: a Produce's
     #: records validated ahead (``_data.validation_jobs``), by (topic, partition) position.
     validated: dict[tuple[int, int], Any] | None = None
+    #: What the handler made for this request's response that must be given back however the
+    #: request ends (a Fetch's ``FileRecords``: duplicated file descriptors). The server calls
+    #: ``release`` once the response is written, or never will be: the handler raised part-way,
+    #: the encoding failed, the client went away, the broker stopped.
+    held: list[Releasable] = field(default_factory=list)
+
+    def hold(self, resource: Releasable) -> None:
+        self.held.append(resource)
+
+    def release(self) -> None:
+        """Close what the request holds (a handler redoing its work releases first)."""
+        held, self.held = self.held, []
+        for resource in held:
+            resource.close()

@@ -252,9 +252,7 @@ class _FetchPlan:
             errors = errors or out.error_code != 0
             outputs.append((cp, out))
         if not final and total < self.min_bytes and not errors:
-            for _, out in outputs:
-                if isinstance(out.records, FileRecords):
-                    out.records.close()
+            self.ctx.release()  # parked: hold no descriptors while waiting
             return None
         return self._response(outputs)
 
@@ -342,23 +340,20 @@ class _FetchPlan:
         below when the batches' magic is one the version reads (Kafka's ``hasMatchingMagic``,
         checked on the headers alone); else a down-conversion, lazy beyond one chunk."""
         if self.version >= 10:
-            records = FileRecords(data.slices)
-            return records, records.nbytes
+            return self._held(FileRecords(data.slices))
         formats = batch_formats(data.slices)
         if any(codec == Compression.ZSTD for _, codec in formats):
             out.error_code = int(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)  # zstd needs v10+
             return b"", 0
         if all(magic <= magic_for_fetch_version(self.version) for magic, _ in formats):
-            records = FileRecords(data.slices)
-            return records, records.nbytes
+            return self._held(FileRecords(data.slices))
         enabled = partition.topic.configs.get("message.downconversion.enable", "true")
         if enabled.lower() != "true":
             out.error_code = int(ErrorCode.UNSUPPORTED_VERSION)
             return b"", 0
         try:
             if data.size > CONVERT_CHUNK:
-                lazy = ConvertedRecords(data.slices, self.version, data.first_offset)
-                return lazy, lazy.nbytes
+                return self._held(ConvertedRecords(data.slices, self.version, data.first_offset))
             converted = convert_for_fetch(
                 data.read_bytes(), self.version, first_offset=data.first_offset
             )
@@ -370,6 +365,12 @@ class _FetchPlan:
             return b"", 0
         converted_bytes = bytes(converted.records)
         return converted_bytes, len(converted_bytes)
+
+    def _held(self, records: FileRecords) -> tuple[FileRecords, int]:
+        """Records on duplicated descriptors: the request holds them from here until the server
+        releases it, whether the response is written or not (``RequestContext.release``)."""
+        self.ctx.hold(records)
+        return records, records.nbytes
 
     def _response(self, outputs: list[tuple[CachedPartition, Any]]) -> Any:
         topics: list[Any] = []

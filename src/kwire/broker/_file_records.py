@@ -31,6 +31,8 @@ class FileRecords(RecordsReference):
 
     The file descriptors are duplicated, so a segment deleted by retention while the response
     waits in the socket's queue is still read whole (an unlinked file lives while it is open).
+    The request that made them holds them (``RequestContext.hold``); the server releases them
+    when the request ends, its response written or not.
     """
 
     def __init__(self, slices: list[FileSlice]) -> None:
@@ -71,7 +73,11 @@ class ConvertedRecords(FileRecords):
         self.fetch_version = fetch_version
         self.first_offset = first_offset
         self._source = read_batch_chunks(self.slices, CONVERT_CHUNK)
-        self._first = self._convert(next(self._source, b""))  # errors surface here, up front
+        try:
+            self._first = self._convert(next(self._source, b""))  # errors surface here, up front
+        except BaseException:
+            self.close()  # no one else has these descriptors yet
+            raise
         self.stored_bytes = self.nbytes
         self.nbytes = max(self.nbytes, len(self._first))
 

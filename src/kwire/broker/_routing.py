@@ -36,6 +36,7 @@ __all__ = [
     "DISCONNECT",
     "Fault",
     "Faults",
+    "coordinated_elsewhere",
     "coordinator_node",
     "endpoint",
     "error_response",
@@ -148,10 +149,9 @@ def _coordinator_keys(api_key: int, version: int, request: Any) -> tuple[int, li
     if api_key == 22:  # InitProducerId: only with a transactional id
         tid = request.transactional_id
         return TRANSACTION_KEY, [] if tid is None else [tid]
-    if api_key == 24:  # AddPartitionsToTxn: the client form before v4, brokers' batches after
-        if version >= 4:
-            return TRANSACTION_KEY, [t.transactional_id for t in request.transactions]
-        return TRANSACTION_KEY, [request.v3_and_below_transactional_id]
+    # AddPartitionsToTxn (24) is not routed here: its handler authorises first (v4+: CLUSTER_ACTION
+    # for the whole request) and then answers NOT_COORDINATOR transaction by transaction, as
+    # KafkaApis.handleAddPartitionsToTxnRequest (``coordinated_elsewhere``)
     if api_key in (25, 26):  # AddOffsetsToTxn, EndTxn
         return TRANSACTION_KEY, [request.transactional_id]
     if api_key == 65:  # DescribeTransactions
@@ -166,12 +166,21 @@ def route_coordinator(state: BrokerState, ctx: RequestContext, request: Any) -> 
     if not clustered(state):
         return None
     key_type, keys = _coordinator_keys(ctx.api_key, ctx.api_version, request)
-    node = serving_node(state, ctx)
     for key in keys:
-        partition = coordinator_partition(state, key_type, key or "", create=False)
-        if partition is not None and partition.leader_id != node:
+        if coordinated_elsewhere(state, ctx, key_type, key):
             return error_response(ctx.api_key, ctx.api_version, request, ErrorCode.NOT_COORDINATOR)
     return None
+
+
+def coordinated_elsewhere(
+    state: BrokerState, ctx: RequestContext, key_type: int, key: str | None
+) -> bool:
+    """The group or transactional id is coordinated by another node than the one serving the
+    request (NOT_COORDINATOR); not while its internal topic does not exist yet."""
+    if not clustered(state):
+        return False
+    partition = coordinator_partition(state, key_type, key or "", create=False)
+    return partition is not None and partition.leader_id != serving_node(state, ctx)
 
 
 # --- one error everywhere -----------------------------------------------------------------------

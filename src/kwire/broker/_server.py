@@ -18,7 +18,9 @@ connection's principal in its ``RequestContext``.
 A response with ``FileRecords`` goes out in pieces: the encoded bytes up to each reference, then
 the referenced segment slices with ``loop.sendfile`` (``os.sendfile`` on plain sockets: the record
 bytes never pass through Python; over TLS, where encryption happens in user space, they are
-read in 64 KiB chunks and written through the SSL transport), then the rest. A long-polling Fetch (``Deferred``) waits on an
+read in 64 KiB chunks and written through the SSL transport), then the rest. Their duplicated
+descriptors are the request's (``RequestContext.hold``), released when the request ends, whether
+its response was written or not. A long-polling Fetch (``Deferred``) waits on an
 ``asyncio.Event`` that any append to a watched partition sets.
 """
 
@@ -504,51 +506,63 @@ class KafkaServer:
                     response = error_response(api_key, api_version, request.message, error)
                     await self._send(writer, response, api_version, correlation_id, conn)
                     continue
-            conn.handling = True
-            parked = 0
             try:
-                await self._work_ahead(ctx, request.message)
-                outcome = dispatch(self.state, ctx, request.message)
-                if isinstance(outcome, Deferred):
-                    parked = time.perf_counter_ns()
-                    outcome = await self._wait(outcome)
-                    parked = time.perf_counter_ns() - parked
-            except KafkaStorageError:
-                # The log directory is offline: KafkaApis.handleError answers the request's error
-                # response (the connection stays open), the coordinators NOT_COORDINATOR.
-                outcome = error_response(
-                    api_key, api_version, request.message, storage_error(api_key, request.message)
+                outcome, parked = await self._outcome(conn, ctx, request.message)
+                # metrics and quotas: sets throttle_time_ms, returns how long to mute (_metrics)
+                mute_ms = self.metrics.request(
+                    conn, ctx, request.message, outcome, size, started, parked
                 )
-            except Exception:
-                # A bug: KafkaApis.handle logs it and answers the request's error response with
-                # UNKNOWN_SERVER_ERROR (Errors.forException), the connection staying open; a
-                # Produce with acks=0 has no response (ProduceRequest.getErrorResponse: null),
-                # so its connection is closed instead.
-                log.exception(
-                    "unexpected error handling %s v%d from %s",
-                    type(request.message).__name__,
-                    api_version,
-                    conn.address,
-                )
-                if api_key == PRODUCE and getattr(request.message, "acks", None) == 0:
-                    outcome = CLOSE_CONNECTION
-                else:
-                    outcome = error_response(
-                        api_key, api_version, request.message, ErrorCode.UNKNOWN_SERVER_ERROR
-                    )
+                if outcome is None:
+                    continue
+                if outcome is CLOSE_CONNECTION:
+                    log.info("closing %s: a request without response failed", conn.address)
+                    return
+                await self._send(writer, outcome, api_version, correlation_id, conn)
             finally:
-                conn.handling = False
-                conn.last_active = time.monotonic()
-            # metrics and quotas: sets throttle_time_ms, returns how long to mute (_metrics)
-            mute_ms = self.metrics.request(
-                conn, ctx, request.message, outcome, size, started, parked
+                # the one place what the request holds goes back (a Fetch's FileRecords), its
+                # response written or not: a handler or encoding that raised, a client gone
+                # mid-send, a broker stopping
+                ctx.release()
+
+    async def _outcome(
+        self, conn: _Connection, ctx: RequestContext, message: Any
+    ) -> tuple[Any, int]:
+        """The request's outcome (a parked one waited for) and the nanoseconds it was parked."""
+        api_key, api_version = ctx.api_key, ctx.api_version
+        conn.handling = True
+        parked = 0
+        try:
+            await self._work_ahead(ctx, message)
+            outcome = dispatch(self.state, ctx, message)
+            if isinstance(outcome, Deferred):
+                parked = time.perf_counter_ns()
+                outcome = await self._wait(outcome)
+                parked = time.perf_counter_ns() - parked
+        except KafkaStorageError:
+            # The log directory is offline: KafkaApis.handleError answers the request's error
+            # response (the connection stays open), the coordinators NOT_COORDINATOR.
+            outcome = error_response(api_key, api_version, message, storage_error(api_key, message))
+        except Exception:
+            # A bug: KafkaApis.handle logs it and answers the request's error response with
+            # UNKNOWN_SERVER_ERROR (Errors.forException), the connection staying open; a
+            # Produce with acks=0 has no response (ProduceRequest.getErrorResponse: null),
+            # so its connection is closed instead.
+            log.exception(
+                "unexpected error handling %s v%d from %s",
+                type(message).__name__,
+                api_version,
+                conn.address,
             )
-            if outcome is None:
-                continue
-            if outcome is CLOSE_CONNECTION:
-                log.info("closing %s: a request without response failed", conn.address)
-                return
-            await self._send(writer, outcome, api_version, correlation_id, conn)
+            if api_key == PRODUCE and getattr(message, "acks", None) == 0:
+                outcome = CLOSE_CONNECTION
+            else:
+                outcome = error_response(
+                    api_key, api_version, message, ErrorCode.UNKNOWN_SERVER_ERROR
+                )
+        finally:
+            conn.handling = False
+            conn.last_active = time.monotonic()
+        return outcome, parked
 
     async def _work_ahead(self, ctx: RequestContext, message: Any) -> None:
         """Run a request's costly pure work (a Produce's compressed records: decompression and
@@ -628,25 +642,21 @@ class KafkaServer:
             if conn is not None:
                 conn.last_active = time.monotonic()
 
-        try:
-            for piece in pieces:
-                if isinstance(piece, ConvertedRecords):
-                    for chunk in piece.chunks():  # one converted chunk in memory at a time
-                        writer.write(chunk)
-                        await writer.drain()
-                        progressed()
-                elif isinstance(piece, FileRecords):
+        # the FileRecords' descriptors are the request's to release (_requests), sent or not
+        for piece in pieces:
+            if isinstance(piece, ConvertedRecords):
+                for chunk in piece.chunks():  # one converted chunk in memory at a time
+                    writer.write(chunk)
                     await writer.drain()
-                    for s in piece.slices:
-                        await _sendfile(loop, writer, s.fd, s.position, s.size, progressed)
-                else:
-                    writer.write(piece)
-            await writer.drain()
-            progressed()
-        finally:
-            for piece in pieces:
-                if isinstance(piece, FileRecords):
-                    piece.close()
+                    progressed()
+            elif isinstance(piece, FileRecords):
+                await writer.drain()
+                for s in piece.slices:
+                    await _sendfile(loop, writer, s.fd, s.position, s.size, progressed)
+            else:
+                writer.write(piece)
+        await writer.drain()
+        progressed()
 
 
 def _lower_priority() -> None:

@@ -12,7 +12,10 @@ AddPartitionsToTxn checks as ``KafkaApis.handleAddPartitionsToTxnRequest``: a cl
 ``_partition_check.partition_or_error`` with WRITE (TOPIC_AUTHORIZATION_FAILED before
 UNKNOWN_TOPIC_OR_PARTITION; internal topics are never authorised), and any failure leaves the
 others OPERATION_NOT_ATTEMPTED; a broker's batch (v4+) needs CLUSTER_ACTION on the cluster instead
-(else the request's CLUSTER_AUTHORIZATION_FAILED) and no topic or transactional-id ACL.
+(else the request's CLUSTER_AUTHORIZATION_FAILED) and no topic or transactional-id ACL. Only after
+these checks does a transaction coordinated by another node get NOT_COORDINATOR for its
+partitions (the coordinator's answer, ``TransactionStateManager.getTransactionState``), so this
+API is routed here, not by the guard before the handlers (``_routing.route_coordinator``).
 
 DescribeProducers answers on a node hosting the partition (``ReplicaManager.activeProducerState``
 via ``getPartitionOrError``: NOT_LEADER_OR_FOLLOWER elsewhere); a kwire partition's one replica is
@@ -30,6 +33,7 @@ from kwire.broker._acl import CLUSTER, CLUSTER_NAME, GROUP, TOPIC, TRANSACTIONAL
 from kwire.broker._apis import on_startup, register
 from kwire.broker._context import RequestContext
 from kwire.broker._partition_check import partition_or_error
+from kwire.broker._routing import TRANSACTION_KEY, coordinated_elsewhere
 from kwire.broker._state import BrokerError, BrokerState, validate_topic_name
 from kwire.broker._txn import TRANSACTION_TOPIC, TopicPartition, coordinator_for
 from kwire.errors import KwireError
@@ -217,6 +221,8 @@ def handle_add_partitions_to_txn(
                 failed[(topic, index)] = error
         if failed:
             errors = {tp: failed.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in partitions}
+        elif coordinated_elsewhere(state, ctx, TRANSACTION_KEY, txn_id):
+            errors = dict.fromkeys(partitions, ErrorCode.NOT_COORDINATOR)
         elif verify_only:
             errors = coordinator.verify_partitions(txn_id, pid, epoch, partitions)
         else:

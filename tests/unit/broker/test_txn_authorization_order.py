@@ -1,0 +1,141 @@
+"""AddPartitionsToTxn is authorised before it is routed. v4+ (a broker's batch, KIP-890): Kafka's
+``KafkaApis.handleAddPartitionsToTxnRequest`` checks CLUSTER_ACTION on the cluster first (the
+whole request's CLUSTER_AUTHORIZATION_FAILED), and only then does each transaction meet its
+coordinator, a transaction coordinated elsewhere getting NOT_COORDINATOR for its partitions
+(``TransactionStateManager.getTransactionState``), the request's own error code NONE. v0-3 (a
+producer's): WRITE on the transactional id before NOT_COORDINATOR.
+
+Over the wire, to an in-process cluster with the StandardAuthorizer: PLAINTEXT connections are
+``User:ANONYMOUS``, which has no ACL until the test grants one.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+from kwire.broker import Cluster
+from kwire.broker._acl import ALLOW, CLUSTER, CLUSTER_NAME, LITERAL, OPERATIONS
+from kwire.broker._routing import TRANSACTION_KEY, coordinator_node
+from kwire.broker.testing import call
+from kwire.protocol import ClientConnection, ErrorCode, message_class, struct_class
+
+SECURED = {"authorizer.class.name": "StandardAuthorizer", "super.users": "User:admin"}
+REQUEST = message_class("AddPartitionsToTxnRequest")
+TRANSACTION = struct_class(REQUEST, "transactions")
+TOPIC = struct_class(REQUEST, "transactions", "topics")
+ACL = struct_class(message_class("CreateAclsRequest"), "creations")
+
+
+def exchange(cluster: Cluster, node: int, message: Any, version: int) -> Any:
+    """One request to ``node`` over a socket, its decoded response (bounded in time)."""
+    host, port = cluster.node_bootstrap(node).rsplit(":", 1)
+    conn = ClientConnection("txn-order-test")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(conn.send(message, version))
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            response = conn.next_response()
+            if response is not None:
+                return response.message
+            chunk = sock.recv(1 << 16)
+            assert chunk, "closed by the broker"
+            conn.receive_data(chunk)
+    raise TimeoutError
+
+
+def verify(transactional_id: str) -> Any:
+    return REQUEST(
+        transactions=[
+            TRANSACTION(
+                transactional_id=transactional_id,
+                producer_id=1000,
+                producer_epoch=0,
+                verify_only=True,
+                topics=[TOPIC(name="t", partitions=[0])],
+            )
+        ]
+    )
+
+
+def grant_cluster_action(cluster: Cluster, principal: str) -> None:
+    def create(state: Any) -> Any:
+        return call(
+            state,
+            "CreateAcls",
+            3,
+            context={"principal": "User:admin"},
+            creations=[
+                ACL(
+                    resource_type=CLUSTER,
+                    resource_name=CLUSTER_NAME,
+                    resource_pattern_type=LITERAL,
+                    principal=principal,
+                    host="*",
+                    operation=OPERATIONS["CLUSTER_ACTION"],
+                    permission_type=ALLOW,
+                )
+            ],
+        )
+
+    response = cluster.call(create)
+    assert [r.error_code for r in response.results] == [0]
+
+
+def test_add_partitions_to_txn_v4_is_authorised_before_it_is_routed(tmp_path: Path) -> None:
+    with Cluster(tmp_path / "data", nodes=3, config=SECURED) as cluster:
+        cluster.create_topic("t", 1)
+        coordinator = cluster.call(lambda state: coordinator_node(state, TRANSACTION_KEY, "tx-1"))
+        others = [n for n in cluster.node_ids if n != coordinator]
+        for version in (4, 5):
+            for node in [*others, coordinator]:
+                response = exchange(cluster, node, verify("tx-1"), version)
+                assert (node, response.error_code) == (
+                    node,
+                    ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                )
+                assert response.results_by_transaction == []
+        # a producer's request (v0-3) likewise: WRITE on the transactional id comes first
+        client_form = struct_class(REQUEST, "v3_and_below_topics")
+        for version in range(4):
+            request = REQUEST(
+                v3_and_below_transactional_id="tx-1",
+                v3_and_below_producer_id=1000,
+                v3_and_below_producer_epoch=0,
+                v3_and_below_topics=[client_form(name="t", partitions=[0])],
+            )
+            response = exchange(cluster, others[0], request, version)
+            assert [
+                (
+                    t.name,
+                    [(p.partition_index, p.partition_error_code) for p in t.results_by_partition],
+                )
+                for t in response.results_by_topic_v3_and_below
+            ] == [("t", [(0, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)])]
+        grant_cluster_action(cluster, "User:ANONYMOUS")
+        for version in (4, 5):
+            for node in others:
+                response = exchange(cluster, node, verify("tx-1"), version)
+                assert response.error_code == ErrorCode.NONE
+                (result,) = response.results_by_transaction
+                assert result.transactional_id == "tx-1"
+                assert [
+                    (
+                        t.name,
+                        [
+                            (p.partition_index, p.partition_error_code)
+                            for p in t.results_by_partition
+                        ],
+                    )
+                    for t in result.topic_results
+                ] == [("t", [(0, ErrorCode.NOT_COORDINATOR)])]
+            # the coordinator answers for the transaction itself: no such producer here
+            response = exchange(cluster, coordinator, verify("tx-1"), version)
+            assert response.error_code == ErrorCode.NONE
+            (result,) = response.results_by_transaction
+            errors = {
+                p.partition_error_code for t in result.topic_results for p in t.results_by_partition
+            }
+            assert ErrorCode.NOT_COORDINATOR not in errors
