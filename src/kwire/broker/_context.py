@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+from kwire._lazy import lazy_dataclass
 
 __all__ = ["RequestContext"]
 
 
-@dataclass(slots=True)
+@lazy_dataclass(slots=True)
 class RequestContext:
     """The header facts and connection facts of one request (Kafka's ``RequestContext``)."""
 
