@@ -16,8 +16,9 @@ asked, so this module imports no layer above it).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Final
+
+from kwire._lazy import lazy_dataclass
 
 __all__ = [
     "APPEND_ERRORS",
@@ -188,7 +189,7 @@ class OptionError(KwireError, ValueError):
     """An option of the kafka-log data source that cannot be used (says which and why)."""
 
 
-@dataclass(frozen=True, slots=True)
+@lazy_dataclass(frozen=True, slots=True)
 class RecordError:
     """One rejected record: its index within its batch and why (Kafka's ``RecordError``)."""
 

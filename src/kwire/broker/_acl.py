@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Collection, Iterable, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from kwire._lazy import lazy_dataclass
 from kwire.broker import _metadata_image as mimage
 from kwire.broker import _metadata_log as mlog
 from kwire.broker._apis import register
@@ -133,7 +133,7 @@ CLUSTER_NAME: Final = "kafka-cluster"
 AclBinding = StandardAcl
 
 
-@dataclass(frozen=True, slots=True)
+@lazy_dataclass(frozen=True)
 class AclFilter:
     """A DescribeAcls/DeleteAcls filter (``AclBindingFilter``); None matches anything."""
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Hashable, Iterator, Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Final, NamedTuple, TypeAlias
 
+from kwire._lazy import lazy_dataclass
 from kwire.broker._context import RequestContext
 from kwire.broker._state import BrokerState
 from kwire.log.internal_topics import CONSUMER_OFFSETS, SHARE_GROUP_STATE, TRANSACTION_STATE
@@ -48,7 +48,7 @@ __all__ = [
 ]
 
 
-@dataclass(eq=False)
+@lazy_dataclass(eq=False)
 class Deferred:
     """A response that waits: until ``deadline_ms`` or until one of ``keys`` is notified.
 

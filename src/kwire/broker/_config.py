@@ -14,9 +14,9 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Final
 
+from kwire._lazy import lazy_dataclass
 from kwire.log.storage import LogConfig
 from kwire.records import magic_for_message_format_version
 
@@ -143,7 +143,7 @@ def _is_java_number(value: str, type_: ConfigType) -> bool:
     return bool(_JAVA_INTEGER.fullmatch(text)) and -(1 << bits - 1) <= int(text) < 1 << bits - 1
 
 
-@dataclass(frozen=True, slots=True)
+@lazy_dataclass(frozen=True, slots=True)
 class ConfigDef:
     """One config: Kafka's name, type, default (as Kafka prints it), broker synonym, check."""
 
@@ -355,7 +355,7 @@ _DERIVED: Final[Mapping[str, tuple[tuple[str, int], ...]]] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@lazy_dataclass(frozen=True, slots=True)
 class ResolvedConfig:
     """A config's effective value, where it came from, and its synonyms (most specific first)."""
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Protocol
+
+from kwire._lazy import lazy_dataclass
 
 __all__ = ["RequestContext"]
 
@@ -12,7 +14,7 @@ class Releasable(Protocol):
     def close(self) -> None: ...
 
 
-@dataclass(slots=True)
+@lazy_dataclass(slots=True)
 class RequestContext:
     """The header facts and connection facts of one request (Kafka's ``RequestContext``)."""
 

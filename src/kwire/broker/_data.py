@@ -14,9 +14,9 @@ import functools
 import struct
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Final
 
+from kwire._lazy import lazy_dataclass
 from kwire.broker._acl import (
     CLUSTER,
     TOPIC,
@@ -107,7 +107,7 @@ def _produce_error(index: int, error: ErrorCode, message: str | None = None) -> 
     )
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class Prevalidated:
     """One partition's Produce records validated ahead, off the event loop: what
     ``LiveLog.validate_for_append`` returned (or raised), and what it was computed against, so

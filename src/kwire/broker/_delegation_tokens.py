@@ -35,9 +35,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any, Final, NamedTuple
 
+from kwire._lazy import lazy_dataclass
 from kwire._wire import random_uuid_text
 from kwire.broker import _metadata_image as mimage
 from kwire.broker._acl import DELEGATION_TOKEN, USER, authorize
@@ -96,7 +97,7 @@ def _split(principal: str) -> tuple[str, str]:
     return kind, name
 
 
-@dataclass
+@lazy_dataclass
 class DelegationTokenCache:
     """The broker's token service: derived SCRAM credentials (``DelegationTokenCache``) and when
     expired tokens were last swept."""

@@ -30,9 +30,10 @@ import random
 import uuid
 from collections import OrderedDict
 from collections.abc import Hashable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Final
 
+from kwire._lazy import lazy_dataclass
 from kwire.broker._apis import Deferred, register
 from kwire.broker._context import RequestContext
 from kwire.broker._file_records import CONVERT_CHUNK, ConvertedRecords, FileRecords
@@ -65,7 +66,7 @@ MAX_SESSIONS: Final = 1000
 # --- sessions ---------------------------------------------------------------------------------
 
 
-@dataclass
+@lazy_dataclass
 class CachedPartition:
     """What a session remembers of one partition (Kafka's ``CachedPartition``)."""
 
@@ -80,8 +81,11 @@ class CachedPartition:
     log_start_offset: int = -1
 
 
-@dataclass
+@lazy_dataclass
 class FetchSession:
+    """An incremental fetch session (KIP-227, Kafka's ``FetchSession``): its id, the epoch the
+    next request carries, and the partitions it caches, in the order responses rotate them."""
+
     session_id: int
     epoch: int
     partitions: OrderedDict[tuple[str, int], CachedPartition] = field(default_factory=OrderedDict)

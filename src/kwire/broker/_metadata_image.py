@@ -23,9 +23,10 @@ from __future__ import annotations
 import base64
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Final
 
+from kwire._lazy import lazy_dataclass
 from kwire.log.metadata import (
     METADATA_FRAME_VERSION,
     METADATA_RECORD_TYPES,
@@ -187,8 +188,11 @@ record_type_name = metadata_record_type_name
 dump_json = metadata_record_json
 
 
-@dataclass
+@lazy_dataclass
 class BrokerImage:
+    """A registered broker as the metadata image holds it (a ``RegisterBrokerRecord``'s fields,
+    Kafka's ``BrokerRegistration``); ``fenced`` until it heartbeats."""
+
     broker_id: int
     broker_epoch: int
     incarnation_id: uuid.UUID
@@ -197,7 +201,7 @@ class BrokerImage:
     endpoints: tuple[tuple[str, str, int, int], ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@lazy_dataclass(frozen=True)
 class ScramCredential:
     """What the broker keeps of a SCRAM password (``ScramCredential``, a
     ``UserScramCredentialRecord``'s fields): never the password."""
@@ -208,7 +212,7 @@ class ScramCredential:
     iterations: int
 
 
-@dataclass(frozen=True, slots=True)
+@lazy_dataclass(frozen=True)
 class DelegationToken:
     """A delegation token as a ``DelegationTokenRecord`` holds it (Kafka's ``TokenInformation``):
     principals as ``"Type:name"`` strings, times in ms. The HMAC is not kept: it is derived from
@@ -223,7 +227,7 @@ class DelegationToken:
     expiry_timestamp: int
 
 
-@dataclass(frozen=True, slots=True)
+@lazy_dataclass(frozen=True)
 class StandardAcl:
     """One ACL (Kafka's ``StandardAcl``, an ``AccessControlEntryRecord`` without its id): a
     resource pattern (type, name, LITERAL or PREFIXED) and an access control entry."""
@@ -256,7 +260,7 @@ class StandardAcl:
         return self.pattern_type == PREFIXED and name.startswith(self.resource_name)
 
 
-@dataclass
+@lazy_dataclass
 class MetadataImage:
     """What replaying metadata records gives; see the module doc."""
 
@@ -374,7 +378,7 @@ class MetadataImage:
             self.replay(message)
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class NodeInfo:
     """This node as its records name it."""
 
@@ -692,7 +696,7 @@ def fence_broker_record(broker_id: int, broker_epoch: int) -> Record:
     return FenceBrokerRecord(id=broker_id, epoch=broker_epoch), 0
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class TopicState:
     """A topic as the broker holds it, to compare with the image."""
 

@@ -31,9 +31,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Final
 
+from kwire._lazy import lazy_dataclass
 from kwire.broker._acl import CLUSTER, CLUSTER_NAME, authorize
 from kwire.broker._apis import on_startup, register
 from kwire.broker._context import RequestContext
@@ -177,7 +178,7 @@ class WindowedRate:
 # --- quota managers ---------------------------------------------------------------------------
 
 
-@dataclass
+@lazy_dataclass
 class QuotaKind:
     """One quota key's entities and sensors (Kafka: one ``ClientQuotaManager``)."""
 

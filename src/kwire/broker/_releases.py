@@ -9,9 +9,10 @@ a client that sees an API advertised will use it).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Final
 
+from kwire._lazy import lazy_dataclass
 from kwire.protocol import releases
 
 __all__ = ["Personality", "group_version_features", "personality"]
@@ -21,7 +22,7 @@ __all__ = ["Personality", "group_version_features", "personality"]
 _FORMAT_BY_MAGIC: Final = {0: "0.9.0", 1: "0.10.0", 2: "3.0-IV1"}
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class Personality:
     """The broker-facing facts of one release (``personality("2.0")``)."""
 

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any, Final
 
+from kwire._lazy import lazy_dataclass
 from kwire.broker._context import RequestContext
 from kwire.broker._state import BrokerState, Partition, partition_for
 from kwire.protocol import ErrorCode, KafkaMessage, message_class
@@ -292,7 +292,7 @@ def _int_key(cls: type[KafkaStruct], version: int, value: int, error: ErrorCode)
 # --- injected faults ----------------------------------------------------------------------------
 
 
-@dataclass
+@lazy_dataclass
 class Fault:
     """Delay or fail requests of one API (on one node, or on all): ``delay_ms`` first, then
     ``error`` (an error code answered everywhere, ``"disconnect"``, or ``None``: answer

@@ -37,9 +37,9 @@ import json
 import re
 import secrets
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
+from kwire._lazy import lazy_dataclass
 from kwire.broker import _metadata_image as mimage
 from kwire.broker import _metadata_log as mlog
 from kwire.broker._acl import CLUSTER, authorize
@@ -524,7 +524,7 @@ def jaas_options(text: str | None) -> dict[str, str]:
     return {k: v.replace('\\"', '"') for k, v in _JAAS_OPTION.findall(text or "")}
 
 
-@dataclass
+@lazy_dataclass
 class SaslConfig:
     """One listener's SASL settings (Kafka's names, listener-prefixed or not)."""
 
@@ -569,7 +569,7 @@ class SaslConfig:
 # --- the authenticator ------------------------------------------------------------------------
 
 
-@dataclass
+@lazy_dataclass
 class SaslStep:
     """What the server does after one SASL frame: send ``response`` (a message, raw token
     bytes or nothing), then close the connection when ``close``; ``delay_ms`` before a failure."""

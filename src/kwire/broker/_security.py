@@ -22,8 +22,9 @@ from __future__ import annotations
 import re
 import ssl
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Final
+
+from kwire._lazy import lazy_dataclass
 
 __all__ = [
     "ANONYMOUS",
@@ -41,7 +42,7 @@ SECURITY_PROTOCOLS: Final = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 _ENDPOINT: Final = re.compile(r"^([A-Za-z0-9_.-]+)://(\[[^\]]*\]|[^:]*):(-?\d+)$")
 
 
-@dataclass(frozen=True, slots=True)
+@lazy_dataclass(frozen=True, slots=True)
 class Listener:
     """One listener: its name, security protocol, bind address and advertised address."""
 

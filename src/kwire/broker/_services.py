@@ -11,8 +11,10 @@ modules that define them import ``_state``, which builds this object.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Literal
+
+from kwire._lazy import lazy_dataclass
 
 if TYPE_CHECKING:
     from kwire.broker._acl import Authorizer
@@ -29,7 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["Services"]
 
 
-@dataclass(eq=False)
+@lazy_dataclass(eq=False)
 class Services:
     """What plugs into one broker state; ``None`` until its module makes it."""
 

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Final
 
+from kwire._lazy import lazy_dataclass
 from kwire.broker._share_group import ShareCoordinator
 from kwire.broker._share_partition import RecordState
 from kwire.broker._share_state import (
@@ -61,7 +62,7 @@ NO_START_OFFSET: Final = -1
 NO_STATE_EPOCH: Final = 0
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class StateError:
     """An operation's refusal: Kafka's error code and message."""
 
@@ -69,7 +70,7 @@ class StateError:
     message: str
 
 
-@dataclass
+@lazy_dataclass
 class Changes:
     """What operations decided: the records to append and the live share partitions to drop once
     they are."""

@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Final
 
+from kwire._lazy import lazy_dataclass
 from kwire.broker._share_partition import SharePartition
 from kwire.broker._share_state import StoredState
 from kwire.protocol import ErrorCode
@@ -79,8 +80,11 @@ GROUP_CONFIG_DEFAULTS: Final[Mapping[str, str]] = {
 Assignment = dict[uuid.UUID, set[int]]
 
 
-@dataclass(eq=False)
+@lazy_dataclass(eq=False)
 class ShareMember:
+    """A member of a share group (KIP-932, Kafka's ``ShareGroupMember``): its epoch, what it
+    subscribes to, its assignment, and when its session expires."""
+
     member_id: str
     member_epoch: int = 0
     rack_id: str | None = None
@@ -91,8 +95,11 @@ class ShareMember:
     deadline_ms: int = 0
 
 
-@dataclass(eq=False)
+@lazy_dataclass(eq=False)
 class ShareGroup:
+    """A share group (KIP-932, Kafka's ``ShareGroup``): its epochs, members and the topic
+    metadata its assignment was computed from."""
+
     group_id: str
     group_epoch: int = 0
     assignment_epoch: int = 0
@@ -108,8 +115,10 @@ class ShareGroup:
         return {t for m in self.members.values() for t in m.subscribed}
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class HeartbeatResult:
+    """What a ``ShareGroupHeartbeat`` answers: an error, or the member's id, epoch and assignment."""
+
     error: ErrorCode
     message: str | None = None
     member_id: str | None = None
@@ -118,8 +127,11 @@ class HeartbeatResult:
     assignment: Assignment | None = None
 
 
-@dataclass(eq=False)
+@lazy_dataclass(eq=False)
 class ShareSession:
+    """A share session (KIP-932's ``ShareSession``): the member's epoch for its next
+    ShareFetch and the partitions it fetches from."""
+
     group_id: str
     member_id: str
     epoch: int  # the epoch the next request carries

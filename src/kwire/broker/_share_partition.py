@@ -23,10 +23,10 @@ Sans-IO: no log, no clock; the caller passes the batches and the time.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from enum import IntEnum
 from typing import Final
 
+from kwire._lazy import lazy_dataclass
 from kwire.protocol import ErrorCode
 
 __all__ = [
@@ -58,7 +58,7 @@ class RecordState(IntEnum):
     ARCHIVED = 4
 
 
-@dataclass(slots=True)
+@lazy_dataclass(slots=True)
 class InFlight:
     state: RecordState
     delivery_count: int
@@ -66,7 +66,7 @@ class InFlight:
     lock_deadline_ms: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@lazy_dataclass(frozen=True, slots=True)
 class AcquiredRange:
     """One ``AcquiredRecords`` entry: contiguous offsets acquired with the same delivery count."""
 

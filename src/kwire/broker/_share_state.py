@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Final
 
+from kwire._lazy import lazy_dataclass
 from kwire._wire import uuid_text
 from kwire.broker._share_partition import InFlight, RecordState, SharePartition
 from kwire.log.internal_topics import SHARE_GROUP_STATE, read_version, versioned
@@ -59,7 +60,7 @@ Key = tuple[str, uuid.UUID, int]
 Batch = tuple[int, int, int, int]
 
 
-@dataclass
+@lazy_dataclass
 class StoredState:
     """What the records of one share partition say."""
 

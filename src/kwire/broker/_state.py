@@ -25,9 +25,10 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Final, Literal, Protocol
 
+from kwire._lazy import lazy_dataclass
 from kwire._wire import random_uuid, random_uuid_text
 from kwire.broker import _metadata_image as mimage
 from kwire.broker import _metadata_log as mlog
@@ -128,7 +129,7 @@ def validate_topic_name(name: str) -> None:
         )
 
 
-@dataclass(eq=False)
+@lazy_dataclass(eq=False)
 class Partition:
     """One partition: its log, its leader's node id and leader epoch (bumped on every move)."""
 
@@ -184,8 +185,10 @@ def check_leader_epoch(partition: Partition, current_leader_epoch: int) -> Error
     return ErrorCode.UNKNOWN_LEADER_EPOCH
 
 
-@dataclass(eq=False)
+@lazy_dataclass(eq=False)
 class Topic:
+    """A topic the broker serves: its name, id, configs and partitions."""
+
     name: str
     topic_id: uuid.UUID
     configs: dict[str, str]

@@ -20,6 +20,7 @@ import dataclasses
 import logging
 from typing import Any, Final, NamedTuple
 
+from kwire._lazy import lazy_dataclass
 from kwire.log.internal_topics import TransactionState, read_version, versioned
 from kwire.protocol.messages import TransactionLogKey, TransactionLogValue
 
@@ -43,7 +44,7 @@ LOG_KEY_VERSION: Final = 0
 TopicPartition = tuple[str, int]
 
 
-@dataclasses.dataclass
+@lazy_dataclass
 class TransactionMetadata:
     """Kafka's ``TransactionMetadata`` of one transactional id."""
 

@@ -26,6 +26,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Final, Generic, NamedTuple, TypeVar
 
+from kwire._lazy import lazy_dataclass
 from kwire.broker._txn_records import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
@@ -59,7 +60,7 @@ class InitResult(NamedTuple):
     producer_epoch: int = NO_PRODUCER_EPOCH
 
 
-@dataclasses.dataclass
+@lazy_dataclass
 class Outcome(Generic[T]):
     """What an operation decided (Kafka's ``CoordinatorResult``)."""
 

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any
 
+from kwire._lazy import lazy_dataclass
 from kwire.protocol import releases
 
 __all__ = ["RemovedUse", "removed_versions", "report"]
@@ -55,7 +56,7 @@ def _previous_line(release: str) -> str | None:
     return _LAST_LINE.get(parts[0])
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class RemovedUse:
     """One client's use of a removed version."""
 

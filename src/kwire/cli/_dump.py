@@ -36,8 +36,10 @@ import argparse
 import json
 import os
 import sys
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any, Final, TextIO
+
+from kwire._lazy import lazy_dataclass
 
 __all__ = ["register"]
 
@@ -192,7 +194,7 @@ def _parse_record(
 # -- state ----------------------------------------------------------------------------------------
 
 
-@dataclass
+@lazy_dataclass
 class _Report:
     """What Kafka's tool collects while dumping and prints to stderr at the end."""
 
@@ -227,8 +229,10 @@ class _Out:
             self.stderr.write(f"kwire: {file}: {text}\n")
 
 
-@dataclass
+@lazy_dataclass
 class _Options:
+    """``kwire dump``'s options, as ``kafka-dump-log`` names them."""
+
     files: list[str]
     print_data: bool
     deep: bool

@@ -11,8 +11,8 @@ from __future__ import annotations
 import logging
 import ssl
 from collections.abc import Mapping
-from dataclasses import dataclass
 
+from kwire._lazy import lazy_dataclass
 from kwire.client._sasl import MECHANISMS, SaslCredentials, parse_jaas
 from kwire.errors import OptionError
 
@@ -36,7 +36,7 @@ _ACCEPTED_WITHOUT_EFFECT = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True)
+@lazy_dataclass(frozen=True, slots=True)
 class ClientConfig:
     bootstrap_servers: tuple[tuple[str, int], ...]
     client_id: str = "kwire"

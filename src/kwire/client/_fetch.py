@@ -19,9 +19,9 @@ prepares that answer while this one is decoded and handed on.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kwire._lazy import lazy_dataclass
 from kwire.client._metadata import ClusterMetadata
 from kwire.errors import DecodeError
 from kwire.log import ReadCommittedFilter
@@ -50,7 +50,7 @@ READ_UNCOMMITTED = 0
 READ_COMMITTED = 1
 
 
-@dataclass(frozen=True, slots=True)
+@lazy_dataclass(frozen=True, slots=True)
 class FetchPosition:
     topic: str
     partition: int
@@ -58,7 +58,7 @@ class FetchPosition:
     leader_epoch: int = -1
 
 
-@dataclass(slots=True)
+@lazy_dataclass(slots=True)
 class FetchedPartition:
     topic: str
     partition: int
@@ -151,7 +151,7 @@ def parse_fetch_response(
     return out
 
 
-@dataclass(frozen=True, slots=True)
+@lazy_dataclass(frozen=True, slots=True)
 class FetchScan:
     """What one partition's fetched bytes hold, from the batch headers alone (nothing decoded)."""
 
@@ -196,7 +196,7 @@ def fetch_ahead(position: int, next_offset: int, *, end: int, limit: int) -> int
     return next_offset
 
 
-@dataclass(slots=True)
+@lazy_dataclass(slots=True)
 class FetchedRange:
     """Rows of one fetch answer within ``[start, end)`` and where the next fetch starts."""
 

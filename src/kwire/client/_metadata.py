@@ -9,9 +9,10 @@ response) has no leader: the caller refreshes metadata and backs off, as Kafka's
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
+from kwire._lazy import lazy_dataclass
 from kwire.protocol import ZERO_UUID, ErrorCode, uuid_to_str
 
 if TYPE_CHECKING:
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["BrokerAddress", "ClusterMetadata", "PartitionMetadata", "metadata_request"]
 
 
-@dataclass(frozen=True, slots=True)
+@lazy_dataclass(frozen=True, slots=True)
 class BrokerAddress:
     node_id: int
     host: str
@@ -32,7 +33,7 @@ class BrokerAddress:
         return f"{self.host}:{self.port}"
 
 
-@dataclass(frozen=True, slots=True)
+@lazy_dataclass(frozen=True, slots=True)
 class PartitionMetadata:
     topic: str
     partition: int
@@ -42,7 +43,7 @@ class PartitionMetadata:
     error: ErrorCode
 
 
-@dataclass(slots=True)
+@lazy_dataclass(slots=True)
 class ClusterMetadata:
     brokers: dict[int, BrokerAddress] = field(default_factory=dict)
     partitions: dict[str, dict[int, PartitionMetadata]] = field(default_factory=dict)

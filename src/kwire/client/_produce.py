@@ -11,9 +11,10 @@ sequence only moves on once the batch is acknowledged.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
+from kwire._lazy import lazy_dataclass
 from kwire.client._metadata import ClusterMetadata
 from kwire.protocol import ZERO_UUID, ErrorCode
 from kwire.records import BatchBuilder, Compression
@@ -75,7 +76,7 @@ def default_partition(key: bytes | None, num_partitions: int, counter: int) -> i
     return (murmur2(key) & 0x7FFFFFFF) % num_partitions
 
 
-@dataclass(slots=True)
+@lazy_dataclass(slots=True)
 class IdempotentSequences:
     """An idempotent producer's id, epoch and next sequence per partition (KIP-98)."""
 
@@ -146,7 +147,7 @@ def produce_request(
     return ProduceRequest(acks=acks, timeout_ms=timeout_ms, topic_data=topics, **extra)
 
 
-@dataclass(frozen=True, slots=True)
+@lazy_dataclass(frozen=True, slots=True)
 class ProduceResult:
     error: ErrorCode
     base_offset: int

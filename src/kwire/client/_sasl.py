@@ -14,8 +14,8 @@ import base64
 import re
 import secrets
 from collections.abc import Generator
-from dataclasses import dataclass
 
+from kwire._lazy import lazy_dataclass
 from kwire.client._errors import AuthenticationError
 from kwire.errors import OptionError
 from kwire.protocol._scram import SCRAM_HASHES, client_proof, salted_password, server_signature
@@ -27,7 +27,7 @@ MECHANISMS = ("PLAIN", *SCRAM_HASHES)
 _JAAS_OPTION = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
 
 
-@dataclass(frozen=True, slots=True)
+@lazy_dataclass(frozen=True, slots=True)
 class SaslCredentials:
     mechanism: str
     username: str

@@ -21,9 +21,10 @@ again); anything else aborts the transaction (ABORTABLE_ERROR: the application a
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Final
 
+from kwire._lazy import lazy_dataclass
 from kwire.client._errors import RETRIABLE, ClientError, KafkaApiError
 from kwire.client._produce import IdempotentSequences
 from kwire.protocol import ErrorCode
@@ -112,7 +113,7 @@ _ALLOWED: Final[dict[TransactionState, frozenset[TransactionState]]] = {
 }
 
 
-@dataclass(slots=True)
+@lazy_dataclass(slots=True)
 class Transaction:
     """One transactional producer's state (``transactional.id``), driven by the client."""
 

@@ -14,9 +14,9 @@ Readers take ``str`` or bytes-like and raise ``DecodeError`` with the line numbe
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Final, NamedTuple
 
+from kwire._lazy import lazy_dataclass
 from kwire._wire import uuid_from_text, uuid_text
 from kwire.errors import DecodeError
 from kwire.log._index import BytesLike
@@ -98,8 +98,11 @@ def encode_leader_epoch_checkpoint(entries: Iterable[EpochEntry]) -> str:
     return "\n".join(lines) + "\n"
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class PartitionMetadata:
+    """A partition directory's ``partition.metadata`` file (Kafka's ``PartitionMetadata``):
+    its version and topic id."""
+
     version: int
     #: The topic id as Kafka prints it (base64url without padding, 22 characters).
     topic_id: str

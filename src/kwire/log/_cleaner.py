@@ -39,10 +39,11 @@ import contextlib
 import logging
 import os
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import partial
 from typing import TYPE_CHECKING, TypeVar
 
+from kwire._lazy import lazy_dataclass
 from kwire._wire import INT32_MAX
 from kwire.log._compaction import (
     DEFAULT_MAX_MAP_ENTRIES,
@@ -123,7 +124,7 @@ def _with_view(live: LiveLog, seg: LogSegment, use: Callable[[memoryview], T]) -
                 m.close()
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class LogToClean:
     """Kafka's ``LogToClean``: a log with its dirty section ``[first_dirty_offset,
     first_uncleanable_offset)`` (the latter a segment base offset)."""
@@ -148,7 +149,7 @@ class LogToClean:
         return self.cleanable_bytes / self.total_bytes if self.total_bytes else 0.0
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class CleanResult:
     """One cleaning round: the log, the offsets it covered, the new checkpoint, the counts."""
 

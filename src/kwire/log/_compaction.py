@@ -34,9 +34,10 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Final, NamedTuple
 
+from kwire._lazy import lazy_dataclass
 from kwire.errors import KwireError
 from kwire.log._txnindex import AbortedTxn
 from kwire.records import (
@@ -113,7 +114,7 @@ class LastRecord(NamedTuple):
     producer_epoch: int
 
 
-@dataclass
+@lazy_dataclass
 class CleanerStats:
     """What a cleaning round read and wrote (a part of Kafka's ``CleanerStats``)."""
 
@@ -125,8 +126,10 @@ class CleanerStats:
     invalid_messages: int = 0
 
 
-@dataclass
+@lazy_dataclass
 class _OngoingAbort:
+    """An aborted transaction the cleaner is inside of, with the offset of the last batch it saw."""
+
     txn: AbortedTxn
     last_observed_batch_offset: int | None = None
 
@@ -233,7 +236,7 @@ def build_offset_map(
     return False
 
 
-@dataclass
+@lazy_dataclass
 class CleaningRound:
     """What ``clean_batches`` decides with: Kafka's ``cleanInto`` arguments."""
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import NamedTuple
 
+from kwire._lazy import lazy_dataclass
 from kwire.log._log_segment import LOG_OVERHEAD, pread_exact
 
 __all__ = [
@@ -32,7 +33,7 @@ class FileSlice(NamedTuple):
     size: int
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class FetchDataInfo:
     """Kafka's ``FetchDataInfo``: what a fetch at ``first_offset`` returns (whole batches):
     ``slices`` of segment files, or (a log over a memory store) ``data``, a copy of the bytes."""
@@ -69,7 +70,7 @@ def release_slices(slices: list[FileSlice]) -> None:
         os.close(s.fd)
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class LogAppendInfo:
     """Kafka's ``LogAppendInfo``: what a produce response reports for the partition."""
 

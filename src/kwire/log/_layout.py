@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Final, NamedTuple
+
+from kwire._lazy import lazy_dataclass
 
 __all__ = [
     "INDEX_SUFFIX",
@@ -116,7 +118,7 @@ def parse_segment_file_name(name: str) -> tuple[int, str] | None:
     return None if offset is None else (offset, suffix)
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class SegmentFiles:
     """The files of one segment. Paths are the strings that were listed; ``None`` when absent."""
 
@@ -130,7 +132,7 @@ class SegmentFiles:
     index_size: int | None = None
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class PartitionDir:
     """One ``<topic>-<partition>`` folder: its segments sorted by base offset and the other files."""
 

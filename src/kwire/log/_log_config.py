@@ -5,8 +5,9 @@ defaults (Kafka 3.9) and the checks Kafka makes on them.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from kwire._lazy import lazy_dataclass
 from kwire.log._index import (
     TIME_INDEX_ENTRY_SIZE,
 )
@@ -18,7 +19,7 @@ from kwire.records import (
 __all__ = ["LogConfig"]
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class LogConfig:
     """Kafka's topic-level log settings (names in comments), defaults as Kafka 3.9."""
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Final
 
+from kwire._lazy import lazy_dataclass
 from kwire._wire import uuid_from_text, uuid_text
 from kwire.log._writer import write_atomic
 
@@ -78,7 +78,7 @@ def _required_int(props: Mapping[str, str], key: str) -> int:
         raise ValueError(f"Unable to read {key} as a base-10 number.") from None
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class MetaProperties:
     """One ``meta.properties`` (Kafka's ``MetaProperties``); see the module doc."""
 

@@ -25,9 +25,10 @@ it the files of a metadata log.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Final
 
+from kwire._lazy import lazy_dataclass
 from kwire._wire import read_uvarint, write_uvarint
 from kwire.errors import DecodeError
 from kwire.log.internal_topics import CLUSTER_METADATA
@@ -179,7 +180,7 @@ _REPLICA_KEYS: Final = frozenset(
 )
 
 
-@dataclass
+@lazy_dataclass
 class PartitionImage:
     """A partition as its records leave it (Kafka's ``PartitionRegistration``, in part)."""
 
@@ -192,8 +193,10 @@ class PartitionImage:
     directories: list[uuid.UUID] = field(default_factory=list)
 
 
-@dataclass
+@lazy_dataclass
 class TopicImage:
+    """A topic as the metadata log's records build it: name, id and partitions."""
+
     name: str
     topic_id: uuid.UUID
     partitions: dict[int, PartitionImage] = field(default_factory=dict)

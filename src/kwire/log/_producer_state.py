@@ -34,9 +34,10 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Final, NamedTuple
 
+from kwire._lazy import lazy_dataclass
 from kwire.errors import KwireError
 from kwire.log._errors import ProducerStateError
 from kwire.log._snapshot import ProducerSnapshotEntry, encode_producer_snapshot
@@ -91,7 +92,7 @@ class CompletedTxn(NamedTuple):
     is_aborted: bool
 
 
-@dataclass
+@lazy_dataclass
 class ProducerStateEntry:
     """Kafka's ``ProducerStateEntry``: what the partition knows about one producer id."""
 

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Final
 
+from kwire._lazy import lazy_dataclass
 from kwire.errors import DecodeError
 from kwire.log._metadata_records import CLUSTER_METADATA_DIR, ReplicaSets
 from kwire.records import read_batches
@@ -56,7 +57,7 @@ _BATCH_HEADER: Final = 61  # a v2 batch header: its offset, length, epoch and CR
 Read = Callable[[str, int], bytes | bytearray | memoryview]
 
 
-@dataclass
+@lazy_dataclass
 class _Consumed:
     """What the reader has read of one segment."""
 
@@ -65,7 +66,7 @@ class _Consumed:
     last_header: bytes = b""
 
 
-@dataclass
+@lazy_dataclass
 class ReplicaSetReader:
     """Replica sets from a metadata log's files, read incrementally; see the module doc.
 

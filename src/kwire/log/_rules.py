@@ -21,9 +21,10 @@ index entries, ``should_roll`` is ``LogSegment.shouldRoll``, ``LeaderEpochCache`
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Final
 
+from kwire._lazy import lazy_dataclass
 from kwire._wire import INT32_MAX
 from kwire.log._checkpoint import EpochEntry
 from kwire.log._index import (
@@ -38,7 +39,7 @@ __all__ = ["LeaderEpochCache", "SegmentIndexer", "should_roll"]
 NO_TIMESTAMP: Final = -1
 
 
-@dataclass
+@lazy_dataclass
 class SegmentIndexer:
     """Index bookkeeping of one segment (``LogSegment``'s in-memory fields).
 

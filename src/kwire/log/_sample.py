@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
+from kwire._lazy import lazy_dataclass
 from kwire.log._datadir import CLEANER_OFFSET_CHECKPOINT, encode_offset_checkpoint
 from kwire.log._layout import TopicPartition
 from kwire.log._writer import LogWriter
@@ -42,7 +43,7 @@ _V2_CODECS = (
 _LEGACY_CODECS = _V2_CODECS[:4]
 
 
-@dataclass
+@lazy_dataclass
 class PartitionSummary:
     """What was written to one topic-partition."""
 
@@ -56,7 +57,7 @@ class PartitionSummary:
     codecs: set[str] = field(default_factory=set)
 
 
-@dataclass
+@lazy_dataclass
 class SampleSummary:
     """What ``write_sample`` wrote, per ``topic-partition`` and in total."""
 

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Final
 
+from kwire._lazy import lazy_dataclass
 from kwire._wire import as_view
 from kwire.errors import DecodeError
 from kwire.log._index import BytesLike
@@ -42,8 +42,11 @@ _ENTRY: Final = struct.Struct(">qhiqiqiq")
 _CRC_START: Final = 6
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class ProducerSnapshotEntry:
+    """One producer's entry in a ``.snapshot`` file (Kafka's ``ProducerStateManager``
+    snapshot schema)."""
+
     producer_id: int
     producer_epoch: int
     last_sequence: int
@@ -63,8 +66,10 @@ class ProducerSnapshotEntry:
         return decrement_sequence(self.last_sequence, self.offset_delta)
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class ProducerSnapshot:
+    """A parsed ``.snapshot`` file: its version, CRC and producer entries."""
+
     version: int
     crc: int
     entries: tuple[ProducerSnapshotEntry, ...]

@@ -37,10 +37,11 @@ import contextlib
 import errno
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import TracebackType
 from typing import BinaryIO, Final
 
+from kwire._lazy import lazy_dataclass
 from kwire._wire import INT32_MAX, as_view
 from kwire.errors import EncodeError
 from kwire.log._checkpoint import encode_leader_epoch_checkpoint, encode_partition_metadata
@@ -138,8 +139,10 @@ def _write_file(path: str, data: bytes | str, fsync: bool = True) -> None:
         raise
 
 
-@dataclass
+@lazy_dataclass
 class _ActiveSegment:
+    """The segment a ``LogWriter`` appends to: its open ``.log`` and the indexes it builds."""
+
     log_path: str
     file: BinaryIO  # the .log, open under its temporary name
     indexer: SegmentIndexer

@@ -17,10 +17,11 @@ version the old spec marked unstable (``latestVersionUnstable``) are reported as
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Literal
 
+from kwire._lazy import lazy_dataclass
 from kwire.protocol._spec import (
     FieldSpec,
     MessageSpec,
@@ -36,7 +37,7 @@ Kind = Literal["violation", "removal", "change"]
 _KIND_ORDER = {"violation": 0, "removal": 1, "change": 2}
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class Finding:
     """One rule outcome: which rule, where (file, message, field path), at which versions, and why."""
 
@@ -60,8 +61,10 @@ class Finding:
         }
 
 
-@dataclass
+@lazy_dataclass
 class EvolutionReport:
+    """What comparing two releases' specs found: violations, removals and changes."""
+
     findings: list[Finding] = field(default_factory=list)
 
     @property
@@ -158,7 +161,7 @@ def check_evolution(old: str | Path, new: str | Path) -> EvolutionReport:
 # -- comparison ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class _Raw:
     """A finding at one version, before versions are merged."""
 

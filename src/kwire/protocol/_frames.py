@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import functools
 import struct
-from dataclasses import dataclass
 from typing import Any, Final
 
+from kwire._lazy import lazy_dataclass
 from kwire.errors import DecodeError, FrameSizeError
 from kwire.protocol._registry import message_class
 from kwire.protocol._runtime import KafkaMessage
@@ -76,7 +76,7 @@ def response_header_version(api_key: int, api_version: int) -> int:
     return 1 if api_version in info.flexible else 0
 
 
-@dataclass
+@lazy_dataclass
 class Request:
     """A decoded request: its header (a ``RequestHeader``) and message."""
 
@@ -96,7 +96,7 @@ class Request:
         return int(self.header.request_api_version)
 
 
-@dataclass
+@lazy_dataclass
 class Response:
     """A decoded response, with the request it answers (when a connection matched it)."""
 

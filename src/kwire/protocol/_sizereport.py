@@ -32,9 +32,10 @@ import statistics
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Final
 
+from kwire._lazy import lazy_dataclass
 from kwire.errors import KwireError, UnsupportedVersionError
 from kwire.protocol._bundled import SPEC_DIR, message_spec
 from kwire.protocol._registry import ProtocolRegistry, load_specs, message_class
@@ -195,8 +196,10 @@ def convert(obj: KafkaStruct, cls: type[KafkaStruct], *, only_version: int | Non
     return out
 
 
-@dataclass
+@lazy_dataclass
 class _Stat:
+    """Sampled sizes of one integer field: fixed, zigzag and unsigned varint bytes."""
+
     fixed: int = 0
     zigzag: int = 0
     unsigned: int = 0
@@ -259,7 +262,7 @@ def suggest_varints(
 # Measuring
 
 
-@dataclass
+@lazy_dataclass
 class Measurement:
     """One variant of a case: bytes, and the best encode / decode time over the repeats."""
 
@@ -286,7 +289,7 @@ class Measurement:
         }
 
 
-@dataclass
+@lazy_dataclass
 class Case:
     """One report case: a message, its sample, and one ``Measurement`` per variant."""
 
@@ -345,8 +348,10 @@ def _loops(fn: Callable[[], object]) -> int:
     return loops
 
 
-@dataclass
+@lazy_dataclass
 class _Prepared:
+    """A measurement ready to time: its encode and decode closures and their loop counts."""
+
     m: Measurement
     encode: Callable[[], object]
     decode: Callable[[], object]

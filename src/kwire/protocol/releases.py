@@ -74,9 +74,9 @@ broker accepts, with every API's minimum version 0.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Final
 
+from kwire._lazy import lazy_dataclass
 from kwire.protocol._spec._versions import VersionRange
 
 __all__ = [
@@ -892,7 +892,7 @@ def broker_api_versions(release: str, *, kraft: bool | None = None) -> dict[int,
     return dict((_KRAFT if _mode(release, kraft) else _ZK)[release])
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class BrokerPersonality:
     """What a broker of one Kafka release looks like to a client."""
 

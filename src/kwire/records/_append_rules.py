@@ -18,9 +18,9 @@ do not.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Final, Literal
 
+from kwire._lazy import lazy_dataclass
 from kwire._wire import INT16, INT32, INT64, UINT32
 from kwire.errors import AppendError, DecodeError, RecordError
 from kwire.records import _legacy as legacy
@@ -132,7 +132,7 @@ def _patch_legacy(
 # --- validation ---------------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
+@lazy_dataclass(slots=True)
 class Input:
     """The parsed request: the buffer, its complete batches, and what the framing pass found."""
 
@@ -196,7 +196,7 @@ def _inner_index(path: str | None) -> int:
     return 0
 
 
-@dataclass(slots=True)
+@lazy_dataclass
 class Walk:
     """What walking the records of the input found."""
 

@@ -12,9 +12,9 @@ import dataclasses
 import enum
 import struct
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Final
 
+from kwire._lazy import lazy_dataclass
 from kwire.errors import APPEND_ERRORS, kafka_error_code
 from kwire.records._codecs import Compression
 from kwire.records._model import CREATE_TIME, LOG_APPEND_TIME
@@ -82,7 +82,7 @@ def magic_for_message_format_version(version: str) -> int:
     return 2
 
 
-@dataclass(frozen=True, slots=True)
+@lazy_dataclass(frozen=True, slots=True)
 class TopicConfig:
     """The topic settings the append path obeys (Kafka's names in the comments).
 
@@ -161,7 +161,7 @@ class TopicConfig:
         return cls(**kwargs)  # type: ignore[arg-type]
 
 
-@dataclass(frozen=True, slots=True)
+@lazy_dataclass(frozen=True, slots=True)
 class AppendResult:
     """What to append and what the broker reports about it.
 

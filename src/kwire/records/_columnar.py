@@ -38,11 +38,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 import numpy as np
 
+from kwire._lazy import lazy_dataclass
 from kwire._wire import INT32_MAX
 from kwire.errors import CorruptRecordError, DecodeError, UnsupportedCodecError
 from kwire.records._java import java_string
@@ -222,7 +223,7 @@ def constant_array(value: object, length: int, type: pa.DataType) -> pa.Array:
     return pa.repeat(scalar, length)
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class SkippedBatch:
     """A batch ``decode_columnar(..., on_corrupt="skip")`` left out: where, how long, and why."""
 
@@ -231,7 +232,7 @@ class SkippedBatch:
     reason: str
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class ColumnarResult:
     """What ``decode_columnar`` returns: the Arrow batch plus what it read and skipped."""
 

@@ -15,10 +15,10 @@ Approach: ``decode_control_record`` turns a ``Record`` of a control batch into a
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from enum import IntEnum
 from typing import Final
 
+from kwire._lazy import lazy_dataclass
 from kwire.errors import CorruptRecordError, DecodeError, EncodeError
 from kwire.records._builder import BatchBuilder
 from kwire.records._model import NO_TIMESTAMP, Record
@@ -63,7 +63,7 @@ KRAFT_VALUE_MESSAGES: Final = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@lazy_dataclass(frozen=True)
 class EndTransactionMarker:
     """The value of an ABORT or COMMIT control record."""
 
@@ -75,7 +75,7 @@ class EndTransactionMarker:
         return _MARKER.pack(self.version, self.coordinator_epoch)
 
 
-@dataclass(frozen=True, slots=True)
+@lazy_dataclass(frozen=True)
 class ControlRecord:
     """A decoded control record.
 

@@ -20,9 +20,10 @@ understands, zero-copy when nothing is newer than it, and zstd refused below Fet
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from typing import Final
 
+from kwire._lazy import lazy_dataclass
 from kwire._wire import as_view
 from kwire.errors import UnsupportedCodecError, UnsupportedVersionError
 from kwire.records._batch import read_batches
@@ -42,7 +43,7 @@ __all__ = [
 _ZSTD_MIN_FETCH_VERSION: Final = 10
 
 
-@dataclass(frozen=True, slots=True)
+@lazy_dataclass(frozen=True)
 class ConversionLoss:
     """What a conversion could not carry into the target format (all counts; 0 = nothing lost).
 
@@ -94,7 +95,7 @@ class ConversionLoss:
         ]
 
 
-@dataclass(frozen=True, slots=True)
+@lazy_dataclass(frozen=True)
 class ConversionResult:
     """The converted records and what happened to them.
 

@@ -30,11 +30,12 @@ import io
 import json
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
+from kwire._lazy import lazy_dataclass
 from kwire.errors import KwireError
 
 if TYPE_CHECKING:
@@ -245,8 +246,11 @@ _S_NODE, _S_KID, _S_LEFT = range(3)
 _MAX_DEPTH = 512
 
 
-@dataclass
+@lazy_dataclass
 class _Node:
+    """One node of an Avro schema compiled for the columnar decoder: its kind, column and
+    Arrow type, with its children."""
+
     kind: int
     col: int
     arrow: Any  # the node's Arrow type

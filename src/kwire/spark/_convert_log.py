@@ -15,10 +15,10 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kwire._lazy import lazy_dataclass
 from kwire.errors import KwireError
 from kwire.spark._fs import list_files, resolve, to_uri
 from kwire.spark._pipeline import JobResult, ProgressCallback, _log_bytes, overlaps, track_progress
@@ -29,8 +29,10 @@ if TYPE_CHECKING:
 __all__ = ["convert_log"]
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class _SegmentJob:
+    """One segment for a Spark task to convert: where it is and which partition it belongs to."""
+
     uri: str
     topic: str
     partition: int

@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kwire._lazy import lazy_dataclass
 from kwire.errors import OptionError
 from kwire.log.internal_topics import (
     CONSUMER_OFFSETS,
@@ -222,8 +222,10 @@ class LatestReader(KafkaLogReader):
                     yield pa.RecordBatch.from_arrays(arrays, schema=target)
 
 
-@dataclass
+@lazy_dataclass
 class ViewSource:
+    """A read of an internal topic (``__consumer_offsets``, ``__transaction_state``) as a view."""
+
     path: str
     options: ReadOptions
     view: str

@@ -35,8 +35,9 @@ import json
 import logging
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from kwire._lazy import lazy_dataclass
 from kwire.errors import OptionError
 from kwire.log.internal_topics import INTERNAL_TOPICS
 
@@ -239,7 +240,7 @@ def _parse_timestamps(options: Mapping[str, str], single: str, by: str) -> Bound
     return None if raw is None else _parse_per_partition(by, raw)
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class ReadOptions:
     """Every read option, parsed and checked (see the module comment for their meaning)."""
 
@@ -485,7 +486,7 @@ def _tps(bounds: Bounds) -> str:
     return "[" + ", ".join(f"{k[0]}-{k[1]}" for k in sorted(k for k in bounds if k)) + "]"
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class WriteOptions:
     """Options of ``df.write.format("kafka-log")`` (see kwire.spark._sink)."""
 

@@ -42,10 +42,11 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kwire._lazy import lazy_dataclass
 from kwire.errors import KwireError
 from kwire.spark._fs import list_files, resolve, to_uri
 from kwire.spark._source import FORMAT
@@ -65,7 +66,7 @@ ENGINES = ("spark", "arrow")
 ProgressCallback = Callable[[int, int], None]
 
 
-@dataclass
+@lazy_dataclass
 class JobResult:
     """What a pipeline job did: the numbers of the closing table."""
 

@@ -34,10 +34,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from pyspark.sql.datasource import InputPartition
 
+from kwire._lazy import lazy_dataclass
 from kwire.errors import DecodeError, KwireError, OffsetOutOfRangeError, OptionError
 from kwire.log import (
     CLEANER_OFFSET_CHECKPOINT,
@@ -71,7 +72,7 @@ ReadTail = Callable[[str, int], bytes | memoryview]
 UNINDEXED_CHECK_BYTES = 16 << 20
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class SegmentSplit(InputPartition):  # type: ignore[misc]
     """One unit of work: bytes [start, end) of one segment, plus what to keep from them.
 
@@ -106,7 +107,7 @@ class SegmentSplit(InputPartition):  # type: ignore[misc]
         return f"SegmentSplit({self.uri}[{self.start}:{self.end}])"
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class Pushdown:
     """What pushed filters allow a scan to skip (each None: no bound)."""
 
@@ -140,7 +141,7 @@ class Pushdown:
         )
 
 
-@dataclass
+@lazy_dataclass
 class PlanStats:
     """What planning saw: the log bytes of the selected partitions, the index bytes it read, the
     segment tail bytes it read to check that segments join up, and the offsets it found lost
@@ -491,7 +492,7 @@ class _PartitionPlanner:
 OPEN_COST_BYTES = 4 << 20  # Spark's spark.sql.files.openCostInBytes default
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class SplitGroup(InputPartition):  # type: ignore[misc]
     """Several small splits read by one Spark task (as Spark's file sources pack small files)."""
 

@@ -34,9 +34,10 @@ import logging
 import struct
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
+from kwire._lazy import lazy_dataclass
 from kwire.errors import CorruptRecordError, DecodeError, OffsetOutOfRangeError
 from kwire.log import ReadCommittedFilter, scan_batches
 from kwire.records import read_batches
@@ -59,7 +60,7 @@ _FRAME_OVERHEAD = 12
 _MIN_FRAME = 14  # the smallest message a size field can announce (magic 0 record overhead)
 
 
-@dataclass
+@lazy_dataclass
 class SplitStats:
     """What reading one split did (kept on the executor; logged and optionally reported)."""
 
@@ -453,7 +454,7 @@ def write_metrics(metrics_path: str, name: str, doc: dict[str, int]) -> None:
         out.write(json.dumps(doc).encode())
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class ScanMetrics:
     """What scans that had ``metricsPath`` set did: bytes executors read from ``.log`` files,
     index bytes the planner read, and the log bytes of the partitions they selected; what was

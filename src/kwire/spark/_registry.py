@@ -38,11 +38,12 @@ import json
 import logging
 import uuid
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kwire._lazy import lazy_dataclass
 from kwire.errors import CorruptRecordError, OptionError
 from kwire.spark._options import ReadOptions, parse_read_options
 from kwire.spark._registry_avro import _Avro
@@ -85,7 +86,7 @@ _FORMAT_CLASSES: dict[str, type[_Format]] = {"avro": _Avro, "protobuf": _Protobu
 # ---- the source and its reader -------------------------------------------------------------------
 
 
-@dataclass
+@lazy_dataclass
 class _Side:
     """Decoding of one column: "key" or "value"."""
 
@@ -287,7 +288,7 @@ def _report_undecoded(report_path: str, split: Any, failed: int, reasons: list[s
         out.write(json.dumps(doc).encode())
 
 
-@dataclass
+@lazy_dataclass
 class TypedSource:
     """What the data source needs for valueFormat/keyFormat: the schema and the reader."""
 

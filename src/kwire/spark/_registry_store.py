@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import TYPE_CHECKING, Any
 
+from kwire._lazy import lazy_dataclass
 from kwire.errors import KwireError, OptionError
 
 if TYPE_CHECKING:
@@ -31,7 +32,7 @@ def _opt(options: Mapping[str, str], name: str) -> str | None:
 # ---- the schema store --------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class SchemaEntry:
     """One registered schema (as the registry's ``_schemas`` topic or REST API gives it)."""
 
@@ -45,7 +46,7 @@ class SchemaEntry:
     guid: str | None = None
 
 
-@dataclass
+@lazy_dataclass
 class SchemaStore:
     """Schemas by id and subject versions; picklable, shipped to executors with the reader."""
 

@@ -18,10 +18,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kwire._lazy import lazy_dataclass
 from kwire.errors import KwireError
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ MIN_JAVA_MAJOR = 17
 _VERSION_RE = re.compile(r'version "(\d+)(?:\.(\d+))?')
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class JavaInstall:
     """A Java runtime Spark can use: its home directory, major version and where it was found."""
 

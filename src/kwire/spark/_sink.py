@@ -32,11 +32,11 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
+from kwire._lazy import lazy_dataclass
 from kwire.client import default_partition
 from kwire.errors import KwireError
 from kwire.log._layout import parse_partition_dir
@@ -63,7 +63,7 @@ _CODECS = {
 }
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class Chunk:
     """One topic-partition as one task wrote it into staging."""
 
@@ -75,8 +75,10 @@ class Chunk:
     bytes: int
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class TaskCommit(WriterCommitMessage):  # type: ignore[misc]
+    """What a write task sends the driver: its attempt and the chunks it wrote."""
+
     task: int
     attempt: int
     chunks: tuple[Chunk, ...]

@@ -43,7 +43,6 @@ import math
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
@@ -54,6 +53,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
+from kwire._lazy import lazy_dataclass
 from kwire.errors import DecodeError, OffsetOutOfRangeError
 from kwire.log import (
     META_PROPERTIES,
@@ -93,7 +93,7 @@ TP = tuple[str, int]
 Offsets = dict[str, dict[str, int]]
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class PartitionEnds:
     """What a micro-batch may read of one topic-partition: offsets [log_start, end)."""
 

@@ -35,7 +35,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import (
@@ -44,6 +43,7 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
+from kwire._lazy import lazy_dataclass
 from kwire.client import (
     ClientConfig,
     ClientError,
@@ -75,13 +75,15 @@ log = logging.getLogger("kwire.spark")
 SINK_COLUMNS = frozenset({"key", "value", "headers", "topic", "partition", "timestamp"})
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class WireTaskCommit(WriterCommitMessage):  # type: ignore[misc]
+    """What a ``kafka-wire`` write task sends the driver: the records and batches it produced."""
+
     records: int
     batches: int
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class WireTxnCommit(WriterCommitMessage):  # type: ignore[misc]
     """A task's open transaction (producer_id -1: nothing to commit), for the driver to end."""
 

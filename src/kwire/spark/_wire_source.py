@@ -20,7 +20,6 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import (
@@ -36,6 +35,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
+from kwire._lazy import lazy_dataclass
 from kwire.client import EARLIEST, LATEST, ClientConfig, KafkaClient
 from kwire.errors import OptionError
 from kwire.spark._options import (
@@ -81,7 +81,7 @@ def client_options(options: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class WireRange(InputPartition):  # type: ignore[misc]
     """One Spark partition: offsets ``[start, end)`` of one topic-partition."""
 

@@ -10,9 +10,10 @@ offsets (a simple group, or what a deleted group's offsets keep alive) is an emp
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Final
 
+from kwire._lazy import lazy_dataclass
 from kwire.broker.group._records import SUBSCRIPTION, OffsetAndMetadata
 from kwire.log.internal_topics import read_version
 from kwire.protocol import ErrorCode
@@ -54,7 +55,7 @@ class GroupError(Exception):
 # --- the model ----------------------------------------------------------------------------------
 
 
-@dataclass
+@lazy_dataclass
 class Waiter:
     """A parked response: ``result`` is set (with ``error``) when the group decides."""
 
@@ -67,8 +68,11 @@ class Waiter:
             self.done = True
 
 
-@dataclass
+@lazy_dataclass
 class JoinResult:
+    """What a classic group's ``JoinGroup`` answers (Kafka's ``JoinGroupResponseData``'s
+    fields): the generation, protocol, leader and, for the leader, the members."""
+
     error: ErrorCode
     generation_id: int = -1
     protocol_type: str | None = None
@@ -79,15 +83,17 @@ class JoinResult:
     skip_assignment: bool = False  # KIP-814: a rejoining static leader keeps the assignment
 
 
-@dataclass
+@lazy_dataclass
 class SyncResult:
+    """What a classic group's ``SyncGroup`` answers: the protocol and the member's assignment."""
+
     error: ErrorCode
     protocol_type: str | None = None
     protocol_name: str | None = None
     assignment: bytes = b""
 
 
-@dataclass
+@lazy_dataclass
 class Member:
     """``ClassicGroupMember``."""
 
@@ -115,7 +121,7 @@ class Member:
         return self.protocols == protocols
 
 
-@dataclass
+@lazy_dataclass
 class Group:
     """``ClassicGroup``: members, generation, the chosen protocol, and committed offsets."""
 

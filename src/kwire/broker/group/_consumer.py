@@ -13,9 +13,10 @@ only once no other member still owns it (assigned or pending revocation): until 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any, Final
 
+from kwire._lazy import lazy_dataclass
 from kwire.broker.group._assignors import Assignment, freeze
 from kwire.broker.group._records import OffsetAndMetadata
 from kwire.protocol import ErrorCode
@@ -65,7 +66,7 @@ class ConsumerGroupError(Exception):
 # --- the model ----------------------------------------------------------------------------------
 
 
-@dataclass
+@lazy_dataclass
 class ConsumerMember:
     """``ConsumerGroupMember``: what a member subscribes to and what it owns now."""
 
@@ -109,7 +110,7 @@ class ConsumerMember:
         return self.state == MEMBER_STABLE and self.member_epoch == epoch
 
 
-@dataclass
+@lazy_dataclass
 class ConsumerGroup:
     """``ConsumerGroup``: members, the three epochs, the target assignment, partition owners."""
 
@@ -184,8 +185,11 @@ class ConsumerGroup:
                     self.owners[topic_id, p] = (member.member_id, member.member_epoch)
 
 
-@dataclass
+@lazy_dataclass
 class HeartbeatResult:
+    """What a ``ConsumerGroupHeartbeat`` (KIP-848) answers: an error, or the member's id, epoch,
+    heartbeat interval and assignment."""
+
     error: ErrorCode = ErrorCode.NONE
     message: str | None = None
     member_id: str | None = None

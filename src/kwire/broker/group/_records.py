@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from kwire._lazy import lazy_dataclass
 from kwire.broker.group._assignors import Assignment, freeze
 from kwire.log.internal_topics import CONSUMER_OFFSETS, read_version, versioned
 from kwire.protocol.messages import (
@@ -95,7 +95,7 @@ CURRENT_VALUE: Final = ConsumerGroupCurrentMemberAssignmentValue
 CURRENT_PARTITIONS: Final = ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class Write:
     """Records for one group's partition, appended as one batch (transactional with a producer);
     ``replay``: applied to the shard once appended (Kafka's ``CoordinatorResult.replayRecords``;
@@ -108,7 +108,7 @@ class Write:
     replay: bool = False
 
 
-@dataclass
+@lazy_dataclass
 class OffsetAndMetadata:
     """A committed offset (``OffsetCommitValue``)."""
 

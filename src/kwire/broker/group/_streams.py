@@ -29,9 +29,10 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Final
 
+from kwire._lazy import lazy_dataclass
 from kwire.broker.group._consumer import ConsumerGroup
 from kwire.broker.group._records import Write
 from kwire.broker.group._streams_assignor import reconcile, sticky_assign
@@ -167,7 +168,7 @@ def _group_and_member(key_version: int, body: memoryview) -> tuple[str, str]:
     raise KeyError(key_version)
 
 
-@dataclass
+@lazy_dataclass
 class StreamsResult:
     """What a heartbeat decided (or its error)."""
 

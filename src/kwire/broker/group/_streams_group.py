@@ -11,9 +11,10 @@ is ``_streams.StreamsGroups``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Final
 
+from kwire._lazy import lazy_dataclass
 from kwire.broker.group._streams_topology import ConfiguredTopology, Topology
 
 __all__ = ["EMPTY_TASKS", "StreamsGroup", "StreamsMember", "TaskSet", "Tasks"]
@@ -65,7 +66,7 @@ def _count(tasks: TaskSet) -> int:
     return sum(len(ps) for ps in tasks.values())
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class Tasks:
     """Active, standby and warm-up tasks (``streams.TasksTuple``)."""
 
@@ -94,7 +95,7 @@ class Tasks:
 EMPTY_TASKS: Final = Tasks()
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class StreamsMember:
     """``StreamsGroupMember``."""
 
@@ -123,7 +124,7 @@ class StreamsMember:
         )  # fmt: skip
 
 
-@dataclass
+@lazy_dataclass
 class StreamsGroup:
     """``StreamsGroup``: one group's replayed state."""
 

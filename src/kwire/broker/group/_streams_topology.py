@@ -11,9 +11,10 @@ cannot be configured yet.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Final
 
+from kwire._lazy import lazy_dataclass
 from kwire.protocol.messages import StreamsGroupTopologyValue
 
 __all__ = ["ConfiguredTopology", "Subtopology", "TopicInfo", "Topology", "configure"]
@@ -42,16 +43,22 @@ TOPOLOGY_CONFIG: Final = StreamsGroupTopologyValue.TopicConfig
 TOPOLOGY_COPART: Final = StreamsGroupTopologyValue.CopartitionGroup
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class TopicInfo:
+    """A topic a streams topology needs (KIP-1071's ``TopicInfo``): name, partitions,
+    replication factor and configs."""
+
     name: str
     partitions: int
     replication_factor: int
     configs: tuple[tuple[str, str], ...]
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class Subtopology:
+    """One subtopology of a streams group's topology (KIP-1071's ``Subtopology``): its source,
+    changelog and repartition topics and its copartition groups."""
+
     subtopology_id: str
     source_topics: tuple[str, ...]
     source_topic_regex: tuple[str, ...]
@@ -61,7 +68,7 @@ class Subtopology:
     copartition_groups: tuple[tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]], ...]
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class Topology:
     """``StreamsTopology``: the epoch and the subtopologies a member sent when it joined."""
 
@@ -167,7 +174,7 @@ class Topology:
         )
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class ConfiguredTopology:
     """``ConfiguredTopology``: the task count of each subtopology, or why there is none."""
 

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import math
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from kwire._lazy import lazy_dataclass
 from kwire.protocol._extension_points import (
     FIELD_ENCODINGS,
     KAFKA_TAG_HEADER,
@@ -222,7 +223,7 @@ class _Indent:
         self.code.indent -= 1
 
 
-@dataclass
+@lazy_dataclass
 class _Module:
     structs: dict[str, str] = field(default_factory=dict)  # format -> constant name
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 import keyword
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Final
 
+from kwire._lazy import lazy_dataclass
 from kwire._wire import uuid_from_text
 from kwire.protocol._primitives import INT_RANGES  # the runtime's too (re-exported here)
 from kwire.protocol._spec._versions import NONE, VersionRange
@@ -82,7 +83,7 @@ def python_attr(name: str) -> str:
     return attr
 
 
-@dataclass(frozen=True, slots=True)
+@lazy_dataclass(frozen=True, slots=True)
 class FieldType:
     """A parsed field type: a primitive (``int32``, ``string``...), a struct or an array of either."""
 
@@ -142,7 +143,7 @@ class FieldType:
         return self.name
 
 
-@dataclass(frozen=True, eq=False)
+@lazy_dataclass(frozen=True, eq=False)
 class FieldSpec:
     """One field of a struct, as the spec declares it (see Kafka's ``FieldSpec``)."""
 
@@ -290,7 +291,7 @@ def parse_default(f: FieldSpec) -> Any:
     raise ValueError(f"unsupported field type {t}")
 
 
-@dataclass(frozen=True, eq=False)
+@lazy_dataclass(frozen=True, eq=False)
 class StructSpec:
     """A struct: the message's root fields, an inline struct, or a common struct."""
 
@@ -307,7 +308,7 @@ class StructSpec:
         return any(f.tag is not None for f in self.fields)
 
 
-@dataclass(frozen=True, eq=False)
+@lazy_dataclass(frozen=True, eq=False)
 class MessageSpec:
     """One spec file: a request, response, header, or data/metadata type."""
 

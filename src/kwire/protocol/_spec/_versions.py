@@ -10,14 +10,15 @@ about versions go through this type, nowhere else.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+
+from kwire._lazy import lazy_dataclass
 
 __all__ = ["MAX_VERSION", "VersionRange"]
 
 MAX_VERSION = 0x7FFF
 
 
-@dataclass(frozen=True, slots=True)
+@lazy_dataclass(frozen=True, slots=True)
 class VersionRange:
     """An inclusive range of message versions; empty when ``lowest > highest``."""
 
