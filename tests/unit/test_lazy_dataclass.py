@@ -230,3 +230,22 @@ def test_every_deferred_kwire_class_builds() -> None:
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert int(out.stdout.split()[-1]) > 80
+
+
+def test_kwire_defines_its_dataclasses_with_lazy_dataclass() -> None:
+    """``dataclasses.dataclass`` itself builds a class at import: kwire's modules use
+    ``lazy_dataclass`` (which hands ``slots=True`` classes on at once)."""
+    import ast
+
+    offenders = []
+    for path in sorted((SRC / "kwire").rglob("*.py")):
+        if path.name == "_lazy.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module == "dataclasses":
+                if any(alias.name == "dataclass" for alias in node.names):
+                    offenders.append(f"{path}:{node.lineno}")
+            elif isinstance(node, ast.Attribute) and node.attr == "dataclass":
+                if isinstance(node.value, ast.Name) and node.value.id == "dataclasses":
+                    offenders.append(f"{path}:{node.lineno}")
+    assert offenders == []
