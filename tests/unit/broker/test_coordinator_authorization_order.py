@@ -88,9 +88,9 @@ def grant(cluster: Cluster, resource_type: int, name: str, operation: str) -> No
 
 def placed(cluster: Cluster, key_type: int, prefix: str, node: int, *, here: bool) -> str:
     """A name ``prefix-N`` coordinated by ``node`` (``here``) or by another node."""
-    for i in range(500):
-        name = f"{prefix}-{i}"
-        found = cluster.call(lambda state, n=name: coordinator_node(state, key_type, n))
+    names = [f"{prefix}-{i}" for i in range(500)]
+    nodes = cluster.call(lambda state: [coordinator_node(state, key_type, n) for n in names])
+    for name, found in zip(names, nodes, strict=True):
         if (found == node) == here:
             return name
     raise AssertionError(f"no {prefix} name {'on' if here else 'off'} node {node}")
