@@ -6,9 +6,10 @@ request to its coordinator, which answers NOT_COORDINATOR for what its node does
 
 A principal without the ACL gets the authorization error on every node; with it, NOT_COORDINATOR
 on the others. Where Kafka answers key by key (DescribeGroups, DeleteGroups, OffsetFetch v8+,
-ConsumerGroupDescribe, DescribeTransactions) each key gets its own answer, and where it checks
-topics first (OffsetCommit, TxnOffsetCommit: READ on each topic, then the coordinator) a
-partition of an unauthorised topic keeps TOPIC_AUTHORIZATION_FAILED.
+ConsumerGroupDescribe, Share/StreamsGroupDescribe, DescribeTransactions) each key gets its own
+answer, and where it checks topics first (OffsetCommit, TxnOffsetCommit: READ on each topic, then
+the coordinator) a partition of an unauthorised topic keeps TOPIC_AUTHORIZATION_FAILED. Share and
+streams groups live in the group coordinator too, so their APIs are routed as well.
 
 Raw requests over sockets to a 3-node Cluster with the StandardAuthorizer: PLAINTEXT connections
 are ``User:ANONYMOUS``, with no ACL until a test grants one (each test on names of its own).
@@ -270,6 +271,37 @@ SINGLE = [
             ([(TOPIC, "topic", "READ")], NC),
         ],
     ),
+    # share and streams groups (KIP-932, KIP-1071) live in the group coordinator too
+    Single(
+        "ShareGroupHeartbeat",
+        (1,),
+        "group",
+        lambda n, v: {
+            "group_id": n["group"],
+            "member_id": "00000000-0000-0000-0000-00000000000b",
+            "member_epoch": 0,
+            "subscribed_topic_names": [n["topic"]],
+        },
+        top,
+        [([], GAF), ([(GROUP, "group", "READ")], NC)],
+    ),
+    Single(
+        "StreamsGroupHeartbeat",
+        (0,),
+        "group",
+        lambda n, v: {
+            "group_id": n["group"],
+            "member_id": "00000000-0000-0000-0000-00000000000c",
+            "member_epoch": 0,
+            "rebalance_timeout_ms": 30000,
+            "process_id": "p",
+            "active_tasks": [],
+            "standby_tasks": [],
+            "warmup_tasks": [],
+        },
+        top,
+        [([], GAF), ([(GROUP, "group", "READ")], NC)],
+    ),
     Single(
         "InitProducerId",
         (0, 4),
@@ -427,6 +459,24 @@ BATCHED = [
     ),
     Batched(
         "ConsumerGroupDescribe",
+        0,
+        GROUP_KEY,
+        "DESCRIBE",
+        GAF,
+        lambda keys: {"group_ids": keys},
+        lambda r: {g.group_id: g.error_code for g in r.groups},
+    ),
+    Batched(
+        "ShareGroupDescribe",
+        1,
+        GROUP_KEY,
+        "DESCRIBE",
+        GAF,
+        lambda keys: {"group_ids": keys},
+        lambda r: {g.group_id: g.error_code for g in r.groups},
+    ),
+    Batched(
+        "StreamsGroupDescribe",
         0,
         GROUP_KEY,
         "DESCRIBE",
