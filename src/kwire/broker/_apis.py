@@ -303,14 +303,14 @@ Guard: TypeAlias = Callable[[BrokerState, RequestContext, Any], Outcome | None]
 
 #: Checks run before the handlers of the APIs they name, in order: module, function, and the API
 #: keys it guards (``None``: every API). One that returns an outcome answers the request instead;
-#: ``None`` lets the handler run. An in-process cluster's NOT_COORDINATOR for a request sent to a
-#: node that does not lead the coordinator's partition (``_routing``); UNSUPPORTED_VERSION while a
-#: group type's feature is off, before anything its handlers check (``KafkaApis``'s
+#: ``None`` lets the handler run. UNSUPPORTED_VERSION while a group type's feature is off, before
+#: anything its handlers check (``KafkaApis``'s
 #: ``isShareGroupProtocolEnabled`` / ``isStreamsGroupProtocolEnabled``): the share-group APIs
 #: while ``share.version`` is 0, the streams-group APIs while ``streams.version`` is 0. A guard's
 #: module is imported on the first request of an API it guards; an API pays only for its guards.
+#: An in-process cluster's NOT_COORDINATOR is no guard: Kafka authorises a coordinator request
+#: before its coordinator answers it, so each handler asks ``_routing`` after its own checks.
 GUARD_TABLE: Final[tuple[tuple[str, str, frozenset[int] | None], ...]] = (
-    ("kwire.broker._routing", "route_coordinator", None),
     (
         "kwire.broker._share_feature",
         "share_gate",

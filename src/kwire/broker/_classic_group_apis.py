@@ -10,7 +10,9 @@ group instance ids, v5 flexible, v6 a per-group error message.
 
 Follows ``KafkaApis.handle*`` of Kafka 3.9 and the ``ClassicGroup`` rules of the group
 coordinator. JoinGroup and SyncGroup answer at once when they can, else park a ``Deferred`` keyed
-by ``("group", group_id)`` that the coordinator wakes when the group moves.
+by ``("group", group_id)`` that the coordinator wakes when the group moves. In a cluster, a group
+coordinated by another node gets NOT_COORDINATOR after the ACL check, where Kafka's handlers call
+the coordinator (``_routing``); DescribeGroups answers so group by group.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from kwire.broker._acl import (
 from kwire.broker._apis import Deferred, register
 from kwire.broker._context import RequestContext
 from kwire.broker._group_apis import GROUP_OPERATIONS, NO_OPERATIONS, _client_host
+from kwire.broker._routing import GROUP_KEY, coordinated_elsewhere, not_coordinator
 from kwire.broker._share_service import share_group_exists
 from kwire.broker._state import BrokerState
 from kwire.broker.group import (
@@ -106,6 +109,8 @@ def handle_join_group(state: BrokerState, ctx: RequestContext, request: JoinGrou
             member_id=request.member_id,
             members=[],
         )
+    if (elsewhere := not_coordinator(state, ctx, request, GROUP_KEY, request.group_id)) is not None:
+        return elsewhere
     protocols = [(p.name, bytes(p.metadata)) for p in request.protocols]
     instance_id = request.group_instance_id if version >= 5 else None
     waiter = coordinator.join(
@@ -153,6 +158,8 @@ def handle_sync_group(state: BrokerState, ctx: RequestContext, request: SyncGrou
     if not authorize(state, ctx, "READ", GROUP, request.group_id):
         error = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
         return SYNC_GROUP_RESPONSE(throttle_time_ms=0, error_code=error, assignment=b"")
+    if (elsewhere := not_coordinator(state, ctx, request, GROUP_KEY, request.group_id)) is not None:
+        return elsewhere
     waiter = coordinator.sync(
         request.group_id,
         request.generation_id,
@@ -185,6 +192,8 @@ def handle_heartbeat(state: BrokerState, ctx: RequestContext, request: Heartbeat
     if not authorize(state, ctx, "READ", GROUP, request.group_id):
         error = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
         return HEARTBEAT_RESPONSE(throttle_time_ms=0, error_code=error)
+    if (elsewhere := not_coordinator(state, ctx, request, GROUP_KEY, request.group_id)) is not None:
+        return elsewhere
     error = group_coordinator(state).heartbeat(
         request.group_id,
         request.generation_id,
@@ -205,6 +214,8 @@ def handle_leave_group(state: BrokerState, ctx: RequestContext, request: LeaveGr
     if not authorize(state, ctx, "READ", GROUP, request.group_id):
         error = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
         return LEAVE_GROUP_RESPONSE(throttle_time_ms=0, error_code=error, members=[])
+    if (elsewhere := not_coordinator(state, ctx, request, GROUP_KEY, request.group_id)) is not None:
+        return elsewhere
     error, results = group_coordinator(state).leave(request.group_id, leaving, state.now_ms())
     if version < 3 and error is ErrorCode.NONE and results:
         error = results[0][2]
@@ -216,6 +227,19 @@ def handle_leave_group(state: BrokerState, ctx: RequestContext, request: LeaveGr
         ]
         if version >= 3
         else [],
+    )
+
+
+def _group_error(group_id: str, error: ErrorCode) -> Any:
+    """A group DescribeGroups could not describe (``DescribeGroupsResponse.groupError``)."""
+    return DESCRIBED_GROUP(
+        error_code=int(error),
+        group_id=group_id,
+        group_state="",
+        protocol_type="",
+        protocol_data="",
+        members=[],
+        authorized_operations=NO_OPERATIONS,
     )
 
 
@@ -231,18 +255,12 @@ def handle_describe_groups(
     out = []
     for group_id in request.groups:
         group = coordinator.groups.get(group_id)
+        # KafkaApis.handleDescribeGroupsRequest: the ACL first, then the group's coordinator
         if not authorize(state, ctx, "DESCRIBE", GROUP, group_id):
-            out.append(
-                DESCRIBED_GROUP(
-                    error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED),
-                    group_id=group_id,
-                    group_state="",
-                    protocol_type="",
-                    protocol_data="",
-                    members=[],
-                    authorized_operations=NO_OPERATIONS,
-                )
-            )
+            out.append(_group_error(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED))
+            continue
+        if coordinated_elsewhere(state, ctx, GROUP_KEY, group_id):
+            out.append(_group_error(group_id, ErrorCode.NOT_COORDINATOR))
             continue
         if ops is not None:  # KIP-430
             ops = authorized_operations(state, ctx, GROUP, group_id)

@@ -7,7 +7,8 @@ group, its members and their current and target assignments; v1 each member's ty
 classic protocol).
 
 Follows ``KafkaApis.handleConsumerGroupHeartbeat`` / ``handleConsumerGroupDescribe``; the group's
-state machine is ``group.ConsumerGroup``.
+state machine is ``group.ConsumerGroup``. In a cluster, a group coordinated by another node gets
+NOT_COORDINATOR after the ACL check (``_routing``), group by group for ConsumerGroupDescribe.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from kwire.broker._acl import (
 from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
 from kwire.broker._group_apis import GROUP_OPERATIONS, NO_OPERATIONS, _client_host
+from kwire.broker._routing import GROUP_KEY, coordinated_elsewhere, not_coordinator
 from kwire.broker._state import BrokerState
 from kwire.broker.group import (
     DEAD,
@@ -74,6 +76,8 @@ def handle_consumer_group_heartbeat(
             member_epoch=0,
             heartbeat_interval_ms=0,
         )
+    if (elsewhere := not_coordinator(state, ctx, request, GROUP_KEY, request.group_id)) is not None:
+        return elsewhere
     owned = (
         None
         if request.topic_partitions is None
@@ -120,6 +124,21 @@ def handle_consumer_group_heartbeat(
     )
 
 
+def _undescribed(group_id: str, error: ErrorCode, message: str | None = None) -> Any:
+    """A group ConsumerGroupDescribe answers with an error only."""
+    return CG_DESCRIBED_GROUP(
+        error_code=int(error),
+        error_message=message,
+        group_id=group_id,
+        group_state="",
+        group_epoch=0,
+        assignment_epoch=0,
+        assignor_name="",
+        members=[],
+        authorized_operations=NO_OPERATIONS,
+    )
+
+
 @register(69, 0, 1)
 def handle_consumer_group_describe(
     state: BrokerState, ctx: RequestContext, request: ConsumerGroupDescribeRequest
@@ -145,19 +164,10 @@ def handle_consumer_group_describe(
     out = []
     for group_id in request.group_ids:
         if not authorize(state, ctx, "DESCRIBE", GROUP, group_id):
-            denied.append(
-                CG_DESCRIBED_GROUP(
-                    error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED),
-                    error_message=None,
-                    group_id=group_id,
-                    group_state="",
-                    group_epoch=0,
-                    assignment_epoch=0,
-                    assignor_name="",
-                    members=[],
-                    authorized_operations=NO_OPERATIONS,
-                )
-            )
+            denied.append(_undescribed(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED))
+            continue
+        if coordinated_elsewhere(state, ctx, GROUP_KEY, group_id):
+            out.append(_undescribed(group_id, ErrorCode.NOT_COORDINATOR))
             continue
         group = consumer.group(group_id)
         if request.include_authorized_operations:  # KIP-430
@@ -165,20 +175,12 @@ def handle_consumer_group_describe(
         if group is None:
             holder = coordinator.groups.get(group_id)
             out.append(
-                CG_DESCRIBED_GROUP(
-                    error_code=int(ErrorCode.GROUP_ID_NOT_FOUND),
-                    error_message=(
-                        f"Group {group_id} is not a consumer group."
-                        if holder is not None and holder.state != DEAD
-                        else f"Group {group_id} not found."
-                    ),
-                    group_id=group_id,
-                    group_state="",
-                    group_epoch=0,
-                    assignment_epoch=0,
-                    assignor_name="",
-                    members=[],
-                    authorized_operations=NO_OPERATIONS,
+                _undescribed(
+                    group_id,
+                    ErrorCode.GROUP_ID_NOT_FOUND,
+                    f"Group {group_id} is not a consumer group."
+                    if holder is not None and holder.state != DEAD
+                    else f"Group {group_id} not found.",
                 )
             )
             continue

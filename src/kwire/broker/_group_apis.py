@@ -26,7 +26,14 @@ from kwire.broker._acl import (
 )
 from kwire.broker._apis import on_startup, register
 from kwire.broker._context import RequestContext
-from kwire.broker._routing import coordinator_node, endpoint, serving_node
+from kwire.broker._routing import (
+    GROUP_KEY,
+    TRANSACTION_KEY,
+    coordinated_elsewhere,
+    coordinator_node,
+    endpoint,
+    serving_node,
+)
 from kwire.broker._share_service import delete_share_group, list_share_groups, share_group_exists
 from kwire.broker._state import BrokerState
 from kwire.broker.group import (
@@ -66,12 +73,6 @@ LIST_GROUPS_RESPONSE: Final = ListGroupsResponse
 LISTED_GROUP: Final = ListGroupsResponse.ListedGroup
 DELETE_GROUPS_RESPONSE: Final = DeleteGroupsResponse
 DELETED_GROUP: Final = DeleteGroupsResponse.DeletableGroupResult
-
-
-GROUP_KEY: Final = 0
-
-
-TRANSACTION_KEY: Final = 1
 
 
 def _client_host(ctx: RequestContext) -> str:
@@ -225,17 +226,19 @@ def handle_delete_groups(
 ) -> Any:
     coordinator = group_coordinator(state)
     now = state.now_ms()
+
+    def delete(group_id: str) -> ErrorCode:
+        # KafkaApis.handleDeleteGroupsRequest: the ACL, then the group's coordinator
+        if not authorize(state, ctx, "DELETE", GROUP, group_id):
+            return ErrorCode.GROUP_AUTHORIZATION_FAILED
+        if coordinated_elsewhere(state, ctx, GROUP_KEY, group_id):
+            return ErrorCode.NOT_COORDINATOR
+        if share_group_exists(state, group_id):
+            return delete_share_group(state, group_id)
+        return coordinator.delete_group(group_id, now)
+
     results = [
-        DELETED_GROUP(
-            group_id=g,
-            error_code=int(
-                ErrorCode.GROUP_AUTHORIZATION_FAILED
-                if not authorize(state, ctx, "DELETE", GROUP, g)
-                else delete_share_group(state, g)
-                if share_group_exists(state, g)
-                else coordinator.delete_group(g, now)
-            ),
-        )
+        DELETED_GROUP(group_id=g, error_code=int(delete(g)))
         for g in dict.fromkeys(request.groups_names)  # KafkaApis: each group once
     ]
     return DELETE_GROUPS_RESPONSE(throttle_time_ms=0, results=results)

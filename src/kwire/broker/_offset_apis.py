@@ -10,7 +10,11 @@ top-level error, v6 flexible, v7 ``require_stable`` (KIP-447), v8 many groups, v
 epochs, v10 topics by id; OffsetDelete v0 only.
 
 Follows ``KafkaApis.handleOffsetCommitRequest`` and its siblings: which errors are per partition
-and which per request, then the group coordinator's ``OffsetMetadataManager`` decides.
+and which per request, then the group coordinator's ``OffsetMetadataManager`` decides. The ACLs
+come first: in a cluster a group coordinated by another node gets NOT_COORDINATOR only where
+Kafka's handler calls the coordinator (``_routing``), so a commit's partitions of unreadable or
+unknown topics keep their errors (and a commit with none left never meets the coordinator), and
+OffsetFetch v8+ answers group by group.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from kwire.broker._acl import (
 from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
 from kwire.broker._partition_check import partition_or_error
+from kwire.broker._routing import GROUP_KEY, coordinated_elsewhere, not_coordinator
 from kwire.broker._state import BrokerState
 from kwire.broker._txn_apis import add_group_partition_for_commit, uses_transaction_v2
 from kwire.broker.group import (
@@ -126,6 +131,27 @@ def _collect_offsets(
     return good, errors, oversized
 
 
+class _NothingLeft(Exception):
+    """No partition of a commit passed its topic checks: ``KafkaApis`` answers their errors
+    without asking the coordinator."""
+
+
+def _to_coordinator(
+    state: BrokerState,
+    ctx: RequestContext,
+    topics: list[Any],
+    errors: dict[tuple[int, int], ErrorCode],
+    group_id: str,
+) -> None:
+    """After the ACLs, what Kafka's coordinator answers before the commit itself: nothing when no
+    partition is left for it (``_NothingLeft``), NOT_COORDINATOR for the partitions left when
+    another node coordinates the group (``GroupError``)."""
+    if len(errors) == sum(len(t.partitions) for t in topics):
+        raise _NothingLeft
+    if coordinated_elsewhere(state, ctx, GROUP_KEY, group_id):
+        raise GroupError(ErrorCode.NOT_COORDINATOR)
+
+
 def _partition_error(
     errors: dict[tuple[int, int], ErrorCode],
     oversized: set[tuple[int, int]],
@@ -173,6 +199,7 @@ def handle_offset_commit(
         if not authorize(state, ctx, "READ", GROUP, request.group_id):
             errors.clear()  # every partition: GROUP_AUTHORIZATION_FAILED
             raise GroupError(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        _to_coordinator(state, ctx, request.topics, errors, request.group_id)
         group = coordinator.validate_offset_commit(
             request.group_id,
             request.generation_id_or_member_epoch if version >= 1 else -1,
@@ -184,6 +211,8 @@ def handle_offset_commit(
         )
     except GroupError as exc:
         failed = exc.error
+    except _NothingLeft:
+        failed = ErrorCode.NONE
     else:
         failed = ErrorCode.NONE
         coordinator.commit_offsets(group, good, now)
@@ -242,6 +271,7 @@ def handle_txn_offset_commit(
                 raise GroupError(denied)
         if not request.group_id:  # GroupCoordinatorService.commitTransactionalOffsets
             raise GroupError(ErrorCode.INVALID_GROUP_ID)
+        _to_coordinator(state, ctx, request.topics, errors, request.group_id)
         coordinator.validate_offset_commit(
             request.group_id,
             request.generation_id if version >= 3 else -1,
@@ -264,6 +294,8 @@ def handle_txn_offset_commit(
                 raise GroupError(added)
     except GroupError as exc:
         failed = exc.error
+    except _NothingLeft:
+        pass
     else:
         coordinator.stage_txn_offsets(
             request.group_id, request.producer_id, request.producer_epoch, good, now
@@ -337,6 +369,9 @@ def handle_offset_fetch(
         if not authorize(state, ctx, "DESCRIBE", GROUP, request.group_id):
             error = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
             return FETCH_RESPONSE(throttle_time_ms=0, topics=[], error_code=error)
+        elsewhere = not_coordinator(state, ctx, request, GROUP_KEY, request.group_id)
+        if elsewhere is not None:
+            return elsewhere
         found = _fetch_group(state, coordinator, request.group_id, topics, False, stable, ctx)
         out_topics = [
             FETCH_TOPIC(
@@ -353,6 +388,8 @@ def handle_offset_fetch(
         holder = coordinator.groups.get(g.group_id)
         if not authorize(state, ctx, "DESCRIBE", GROUP, g.group_id):
             error = ErrorCode.GROUP_AUTHORIZATION_FAILED
+        elif coordinated_elsewhere(state, ctx, GROUP_KEY, g.group_id):
+            error = ErrorCode.NOT_COORDINATOR
         elif version >= 9 and isinstance(holder, ConsumerGroup):
             error = coordinator.consumer.validate_offset_fetch(holder, g.member_id, g.member_epoch)
         if error is not ErrorCode.NONE:
@@ -392,6 +429,10 @@ def handle_offset_delete(
                 wanted.append(tp)
     if not authorize(state, ctx, "DELETE", GROUP, request.group_id):
         error = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        return DELETE_OFFSETS_RESPONSE(error_code=error, throttle_time_ms=0, topics=[])
+    if coordinated_elsewhere(state, ctx, GROUP_KEY, request.group_id):
+        # the coordinator's top-level error replaces the topics' (OffsetDeleteResponse.Builder)
+        error = int(ErrorCode.NOT_COORDINATOR)
         return DELETE_OFFSETS_RESPONSE(error_code=error, throttle_time_ms=0, topics=[])
     error, errors = coordinator.delete_offsets(request.group_id, wanted, state.now_ms())
     if error is not ErrorCode.NONE:

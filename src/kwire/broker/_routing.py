@@ -10,8 +10,11 @@ decided here from the request's ``RequestContext.node_id`` (the node whose liste
   ``Partition.getLocalLog``), with KIP-951's ``current_leader`` and ``node_endpoints``;
 - a coordinator request is served by the node leading the coordinator's partition of
   ``__consumer_offsets`` (groups) or ``__transaction_state`` (transactional ids), as Kafka's
-  coordinators load only the partitions their node leads; elsewhere NOT_COORDINATOR, answered by
-  a guard before the handler (``_apis.GUARD_TABLE``) so the coordinators themselves do not change;
+  coordinators load only the partitions their node leads; elsewhere NOT_COORDINATOR. Each handler
+  asks here (``coordinated_elsewhere``, ``not_coordinator``) where Kafka's ``KafkaApis`` hands
+  the request to its coordinator: after the API's own checks (the group's, transactional id's and
+  topics' ACLs), so a principal without them gets the authorization error on every node, and a
+  batch answers key by key (the coordinators themselves do not change);
 - ``error_response`` builds any API's response with one error code in every ``error_code`` field,
   its arrays mirroring the request's (Kafka's ``AbstractRequest.getErrorResponse``, generic over
   kwire's message metadata): NOT_COORDINATOR answers and injected faults (``Faults``) use it.
@@ -42,6 +45,7 @@ __all__ = [
     "error_response",
     "leader_error",
     "live_nodes",
+    "not_coordinator",
     "serving_node",
 ]
 
@@ -132,46 +136,6 @@ def coordinator_node(state: BrokerState, key_type: int, key: str) -> int:
     return state.node_id if partition is None else partition.leader_id
 
 
-def _coordinator_keys(api_key: int, version: int, request: Any) -> tuple[int, list[str]]:
-    """(key type, keys) of a coordinator request; no keys for any other request."""
-    if api_key in (8, 11, 12, 13, 14, 28, 47, 68):  # OffsetCommit ... ConsumerGroupHeartbeat
-        return GROUP_KEY, [request.group_id]
-    if api_key == 9:  # OffsetFetch: one group before v8, a batch from v8
-        if version >= 8:
-            return GROUP_KEY, [g.group_id for g in request.groups]
-        return GROUP_KEY, [request.group_id]
-    if api_key == 15:  # DescribeGroups
-        return GROUP_KEY, list(request.groups)
-    if api_key == 42:  # DeleteGroups
-        return GROUP_KEY, list(request.groups_names)
-    if api_key == 69:  # ConsumerGroupDescribe
-        return GROUP_KEY, list(request.group_ids)
-    if api_key == 22:  # InitProducerId: only with a transactional id
-        tid = request.transactional_id
-        return TRANSACTION_KEY, [] if tid is None else [tid]
-    # AddPartitionsToTxn (24) is not routed here: its handler authorises first (v4+: CLUSTER_ACTION
-    # for the whole request) and then answers NOT_COORDINATOR transaction by transaction, as
-    # KafkaApis.handleAddPartitionsToTxnRequest (``coordinated_elsewhere``)
-    if api_key in (25, 26):  # AddOffsetsToTxn, EndTxn
-        return TRANSACTION_KEY, [request.transactional_id]
-    if api_key == 65:  # DescribeTransactions
-        return TRANSACTION_KEY, list(request.transactional_ids)
-    return GROUP_KEY, []
-
-
-def route_coordinator(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
-    """NOT_COORDINATOR for a coordinator request sent to a node that does not lead one of its
-    keys' partitions (clients send each request to the coordinator they found: its keys never
-    mix coordinators). Keys whose internal topic does not exist yet are left to the handler."""
-    if not clustered(state):
-        return None
-    key_type, keys = _coordinator_keys(ctx.api_key, ctx.api_version, request)
-    for key in keys:
-        if coordinated_elsewhere(state, ctx, key_type, key):
-            return error_response(ctx.api_key, ctx.api_version, request, ErrorCode.NOT_COORDINATOR)
-    return None
-
-
 def coordinated_elsewhere(
     state: BrokerState, ctx: RequestContext, key_type: int, key: str | None
 ) -> bool:
@@ -181,6 +145,17 @@ def coordinated_elsewhere(
         return False
     partition = coordinator_partition(state, key_type, key or "", create=False)
     return partition is not None and partition.leader_id != serving_node(state, ctx)
+
+
+def not_coordinator(
+    state: BrokerState, ctx: RequestContext, request: Any, key_type: int, key: str | None
+) -> KafkaMessage | None:
+    """The whole request's NOT_COORDINATOR answer when its one group or transactional id is
+    coordinated elsewhere (``None``: this node coordinates it). Handlers call it once their
+    authorization passed, where Kafka's call their coordinator."""
+    if not coordinated_elsewhere(state, ctx, key_type, key):
+        return None
+    return error_response(ctx.api_key, ctx.api_version, request, ErrorCode.NOT_COORDINATOR)
 
 
 # --- one error everywhere -----------------------------------------------------------------------

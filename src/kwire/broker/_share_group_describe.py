@@ -2,7 +2,8 @@
 
 Versions: v0 was 4.0's early access; v1 (4.1) is the GA form, the only one 4.1-4.3 serve.
 After ``KafkaApis.handleShareGroupDescribe`` and ``ShareGroup.asDescribedGroup``: DESCRIBE on the
-group or GROUP_AUTHORIZATION_FAILED; a group that does not exist, or is not a share group, is
+group or GROUP_AUTHORIZATION_FAILED, then in a cluster NOT_COORDINATOR for a group another node
+coordinates (``_routing``); a group that does not exist, or is not a share group, is
 GROUP_ID_NOT_FOUND; the assignor is ``simple``; topic names are resolved from the topic ids.
 """
 
@@ -13,6 +14,7 @@ from typing import Any, Final
 from kwire.broker._acl import GROUP, authorize, authorized_operations
 from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
+from kwire.broker._routing import GROUP_KEY, coordinated_elsewhere
 from kwire.broker._share_group import Assignment
 from kwire.broker._share_service import share_coordinator
 from kwire.broker._state import BrokerState
@@ -65,6 +67,9 @@ def handle_share_group_describe(
     for group_id in request.group_ids:
         if not authorize(state, ctx, "DESCRIBE", GROUP, group_id):
             groups.append(_missing(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED, None))
+            continue
+        if coordinated_elsewhere(state, ctx, GROUP_KEY, group_id):
+            groups.append(_missing(group_id, ErrorCode.NOT_COORDINATOR, None))
             continue
         group = coordinator.groups.get(group_id)
         if group is None:

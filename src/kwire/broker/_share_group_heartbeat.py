@@ -3,8 +3,9 @@
 Versions: v0 was Kafka 4.0's early-access form (never advertised by a release); v1 (4.1, share
 groups GA) is the same schema with the member id made by the client. Kafka 4.1-4.3 serve v1 only.
 ``KafkaApis.handleShareGroupHeartbeat`` checks READ on the group, then the group coordinator's
-``shareGroupHeartbeat`` decides (``_share_group``). A group id that names a classic or consumer
-group is GROUP_ID_NOT_FOUND, as ``GroupMetadataManager.shareGroup`` answers.
+``shareGroupHeartbeat`` decides (``_share_group``): in a cluster, NOT_COORDINATOR on a node not
+coordinating the group (``_routing``, after the ACL). A group id that names a classic or
+consumer group is GROUP_ID_NOT_FOUND, as ``GroupMetadataManager.shareGroup`` answers.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any, Final
 from kwire.broker._acl import GROUP, authorize
 from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
+from kwire.broker._routing import GROUP_KEY, coordinated_elsewhere
 from kwire.broker._share_service import client_host, share_coordinator, topic_metadata
 from kwire.broker._state import BrokerState
 from kwire.broker.group import DEAD
@@ -57,6 +59,8 @@ def handle_share_group_heartbeat(
 ) -> Any:
     if not authorize(state, ctx, "READ", GROUP, request.group_id):
         return _error(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    if coordinated_elsewhere(state, ctx, GROUP_KEY, request.group_id):
+        return _error(ErrorCode.NOT_COORDINATOR)
     if other_kind(state, request.group_id):
         return _error(
             ErrorCode.GROUP_ID_NOT_FOUND, f"Group {request.group_id} is not a share group."

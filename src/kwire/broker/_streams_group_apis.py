@@ -3,7 +3,8 @@
 Versions: v0 only (Kafka 4.1 early access, GA in 4.2; 4.3 serves v0). ``KafkaApis``
 ``handleStreamsGroupHeartbeat`` checks READ on the group (and, for a member that joins with
 internal topics to create, CREATE on the cluster or the topics, ``AutoTopicCreationManager``),
-then the group coordinator decides (``_streams_group``). Internal topics (changelog and
+then the group coordinator decides (``_streams_group``; in a cluster NOT_COORDINATOR on a node not
+coordinating the group, after the ACL, ``_routing``). Internal topics (changelog and
 repartition) a topology needs and the cluster lacks are created by the broker, as 4.3's
 ``KafkaApis`` does with the heartbeat's ``creatableTopics``, and the member sees
 MISSING_INTERNAL_TOPICS until its next heartbeat finds them.
@@ -22,7 +23,7 @@ from typing import Any, Final
 from kwire.broker._acl import CLUSTER, CLUSTER_NAME, GROUP, authorize, authorized_operations
 from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
-from kwire.broker._routing import error_response
+from kwire.broker._routing import GROUP_KEY, coordinated_elsewhere, error_response
 from kwire.broker._share_service import share_group_exists
 from kwire.broker._state import BrokerError, BrokerState
 from kwire.broker.group import group_coordinator
@@ -114,6 +115,8 @@ def handle_streams_group_heartbeat(
 ) -> Any:
     if not authorize(state, ctx, "READ", GROUP, request.group_id):
         return _hb_error(int(ErrorCode.GROUP_AUTHORIZATION_FAILED))
+    if coordinated_elsewhere(state, ctx, GROUP_KEY, request.group_id):
+        return _hb_error(int(ErrorCode.NOT_COORDINATOR))
     if share_group_exists(state, request.group_id):  # one id space with share groups
         return _hb_error(GROUP_ID_NOT_FOUND, f"Group {request.group_id} is not a streams group.")
     result = streams_groups(state).heartbeat(
@@ -208,6 +211,16 @@ def handle_streams_group_describe(
             out.append(
                 D_GROUP(
                     error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED),
+                    group_id=group_id,
+                    group_state="",
+                    authorized_operations=NO_OPERATIONS,
+                )
+            )
+            continue
+        if coordinated_elsewhere(state, ctx, GROUP_KEY, group_id):
+            out.append(
+                D_GROUP(
+                    error_code=int(ErrorCode.NOT_COORDINATOR),
                     group_id=group_id,
                     group_state="",
                     authorized_operations=NO_OPERATIONS,

@@ -14,8 +14,9 @@ UNKNOWN_TOPIC_OR_PARTITION; internal topics are never authorised), and any failu
 others OPERATION_NOT_ATTEMPTED; a broker's batch (v4+) needs CLUSTER_ACTION on the cluster instead
 (else the request's CLUSTER_AUTHORIZATION_FAILED) and no topic or transactional-id ACL. Only after
 these checks does a transaction coordinated by another node get NOT_COORDINATOR for its
-partitions (the coordinator's answer, ``TransactionStateManager.getTransactionState``), so this
-API is routed here, not by the guard before the handlers (``_routing.route_coordinator``).
+partitions (the coordinator's answer, ``TransactionStateManager.getTransactionState``). The other
+transaction APIs likewise ask ``_routing`` once their ACLs passed: InitProducerId, AddOffsetsToTxn
+and EndTxn for the whole request, DescribeTransactions id by id.
 
 DescribeProducers answers on a node hosting the partition (``ReplicaManager.activeProducerState``
 via ``getPartitionOrError``: NOT_LEADER_OR_FOLLOWER elsewhere); a kwire partition's one replica is
@@ -33,9 +34,14 @@ from kwire.broker._acl import CLUSTER, CLUSTER_NAME, GROUP, TOPIC, TRANSACTIONAL
 from kwire.broker._apis import on_startup, register
 from kwire.broker._context import RequestContext
 from kwire.broker._partition_check import partition_or_error
-from kwire.broker._routing import TRANSACTION_KEY, coordinated_elsewhere
+from kwire.broker._routing import TRANSACTION_KEY, coordinated_elsewhere, not_coordinator
 from kwire.broker._state import BrokerError, BrokerState, validate_topic_name
-from kwire.broker._txn import TRANSACTION_TOPIC, TopicPartition, coordinator_for
+from kwire.broker._txn import (
+    TRANSACTION_TOPIC,
+    TopicPartition,
+    TransactionMetadata,
+    coordinator_for,
+)
 from kwire.errors import KwireError
 from kwire.log.internal_topics import CONSUMER_OFFSETS, TRANSACTION_STATE
 from kwire.protocol import ErrorCode
@@ -121,6 +127,10 @@ def init_transactional_producer_id(
             return answer(ErrorCode.INVALID_REQUEST)
         if pid != NO_PRODUCER_ID:
             expected = (pid, epoch)
+    elsewhere = not_coordinator(state, ctx, request, TRANSACTION_KEY, request.transactional_id)
+    if elsewhere is not None:
+        assert isinstance(elsewhere, InitProducerIdResponse)
+        return elsewhere
     coordinator = coordinator_for(state)
     result = coordinator.init_producer_id(
         request.transactional_id or "", request.transaction_timeout_ms, expected, state.now_ms()
@@ -264,6 +274,10 @@ def handle_add_offsets_to_txn(
     ):
         if not allowed:
             return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=int(denied))
+    if coordinated_elsewhere(state, ctx, TRANSACTION_KEY, request.transactional_id):
+        return AddOffsetsToTxnResponse(
+            throttle_time_ms=0, error_code=int(ErrorCode.NOT_COORDINATOR)
+        )
     coordinator = coordinator_for(state)
     partition = coordinator.group_partition(request.group_id)
     error = coordinator.add_partitions(
@@ -346,6 +360,8 @@ def handle_end_txn(
     if not authorize(state, ctx, "WRITE", TRANSACTIONAL_ID, request.transactional_id):
         error = int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         return EndTxnResponse(throttle_time_ms=0, error_code=error)
+    if coordinated_elsewhere(state, ctx, TRANSACTION_KEY, request.transactional_id):
+        return EndTxnResponse(throttle_time_ms=0, error_code=int(ErrorCode.NOT_COORDINATOR))
     result = coordinator_for(state).end_txn(
         request.transactional_id,
         request.producer_id,
@@ -421,9 +437,14 @@ def handle_describe_transactions(
     states = []
     for txn_id in request.transactional_ids:
         out = DESCRIBE_TXN_STATE(transactional_id=txn_id, error_code=0, topics=[])
-        found = coordinator.describe(txn_id)
+        # KafkaApis.handleDescribeTransactionsRequest: the ACL, then the id's coordinator
+        found: ErrorCode | TransactionMetadata
         if not authorize(state, ctx, "DESCRIBE", TRANSACTIONAL_ID, txn_id):
             found = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        elif coordinated_elsewhere(state, ctx, TRANSACTION_KEY, txn_id):
+            found = ErrorCode.NOT_COORDINATOR
+        else:
+            found = coordinator.describe(txn_id)
         if isinstance(found, ErrorCode):
             out.error_code = int(found)
             out.transaction_state = ""

@@ -324,6 +324,9 @@ def test_coordinator_requests_go_to_the_leader_of_the_coordinator_partition(
     heartbeat = {"group_id": "g1", "generation_id": 1, "member_id": "m"}
     assert call(state, other, "Heartbeat", 4, **heartbeat).error_code == ErrorCode.NOT_COORDINATOR
     assert call(state, leader, "Heartbeat", 4, **heartbeat).error_code != ErrorCode.NOT_COORDINATOR
+    # a partition that exists: KafkaApis answers an unknown one UNKNOWN_TOPIC_OR_PARTITION on
+    # any node, before the coordinator
+    state.create_topic("t", 4, None)
     commit_cls = message_class("OffsetCommitRequest")
     commit = call(
         state,

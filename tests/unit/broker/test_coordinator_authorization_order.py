@@ -1,0 +1,518 @@
+"""Coordinator requests are authorised before they are routed: in an in-process cluster a
+request for a group or transactional id coordinated by another node gets NOT_COORDINATOR only
+after the API's own authorization, as Kafka's ``KafkaApis`` checks the ACLs and then hands the
+request to its coordinator, which answers NOT_COORDINATOR for what its node does not lead
+(``CoordinatorRuntime`` / ``TransactionStateManager.getTransactionState``).
+
+A principal without the ACL gets the authorization error on every node; with it, NOT_COORDINATOR
+on the others. Where Kafka answers key by key (DescribeGroups, DeleteGroups, OffsetFetch v8+,
+ConsumerGroupDescribe, Share/StreamsGroupDescribe, DescribeTransactions) each key gets its own
+answer, and where it checks topics first (OffsetCommit, TxnOffsetCommit: READ on each topic, then
+the coordinator) a partition of an unauthorised topic keeps TOPIC_AUTHORIZATION_FAILED. Share and
+streams groups live in the group coordinator too, so their APIs are routed as well.
+
+Raw requests over sockets to a 3-node Cluster with the StandardAuthorizer: PLAINTEXT connections
+are ``User:ANONYMOUS``, with no ACL until a test grants one (each test on names of its own).
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from kwire.broker import Cluster
+from kwire.broker._acl import ALLOW, GROUP, LITERAL, OPERATIONS, TOPIC, TRANSACTIONAL_ID
+from kwire.broker._routing import GROUP_KEY, TRANSACTION_KEY, coordinator_node
+from kwire.broker.testing import call
+from kwire.protocol import ClientConnection, ErrorCode, message_class, struct_class
+
+SECURED = {"authorizer.class.name": "StandardAuthorizer", "super.users": "User:admin"}
+ACL = struct_class(message_class("CreateAclsRequest"), "creations")
+GAF = ErrorCode.GROUP_AUTHORIZATION_FAILED
+TIAF = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+TAF = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+NC = ErrorCode.NOT_COORDINATOR
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    with Cluster(tmp_path_factory.mktemp("coordauth") / "data", nodes=3, config=SECURED) as c:
+        yield c
+
+
+def exchange(cluster: Cluster, node: int, message: Any, version: int) -> Any:
+    """One request to ``node`` over a socket, its decoded response (bounded in time)."""
+    host, port = cluster.node_bootstrap(node).rsplit(":", 1)
+    conn = ClientConnection("coordinator-order-test")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(conn.send(message, version))
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            response = conn.next_response()
+            if response is not None:
+                return response.message
+            chunk = sock.recv(1 << 16)
+            assert chunk, "closed by the broker"
+            conn.receive_data(chunk)
+    raise TimeoutError
+
+
+def grant(cluster: Cluster, resource_type: int, name: str, operation: str) -> None:
+    """ALLOW ``operation`` on one literal resource to ``User:ANONYMOUS``."""
+
+    def create(state: Any) -> Any:
+        return call(
+            state,
+            "CreateAcls",
+            3,
+            context={"principal": "User:admin"},
+            creations=[
+                ACL(
+                    resource_type=resource_type,
+                    resource_name=name,
+                    resource_pattern_type=LITERAL,
+                    principal="User:ANONYMOUS",
+                    host="*",
+                    operation=OPERATIONS[operation],
+                    permission_type=ALLOW,
+                )
+            ],
+        )
+
+    assert [r.error_code for r in cluster.call(create).results] == [0]
+
+
+def placed(cluster: Cluster, key_type: int, prefix: str, node: int, *, here: bool) -> str:
+    """A name ``prefix-N`` coordinated by ``node`` (``here``) or by another node."""
+    names = [f"{prefix}-{i}" for i in range(500)]
+    nodes = cluster.call(lambda state: [coordinator_node(state, key_type, n) for n in names])
+    for name, found in zip(names, nodes, strict=True):
+        if (found == node) == here:
+            return name
+    raise AssertionError(f"no {prefix} name {'on' if here else 'off'} node {node}")
+
+
+# --- one key: the request's answer -------------------------------------------------------------
+
+Names = dict[str, str]
+
+
+@dataclass
+class Single:
+    """A request for one routed key (``names[key]``); ``steps``: the ACLs granted before each
+    attempt (resource type, name's role, operation) and the error then expected."""
+
+    api: str
+    versions: tuple[int, ...]
+    key: str  # "group" or "txn": the routed key
+    fields: Callable[[Names, int], dict[str, Any]]
+    errors: Callable[[Any], set[int]]
+    steps: list[tuple[list[tuple[int, str, str]], ErrorCode]] = field(default_factory=list)
+
+
+def top(response: Any) -> set[int]:
+    return {response.error_code}
+
+
+def by_partition(response: Any) -> set[int]:
+    return {p.error_code for t in response.topics for p in t.partitions}
+
+
+def _struct(api: str, *path: str) -> Any:
+    return struct_class(message_class(f"{api}Request"), *path)
+
+
+def _commit_topics(names: Names, version: int) -> list[Any]:
+    partition = _struct("OffsetCommit", "topics", "partitions")(
+        partition_index=0, committed_offset=5
+    )
+    return [_struct("OffsetCommit", "topics")(name=names["topic"], partitions=[partition])]
+
+
+SINGLE = [
+    Single(
+        "JoinGroup",
+        (1, 5, 9),
+        "group",
+        lambda n, v: {
+            "group_id": n["group"],
+            "session_timeout_ms": 10000,
+            "rebalance_timeout_ms": 10000,
+            "member_id": "",
+            "protocol_type": "consumer",
+            "protocols": [_struct("JoinGroup", "protocols")(name="range", metadata=b"")],
+        },
+        top,
+        [([], GAF), ([(GROUP, "group", "READ")], NC)],
+    ),
+    Single(
+        "SyncGroup",
+        (0, 5),
+        "group",
+        lambda n, v: {
+            "group_id": n["group"],
+            "generation_id": 1,
+            "member_id": "m",
+            "assignments": [],
+            **({"protocol_type": "consumer", "protocol_name": "range"} if v >= 5 else {}),
+        },
+        top,
+        [([], GAF), ([(GROUP, "group", "READ")], NC)],
+    ),
+    Single(
+        "Heartbeat",
+        (0, 4),
+        "group",
+        lambda n, v: {"group_id": n["group"], "generation_id": 1, "member_id": "m"},
+        top,
+        [([], GAF), ([(GROUP, "group", "READ")], NC)],
+    ),
+    Single(
+        "LeaveGroup",
+        (0, 5),
+        "group",
+        lambda n, v: (
+            {"group_id": n["group"], "member_id": "m"}
+            if v < 3
+            else {
+                "group_id": n["group"],
+                "members": [_struct("LeaveGroup", "members")(member_id="m")],
+            }
+        ),
+        top,
+        [([], GAF), ([(GROUP, "group", "READ")], NC)],
+    ),
+    Single(
+        "OffsetFetch",
+        (2, 7),
+        "group",
+        lambda n, v: {"group_id": n["group"], "topics": None},
+        top,
+        [([], GAF), ([(GROUP, "group", "DESCRIBE")], NC)],
+    ),
+    Single(
+        "OffsetDelete",
+        (0,),
+        "group",
+        lambda n, v: {
+            "group_id": n["group"],
+            "topics": [
+                _struct("OffsetDelete", "topics")(
+                    name=n["topic"],
+                    partitions=[_struct("OffsetDelete", "topics", "partitions")(partition_index=0)],
+                )
+            ],
+        },
+        top,
+        [([], GAF), ([(GROUP, "group", "DELETE")], NC)],
+    ),
+    Single(
+        "ConsumerGroupHeartbeat",
+        (0, 1),
+        "group",
+        lambda n, v: {
+            "group_id": n["group"],
+            "member_id": "00000000-0000-0000-0000-00000000000a",
+            "member_epoch": 0,
+            "rebalance_timeout_ms": 30000,
+            "subscribed_topic_names": [n["topic"]],
+            "topic_partitions": [],
+        },
+        top,
+        [([], GAF), ([(GROUP, "group", "READ")], NC)],
+    ),
+    # KafkaApis.handleOffsetCommitRequest: READ on the group, then READ on each topic, and only
+    # the partitions that pass meet the coordinator
+    Single(
+        "OffsetCommit",
+        (2, 8),
+        "group",
+        lambda n, v: {
+            "group_id": n["group"],
+            "generation_id_or_member_epoch": -1,
+            "member_id": "",
+            "topics": _commit_topics(n, v),
+        },
+        by_partition,
+        [([], GAF), ([(GROUP, "group", "READ")], TAF), ([(TOPIC, "topic", "READ")], NC)],
+    ),
+    # handleTxnOffsetCommitRequest: WRITE on the transactional id, READ on the group, READ on
+    # each topic, then the group's coordinator
+    Single(
+        "TxnOffsetCommit",
+        (0, 3),
+        "group",
+        lambda n, v: {
+            "transactional_id": n["txn"],
+            "group_id": n["group"],
+            "producer_id": 1000,
+            "producer_epoch": 0,
+            "topics": [
+                _struct("TxnOffsetCommit", "topics")(
+                    name=n["topic"],
+                    partitions=[
+                        _struct("TxnOffsetCommit", "topics", "partitions")(
+                            partition_index=0, committed_offset=5
+                        )
+                    ],
+                )
+            ],
+        },
+        by_partition,
+        [
+            ([], TIAF),
+            ([(TRANSACTIONAL_ID, "txn", "WRITE")], GAF),
+            ([(GROUP, "group", "READ")], TAF),
+            ([(TOPIC, "topic", "READ")], NC),
+        ],
+    ),
+    # share and streams groups (KIP-932, KIP-1071) live in the group coordinator too
+    Single(
+        "ShareGroupHeartbeat",
+        (1,),
+        "group",
+        lambda n, v: {
+            "group_id": n["group"],
+            "member_id": "00000000-0000-0000-0000-00000000000b",
+            "member_epoch": 0,
+            "subscribed_topic_names": [n["topic"]],
+        },
+        top,
+        [([], GAF), ([(GROUP, "group", "READ")], NC)],
+    ),
+    Single(
+        "StreamsGroupHeartbeat",
+        (0,),
+        "group",
+        lambda n, v: {
+            "group_id": n["group"],
+            "member_id": "00000000-0000-0000-0000-00000000000c",
+            "member_epoch": 0,
+            "rebalance_timeout_ms": 30000,
+            "process_id": "p",
+            "active_tasks": [],
+            "standby_tasks": [],
+            "warmup_tasks": [],
+        },
+        top,
+        [([], GAF), ([(GROUP, "group", "READ")], NC)],
+    ),
+    Single(
+        "InitProducerId",
+        (0, 4),
+        "txn",
+        lambda n, v: {"transactional_id": n["txn"], "transaction_timeout_ms": 10000},
+        top,
+        [([], TIAF), ([(TRANSACTIONAL_ID, "txn", "WRITE")], NC)],
+    ),
+    Single(
+        "EndTxn",
+        (0, 4),
+        "txn",
+        lambda n, v: {
+            "transactional_id": n["txn"],
+            "producer_id": 1000,
+            "producer_epoch": 0,
+            "committed": True,
+        },
+        top,
+        [([], TIAF), ([(TRANSACTIONAL_ID, "txn", "WRITE")], NC)],
+    ),
+    # handleAddOffsetsToTxnRequest: WRITE on the transactional id, READ on the group, then the
+    # transaction's coordinator
+    Single(
+        "AddOffsetsToTxn",
+        (0, 3),
+        "txn",
+        lambda n, v: {
+            "transactional_id": n["txn"],
+            "producer_id": 1000,
+            "producer_epoch": 0,
+            "group_id": n["group"],
+        },
+        top,
+        [([], TIAF), ([(TRANSACTIONAL_ID, "txn", "WRITE")], GAF), ([(GROUP, "group", "READ")], NC)],
+    ),
+]
+
+
+@pytest.mark.parametrize("case", SINGLE, ids=lambda c: c.api)
+def test_a_request_is_authorised_before_it_meets_its_coordinator(
+    cluster: Cluster, case: Single
+) -> None:
+    node = cluster.node_ids[0]
+    prefix = case.api.lower()
+    key_type = GROUP_KEY if case.key == "group" else TRANSACTION_KEY
+    names = {
+        "group": f"{prefix}-group",
+        "txn": f"{prefix}-txn",
+        "topic": f"{prefix}-topic",
+    }
+    names[case.key] = placed(cluster, key_type, f"{prefix}-{case.key}", node, here=False)
+    cluster.create_topic(names["topic"], 1)
+    request = message_class(f"{case.api}Request")
+    for granted, expected in case.steps:
+        for resource_type, role, operation in granted:
+            grant(cluster, resource_type, names[role], operation)
+        for version in case.versions:
+            response = exchange(cluster, node, request(**case.fields(names, version)), version)
+            assert (version, case.errors(response)) == (version, {expected})
+
+
+def test_offset_commit_answers_each_partition_as_kafka(cluster: Cluster) -> None:
+    """Partitions of a topic the principal may not read keep TOPIC_AUTHORIZATION_FAILED (and
+    an unknown partition UNKNOWN_TOPIC_OR_PARTITION); the others get the coordinator's
+    NOT_COORDINATOR; a request with no partition left never meets the coordinator."""
+    node = cluster.node_ids[0]
+    group = placed(cluster, GROUP_KEY, "commit-mixed", node, here=False)
+    for topic in ("mixed-read", "mixed-denied"):
+        cluster.create_topic(topic, 1)
+    grant(cluster, GROUP, group, "READ")
+    grant(cluster, TOPIC, "mixed-read", "READ")
+    topic_cls = _struct("OffsetCommit", "topics")
+    partition_cls = _struct("OffsetCommit", "topics", "partitions")
+
+    def commit(*wanted: tuple[str, int]) -> Any:
+        return message_class("OffsetCommitRequest")(
+            group_id=group,
+            generation_id_or_member_epoch=-1,
+            member_id="",
+            topics=[
+                topic_cls(name=t, partitions=[partition_cls(partition_index=i, committed_offset=1)])
+                for t, i in wanted
+            ],
+        )
+
+    def answer(response: Any) -> list[tuple[str, int, int]]:
+        return [
+            (t.name, p.partition_index, p.error_code) for t in response.topics for p in t.partitions
+        ]
+
+    for version in (2, 8):
+        mixed = exchange(
+            cluster,
+            node,
+            commit(("mixed-read", 0), ("mixed-read", 7), ("mixed-denied", 0)),
+            version,
+        )
+        assert sorted(answer(mixed)) == [
+            ("mixed-denied", 0, TAF),
+            ("mixed-read", 0, NC),
+            ("mixed-read", 7, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+        ]
+        denied = exchange(cluster, node, commit(("mixed-denied", 0)), version)
+        assert answer(denied) == [("mixed-denied", 0, TAF)]
+
+
+# --- many keys: each key's answer --------------------------------------------------------------
+
+
+@dataclass
+class Batched:
+    """A request for many keys, answered key by key: a key the principal may not use gets the
+    authorization error, one coordinated elsewhere NOT_COORDINATOR, one coordinated here its
+    coordinator's answer."""
+
+    api: str
+    version: int
+    key_type: int
+    operation: str
+    denied: ErrorCode
+    fields: Callable[[list[str]], dict[str, Any]]
+    errors: Callable[[Any], dict[str, int]]
+
+
+BATCHED = [
+    Batched(
+        "DescribeGroups",
+        5,
+        GROUP_KEY,
+        "DESCRIBE",
+        GAF,
+        lambda keys: {"groups": keys},
+        lambda r: {g.group_id: g.error_code for g in r.groups},
+    ),
+    Batched(
+        "DeleteGroups",
+        2,
+        GROUP_KEY,
+        "DELETE",
+        GAF,
+        lambda keys: {"groups_names": keys},
+        lambda r: {g.group_id: g.error_code for g in r.results},
+    ),
+    Batched(
+        "OffsetFetch",
+        8,
+        GROUP_KEY,
+        "DESCRIBE",
+        GAF,
+        lambda keys: {
+            "groups": [_struct("OffsetFetch", "groups")(group_id=k, topics=None) for k in keys]
+        },
+        lambda r: {g.group_id: g.error_code for g in r.groups},
+    ),
+    Batched(
+        "ConsumerGroupDescribe",
+        0,
+        GROUP_KEY,
+        "DESCRIBE",
+        GAF,
+        lambda keys: {"group_ids": keys},
+        lambda r: {g.group_id: g.error_code for g in r.groups},
+    ),
+    Batched(
+        "ShareGroupDescribe",
+        1,
+        GROUP_KEY,
+        "DESCRIBE",
+        GAF,
+        lambda keys: {"group_ids": keys},
+        lambda r: {g.group_id: g.error_code for g in r.groups},
+    ),
+    Batched(
+        "StreamsGroupDescribe",
+        0,
+        GROUP_KEY,
+        "DESCRIBE",
+        GAF,
+        lambda keys: {"group_ids": keys},
+        lambda r: {g.group_id: g.error_code for g in r.groups},
+    ),
+    Batched(
+        "DescribeTransactions",
+        0,
+        TRANSACTION_KEY,
+        "DESCRIBE",
+        TIAF,
+        lambda keys: {"transactional_ids": keys},
+        lambda r: {t.transactional_id: t.error_code for t in r.transaction_states},
+    ),
+]
+
+
+@pytest.mark.parametrize("case", BATCHED, ids=lambda c: c.api)
+def test_each_key_is_authorised_before_it_meets_its_coordinator(
+    cluster: Cluster, case: Batched
+) -> None:
+    node = cluster.node_ids[0]
+    prefix = f"{case.api.lower()}-batch"
+    denied = placed(cluster, case.key_type, f"{prefix}-denied", node, here=False)
+    far = placed(cluster, case.key_type, f"{prefix}-far", node, here=False)
+    near = placed(cluster, case.key_type, f"{prefix}-near", node, here=True)
+    resource = GROUP if case.key_type == GROUP_KEY else TRANSACTIONAL_ID
+    request = message_class(f"{case.api}Request")
+    keys = [denied, far, near]
+    before = case.errors(exchange(cluster, node, request(**case.fields(keys)), case.version))
+    assert before == dict.fromkeys(keys, int(case.denied))
+    grant(cluster, resource, far, case.operation)
+    grant(cluster, resource, near, case.operation)
+    after = case.errors(exchange(cluster, node, request(**case.fields(keys)), case.version))
+    assert (after[denied], after[far]) == (case.denied, NC)
+    assert after[near] not in (case.denied, NC)
+    assert sorted(after) == sorted(keys)
