@@ -10,6 +10,8 @@ Each test gets its own broker on a free loopback port over its own ``tmp_path`` 
 stopped when the test ends. Mark a test ``@pytest.mark.kwire_broker(kafka_version="2.0",
 config={"num.partitions": "3"})`` to choose the release personality and broker settings.
 ``kwire_broker_factory(**kwargs)`` starts more brokers (or restarts one on the same directory).
+``kwire_session_broker`` is one broker for the whole session (per xdist worker), for session
+fixtures (a function-scoped fixture cannot serve them) and suites that share topics on purpose.
 
 Test settings: the fixtures start brokers with ``TEST_CONFIG`` under the given config, as Kafka's
 development ``config/server.properties`` and the client projects' test brokers (testcontainers,
@@ -152,6 +154,25 @@ def kwire_broker(
     from kwire.broker import Broker
 
     return kwire_broker_factory(**_marker_kwargs(request, "kwire_broker", Broker))
+
+
+@pytest.fixture(scope="session")
+def kwire_session_broker(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Broker]:
+    """One running broker for the whole session (one per xdist worker), with ``TEST_CONFIG``;
+    stopped when the session ends. Tests that share it share its topics and groups."""
+    from kwire.broker import Broker
+
+    broker = Broker(
+        tmp_path_factory.mktemp("kwire-session-broker"),
+        **_with_test_config({"host": "127.0.0.1", "port": 0}, "kwire_session_broker", request),
+    )
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
 
 
 @pytest.fixture

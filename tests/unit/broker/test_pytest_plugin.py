@@ -148,7 +148,7 @@ def _kwire_threads() -> list[str]:
 def test_the_documented_fixture_example_runs_as_written(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_docs=_docs_fixture_example())
     result = pytester.runpytest("-p", "no:cacheprovider")
-    result.assert_outcomes(passed=3)
+    result.assert_outcomes(passed=4)
     assert _kwire_threads() == []
 
 
@@ -215,3 +215,34 @@ def test_a_config_warning_points_at_the_test_not_at_the_plugin(pytester: pytest.
         ]
     )
     result.stdout.no_fnmatch_line("*pytest_plugin.py*")
+
+
+def test_a_session_broker_is_shared_by_the_session_s_tests_and_stopped_at_its_end(
+    pytester: pytest.Pytester,
+) -> None:
+    # a function-scoped fixture cannot serve a session fixture (pytest's ScopeMismatch): one
+    # broker for the whole run (per xdist worker) is kwire_session_broker
+    pytester.makepyfile(
+        test_shared="""
+        import pytest
+
+        @pytest.fixture(scope="session")
+        def orders(kwire_session_broker):
+            kwire_session_broker.create_topic("orders", partitions=2)
+            return kwire_session_broker
+
+        def test_first(orders, kwire_session_broker):
+            assert orders is kwire_session_broker
+            assert kwire_session_broker.topics()["orders"] == 2
+
+        def test_second(kwire_session_broker, kwire_broker):
+            assert kwire_session_broker.topics()["orders"] == 2
+            assert kwire_broker.bootstrap != kwire_session_broker.bootstrap
+            assert "orders" not in kwire_broker.topics()
+            config = kwire_session_broker.config
+            assert config["group.initial.rebalance.delay.ms"] == "0"
+        """
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+    assert _kwire_threads() == []
