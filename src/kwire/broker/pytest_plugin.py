@@ -150,7 +150,8 @@ def kwire_broker_factory(
 def kwire_broker(
     request: pytest.FixtureRequest, kwire_broker_factory: Callable[..., Broker]
 ) -> Broker:
-    """A running broker: ``.bootstrap``, ``.data_dir``, ``.create_topic()``, ``.topics()``."""
+    """A running broker: ``.bootstrap``, ``.data_dir``, ``.create_topic()``, ``.topics()``;
+    ``@pytest.mark.kwire_broker(kafka_version=..., config=...)`` (the closest marker) sets it up."""
     from kwire.broker import Broker
 
     return kwire_broker_factory(**_marker_kwargs(request, "kwire_broker", Broker))

@@ -135,10 +135,10 @@ def test_a_marker_s_unknown_config_key_is_a_pytest_warning(tmp_path: Path) -> No
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "broker.md"
 
 
-def _docs_fixture_example() -> str:
-    """The ```python block of docs/broker.md that shows the fixtures."""
+def _docs_example(containing: str) -> str:
+    """The ```python block of docs/broker.md that contains ``containing``."""
     blocks = DOCS.read_text().split("```python\n")[1:]
-    return next(block.split("```")[0] for block in blocks if "def test_orders(" in block)
+    return next(block.split("```")[0] for block in blocks if containing in block)
 
 
 def _kwire_threads() -> list[str]:
@@ -146,9 +146,29 @@ def _kwire_threads() -> list[str]:
 
 
 def test_the_documented_fixture_example_runs_as_written(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_docs=_docs_fixture_example())
+    pytester.makepyfile(test_docs=_docs_example("def test_orders("))
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(passed=4)
+    assert _kwire_threads() == []
+
+
+def test_the_documented_session_fixture_of_one_s_own_runs_as_written(
+    pytester: pytest.Pytester,
+) -> None:
+    example = _docs_example("def old_kafka(")
+    pytester.makepyfile(
+        test_docs=example
+        + textwrap.dedent(
+            """
+            def test_it(old_kafka):
+                assert old_kafka.personality.release == "2.0"
+                assert old_kafka.config["num.partitions"] == "4"
+                assert old_kafka.config["group.initial.rebalance.delay.ms"] == "0"
+            """
+        )
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
     assert _kwire_threads() == []
 
 
