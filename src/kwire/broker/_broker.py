@@ -39,6 +39,10 @@ __all__ = ["Broker"]
 
 log = logging.getLogger("kwire.broker")
 
+#: how long a given-up ``start`` waits for its thread to stop what it started (a stop that hangs
+#: must not hang the caller for ever)
+_GIVE_UP_JOIN = 30.0
+
 T = TypeVar("T")
 
 
@@ -221,7 +225,12 @@ class Broker:
                 try:
                     await self.start_async()
                 except BaseException as exc:
-                    ready.set_exception(exc)
+                    if ready.set_running_or_notify_cancel():
+                        ready.set_exception(exc)
+                    return
+                # the caller may have given up meanwhile (timeout, Ctrl-C): nobody would stop it
+                if not ready.set_running_or_notify_cancel():
+                    await self.stop_async()
                     return
                 ready.set_result(None)
                 assert self._stopped is not None
@@ -240,8 +249,14 @@ class Broker:
         try:
             ready.result(timeout)
         except BaseException:
-            self._thread.join(timeout)
-            self._thread = None
+            # given up: a start not yet done is cancelled (the thread stops what it starts); one
+            # that finished meanwhile is stopped here. Either way the thread ends, whatever the
+            # timeout was (0 included), so no broker keeps the port and the directory's lock
+            if not ready.cancel() and ready.exception(_GIVE_UP_JOIN) is None:
+                self.stop(_GIVE_UP_JOIN)
+            if self._thread is not None:
+                self._thread.join(_GIVE_UP_JOIN)
+                self._thread = None
             raise
         return self
 

@@ -10,6 +10,8 @@ Each test gets its own broker on a free loopback port over its own ``tmp_path`` 
 stopped when the test ends. Mark a test ``@pytest.mark.kwire_broker(kafka_version="2.0",
 config={"num.partitions": "3"})`` to choose the release personality and broker settings.
 ``kwire_broker_factory(**kwargs)`` starts more brokers (or restarts one on the same directory).
+``kwire_session_broker`` is one broker for the whole session (per xdist worker), for session
+fixtures (a function-scoped fixture cannot serve them) and suites that share topics on purpose.
 
 Test settings: the fixtures start brokers with ``TEST_CONFIG`` under the given config, as Kafka's
 development ``config/server.properties`` and the client projects' test brokers (testcontainers,
@@ -33,7 +35,7 @@ first fixture used in a session pays for ``import kwire.broker``, once.
 
 from __future__ import annotations
 
-import warnings
+import inspect
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -51,14 +53,47 @@ TEST_CONFIG: dict[str, str] = {
 }
 
 
-def _with_test_config(kwargs: dict[str, Any], fixture: str) -> dict[str, Any]:
+def _with_test_config(
+    kwargs: dict[str, Any], fixture: str, request: pytest.FixtureRequest
+) -> dict[str, Any]:
     from kwire.broker._config import check_broker_config
 
     config = {**TEST_CONFIG, **(kwargs.get("config") or {})}
-    # the broker logs these as Kafka does, but a test's log is only shown when it fails
+    # the broker logs these as Kafka does, but a test's log is only shown when it fails; a
+    # node's warning carries the test's file and line (a ``warnings.warn`` here named the plugin)
     for warning in check_broker_config(config):
-        warnings.warn(f"{fixture}: {warning}", UserWarning, stacklevel=3)
+        request.node.warn(UserWarning(f"{fixture}: {warning}"))
     return {**kwargs, "config": config}
+
+
+def _marker_kwargs(
+    request: pytest.FixtureRequest, name: str, target: Callable[..., Any]
+) -> dict[str, Any]:
+    """The marker's arguments, each one a keyword of ``target`` (``Broker`` or ``Cluster``).
+
+    A positional argument would be ignored and a misspelt keyword is ``target``'s TypeError deep
+    in this plugin: both fail the test's set-up with one line naming the argument.
+    """
+    marker = request.node.get_closest_marker(name)
+    if marker is None:
+        return {}
+    if marker.args:
+        pytest.fail(
+            f"@pytest.mark.{name} takes keyword arguments only, not {marker.args!r}", pytrace=False
+        )
+    known = [
+        parameter.name
+        for parameter in inspect.signature(target).parameters.values()
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY
+    ]
+    for key in marker.kwargs:
+        if key not in known:
+            import difflib  # only on this error path: loading the plugin stays cheap
+
+            close = difflib.get_close_matches(key, known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else f" (known: {', '.join(known)})"
+            pytest.fail(f"@pytest.mark.{name}: unknown argument {key!r}{hint}", pytrace=False)
+    return dict(marker.kwargs)
 
 
 def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
@@ -85,7 +120,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.fixture
-def kwire_broker_factory(tmp_path: Path) -> Iterator[Callable[..., Broker]]:
+def kwire_broker_factory(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[Callable[..., Broker]]:
     """``factory(data_dir=None, **Broker kwargs)`` starts a broker; all are stopped at the end."""
     from kwire.broker import Broker
 
@@ -99,7 +136,7 @@ def kwire_broker_factory(tmp_path: Path) -> Iterator[Callable[..., Broker]]:
             data_dir = tmp_path / f"kwire-broker-{count}"
         kwargs.setdefault("host", "127.0.0.1")
         kwargs.setdefault("port", 0)
-        broker = Broker(data_dir, **_with_test_config(kwargs, "kwire_broker"))
+        broker = Broker(data_dir, **_with_test_config(kwargs, "kwire_broker", request))
         broker.start()
         started.append(broker)
         return broker
@@ -113,10 +150,30 @@ def kwire_broker_factory(tmp_path: Path) -> Iterator[Callable[..., Broker]]:
 def kwire_broker(
     request: pytest.FixtureRequest, kwire_broker_factory: Callable[..., Broker]
 ) -> Broker:
-    """A running broker: ``.bootstrap``, ``.data_dir``, ``.create_topic()``, ``.topics()``."""
-    marker = request.node.get_closest_marker("kwire_broker")
-    kwargs: dict[str, Any] = dict(marker.kwargs) if marker is not None else {}
-    return kwire_broker_factory(**kwargs)
+    """A running broker: ``.bootstrap``, ``.data_dir``, ``.create_topic()``, ``.topics()``;
+    ``@pytest.mark.kwire_broker(kafka_version=..., config=...)`` (the closest marker) sets it up."""
+    from kwire.broker import Broker
+
+    return kwire_broker_factory(**_marker_kwargs(request, "kwire_broker", Broker))
+
+
+@pytest.fixture(scope="session")
+def kwire_session_broker(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Broker]:
+    """One running broker for the whole session (one per xdist worker), with ``TEST_CONFIG``;
+    stopped when the session ends. Tests that share it share its topics and groups."""
+    from kwire.broker import Broker
+
+    broker = Broker(
+        tmp_path_factory.mktemp("kwire-session-broker"),
+        **_with_test_config({"host": "127.0.0.1", "port": 0}, "kwire_session_broker", request),
+    )
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
 
 
 @pytest.fixture
@@ -125,11 +182,12 @@ def kwire_cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cl
     ``.create_topic()``, ``.move_leader()``, ``.stop_broker()``/``.start_broker()``, ``.inject()``."""
     from kwire.broker import Cluster
 
-    marker = request.node.get_closest_marker("kwire_cluster")
-    kwargs: dict[str, Any] = dict(marker.kwargs) if marker is not None else {}
+    kwargs = _marker_kwargs(request, "kwire_cluster", Cluster)
     kwargs.setdefault("host", "127.0.0.1")
     kwargs.setdefault("port", 0)
-    cluster = Cluster(tmp_path / "kwire-cluster", **_with_test_config(kwargs, "kwire_cluster"))
+    cluster = Cluster(
+        tmp_path / "kwire-cluster", **_with_test_config(kwargs, "kwire_cluster", request)
+    )
     cluster.start()
     try:
         yield cluster
