@@ -242,10 +242,17 @@ def test_kwire_defines_its_dataclasses_with_lazy_dataclass() -> None:
         if path.name == "_lazy.py":
             continue
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.ImportFrom) and node.module == "dataclasses":
-                if any(alias.name == "dataclass" for alias in node.names):
-                    offenders.append(f"{path}:{node.lineno}")
-            elif isinstance(node, ast.Attribute) and node.attr == "dataclass":
-                if isinstance(node.value, ast.Name) and node.value.id == "dataclasses":
-                    offenders.append(f"{path}:{node.lineno}")
+            if (
+                isinstance(node, ast.ImportFrom)
+                and node.module == "dataclasses"
+                and any(alias.name == "dataclass" for alias in node.names)
+            ):
+                offenders.append(f"{path}:{node.lineno}")
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr == "dataclass"
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "dataclasses"
+            ):
+                offenders.append(f"{path}:{node.lineno}")
     assert offenders == []
