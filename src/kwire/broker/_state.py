@@ -621,6 +621,11 @@ class BrokerState:
             partition.log.delete()
         self._write_metadata()
         log.info("deleted topic %s", name)
+        groups = self.services.group  # None: no __consumer_offsets, so no offset to delete
+        if groups is not None and name not in COORDINATOR_TOPICS:
+            # the deleted partitions' committed offsets go too (GroupCoordinatorShard.
+            # onPartitionsDeleted, run when the metadata image no longer has them)
+            groups.on_partitions_deleted([(name, p.index) for p in topic.partitions], self.now_ms())
 
     def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:
         """Replace a topic's overrides (validated by the caller) and reconfigure its logs."""
