@@ -19,6 +19,9 @@ timestamp (OffsetCommit v1..v4 retention time) expires at that time instead; an 
 pending transactional commit stays. Each expired offset gets an OffsetCommit tombstone; a group
 left empty whose offsets all expired is deleted (GroupMetadata tombstone, or the consumer group's
 tombstones), so it leaves ListGroups.
+
+A deleted topic's offsets (``OffsetMetadataManager.onPartitionsDeleted``) get tombstones in every
+group, the pending transactional ones too, when the broker deletes the topic.
 """
 
 from __future__ import annotations
