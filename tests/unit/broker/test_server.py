@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import socket
 import struct
 import threading
@@ -130,6 +131,32 @@ def test_oversized_frame_and_unserved_version_close_only_that_connection(broker:
     finally:
         bad.close()
         bystander.close()
+
+
+@pytest.mark.parametrize(
+    ("sent", "said"),
+    [
+        (struct.pack(">i", -5), "invalid request size -5"),
+        (b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", "an HTTP request? this port speaks Kafka"),
+        (bytes.fromhex("160301020001"), "a TLS handshake? this listener does not use TLS"),
+        (struct.pack(">i", 200 * 1024 * 1024), "exceeds socket.request.max.bytes (104857600)"),
+    ],
+    ids=["negative", "http", "tls", "too-large"],
+)
+def test_a_refused_frame_size_is_logged_as_what_it_likely_is(
+    broker: Broker, sent: bytes, said: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A terminal user who points curl or a TLS client at the port reads why it was closed,
+    not only a size of a billion bytes (Kafka's NetworkReceive gives the size alone)."""
+    bad = Client(broker.port)
+    try:
+        with caplog.at_level(logging.WARNING, logger="kwire.broker"):
+            bad.sock.sendall(sent)
+            assert bad.closed_by_peer()
+    finally:
+        bad.close()
+    lines = [r.getMessage() for r in caplog.records if r.name == "kwire.broker"]
+    assert any(said in line for line in lines), lines
 
 
 def test_pipelined_requests_are_answered_in_order(broker: Broker) -> None:
