@@ -340,8 +340,9 @@ def _serve(broker: Broker, args: argparse.Namespace) -> int:
             await broker.stop_async()
         if broker.failed_log_dir is not None:
             # Kafka's Exit.halt(1) when its log directories have failed
+            cause = broker.log_dir_failure or "I/O error"
             print(
-                f"kwire broker: stopped: the data dir {broker.failed_log_dir} failed (I/O error);"
+                f"kwire broker: stopped: the data dir {broker.failed_log_dir} failed ({cause});"
                 " the next start recovers it",
                 file=sys.stderr,
                 flush=True,
