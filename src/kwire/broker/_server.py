@@ -335,6 +335,10 @@ class KafkaServer:
                     writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
+            # connection and channel refer to each other: unlinked, reference counting frees
+            # the channel's buffers now (a half-received request's may be 100 MB), not a
+            # cyclic collection that may come much later
+            writer.conn, conn.channel, conn.transport = None, None, None
 
     def _secure(self, conn: _Connection, writer: _Channel) -> None:
         """The connection's principal (a client certificate) and its SASL authenticator."""
