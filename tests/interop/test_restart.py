@@ -88,6 +88,17 @@ def test_cli_broker_serves_and_stops_on_sigterm(broker_cli: Callable[..., Any]) 
     assert again.kill(signal.SIGINT) in (0, 128 + signal.SIGINT), again.output()
 
 
+def test_cli_broker_stops_cleanly_on_sighup(broker_cli: Callable[..., Any]) -> None:
+    """The terminal that ran ``kwire broker`` closes (SIGHUP): a clean stop, as a JVM runs
+    Kafka's shutdown hook on SIGHUP (``Exit``/``LoggingSignalHandler``), not Python's default
+    of dying at once, which leaves logs to recover at the next start."""
+    b = broker_cli()
+    ck_produce(b.bootstrap, "hup", [expected_record(i) for i in range(3)])
+    assert b.kill(signal.SIGHUP) == 0, b.output()
+    assert "shutting down (SIGHUP)" in b.output()
+    assert "shut down completed" in b.output()
+
+
 def test_sigkill_loses_no_acknowledged_record(broker_cli: Callable[..., Any]) -> None:
     """A background idempotent producer (acks=all) numbers its records; the broker is killed with
     SIGKILL mid-stream and restarted on the same data dir and port. Every record the producer saw

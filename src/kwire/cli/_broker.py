@@ -1,4 +1,4 @@
-"""``kwire broker``: run a Kafka broker on a data directory until SIGTERM or SIGINT."""
+"""``kwire broker``: run a Kafka broker on a data directory until SIGTERM, SIGINT or SIGHUP."""
 
 from __future__ import annotations
 
@@ -50,9 +50,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description=(
             "Run a single-node Kafka broker over a Kafka data directory. It prints "
             "'kwire broker listening on HOST:PORT' once it accepts connections and stops "
-            "cleanly (logs flushed and checkpointed) on SIGTERM or SIGINT. Exit status: 0 after "
-            "a clean stop, 1 when the machine refuses (port in use, data directory not "
-            "writable), 2 for a usage error."
+            "cleanly (logs flushed and checkpointed) on SIGTERM, SIGINT or SIGHUP. Exit "
+            "status: 0 after a clean stop, 1 when the machine refuses (port in use, data "
+            "directory not writable), 2 for a usage error."
         ),
         formatter_class=_DefaultsHelp,
     )
@@ -299,7 +299,8 @@ def _serve(broker: Broker, args: argparse.Namespace) -> int:
                 logging.getLogger("kwire.broker").info("shutting down (%s)", sig.name)
             stop.set()
 
-        for sig in (signal.SIGTERM, signal.SIGINT):
+        # SIGHUP too (the terminal closed): a JVM runs Kafka's shutdown hook on it
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             loop.add_signal_handler(sig, on_signal, sig)
         try:
             await broker.start_async()
