@@ -288,7 +288,7 @@ def _prepare(args: argparse.Namespace) -> Broker:
 
 def _serve(broker: Broker, args: argparse.Namespace) -> int:
     from kwire.broker import Cluster
-    from kwire.errors import DataDirLockedError
+    from kwire.errors import DataDirLockedError, KafkaStorageError
 
     async def main() -> int:
         stop = asyncio.Event()
@@ -308,6 +308,16 @@ def _serve(broker: Broker, args: argparse.Namespace) -> int:
             # the data directory refused at start (meta.properties of another node or cluster:
             # Kafka's MetaPropertiesEnsemble.verify), left as it was
             print(f"kwire broker: cannot start: {exc}", file=sys.stderr, flush=True)
+            return EXIT_RUNTIME
+        except KafkaStorageError as exc:
+            # an I/O error while loading the logs (a full disk): the line a failure while
+            # running gives, not the bare error code the generic handler prints
+            print(
+                f"kwire broker: cannot start: the data dir {exc.log_dir or args.data_dir} failed"
+                f" ({exc.message})",
+                file=sys.stderr,
+                flush=True,
+            )
             return EXIT_RUNTIME
         if isinstance(broker, Cluster):
             for node in broker.node_ids:
