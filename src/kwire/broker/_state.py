@@ -621,6 +621,10 @@ class BrokerState:
             partition.log.delete()
         self._write_metadata()
         log.info("deleted topic %s", name)
+        for partition in topic.partitions:
+            # the fetches parked on it answer now (ReplicaManager.stopPartitions completes the
+            # delayed fetches of a partition it removes): UNKNOWN_TOPIC_OR_PARTITION
+            self.notify(partition)
         groups = self.services.group  # None: no __consumer_offsets, so no offset to delete
         if groups is not None and name not in COORDINATOR_TOPICS:
             # the deleted partitions' committed offsets go too (GroupCoordinatorShard.

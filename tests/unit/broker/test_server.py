@@ -197,6 +197,24 @@ def test_long_poll_is_woken_by_an_append(broker: Broker) -> None:
         writer.close()
 
 
+def test_long_poll_is_answered_when_its_topic_is_deleted(broker: Broker) -> None:
+    """ReplicaManager completes the delayed fetches of a partition it stops (deleted): the
+    consumer learns UNKNOWN_TOPIC_OR_PARTITION at once, not when its max wait (here two
+    minutes, longer than the receive below waits) runs out."""
+    broker.create_topic("t", 1)
+    waiting = Client(broker.port)
+    try:
+        waiting.send(fetch_request("t", 0, max_wait_ms=120_000), 12)
+        timer = threading.Timer(0.3, lambda: broker.delete_topic("t"))
+        timer.start()
+        response = waiting.receive(timeout=30).message
+        timer.join()
+        part = response.responses[0].partitions[0]
+        assert part.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    finally:
+        waiting.close()
+
+
 def test_fetch_sends_the_segment_bytes(broker: Broker) -> None:
     broker.create_topic("t", 1)
     client = Client(broker.port)
