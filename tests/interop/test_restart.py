@@ -88,6 +88,17 @@ def test_cli_broker_serves_and_stops_on_sigterm(broker_cli: Callable[..., Any]) 
     assert again.kill(signal.SIGINT) in (0, 128 + signal.SIGINT), again.output()
 
 
+def test_cli_broker_stops_cleanly_on_sighup(broker_cli: Callable[..., Any]) -> None:
+    """The terminal that ran ``kwire broker`` closes (SIGHUP): a clean stop, as a JVM runs
+    Kafka's shutdown hook on SIGHUP (``Exit``/``LoggingSignalHandler``), not Python's default
+    of dying at once, which leaves logs to recover at the next start."""
+    b = broker_cli()
+    ck_produce(b.bootstrap, "hup", [expected_record(i) for i in range(3)])
+    assert b.kill(signal.SIGHUP) == 0, b.output()
+    assert "shutting down (SIGHUP)" in b.output()
+    assert "shut down completed" in b.output()
+
+
 def test_sigkill_loses_no_acknowledged_record(broker_cli: Callable[..., Any]) -> None:
     """A background idempotent producer (acks=all) numbers its records; the broker is killed with
     SIGKILL mid-stream and restarted on the same data dir and port. Every record the producer saw
@@ -167,3 +178,41 @@ def test_sigkill_loses_no_acknowledged_record(broker_cli: Callable[..., Any]) ->
     finally:
         consumer.close()
     assert watermarks == (0, total)  # nothing stored beyond the records sent once
+
+
+def test_sigkill_keeps_committed_group_offsets(broker_cli: Callable[..., Any]) -> None:
+    """Offsets a group committed (acknowledged) survive a SIGKILL: the restarted broker loads
+    them from ``__consumer_offsets``, and the group resumes where it was."""
+    port = free_port()
+    b = broker_cli(port=port)
+    admin = AdminClient(ck_conf(b.bootstrap))
+    admin.create_topics([NewTopic("kept", 2, 1)])["kept"].result(timeout=30)
+    ck_produce(b.bootstrap, "kept", [Rec(b"k", b"v%d" % i, partition=i % 2) for i in range(20)])
+    conf = ck_conf(b.bootstrap, **{"group.id": "kept-group", "enable.auto.commit": False})
+    committer = ck.Consumer(conf)
+    try:
+        committer.commit(
+            offsets=[ck.TopicPartition("kept", 0, 4), ck.TopicPartition("kept", 1, 7)],
+            asynchronous=False,
+        )
+    finally:
+        committer.close()
+    assert b.kill(signal.SIGKILL) == -signal.SIGKILL
+    again = broker_cli(data_dir=b.data_dir, port=port)
+    consumer = ck.Consumer(ck_conf(again.bootstrap, **{"group.id": "kept-group"}))
+    try:
+        committed = consumer.committed(
+            [ck.TopicPartition("kept", 0), ck.TopicPartition("kept", 1)], timeout=30
+        )
+        consumer.assign(committed)
+        seen: list[tuple[int, int]] = []
+        for _ in range(100):  # at most 20 s
+            msg = consumer.poll(0.2)
+            if msg is not None and msg.error() is None:
+                seen.append((msg.partition(), msg.offset()))
+            if len(seen) == 9:
+                break
+    finally:
+        consumer.close()
+    assert [(tp.partition, tp.offset) for tp in committed] == [(0, 4), (1, 7)]
+    assert sorted(seen) == [(0, o) for o in range(4, 10)] + [(1, o) for o in range(7, 10)]

@@ -11,7 +11,8 @@ directory offline (``kwire.log.LogDirFailureChannel``); the request that met it,
 answered before the stop, get KAFKA_STORAGE_ERROR; then, as ``LogManager.handleLogDirFailure``
 halts a broker whose every log directory failed, the listeners close without writing anything
 more (no checkpoint, no clean-shutdown marker), so the next start recovers the logs and cuts
-any torn write. ``failed_log_dir`` names the directory; ``wait_halted`` waits for the stop.
+any torn write. ``failed_log_dir`` names the directory, ``log_dir_failure`` the error;
+``wait_halted`` waits for the stop.
 """
 
 from __future__ import annotations
@@ -92,6 +93,8 @@ class Broker:
         self._stopped: asyncio.Event | None = None
         #: The data directory whose I/O error stopped the broker (None: no failure).
         self.failed_log_dir: str | None = None
+        #: What failed there, e.g. "... [Errno 28] No space left on device" (None: no failure).
+        self.log_dir_failure: str | None = None
         self._halting: asyncio.Task[None] | None = None
         self._halted: asyncio.Event | None = None
         self._started_at = 0.0
@@ -185,6 +188,9 @@ class Broker:
         so its response (KAFKA_STORAGE_ERROR) is written before the stop begins."""
         log.critical("Shutdown broker because all log dirs in %s have failed", log_dir)
         self.failed_log_dir = log_dir
+        state = self.state
+        error = state.data_dir.failures.offline_error(log_dir) if state is not None else None
+        self.log_dir_failure = error.message if error is not None else None
         loop = self._loop
         if loop is None or self._halting is not None:
             return

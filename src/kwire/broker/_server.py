@@ -337,6 +337,10 @@ class KafkaServer:
                     writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
+            # connection and channel refer to each other: unlinked, reference counting frees
+            # the channel's buffers now (a half-received request's may be 100 MB), not a
+            # cyclic collection that may come much later
+            writer.conn, conn.channel, conn.transport = None, None, None
 
     def _secure(self, conn: _Connection, writer: _Channel) -> None:
         """The connection's principal (a client certificate) and its SASL authenticator."""
@@ -419,15 +423,12 @@ class KafkaServer:
             try:
                 frame = await writer.read_frame(limit)
             except FrameSizeError as exc:
-                log.warning(
-                    "closing %s: request of %d bytes exceeds %s (%d)",
-                    conn.address,
-                    exc.size,
+                setting = (
                     "socket.request.max.bytes"
                     if limit == self.max_request_bytes
-                    else "sasl.server.max.receive.size",
-                    limit,
+                    else "sasl.server.max.receive.size"
                 )
+                log.warning("closing %s: %s", conn.address, _refused_size(exc.size, setting, limit))
                 return
             size = len(frame) - 4
             started = time.perf_counter_ns()
@@ -919,3 +920,19 @@ class _Channel(asyncio.BufferedProtocol):
 
     async def wait_closed(self) -> None:
         await self._closed
+
+
+def _refused_size(size: int, setting: str, limit: int) -> str:
+    """Why a frame's size prefix was refused, with what the bytes likely were: Kafka's
+    ``NetworkReceive`` says only "Invalid receive (size = N)", which leaves a user who pointed
+    curl or a TLS client at the port reading a size of a billion bytes."""
+    head = _SIZE.pack(size)
+    if head[:2] == b"\x16\x03":  # a TLS record header: handshake, SSL 3.0 / TLS 1.x
+        likely = " (a TLS handshake? this listener does not use TLS)"
+    elif head.rstrip(b" ").isalpha() and head.isupper():  # "GET ", "POST", "HEAD", "PUT "
+        likely = " (an HTTP request? this port speaks Kafka's protocol, not HTTP)"
+    else:
+        likely = ""
+    if size < 0:
+        return f"invalid request size {size}{likely}"
+    return f"request of {size} bytes exceeds {setting} ({limit}){likely}"

@@ -624,6 +624,15 @@ class BrokerState:
             partition.log.delete()
         self._write_metadata()
         log.info("deleted topic %s", name)
+        for partition in topic.partitions:
+            # the fetches parked on it answer now (ReplicaManager.stopPartitions completes the
+            # delayed fetches of a partition it removes): UNKNOWN_TOPIC_OR_PARTITION
+            self.notify(partition)
+        groups = self.services.group  # None: no __consumer_offsets, so no offset to delete
+        if groups is not None and name not in COORDINATOR_TOPICS:
+            # the deleted partitions' committed offsets go too (GroupCoordinatorShard.
+            # onPartitionsDeleted, run when the metadata image no longer has them)
+            groups.on_partitions_deleted([(name, p.index) for p in topic.partitions], self.now_ms())
 
     def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:
         """Replace a topic's overrides (validated by the caller) and reconfigure its logs."""

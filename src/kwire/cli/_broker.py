@@ -1,4 +1,4 @@
-"""``kwire broker``: run a Kafka broker on a data directory until SIGTERM or SIGINT."""
+"""``kwire broker``: run a Kafka broker on a data directory until SIGTERM, SIGINT or SIGHUP."""
 
 from __future__ import annotations
 
@@ -50,9 +50,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description=(
             "Run a single-node Kafka broker over a Kafka data directory. It prints "
             "'kwire broker listening on HOST:PORT' once it accepts connections and stops "
-            "cleanly (logs flushed and checkpointed) on SIGTERM or SIGINT. Exit status: 0 after "
-            "a clean stop, 1 when the machine refuses (port in use, data directory not "
-            "writable), 2 for a usage error."
+            "cleanly (logs flushed and checkpointed) on SIGTERM, SIGINT or SIGHUP. Exit "
+            "status: 0 after a clean stop, 1 when the machine refuses (port in use, data "
+            "directory not writable), 2 for a usage error."
         ),
         formatter_class=_DefaultsHelp,
     )
@@ -288,7 +288,7 @@ def _prepare(args: argparse.Namespace) -> Broker:
 
 def _serve(broker: Broker, args: argparse.Namespace) -> int:
     from kwire.broker import Cluster
-    from kwire.errors import DataDirLockedError
+    from kwire.errors import DataDirLockedError, KafkaStorageError
 
     async def main() -> int:
         stop = asyncio.Event()
@@ -299,7 +299,8 @@ def _serve(broker: Broker, args: argparse.Namespace) -> int:
                 logging.getLogger("kwire.broker").info("shutting down (%s)", sig.name)
             stop.set()
 
-        for sig in (signal.SIGTERM, signal.SIGINT):
+        # SIGHUP too (the terminal closed): a JVM runs Kafka's shutdown hook on it
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             loop.add_signal_handler(sig, on_signal, sig)
         try:
             await broker.start_async()
@@ -307,6 +308,16 @@ def _serve(broker: Broker, args: argparse.Namespace) -> int:
             # the data directory refused at start (meta.properties of another node or cluster:
             # Kafka's MetaPropertiesEnsemble.verify), left as it was
             print(f"kwire broker: cannot start: {exc}", file=sys.stderr, flush=True)
+            return EXIT_RUNTIME
+        except KafkaStorageError as exc:
+            # an I/O error while loading the logs (a full disk): the line a failure while
+            # running gives, not the bare error code the generic handler prints
+            print(
+                f"kwire broker: cannot start: the data dir {exc.log_dir or args.data_dir} failed"
+                f" ({exc.message})",
+                file=sys.stderr,
+                flush=True,
+            )
             return EXIT_RUNTIME
         if isinstance(broker, Cluster):
             for node in broker.node_ids:
@@ -340,8 +351,9 @@ def _serve(broker: Broker, args: argparse.Namespace) -> int:
             await broker.stop_async()
         if broker.failed_log_dir is not None:
             # Kafka's Exit.halt(1) when its log directories have failed
+            cause = broker.log_dir_failure or "I/O error"
             print(
-                f"kwire broker: stopped: the data dir {broker.failed_log_dir} failed (I/O error);"
+                f"kwire broker: stopped: the data dir {broker.failed_log_dir} failed ({cause});"
                 " the next start recovers it",
                 file=sys.stderr,
                 flush=True,

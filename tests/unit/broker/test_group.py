@@ -796,6 +796,41 @@ def test_transactional_offsets_replay_with_their_markers(tmp_path: Path) -> None
         again.close()
 
 
+def test_deleting_a_topic_deletes_its_offsets_in_every_group(tmp_path: Path) -> None:
+    """OffsetMetadataManager.onPartitionsDeleted: committed offsets of the deleted partitions
+    and a pending transactional one go (tombstones, so a restart agrees); others stay."""
+    from kwire.broker.group import OffsetAndMetadata
+
+    state = make_state(tmp_path / "d")
+    state.create_topic("t", 2)
+    state.create_topic("u", 1)
+    coord = coordinator(state)
+    for group_id in ("a", "b"):
+        coord.groups[group_id] = coord.loaded_group(group_id, NOW)
+        coord.commit_offsets(
+            coord.groups[group_id],
+            {
+                ("t", 0): OffsetAndMetadata(5, -1, "", NOW),
+                ("u", 0): OffsetAndMetadata(7, -1, "", NOW),
+            },
+            NOW,
+        )
+    coord.stage_txn_offsets("a", 7001, 0, {("t", 1): OffsetAndMetadata(9, -1, "", NOW)})
+    state.delete_topic("t")
+    coord.complete_txn(7001, True)  # its offset of the deleted t-1 is not applied
+
+    def offsets(c: GroupCoordinator) -> dict[str, dict[tuple[str, int], int]]:
+        return {g: {tp: om.offset for tp, om in c.groups[g].offsets.items()} for g in ("a", "b")}
+
+    assert offsets(coord) == {"a": {("u", 0): 7}, "b": {("u", 0): 7}}
+    state.close()
+    again = make_state(tmp_path / "d")
+    try:
+        assert offsets(coordinator(again)) == {"a": {("u", 0): 7}, "b": {("u", 0): 7}}
+    finally:
+        again.close()
+
+
 # --- KIP-345 static members: every path of a returning instance ---------------------------------
 
 

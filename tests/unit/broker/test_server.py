@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import socket
 import struct
 import threading
@@ -132,6 +133,32 @@ def test_oversized_frame_and_unserved_version_close_only_that_connection(broker:
         bystander.close()
 
 
+@pytest.mark.parametrize(
+    ("sent", "said"),
+    [
+        (struct.pack(">i", -5), "invalid request size -5"),
+        (b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", "an HTTP request? this port speaks Kafka"),
+        (bytes.fromhex("160301020001"), "a TLS handshake? this listener does not use TLS"),
+        (struct.pack(">i", 200 * 1024 * 1024), "exceeds socket.request.max.bytes (104857600)"),
+    ],
+    ids=["negative", "http", "tls", "too-large"],
+)
+def test_a_refused_frame_size_is_logged_as_what_it_likely_is(
+    broker: Broker, sent: bytes, said: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A terminal user who points curl or a TLS client at the port reads why it was closed,
+    not only a size of a billion bytes (Kafka's NetworkReceive gives the size alone)."""
+    bad = Client(broker.port)
+    try:
+        with caplog.at_level(logging.WARNING, logger="kwire.broker"):
+            bad.sock.sendall(sent)
+            assert bad.closed_by_peer()
+    finally:
+        bad.close()
+    lines = [r.getMessage() for r in caplog.records if r.name == "kwire.broker"]
+    assert any(said in line for line in lines), lines
+
+
 def test_pipelined_requests_are_answered_in_order(broker: Broker) -> None:
     broker.create_topic("t", 1)
     client = Client(broker.port)
@@ -168,6 +195,24 @@ def test_long_poll_is_woken_by_an_append(broker: Broker) -> None:
     finally:
         waiting.close()
         writer.close()
+
+
+def test_long_poll_is_answered_when_its_topic_is_deleted(broker: Broker) -> None:
+    """ReplicaManager completes the delayed fetches of a partition it stops (deleted): the
+    consumer learns UNKNOWN_TOPIC_OR_PARTITION at once, not when its max wait (here two
+    minutes, longer than the receive below waits) runs out."""
+    broker.create_topic("t", 1)
+    waiting = Client(broker.port)
+    try:
+        waiting.send(fetch_request("t", 0, max_wait_ms=120_000), 12)
+        timer = threading.Timer(0.3, lambda: broker.delete_topic("t"))
+        timer.start()
+        response = waiting.receive(timeout=30).message
+        timer.join()
+        part = response.responses[0].partitions[0]
+        assert part.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    finally:
+        waiting.close()
 
 
 def test_fetch_sends_the_segment_bytes(broker: Broker) -> None:

@@ -134,6 +134,24 @@ def test_another_node_s_data_dir_is_one_line(tmp_path: Path) -> None:
     assert (tmp_path / "data" / "meta.properties").read_text() == meta
 
 
+def test_a_data_dir_that_fails_to_load_is_one_last_line(tmp_path: Path) -> None:
+    """An I/O error while loading the logs (here a file where a partition's directory belongs;
+    a full disk in life): the last line says the broker cannot start and why, as the line for
+    a failure while running does, not a bare error code."""
+    with Broker(tmp_path / "data"):
+        pass
+    metadata = tmp_path / "data" / "__cluster_metadata-0"
+    for f in metadata.iterdir():
+        f.unlink()
+    metadata.rmdir()
+    metadata.write_text("not a directory")
+    done = kwire_broker("--data-dir", str(tmp_path / "data"), "--port", "0")
+    assert done.returncode == 1, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"kwire broker: cannot start: the data dir {tmp_path / 'data'} "), last
+    assert "__cluster_metadata-0" in last and "File exists" in last, last
+
+
 def test_bad_log_level(tmp_path: Path) -> None:
     done = kwire_broker("--data-dir", str(tmp_path / "data"), "--log-level", "loud")
     assert done.returncode == 2

@@ -194,3 +194,19 @@ def test_fed_bytes_stay_within_the_staging_buffer() -> None:
     assert reader.feed(b"".join(frames) + frames[0][:50]) == frames
     assert reader.buffered == 50
     assert len(reader.get_buffer()) <= STAGING_BYTES
+
+
+def test_an_announced_size_gets_its_buffer_as_the_bytes_arrive() -> None:
+    """A size prefix alone does not make the reader allocate (and zero) what it announces: a
+    client that sends 100 MB prefixes and a few bytes would make a broker allocate 100 MB per
+    connection, on its event loop. The buffer grows with what arrives; the frame is whole."""
+    size = 16 << 20
+    data = size.to_bytes(4, "big") + bytes(range(256)) * (size // 256)
+    reader = FrameReader()
+    put(reader, data[:100])
+    assert reader.next_frame() is None
+    assert len(reader.get_buffer()) <= 2 << 20  # not 16 MiB
+    assert reader.wants_data
+    got = read_in_chunks(reader, data[100:], random.Random(1))
+    assert got == [data]
+    assert reader.buffered == 0

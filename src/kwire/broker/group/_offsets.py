@@ -19,12 +19,15 @@ timestamp (OffsetCommit v1..v4 retention time) expires at that time instead; an 
 pending transactional commit stays. Each expired offset gets an OffsetCommit tombstone; a group
 left empty whose offsets all expired is deleted (GroupMetadata tombstone, or the consumer group's
 tombstones), so it leaves ListGroups.
+
+A deleted topic's offsets (``OffsetMetadataManager.onPartitionsDeleted``) get tombstones in every
+group, the pending transactional ones too, when the broker deletes the topic.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from kwire.broker.group._classic import COMPLETING_REBALANCE, DEAD, EMPTY, STABLE, Group, GroupError
@@ -131,6 +134,36 @@ class OffsetMetadataManager:
             else:
                 all_expired = False
         return expired, all_expired
+
+    # --- deleted topics -----------------------------------------------------------------------
+
+    def on_partitions_deleted(
+        self, out: list[Write], partitions: Sequence[tuple[str, int]], now_ms: int
+    ) -> int:
+        """``OffsetMetadataManager.onPartitionsDeleted``: a tombstone for each offset, committed
+        or pending in a transaction, of a deleted partition, in every group, so that a group
+        starts a recreated topic from its reset policy, not from the old topic's position. The
+        number of offsets deleted."""
+        deleted = set(partitions)
+        count = 0
+        for group in self.shard.groups.values():
+            gone = {tp for tp in group.offsets if tp in deleted}
+            for staged in group.pending_txn.values():
+                gone.update(tp for tp in staged if tp in deleted)
+            if not gone:
+                continue
+            tombstones: list[Record] = [
+                (offset_key(group.group_id, tp), None) for tp in sorted(gone)
+            ]
+            out.append(Write(group.group_id, tombstones, now_ms, replay=True))
+            count += len(gone)
+        if count:
+            log.info(
+                "deleted %d offsets of the deleted partitions %s",
+                count,
+                ", ".join(f"{t}-{p}" for t, p in sorted(deleted)),
+            )
+        return count
 
     # --- offsets ------------------------------------------------------------------------------
 

@@ -121,6 +121,7 @@ class GroupCoordinator:
         self.fetch_offsets = self.offsets.fetch_offsets
         self.delete_offsets = run(self.offsets.delete_offsets)
         self.cleanup_group_metadata = run(self.offsets.cleanup_group_metadata)
+        self.on_partitions_deleted = run(self.offsets.on_partitions_deleted)
         self.delete_group = run(self._delete_group)
         # the first check one interval after the coordinator starts; without a broker (no clock
         # yet) one interval after its first tick
@@ -287,6 +288,8 @@ class GroupCoordinator:
             group = self.loaded_group(k.group, now_ms)
             if om is None:
                 group.offsets.pop(tp, None)
+                for staged in group.pending_txn.values():  # as Kafka's replay of a tombstone
+                    staged.pop(tp, None)
             else:
                 group.offsets[tp] = om
         elif key_version == 2:
