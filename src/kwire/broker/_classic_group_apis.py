@@ -94,6 +94,14 @@ def _park(state: BrokerState, group_id: str, waiter: Waiter, wait_ms: int, answe
     return Deferred(state.now_ms() + wait_ms, {("group", group_id)}, complete)
 
 
+def _not_coordinator(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+    """NOT_COORDINATOR for a group coordinated elsewhere, unless ``GroupCoordinatorService``
+    rejects the group id first (INVALID_GROUP_ID, from the coordinator, on every node)."""
+    if group_coordinator(state).classic.request_error(request.group_id) is not ErrorCode.NONE:
+        return None
+    return not_coordinator(state, ctx, request, GROUP_KEY, request.group_id)
+
+
 @register(11, 0, 9)
 def handle_join_group(state: BrokerState, ctx: RequestContext, request: JoinGroupRequest) -> Any:
     version = ctx.api_version
@@ -109,7 +117,11 @@ def handle_join_group(state: BrokerState, ctx: RequestContext, request: JoinGrou
             member_id=request.member_id,
             members=[],
         )
-    if (elsewhere := not_coordinator(state, ctx, request, GROUP_KEY, request.group_id)) is not None:
+    # GroupCoordinatorService.joinGroup: the request's checks, then the group's coordinator
+    invalid = coordinator.classic.request_error(request.group_id, request.session_timeout_ms)
+    if invalid is ErrorCode.NONE and (
+        elsewhere := not_coordinator(state, ctx, request, GROUP_KEY, request.group_id)
+    ):
         return elsewhere
     protocols = [(p.name, bytes(p.metadata)) for p in request.protocols]
     instance_id = request.group_instance_id if version >= 5 else None
@@ -158,7 +170,7 @@ def handle_sync_group(state: BrokerState, ctx: RequestContext, request: SyncGrou
     if not authorize(state, ctx, "READ", GROUP, request.group_id):
         error = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
         return SYNC_GROUP_RESPONSE(throttle_time_ms=0, error_code=error, assignment=b"")
-    if (elsewhere := not_coordinator(state, ctx, request, GROUP_KEY, request.group_id)) is not None:
+    if (elsewhere := _not_coordinator(state, ctx, request)) is not None:
         return elsewhere
     waiter = coordinator.sync(
         request.group_id,
@@ -192,7 +204,7 @@ def handle_heartbeat(state: BrokerState, ctx: RequestContext, request: Heartbeat
     if not authorize(state, ctx, "READ", GROUP, request.group_id):
         error = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
         return HEARTBEAT_RESPONSE(throttle_time_ms=0, error_code=error)
-    if (elsewhere := not_coordinator(state, ctx, request, GROUP_KEY, request.group_id)) is not None:
+    if (elsewhere := _not_coordinator(state, ctx, request)) is not None:
         return elsewhere
     error = group_coordinator(state).heartbeat(
         request.group_id,
@@ -214,7 +226,7 @@ def handle_leave_group(state: BrokerState, ctx: RequestContext, request: LeaveGr
     if not authorize(state, ctx, "READ", GROUP, request.group_id):
         error = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
         return LEAVE_GROUP_RESPONSE(throttle_time_ms=0, error_code=error, members=[])
-    if (elsewhere := not_coordinator(state, ctx, request, GROUP_KEY, request.group_id)) is not None:
+    if (elsewhere := _not_coordinator(state, ctx, request)) is not None:
         return elsewhere
     error, results = group_coordinator(state).leave(request.group_id, leaving, state.now_ms())
     if version < 3 and error is ErrorCode.NONE and results:

@@ -76,14 +76,12 @@ def handle_consumer_group_heartbeat(
             member_epoch=0,
             heartbeat_interval_ms=0,
         )
-    if (elsewhere := not_coordinator(state, ctx, request, GROUP_KEY, request.group_id)) is not None:
-        return elsewhere
     owned = (
         None
         if request.topic_partitions is None
         else [(t.topic_id, list(t.partitions)) for t in request.topic_partitions]
     )
-    result = coordinator.consumer.heartbeat(
+    fields = (
         version,
         request.group_id,
         request.member_id,
@@ -95,10 +93,16 @@ def handle_consumer_group_heartbeat(
         request.subscribed_topic_regex if version >= 1 else None,
         request.server_assignor,
         owned,
-        ctx.client_id or "",
-        _client_host(ctx),
-        state.now_ms(),
     )
+    # GroupCoordinatorService.consumerGroupHeartbeat: the request's checks, then the coordinator
+    result = coordinator.consumer.request_error(*fields)
+    if result is None:
+        elsewhere = not_coordinator(state, ctx, request, GROUP_KEY, request.group_id)
+        if elsewhere is not None:
+            return elsewhere
+        result = coordinator.consumer.heartbeat(
+            *fields, ctx.client_id or "", _client_host(ctx), state.now_ms()
+        )
     if result.error is not ErrorCode.NONE:
         return CG_HEARTBEAT_RESPONSE(
             throttle_time_ms=0,

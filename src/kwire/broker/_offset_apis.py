@@ -430,7 +430,9 @@ def handle_offset_delete(
     if not authorize(state, ctx, "DELETE", GROUP, request.group_id):
         error = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
         return DELETE_OFFSETS_RESPONSE(error_code=error, throttle_time_ms=0, topics=[])
-    if coordinated_elsewhere(state, ctx, GROUP_KEY, request.group_id):
+    if coordinator.classic.request_error(request.group_id) is ErrorCode.NONE and (
+        coordinated_elsewhere(state, ctx, GROUP_KEY, request.group_id)
+    ):  # GroupCoordinatorService.deleteOffsets: an empty group id first, then the coordinator
         # the coordinator's top-level error replaces the topics' (OffsetDeleteResponse.Builder)
         error = int(ErrorCode.NOT_COORDINATOR)
         return DELETE_OFFSETS_RESPONSE(error_code=error, throttle_time_ms=0, topics=[])

@@ -115,6 +115,10 @@ def handle_streams_group_heartbeat(
 ) -> Any:
     if not authorize(state, ctx, "READ", GROUP, request.group_id):
         return _hb_error(int(ErrorCode.GROUP_AUTHORIZATION_FAILED))
+    # GroupCoordinatorService.streamsGroupHeartbeat: the request's checks, then the coordinator
+    invalid = streams_groups(state).request_error(request)
+    if invalid is not None:
+        return _hb_error(invalid.error, invalid.message)
     if coordinated_elsewhere(state, ctx, GROUP_KEY, request.group_id):
         return _hb_error(int(ErrorCode.NOT_COORDINATOR))
     if share_group_exists(state, request.group_id):  # one id space with share groups

@@ -127,11 +127,17 @@ def init_transactional_producer_id(
             return answer(ErrorCode.INVALID_REQUEST)
         if pid != NO_PRODUCER_ID:
             expected = (pid, epoch)
+    coordinator = coordinator_for(state)
+    # handleInitProducerId: the request's checks, then the transaction's coordinator
+    invalid = coordinator.shard.init_error(
+        request.transactional_id or "", request.transaction_timeout_ms
+    )
+    if invalid is not ErrorCode.NONE:
+        return answer(invalid)
     elsewhere = not_coordinator(state, ctx, request, TRANSACTION_KEY, request.transactional_id)
     if elsewhere is not None:
         assert isinstance(elsewhere, InitProducerIdResponse)
         return elsewhere
-    coordinator = coordinator_for(state)
     result = coordinator.init_producer_id(
         request.transactional_id or "", request.transaction_timeout_ms, expected, state.now_ms()
     )

@@ -111,6 +111,16 @@ class TransactionShard:
 
     # --- InitProducerId ---------------------------------------------------------------------
 
+    def init_error(self, transactional_id: str, timeout_ms: int) -> ErrorCode:
+        """What ``TransactionCoordinator.handleInitProducerId`` rejects before it looks up the
+        transaction (``getTransactionState``, NOT_COORDINATOR on another node): an empty
+        transactional id, then a timeout above ``transaction.max.timeout.ms``."""
+        if not transactional_id:
+            return ErrorCode.INVALID_REQUEST
+        if not 0 < timeout_ms <= self.max_timeout_ms:
+            return ErrorCode.INVALID_TRANSACTION_TIMEOUT
+        return ErrorCode.NONE
+
     def init_producer_id(
         self,
         transactional_id: str,
@@ -119,10 +129,9 @@ class TransactionShard:
         now_ms: int,
     ) -> Outcome[InitResult]:
         """``handleInitProducerId`` for a transactional id (``expected``: KIP-360's id and epoch)."""
-        if not transactional_id:
-            return Outcome(InitResult(ErrorCode.INVALID_REQUEST))
-        if not 0 < timeout_ms <= self.max_timeout_ms:
-            return Outcome(InitResult(ErrorCode.INVALID_TRANSACTION_TIMEOUT))
+        error = self.init_error(transactional_id, timeout_ms)
+        if error is not ErrorCode.NONE:
+            return Outcome(InitResult(error))
         meta = self.transactions.get(transactional_id)
         if meta is None:
             meta = TransactionMetadata(

@@ -292,7 +292,7 @@ SINGLE = [
         lambda n, v: {
             "group_id": n["group"],
             "member_id": "00000000-0000-0000-0000-00000000000c",
-            "member_epoch": 0,
+            "member_epoch": 1,  # a valid request: a join (epoch 0) needs a topology
             "rebalance_timeout_ms": 30000,
             "process_id": "p",
             "active_tasks": [],

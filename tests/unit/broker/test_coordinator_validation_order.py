@@ -1,0 +1,217 @@
+"""Coordinator requests are validated before they are routed: in an in-process cluster a request
+Kafka's coordinator service rejects before it looks for the group's or transactional id's
+coordinator gets that error on every node, not NOT_COORDINATOR.
+
+``GroupCoordinatorService`` checks an empty group id (INVALID_GROUP_ID: JoinGroup, SyncGroup,
+Heartbeat, LeaveGroup, OffsetDelete), JoinGroup's session timeout against
+``group.{min,max}.session.timeout.ms`` (INVALID_SESSION_TIMEOUT) and ConsumerGroupHeartbeat's
+request (``throwIfConsumerGroupHeartbeatRequestIsInvalid``: INVALID_REQUEST,
+UNSUPPORTED_ASSIGNOR; Kafka 4.1+) and StreamsGroupHeartbeat's before ``CoordinatorRuntime``
+answers NOT_COORDINATOR;
+``TransactionCoordinator.handleInitProducerId`` checks an empty transactional id
+(INVALID_REQUEST) and the transaction timeout (INVALID_TRANSACTION_TIMEOUT) before
+``TransactionStateManager.getTransactionState``.
+
+Raw requests over sockets to a 3-node Cluster without an authorizer, each sent to a node that
+does not coordinate its key.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from kwire.broker import Cluster
+from kwire.broker._routing import GROUP_KEY, TRANSACTION_KEY, coordinator_node
+from kwire.protocol import ClientConnection, ErrorCode, message_class, struct_class
+
+NC = ErrorCode.NOT_COORDINATOR
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    with Cluster(tmp_path_factory.mktemp("coordvalid") / "data", nodes=3) as c:
+        yield c
+
+
+def exchange(cluster: Cluster, node: int, message: Any, version: int) -> Any:
+    """One request to ``node`` over a socket, its decoded response (bounded in time)."""
+    host, port = cluster.node_bootstrap(node).rsplit(":", 1)
+    conn = ClientConnection("coordinator-validation-test")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(conn.send(message, version))
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            response = conn.next_response()
+            if response is not None:
+                return response.message
+            chunk = sock.recv(1 << 16)
+            assert chunk, "closed by the broker"
+            conn.receive_data(chunk)
+    raise TimeoutError
+
+
+def elsewhere(cluster: Cluster, key_type: int, key: str) -> int:
+    """A node that does not coordinate ``key``."""
+    owner = cluster.call(lambda state: coordinator_node(state, key_type, key))
+    return next(n for n in cluster.node_ids if n != owner)
+
+
+def _struct(api: str, *path: str) -> Any:
+    return struct_class(message_class(f"{api}Request"), *path)
+
+
+def _join(group: str, session_timeout_ms: int) -> dict[str, Any]:
+    return {
+        "group_id": group,
+        "session_timeout_ms": session_timeout_ms,
+        "rebalance_timeout_ms": 10000,
+        "member_id": "",
+        "protocol_type": "consumer",
+        "protocols": [_struct("JoinGroup", "protocols")(name="range", metadata=b"")],
+    }
+
+
+def _cgh(group: str, **changes: Any) -> dict[str, Any]:
+    fields: dict[str, Any] = {
+        "group_id": group,
+        "member_id": "00000000-0000-0000-0000-00000000000a",
+        "member_epoch": 0,
+        "rebalance_timeout_ms": 30000,
+        "subscribed_topic_names": ["t"],
+        "topic_partitions": [],
+    }
+    fields.update(changes)
+    return fields
+
+
+# (api, versions, routed key type, key, fields, expected error)
+CASES = [
+    ("JoinGroup", (1, 5, 9), GROUP_KEY, "", _join("", 10000), ErrorCode.INVALID_GROUP_ID),
+    ("JoinGroup", (1, 9), GROUP_KEY, "join-short", _join("join-short", 1), "session"),
+    ("JoinGroup", (1, 9), GROUP_KEY, "join-long", _join("join-long", 10**8), "session"),
+    (
+        "SyncGroup",
+        (0, 5),
+        GROUP_KEY,
+        "",
+        {"group_id": "", "generation_id": 1, "member_id": "m", "assignments": []},
+        ErrorCode.INVALID_GROUP_ID,
+    ),
+    (
+        "Heartbeat",
+        (0, 4),
+        GROUP_KEY,
+        "",
+        {"group_id": "", "generation_id": 1, "member_id": "m"},
+        ErrorCode.INVALID_GROUP_ID,
+    ),
+    (
+        "LeaveGroup",
+        (0, 2),
+        GROUP_KEY,
+        "",
+        {"group_id": "", "member_id": "m"},
+        ErrorCode.INVALID_GROUP_ID,
+    ),
+    (
+        "LeaveGroup",
+        (3, 5),
+        GROUP_KEY,
+        "",
+        {"group_id": "", "members": [_struct("LeaveGroup", "members")(member_id="m")]},
+        ErrorCode.INVALID_GROUP_ID,
+    ),
+    (
+        "OffsetDelete",
+        (0,),
+        GROUP_KEY,
+        "",
+        {"group_id": "", "topics": []},
+        ErrorCode.INVALID_GROUP_ID,
+    ),
+    ("ConsumerGroupHeartbeat", (0, 1), GROUP_KEY, "", _cgh(""), ErrorCode.INVALID_REQUEST),
+    (
+        "ConsumerGroupHeartbeat",
+        (0, 1),
+        GROUP_KEY,
+        "cgh-timeout",
+        _cgh("cgh-timeout", rebalance_timeout_ms=-1),
+        ErrorCode.INVALID_REQUEST,
+    ),
+    (
+        "ConsumerGroupHeartbeat",
+        (0, 1),
+        GROUP_KEY,
+        "cgh-epoch",
+        _cgh("cgh-epoch", member_epoch=-3),
+        ErrorCode.INVALID_REQUEST,
+    ),
+    (
+        "ConsumerGroupHeartbeat",
+        (0, 1),
+        GROUP_KEY,
+        "cgh-assignor",
+        _cgh("cgh-assignor", server_assignor="nope"),
+        ErrorCode.UNSUPPORTED_ASSIGNOR,
+    ),
+    (
+        "StreamsGroupHeartbeat",
+        (0,),
+        GROUP_KEY,
+        "sgh-member",
+        {
+            "group_id": "sgh-member",
+            "member_id": "",
+            "member_epoch": 0,
+            "rebalance_timeout_ms": 30000,
+            "process_id": "p",
+            "active_tasks": [],
+            "standby_tasks": [],
+            "warmup_tasks": [],
+        },
+        ErrorCode.INVALID_REQUEST,
+    ),
+    (
+        "InitProducerId",
+        (0, 4),
+        TRANSACTION_KEY,
+        "",
+        {"transactional_id": "", "transaction_timeout_ms": 10000},
+        ErrorCode.INVALID_REQUEST,
+    ),
+    (
+        "InitProducerId",
+        (0, 4),
+        TRANSACTION_KEY,
+        "init-timeout",
+        {"transactional_id": "init-timeout", "transaction_timeout_ms": 10**9},
+        ErrorCode.INVALID_TRANSACTION_TIMEOUT,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "case", CASES, ids=lambda c: f"{c[0]}-{c[3] or 'empty'}" if isinstance(c, tuple) else ""
+)
+def test_a_request_is_validated_before_it_meets_its_coordinator(
+    cluster: Cluster, case: tuple[Any, ...]
+) -> None:
+    api, versions, key_type, key, fields, expected = case
+    if expected == "session":
+        expected = ErrorCode.INVALID_SESSION_TIMEOUT
+    node = elsewhere(cluster, key_type, key)
+    request = message_class(f"{api}Request")
+    for version in versions:
+        response = exchange(cluster, node, request(**fields), version)
+        assert (version, response.error_code) == (version, expected)
+    # the same request for a valid key coordinated elsewhere is NOT_COORDINATOR (the check above
+    # is the validation's, not a node that happens to coordinate the key)
+    if key_type == GROUP_KEY and api in ("Heartbeat", "SyncGroup"):
+        valid = dict(fields, group_id=f"{api.lower()}-valid")
+        node = elsewhere(cluster, GROUP_KEY, valid["group_id"])
+        assert exchange(cluster, node, request(**valid), versions[0]).error_code == NC
