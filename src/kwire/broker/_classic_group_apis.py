@@ -264,12 +264,15 @@ def handle_describe_groups(
     ops = GROUP_OPERATIONS if version >= 3 and request.include_authorized_operations else None
     for group_id in request.groups:  # members whose session ended are gone (their timer fired)
         coordinator.expire_due(group_id, state.now_ms())
+    # KafkaApis.handleDescribeGroupsRequest: the ACL first, then the group's coordinator; the
+    # groups the principal may not describe are listed first (added while KafkaApis scans the
+    # request, before the coordinator's results)
+    denied = []
     out = []
     for group_id in request.groups:
         group = coordinator.groups.get(group_id)
-        # KafkaApis.handleDescribeGroupsRequest: the ACL first, then the group's coordinator
         if not authorize(state, ctx, "DESCRIBE", GROUP, group_id):
-            out.append(_group_error(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED))
+            denied.append(_group_error(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED))
             continue
         if coordinated_elsewhere(state, ctx, GROUP_KEY, group_id):
             out.append(_group_error(group_id, ErrorCode.NOT_COORDINATOR))
@@ -338,4 +341,4 @@ def handle_describe_groups(
                 authorized_operations=ops if ops is not None else NO_OPERATIONS,
             )
         )
-    return DESCRIBE_GROUPS_RESPONSE(throttle_time_ms=0, groups=out)
+    return DESCRIBE_GROUPS_RESPONSE(throttle_time_ms=0, groups=denied + out)

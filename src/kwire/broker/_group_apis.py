@@ -228,17 +228,20 @@ def handle_delete_groups(
     now = state.now_ms()
 
     def delete(group_id: str) -> ErrorCode:
-        # KafkaApis.handleDeleteGroupsRequest: the ACL, then the group's coordinator
-        if not authorize(state, ctx, "DELETE", GROUP, group_id):
-            return ErrorCode.GROUP_AUTHORIZATION_FAILED
         if coordinated_elsewhere(state, ctx, GROUP_KEY, group_id):
             return ErrorCode.NOT_COORDINATOR
         if share_group_exists(state, group_id):
             return delete_share_group(state, group_id)
         return coordinator.delete_group(group_id, now)
 
-    results = [
-        DELETED_GROUP(group_id=g, error_code=int(delete(g)))
-        for g in dict.fromkeys(request.groups_names)  # KafkaApis: each group once
+    # KafkaApis.handleDeleteGroupsRequest: each group once; the ACL, then the group's
+    # coordinator, whose results come first, the groups the principal may not delete after them
+    groups = list(dict.fromkeys(request.groups_names))
+    allowed = {g for g in groups if authorize(state, ctx, "DELETE", GROUP, g)}
+    results = [DELETED_GROUP(group_id=g, error_code=int(delete(g))) for g in groups if g in allowed]
+    results += [
+        DELETED_GROUP(group_id=g, error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED))
+        for g in groups
+        if g not in allowed
     ]
     return DELETE_GROUPS_RESPONSE(throttle_time_ms=0, results=results)

@@ -63,10 +63,11 @@ def handle_share_group_describe(
     state: BrokerState, ctx: RequestContext, request: ShareGroupDescribeRequest
 ) -> Any:
     coordinator = share_coordinator(state)
+    denied = []  # KafkaApis.handleShareGroupDescribe lists them before the coordinator's results
     groups = []
     for group_id in request.group_ids:
         if not authorize(state, ctx, "DESCRIBE", GROUP, group_id):
-            groups.append(_missing(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED, None))
+            denied.append(_missing(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED, None))
             continue
         if coordinated_elsewhere(state, ctx, GROUP_KEY, group_id):
             groups.append(_missing(group_id, ErrorCode.NOT_COORDINATOR, None))
@@ -105,4 +106,4 @@ def handle_share_group_describe(
                 ),
             )
         )
-    return RESPONSE(throttle_time_ms=0, groups=groups)
+    return RESPONSE(throttle_time_ms=0, groups=denied + groups)

@@ -208,11 +208,12 @@ def handle_streams_group_describe(
     """``GroupMetadataManager.streamsGroupDescribe`` / ``StreamsGroup.asDescribedGroup``."""
     groups = streams_groups(state)
     now = state.now_ms()
+    denied = []  # KafkaApis.handleStreamsGroupDescribe lists them before the coordinator's results
     out = []
     for group_id in request.group_ids:
         groups.expire(group_id, now)
         if not authorize(state, ctx, "DESCRIBE", GROUP, group_id):
-            out.append(
+            denied.append(
                 D_GROUP(
                     error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED),
                     group_id=group_id,
@@ -283,4 +284,4 @@ def handle_streams_group_describe(
                 authorized_operations=ops,
             )
         )
-    return DESCRIBE_RESPONSE(throttle_time_ms=0, groups=out)
+    return DESCRIBE_RESPONSE(throttle_time_ms=0, groups=denied + out)

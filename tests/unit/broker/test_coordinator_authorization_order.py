@@ -516,3 +516,47 @@ def test_each_key_is_authorised_before_it_meets_its_coordinator(
     assert (after[denied], after[far]) == (case.denied, NC)
     assert after[near] not in (case.denied, NC)
     assert sorted(after) == sorted(keys)
+
+
+# KafkaApis builds these answers in two parts: the describes add each unauthorised group's
+# GROUP_AUTHORIZATION_FAILED while they scan the request and then append the coordinator's
+# results; handleDeleteGroupsRequest sets the coordinator's results and then appends the
+# unauthorised groups. OffsetFetch v8+ and DescribeTransactions keep the request's order.
+ORDERED = (
+    [
+        (case, "denied-first")
+        for case in BATCHED
+        if case.api.endswith("Describe") or case.api == "DescribeGroups"
+    ]
+    + [(case, "denied-last") for case in BATCHED if case.api == "DeleteGroups"]
+    + [
+        (case, "as-asked")
+        for case in BATCHED
+        if case.api in ("OffsetFetch", "DescribeTransactions")
+    ]
+)
+
+
+@pytest.mark.parametrize("case,order", ORDERED, ids=lambda c: getattr(c, "api", c))
+def test_unauthorised_keys_are_listed_where_kafka_lists_them(
+    cluster: Cluster, case: Batched, order: str
+) -> None:
+    node = cluster.node_ids[0]
+    prefix = f"{case.api.lower()}-order"
+    near = placed(cluster, case.key_type, f"{prefix}-near", node, here=True)
+    denied = placed(cluster, case.key_type, f"{prefix}-denied", node, here=False)
+    far = placed(cluster, case.key_type, f"{prefix}-far", node, here=False)
+    resource = GROUP if case.key_type == GROUP_KEY else TRANSACTIONAL_ID
+    grant(cluster, resource, near, case.operation)
+    grant(cluster, resource, far, case.operation)
+    request = message_class(f"{case.api}Request")
+    keys = [near, denied, far]
+    answered = list(
+        case.errors(exchange(cluster, node, request(**case.fields(keys)), case.version))
+    )
+    expected = {
+        "denied-first": [denied, near, far],
+        "denied-last": [near, far, denied],
+        "as-asked": keys,
+    }[order]
+    assert answered == expected
