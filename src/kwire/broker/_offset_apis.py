@@ -30,7 +30,7 @@ from kwire.broker._acl import (
 from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
 from kwire.broker._partition_check import partition_or_error
-from kwire.broker._routing import GROUP_KEY, coordinated_elsewhere, not_coordinator
+from kwire.broker._routing import GROUP_KEY, coordinated_elsewhere
 from kwire.broker._state import BrokerState
 from kwire.broker._txn_apis import add_group_partition_for_commit, uses_transaction_v2
 from kwire.broker.group import (
@@ -366,12 +366,15 @@ def handle_offset_fetch(
         topics = request.topics
         if version < 2 and topics is None:
             topics = []
+        # OffsetFetchResponse(groups, version): a group's error (the ACL's, the coordinator's
+        # NOT_COORDINATOR) is the top-level error (v2+) with no topics, whatever was asked
+        error = ErrorCode.NONE
         if not authorize(state, ctx, "DESCRIBE", GROUP, request.group_id):
-            error = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
-            return FETCH_RESPONSE(throttle_time_ms=0, topics=[], error_code=error)
-        elsewhere = not_coordinator(state, ctx, request, GROUP_KEY, request.group_id)
-        if elsewhere is not None:
-            return elsewhere
+            error = ErrorCode.GROUP_AUTHORIZATION_FAILED
+        elif coordinated_elsewhere(state, ctx, GROUP_KEY, request.group_id):
+            error = ErrorCode.NOT_COORDINATOR
+        if error is not ErrorCode.NONE:
+            return FETCH_RESPONSE(throttle_time_ms=0, topics=[], error_code=int(error))
         found = _fetch_group(state, coordinator, request.group_id, topics, False, stable, ctx)
         out_topics = [
             FETCH_TOPIC(

@@ -560,3 +560,23 @@ def test_unauthorised_keys_are_listed_where_kafka_lists_them(
         "as-asked": keys,
     }[order]
     assert answered == expected
+
+
+def test_offset_fetch_before_v8_not_coordinator_is_the_groups_error_only(cluster: Cluster) -> None:
+    """KafkaApis.handleOffsetFetchRequestFromCoordinator answers v1-7 through
+    ``OffsetFetchResponse(groups, version)``: the coordinator's NOT_COORDINATOR is a group with
+    no topics, so the response is the top-level error (v2+) and an empty topics array, whatever
+    the request asked for (byte for byte)."""
+    node = cluster.node_ids[0]
+    group = placed(cluster, GROUP_KEY, "fetch-shape", node, here=False)
+    cluster.create_topic("fetch-shape-topic", 2)
+    grant(cluster, GROUP, group, "DESCRIBE")
+    grant(cluster, TOPIC, "fetch-shape-topic", "DESCRIBE")
+    wanted = [_struct("OffsetFetch", "topics")(name="fetch-shape-topic", partition_indexes=[0, 1])]
+    response_cls = message_class("OffsetFetchResponse")
+    for version in range(1, 8):
+        for topics in [wanted] if version < 2 else [wanted, None]:
+            request = message_class("OffsetFetchRequest")(group_id=group, topics=topics)
+            response = exchange(cluster, node, request, version)
+            expected = response_cls(throttle_time_ms=0, error_code=int(NC), topics=[])
+            assert (version, response.encode(version)) == (version, expected.encode(version))
