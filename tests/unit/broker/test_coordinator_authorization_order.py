@@ -580,3 +580,47 @@ def test_offset_fetch_before_v8_not_coordinator_is_the_groups_error_only(cluster
             response = exchange(cluster, node, request, version)
             expected = response_cls(throttle_time_ms=0, error_code=int(NC), topics=[])
             assert (version, response.encode(version)) == (version, expected.encode(version))
+
+
+def test_offset_delete_answers_each_partition_as_kafka(cluster: Cluster) -> None:
+    """KafkaApis.handleOffsetDeleteRequest: DELETE on the group, then READ on each topic: an
+    unreadable topic's partitions are TOPIC_AUTHORIZATION_FAILED, an unknown topic's or
+    partition's UNKNOWN_TOPIC_OR_PARTITION, listed first (``OffsetDeleteResponse.Builder``),
+    then the coordinator's answers for the rest merged in."""
+    node = cluster.node_ids[0]
+    group = placed(cluster, GROUP_KEY, "delete-mixed", node, here=True)
+    cluster.create_topic("delete-read", 1)
+    cluster.create_topic("delete-denied", 1)
+    for operation in ("READ", "DELETE"):
+        grant(cluster, GROUP, group, operation)
+    grant(cluster, TOPIC, "delete-read", "READ")
+    commit = message_class("OffsetCommitRequest")(
+        group_id=group,
+        generation_id_or_member_epoch=-1,
+        member_id="",
+        topics=_commit_topics({"topic": "delete-read"}, 8),
+    )
+    assert by_partition(exchange(cluster, node, commit, 8)) == {0}
+    topic_cls = _struct("OffsetDelete", "topics")
+    partition_cls = _struct("OffsetDelete", "topics", "partitions")
+    request = message_class("OffsetDeleteRequest")(
+        group_id=group,
+        topics=[
+            topic_cls(name=name, partitions=[partition_cls(partition_index=i) for i in indexes])
+            for name, indexes in (
+                ("delete-read", [0, 7]),
+                ("delete-denied", [0]),
+                ("delete-unknown", [0]),
+            )
+        ],
+    )
+    response = exchange(cluster, node, request, 0)
+    assert response.error_code == 0
+    assert [
+        (t.name, p.partition_index, p.error_code) for t in response.topics for p in t.partitions
+    ] == [
+        ("delete-read", 7, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+        ("delete-read", 0, 0),
+        ("delete-denied", 0, TAF),
+        ("delete-unknown", 0, TAF),
+    ]
