@@ -167,6 +167,10 @@ def handle_join_group(state: BrokerState, ctx: RequestContext, request: JoinGrou
 def handle_sync_group(state: BrokerState, ctx: RequestContext, request: SyncGroupRequest) -> Any:
     version = ctx.api_version
     coordinator = group_coordinator(state)
+    if version >= 5 and (request.protocol_type is None or request.protocol_name is None):
+        # KafkaApis.handleSyncGroupRequest: mandatory from v5, checked before the ACL
+        error = int(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+        return SYNC_GROUP_RESPONSE(throttle_time_ms=0, error_code=error, assignment=b"")
     if not authorize(state, ctx, "READ", GROUP, request.group_id):
         error = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
         return SYNC_GROUP_RESPONSE(throttle_time_ms=0, error_code=error, assignment=b"")

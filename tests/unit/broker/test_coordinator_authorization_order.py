@@ -624,3 +624,27 @@ def test_offset_delete_answers_each_partition_as_kafka(cluster: Cluster) -> None
         ("delete-denied", 0, TAF),
         ("delete-unknown", 0, TAF),
     ]
+
+
+def test_sync_group_v5_needs_protocol_type_and_name_before_its_acl(cluster: Cluster) -> None:
+    """KafkaApis.handleSyncGroupRequest: from v5 a request without its protocol type or name is
+    INCONSISTENT_GROUP_PROTOCOL (``areMandatoryProtocolTypeAndNamePresent``) before the group's
+    ACL and its coordinator; v0-4 have no such fields."""
+    node = cluster.node_ids[0]
+    far = placed(cluster, GROUP_KEY, "sync-protocol-far", node, here=False)
+    denied = placed(cluster, GROUP_KEY, "sync-protocol-denied", node, here=False)
+    grant(cluster, GROUP, far, "READ")
+    request = message_class("SyncGroupRequest")
+    missing = [
+        {"protocol_type": None, "protocol_name": "range"},
+        {"protocol_type": "consumer", "protocol_name": None},
+    ]
+    for group in (far, denied):
+        for fields in missing:
+            sync = request(group_id=group, generation_id=1, member_id="m", assignments=[], **fields)
+            response = exchange(cluster, node, sync, 5)
+            assert (group, response.error_code) == (group, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+            assert (response.protocol_type, response.protocol_name) == (None, None)
+            assert bytes(response.assignment) == b""
+    sync = request(group_id=far, generation_id=1, member_id="m", assignments=[])
+    assert exchange(cluster, node, sync, 4).error_code == NC  # v4: nothing to check

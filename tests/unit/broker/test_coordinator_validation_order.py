@@ -96,10 +96,25 @@ CASES = [
     ("JoinGroup", (1, 9), GROUP_KEY, "join-long", _join("join-long", 10**8), "session"),
     (
         "SyncGroup",
-        (0, 5),
+        (0, 4),
         GROUP_KEY,
         "",
         {"group_id": "", "generation_id": 1, "member_id": "m", "assignments": []},
+        ErrorCode.INVALID_GROUP_ID,
+    ),
+    (
+        "SyncGroup",
+        (5,),
+        GROUP_KEY,
+        "",
+        {
+            "group_id": "",
+            "generation_id": 1,
+            "member_id": "m",
+            "assignments": [],
+            "protocol_type": "consumer",
+            "protocol_name": "range",
+        },
         ErrorCode.INVALID_GROUP_ID,
     ),
     (
