@@ -17,6 +17,7 @@ from typing import Any, Final
 
 from kwire.broker._acl import (
     GROUP,
+    TOPIC,
     authorize,
     authorized_operations,
 )
@@ -62,6 +63,12 @@ def _heartbeat_assignment(assignment: Assignment) -> list[Any]:
     ]
 
 
+def _topics_checked(state: BrokerState) -> bool:
+    """Kafka 4.0 made KIP-848 GA with DESCRIBE checks on the topics a member names (KAFKA-18813,
+    also in 4.0.0); 3.7-3.9's early access checked only the group."""
+    return int(state.personality.release.split(".")[0]) >= 4
+
+
 @register(68, 0, 1)
 def handle_consumer_group_heartbeat(
     state: BrokerState, ctx: RequestContext, request: ConsumerGroupHeartbeatRequest
@@ -76,6 +83,16 @@ def handle_consumer_group_heartbeat(
             member_epoch=0,
             heartbeat_interval_ms=0,
         )
+    if _topics_checked(state) and request.subscribed_topic_names:
+        # KafkaApis 4.0+ (KAFKA-18813): a client may not subscribe to a topic it may not DESCRIBE
+        names = set(request.subscribed_topic_names)
+        if not all(authorize(state, ctx, "DESCRIBE", TOPIC, name) for name in names):
+            return CG_HEARTBEAT_RESPONSE(
+                throttle_time_ms=0,
+                error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+                member_epoch=0,
+                heartbeat_interval_ms=0,
+            )
     owned = (
         None
         if request.topic_partitions is None

@@ -224,7 +224,11 @@ SINGLE = [
             "topic_partitions": [],
         },
         top,
-        [([], GAF), ([(GROUP, "group", "READ")], NC)],
+        [
+            ([], GAF),
+            ([(GROUP, "group", "READ")], TAF),  # Kafka 4.0+: DESCRIBE on its topics
+            ([(TOPIC, "topic", "DESCRIBE")], NC),
+        ],
     ),
     # KafkaApis.handleOffsetCommitRequest: READ on the group, then READ on each topic, and only
     # the partitions that pass meet the coordinator
@@ -648,3 +652,81 @@ def test_sync_group_v5_needs_protocol_type_and_name_before_its_acl(cluster: Clus
             assert bytes(response.assignment) == b""
     sync = request(group_id=far, generation_id=1, member_id="m", assignments=[])
     assert exchange(cluster, node, sync, 4).error_code == NC  # v4: nothing to check
+
+
+def _cgh_request(group: str, topics: list[str]) -> Any:
+    return message_class("ConsumerGroupHeartbeatRequest")(
+        group_id=group,
+        member_id="00000000-0000-0000-0000-00000000000d",
+        member_epoch=0,
+        rebalance_timeout_ms=30000,
+        subscribed_topic_names=topics,
+        topic_partitions=[],
+    )
+
+
+def test_consumer_group_heartbeat_needs_describe_on_its_subscribed_topics(
+    cluster: Cluster,
+) -> None:
+    """Kafka 4.0+ (KAFKA-18813, ``KafkaApis.handleConsumerGroupHeartbeatRequest``): after READ
+    on the group, a heartbeat naming a topic the principal may not DESCRIBE is
+    TOPIC_AUTHORIZATION_FAILED (no message), on every node: before the coordinator."""
+    node = cluster.node_ids[0]
+    near = placed(cluster, GROUP_KEY, "cgh-topics-near", node, here=True)
+    far = placed(cluster, GROUP_KEY, "cgh-topics-far", node, here=False)
+    for name in ("cgh-seen", "cgh-hidden"):
+        cluster.create_topic(name, 1)
+    grant(cluster, TOPIC, "cgh-seen", "DESCRIBE")
+    for group in (near, far):
+        grant(cluster, GROUP, group, "READ")
+        for version in (0, 1):
+            hidden = exchange(
+                cluster, node, _cgh_request(group, ["cgh-seen", "cgh-hidden"]), version
+            )
+            assert (hidden.error_code, hidden.error_message) == (TAF, None)
+            assert (hidden.member_id, hidden.member_epoch, hidden.assignment) == (None, 0, None)
+            missing = exchange(cluster, node, _cgh_request(group, ["cgh-unknown"]), version)
+            assert missing.error_code == TAF  # no ACL on a topic that does not exist either
+    seen = exchange(cluster, node, _cgh_request(far, ["cgh-seen"]), 1)
+    assert seen.error_code == NC
+    joined = exchange(cluster, node, _cgh_request(near, ["cgh-seen"]), 1)
+    assert (joined.error_code, joined.member_epoch) == (0, 1)
+
+
+def test_consumer_group_heartbeat_of_kafka_3_does_not_check_topics(tmp_path: Any) -> None:
+    """Kafka 3.7-3.9 (KIP-848's early access) check only READ on the group."""
+    from kwire.broker.testing import make_state
+
+    for release, expected in (("3.9", ErrorCode.NONE), ("4.0", TAF)):
+        state = make_state(tmp_path / release, release=release, config=SECURED)
+        state.create_topic("hidden", 1)
+        grant_state = call(
+            state,
+            "CreateAcls",
+            3,
+            context={"principal": "User:admin"},
+            creations=[
+                ACL(
+                    resource_type=GROUP,
+                    resource_name="g",
+                    resource_pattern_type=LITERAL,
+                    principal="User:ANONYMOUS",
+                    host="*",
+                    operation=OPERATIONS["READ"],
+                    permission_type=ALLOW,
+                )
+            ],
+        )
+        assert [r.error_code for r in grant_state.results] == [0]
+        fields = _cgh_request("g", ["hidden"])
+        response = call(
+            state,
+            "ConsumerGroupHeartbeat",
+            0,
+            context={"principal": "User:ANONYMOUS"},
+            **{f: getattr(fields, f) for f in (
+                "group_id", "member_id", "member_epoch", "rebalance_timeout_ms",
+                "subscribed_topic_names", "topic_partitions",
+            )},
+        )  # fmt: skip
+        assert (release, response.error_code) == (release, expected)
