@@ -52,6 +52,9 @@ CG_DESCRIBED_ASSIGNMENT: Final = ConsumerGroupDescribeResponse.Assignment
 CG_DESCRIBED_PARTITIONS: Final = ConsumerGroupDescribeResponse.TopicPartitions
 
 
+HIDDEN_TOPICS: Final = (
+    "The group has described topic(s) that the client is not authorized to describe."
+)
 CONSUMER_MEMBER_TYPE: Final = 1  # ConsumerGroupDescribe v1 MemberType: 1 = consumer protocol
 
 
@@ -64,8 +67,9 @@ def _heartbeat_assignment(assignment: Assignment) -> list[Any]:
 
 
 def _topics_checked(state: BrokerState) -> bool:
-    """Kafka 4.0 made KIP-848 GA with DESCRIBE checks on the topics a member names (KAFKA-18813,
-    also in 4.0.0); 3.7-3.9's early access checked only the group."""
+    """Kafka 4.0 made KIP-848 GA with DESCRIBE checks on the topics a heartbeat names and a
+    described group holds (KAFKA-18813, also in 4.0.0); 3.7-3.9's early access checked only the
+    group."""
     return int(state.personality.release.split(".")[0]) >= 4
 
 
@@ -221,6 +225,17 @@ def handle_consumer_group_describe(
             )
             for m in group.members.values()
         ]
+        topics = {
+            p.topic_name
+            for m in members
+            for a in (m.assignment, m.target_assignment)
+            for p in a.topic_partitions
+        }
+        if _topics_checked(state) and not all(
+            authorize(state, ctx, "DESCRIBE", TOPIC, name) for name in topics
+        ):  # KafkaApis 4.0+ (KAFKA-18813): the group in its place, but nothing of it
+            out.append(_undescribed(group_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED, HIDDEN_TOPICS))
+            continue
         out.append(
             CG_DESCRIBED_GROUP(
                 error_code=0,

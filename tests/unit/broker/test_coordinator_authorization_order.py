@@ -730,3 +730,77 @@ def test_consumer_group_heartbeat_of_kafka_3_does_not_check_topics(tmp_path: Any
             )},
         )  # fmt: skip
         assert (release, response.error_code) == (release, expected)
+
+
+def _grant_state(state: Any, principal: str, resource_type: int, name: str, operation: str) -> None:
+    created = call(
+        state,
+        "CreateAcls",
+        3,
+        context={"principal": "User:admin"},
+        creations=[
+            ACL(
+                resource_type=resource_type,
+                resource_name=name,
+                resource_pattern_type=LITERAL,
+                principal=principal,
+                host="*",
+                operation=OPERATIONS[operation],
+                permission_type=ALLOW,
+            )
+        ],
+    )
+    assert [r.error_code for r in created.results] == [0]
+
+
+def test_consumer_group_describe_hides_a_group_with_undescribable_topics(tmp_path: Any) -> None:
+    """Kafka 4.0+ (KAFKA-18813, ``KafkaApis.handleConsumerGroupDescribe``): a group whose
+    members' assignments or target assignments name a topic the principal may not DESCRIBE is
+    answered TOPIC_AUTHORIZATION_FAILED with a message and nothing else, in its place."""
+    from kwire.broker.testing import make_state
+
+    for release in ("4.0", "3.9"):
+        state = make_state(tmp_path / release, release=release, config=SECURED)
+        state.create_topic("assigned", 2)
+        member, viewer = "User:member", "User:viewer"
+        _grant_state(state, member, GROUP, "g", "READ")
+        _grant_state(state, member, TOPIC, "assigned", "DESCRIBE")
+        for group in ("g", "empty"):
+            _grant_state(state, viewer, GROUP, group, "DESCRIBE")
+        joined = call(
+            state,
+            "ConsumerGroupHeartbeat",
+            1,
+            context={"principal": member},
+            group_id="g",
+            member_id="00000000-0000-0000-0000-00000000000e",
+            member_epoch=0,
+            rebalance_timeout_ms=30000,
+            subscribed_topic_names=["assigned"],
+            topic_partitions=[],
+        )
+        assert joined.error_code == 0
+
+        def describe(state: Any = state, viewer: str = viewer) -> list[Any]:
+            response = call(
+                state,
+                "ConsumerGroupDescribe",
+                1,
+                context={"principal": viewer},
+                group_ids=["g", "empty"],
+                include_authorized_operations=False,
+            )
+            return [
+                (g.group_id, g.error_code, g.error_message, len(g.members)) for g in response.groups
+            ]
+
+        empty = ("empty", ErrorCode.GROUP_ID_NOT_FOUND, "Group empty not found.", 0)
+        if release == "4.0":
+            message = (
+                "The group has described topic(s) that the client is not authorized to describe."
+            )
+            assert describe() == [("g", TAF, message, 0), empty]
+        else:
+            assert describe() == [("g", 0, None, 1), empty]
+        _grant_state(state, viewer, TOPIC, "assigned", "DESCRIBE")
+        assert describe() == [("g", 0, None, 1), empty]
