@@ -73,6 +73,13 @@ def _topics_checked(state: BrokerState) -> bool:
     return int(state.personality.release.split(".")[0]) >= 4
 
 
+def _checked_first(state: BrokerState) -> bool:
+    """Kafka 4.1 moved ConsumerGroupHeartbeat's request checks from the group's shard to
+    ``GroupCoordinatorService``, before the coordinator is found (NOT_COORDINATOR)."""
+    major, minor = (int(p) for p in state.personality.release.split(".")[:2])
+    return (major, minor) >= (4, 1)
+
+
 @register(68, 0, 1)
 def handle_consumer_group_heartbeat(
     state: BrokerState, ctx: RequestContext, request: ConsumerGroupHeartbeatRequest
@@ -115,8 +122,9 @@ def handle_consumer_group_heartbeat(
         request.server_assignor,
         owned,
     )
-    # GroupCoordinatorService.consumerGroupHeartbeat: the request's checks, then the coordinator
-    result = coordinator.consumer.request_error(*fields)
+    # GroupCoordinatorService.consumerGroupHeartbeat (4.1+): the request's checks, then the
+    # coordinator; Kafka 4.0 checked the request in the coordinator (apache/kafka#19556)
+    result = coordinator.consumer.request_error(*fields) if _checked_first(state) else None
     if result is None:
         elsewhere = not_coordinator(state, ctx, request, GROUP_KEY, request.group_id)
         if elsewhere is not None:

@@ -230,3 +230,25 @@ def test_a_request_is_validated_before_it_meets_its_coordinator(
         valid = dict(fields, group_id=f"{api.lower()}-valid")
         node = elsewhere(cluster, GROUP_KEY, valid["group_id"])
         assert exchange(cluster, node, request(**valid), versions[0]).error_code == NC
+
+
+def test_kafka_4_0_validates_a_consumer_group_heartbeat_in_its_coordinator(
+    tmp_path: Any,
+) -> None:
+    """Kafka 4.0 checked ConsumerGroupHeartbeat's request in the group's shard
+    (``GroupMetadataManager.consumerGroupHeartbeat``), so another node answered NOT_COORDINATOR
+    first; 4.1 moved the checks to ``GroupCoordinatorService`` (apache/kafka#19556)."""
+    with Cluster(tmp_path / "data", nodes=3, kafka_version="4.0") as old:
+        request = message_class("ConsumerGroupHeartbeatRequest")
+        for key, fields, error in (
+            ("cgh-old", _cgh("cgh-old", rebalance_timeout_ms=-1), ErrorCode.INVALID_REQUEST),
+            (
+                "cgh-old-assignor",
+                _cgh("cgh-old-assignor", server_assignor="nope"),
+                ErrorCode.UNSUPPORTED_ASSIGNOR,
+            ),
+        ):
+            node = elsewhere(old, GROUP_KEY, key)
+            assert exchange(old, node, request(**fields), 1).error_code == NC
+            owner = old.call(lambda state, key=key: coordinator_node(state, GROUP_KEY, key))
+            assert exchange(old, owner, request(**fields), 1).error_code == error
