@@ -26,7 +26,12 @@ from kwire.broker._acl import (
 )
 from kwire.broker._apis import Deferred, register
 from kwire.broker._context import RequestContext
-from kwire.broker._group_apis import GROUP_OPERATIONS, NO_OPERATIONS, _client_host
+from kwire.broker._group_apis import (
+    GROUP_OPERATIONS,
+    NO_OPERATIONS,
+    _client_host,
+    described_order,
+)
 from kwire.broker._routing import GROUP_KEY, coordinated_elsewhere, not_coordinator
 from kwire.broker._share_service import share_group_exists
 from kwire.broker._state import BrokerState
@@ -273,7 +278,7 @@ def handle_describe_groups(
     # request, before the coordinator's results)
     denied = []
     out = []
-    for group_id in request.groups:
+    for group_id in described_order(state, ctx, list(request.groups), classic=True):
         group = coordinator.groups.get(group_id)
         if not authorize(state, ctx, "DESCRIBE", GROUP, group_id):
             denied.append(_group_error(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED))

@@ -23,7 +23,12 @@ from kwire.broker._acl import (
 )
 from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
-from kwire.broker._group_apis import GROUP_OPERATIONS, NO_OPERATIONS, _client_host
+from kwire.broker._group_apis import (
+    GROUP_OPERATIONS,
+    NO_OPERATIONS,
+    _client_host,
+    described_order,
+)
 from kwire.broker._routing import GROUP_KEY, coordinated_elsewhere, not_coordinator
 from kwire.broker._state import BrokerState
 from kwire.broker.group import (
@@ -195,7 +200,7 @@ def handle_consumer_group_describe(
     # GROUP_AUTHORIZATION_FAILED whether it exists or not, listed before the described ones.
     denied = []
     out = []
-    for group_id in request.group_ids:
+    for group_id in described_order(state, ctx, list(request.group_ids)):
         if not authorize(state, ctx, "DESCRIBE", GROUP, group_id):
             denied.append(_undescribed(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED))
             continue

@@ -23,6 +23,7 @@ from typing import Any, Final
 from kwire.broker._acl import CLUSTER, CLUSTER_NAME, GROUP, authorize, authorized_operations
 from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
+from kwire.broker._group_apis import described_order
 from kwire.broker._routing import GROUP_KEY, coordinated_elsewhere, error_response
 from kwire.broker._share_service import share_group_exists
 from kwire.broker._state import BrokerError, BrokerState
@@ -210,7 +211,7 @@ def handle_streams_group_describe(
     now = state.now_ms()
     denied = []  # KafkaApis.handleStreamsGroupDescribe lists them before the coordinator's results
     out = []
-    for group_id in request.group_ids:
+    for group_id in described_order(state, ctx, list(request.group_ids)):
         groups.expire(group_id, now)
         if not authorize(state, ctx, "DESCRIBE", GROUP, group_id):
             denied.append(

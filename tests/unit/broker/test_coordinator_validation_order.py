@@ -252,3 +252,64 @@ def test_kafka_4_0_validates_a_consumer_group_heartbeat_in_its_coordinator(
             assert exchange(old, node, request(**fields), 1).error_code == NC
             owner = old.call(lambda state, key=key: coordinator_node(state, GROUP_KEY, key))
             assert exchange(old, owner, request(**fields), 1).error_code == error
+
+
+# --- the order of a batch's answers (Kafka 4.x's GroupCoordinatorService) -----------------------
+
+#: Partitions put into a Java HashMap<TopicPartition, _> with computeIfAbsent in this order, and
+#: the order Java iterates them in (run on OpenJDK: newest first within a bin, 16 bins up to 13
+#: keys, 32 from 14).
+JAVA_ORDERS = [
+    ([30, 39, 46, 7, 35], [46, 30, 7, 39, 35]),
+    ([16, 3, 11, 12, 19], [16, 11, 12, 19, 3]),
+    (
+        [33, 31, 21, 46, 28, 18, 38, 4, 7, 32, 26, 10, 48],
+        [31, 48, 32, 46, 28, 10, 26, 7, 21, 38, 4, 33, 18],
+    ),
+    (
+        [25, 9, 34, 32, 36, 31, 44, 20, 5, 17, 3, 44, 11],
+        [31, 32, 11, 44, 9, 25, 5, 3, 20, 36, 17, 34],
+    ),
+]
+
+
+@pytest.mark.parametrize("inserted,iterated", JAVA_ORDERS)
+def test_java_hash_map_order_is_javas(inserted: list[int], iterated: list[int]) -> None:
+    from kwire.log.internal_topics import java_hash_map_order
+
+    found = java_hash_map_order([("__consumer_offsets", p) for p in inserted])
+    assert [p for _, p in found] == iterated
+
+
+def _named(partition: int, prefix: str, count: int = 1) -> list[str]:
+    """``count`` group ids of ``__consumer_offsets`` partition ``partition`` (50 partitions)."""
+    from kwire.log.internal_topics import partition_for
+
+    found = [
+        f"{prefix}-{i}" for i in range(5000) if partition_for(f"{prefix}-{i}", 50) == partition
+    ]
+    return found[:count]
+
+
+@pytest.mark.parametrize("release", ["4.3", "3.9"])
+def test_batched_group_apis_answer_in_the_coordinators_order(tmp_path: Any, release: str) -> None:
+    """Kafka 4.x's ``GroupCoordinatorService`` batches DescribeGroups, DeleteGroups and
+    ConsumerGroupDescribe by ``__consumer_offsets`` partition in a HashMap and answers batch by
+    batch (the request's order within one); 3.9's old coordinator answered DescribeGroups and
+    DeleteGroups in the request's order."""
+    from kwire.broker.testing import call, make_state
+
+    state = make_state(tmp_path, release=release)
+    first, second = _named(30, "batch", 2)
+    groups = [first, *_named(39, "batch"), *_named(46, "batch"), second, *_named(7, "batch")]
+    java = [46, 30, 30, 7, 39]  # JAVA_ORDERS[0] without 35
+    from kwire.log.internal_topics import partition_for
+
+    by_partition = sorted(groups, key=lambda g: java.index(partition_for(g, 50)))
+    batched = by_partition if release == "4.3" else groups
+    described = call(state, "DescribeGroups", 5, groups=groups)
+    assert [g.group_id for g in described.groups] == batched
+    deleted = call(state, "DeleteGroups", 2, groups_names=groups)
+    assert [g.group_id for g in deleted.results] == batched
+    consumer = call(state, "ConsumerGroupDescribe", 0, group_ids=groups)
+    assert [g.group_id for g in consumer.groups] == by_partition  # the new coordinator's API
