@@ -82,8 +82,9 @@ def described_order(
     """The order a batched describe answers ``group_ids`` in: the groups the principal may not
     DESCRIBE first, in the request's order (KafkaApis adds them while scanning the request),
     then the others as the group coordinator batches them (``GroupCoordinator.batched``)."""
-    denied = [g for g in group_ids if not authorize(state, ctx, "DESCRIBE", GROUP, g)]
-    allowed = [g for g in group_ids if g not in denied]
+    refused = {g for g in group_ids if not authorize(state, ctx, "DESCRIBE", GROUP, g)}
+    denied = [g for g in group_ids if g in refused]
+    allowed = [g for g in group_ids if g not in refused]
     return denied + group_coordinator(state).batched(allowed, classic=classic)
 
 
