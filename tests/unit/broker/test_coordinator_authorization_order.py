@@ -287,7 +287,11 @@ SINGLE = [
             "subscribed_topic_names": [n["topic"]],
         },
         top,
-        [([], GAF), ([(GROUP, "group", "READ")], NC)],
+        [
+            ([], GAF),
+            ([(GROUP, "group", "READ")], TAF),  # DESCRIBE on its topics (KAFKA-18817)
+            ([(TOPIC, "topic", "DESCRIBE")], NC),
+        ],
     ),
     Single(
         "StreamsGroupHeartbeat",

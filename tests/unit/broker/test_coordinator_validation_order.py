@@ -192,6 +192,19 @@ CASES = [
         ErrorCode.INVALID_REQUEST,
     ),
     (
+        "ShareGroupHeartbeat",
+        (1,),
+        GROUP_KEY,
+        "shgh-member",
+        {
+            "group_id": "shgh-member",
+            "member_id": "",
+            "member_epoch": 0,
+            "subscribed_topic_names": ["t"],
+        },
+        ErrorCode.INVALID_REQUEST,
+    ),
+    (
         "InitProducerId",
         (0, 4),
         TRANSACTION_KEY,
