@@ -10,7 +10,8 @@ UNSUPPORTED_ASSIGNOR; Kafka 4.1+) and StreamsGroupHeartbeat's before ``Coordinat
 answers NOT_COORDINATOR;
 ``TransactionCoordinator.handleInitProducerId`` checks an empty transactional id
 (INVALID_REQUEST) and the transaction timeout (INVALID_TRANSACTION_TIMEOUT) before
-``TransactionStateManager.getTransactionState``.
+``TransactionStateManager.getTransactionState``, as its EndTxn, AddOffsetsToTxn and
+DescribeTransactions handling checks an empty id.
 
 Raw requests over sockets to a 3-node Cluster without an authorizer, each sent to a node that
 does not coordinate its key.
@@ -213,6 +214,22 @@ CASES = [
         ErrorCode.INVALID_REQUEST,
     ),
     (
+        "EndTxn",
+        (0, 4),
+        TRANSACTION_KEY,
+        "",
+        {"transactional_id": "", "producer_id": 1000, "producer_epoch": 0, "committed": True},
+        ErrorCode.INVALID_REQUEST,
+    ),
+    (
+        "AddOffsetsToTxn",
+        (0, 3),
+        TRANSACTION_KEY,
+        "",
+        {"transactional_id": "", "producer_id": 1000, "producer_epoch": 0, "group_id": "g"},
+        ErrorCode.INVALID_REQUEST,
+    ),
+    (
         "InitProducerId",
         (0, 4),
         TRANSACTION_KEY,
@@ -326,3 +343,14 @@ def test_batched_group_apis_answer_in_the_coordinators_order(tmp_path: Any, rele
     assert [g.group_id for g in deleted.results] == batched
     consumer = call(state, "ConsumerGroupDescribe", 0, group_ids=groups)
     assert [g.group_id for g in consumer.groups] == by_partition  # the new coordinator's API
+
+
+def test_describe_transactions_of_an_empty_id_is_invalid_on_every_node(cluster: Cluster) -> None:
+    """``TransactionCoordinator.handleDescribeTransactions``: an empty transactional id is
+    INVALID_REQUEST before the transaction is looked up."""
+    node = elsewhere(cluster, TRANSACTION_KEY, "")
+    request = message_class("DescribeTransactionsRequest")(transactional_ids=[""])
+    response = exchange(cluster, node, request, 0)
+    assert [(t.transactional_id, t.error_code) for t in response.transaction_states] == [
+        ("", ErrorCode.INVALID_REQUEST)
+    ]
