@@ -4,7 +4,8 @@ In a cluster, each coordinator request is authorised before it is routed (Kafka'
 checks the group's ACL, then its coordinator answers NOT_COORDINATOR on a node it has left). A
 principal with READ on the group and topic consumes and commits while the group's coordinator
 moves: the old coordinator answers NOT_COORDINATOR and confluent-kafka finds the new one. A group
-without an ACL is GROUP_AUTHORIZATION_FAILED for the same client.
+without an ACL is GROUP_AUTHORIZATION_FAILED for the same client. A KIP-848 member subscribing to
+a topic it may not DESCRIBE is refused by its heartbeat (Kafka 4.0+, KAFKA-18813).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 from interop_helpers import ck_conf, ck_produce, expected_record
 
-from kwire.broker import Cluster
+from kwire.broker import Broker, Cluster
 from kwire.broker._acl import ALLOW, GROUP, LITERAL, OPERATIONS, TOPIC
 from kwire.broker._state import partition_for
 from kwire.broker.testing import call
@@ -29,7 +30,7 @@ SECURED = {"authorizer.class.name": "StandardAuthorizer", "super.users": "User:a
 ACL = struct_class(message_class("CreateAclsRequest"), "creations")
 
 
-def grant(cluster: Cluster, resource_type: int, name: str, *operations: str) -> None:
+def grant(cluster: Cluster | Broker, resource_type: int, name: str, *operations: str) -> None:
     """ALLOW ``operations`` on one literal resource to ``User:ANONYMOUS`` (PLAINTEXT)."""
 
     def create(state: Any) -> Any:
@@ -130,3 +131,59 @@ def test_librdkafka_group_with_acls_follows_its_coordinator(tmp_path: Path) -> N
         for c in consumers:
             c.close()
         cluster.stop()
+
+
+def test_librdkafka_kip848_member_needs_describe_on_its_topics(tmp_path: Path) -> None:
+    """Kafka 4.0+ (KAFKA-18813): a ``group.protocol=consumer`` member subscribing to a topic it
+    may not DESCRIBE gets TOPIC_AUTHORIZATION_FAILED from its heartbeat and never joins; with
+    DESCRIBE and READ on the topic the same client joins and consumes."""
+    import confluent_kafka as ck
+
+    from kwire.broker.group import group_coordinator
+
+    broker = Broker(tmp_path / "data", config={**SECURED, "group.initial.rebalance.delay.ms": "0"})
+    broker.start()
+    consumers: list[Any] = []
+
+    def members(group: str) -> int:
+        def read(state: Any) -> int:
+            found = group_coordinator(state).consumer.group(group)
+            return 0 if found is None else len(found.members)
+
+        return int(broker.call(read))
+
+    try:
+        broker.create_topic("kip848-hidden", 1)
+        grant(broker, GROUP, "kip848-group", "READ")
+        settings = {"group.protocol": "consumer", "auto.offset.reset": "earliest"}
+        hidden = ck.Consumer(ck_conf(broker.bootstrap, **{"group.id": "kip848-group", **settings}))
+        consumers.append(hidden)
+        hidden.subscribe(["kip848-hidden"])
+        errors: set[int] = set()
+        deadline = time.monotonic() + 15
+        while (
+            ck.KafkaError.TOPIC_AUTHORIZATION_FAILED not in errors and time.monotonic() < deadline
+        ):
+            msg = hidden.poll(0.2)
+            if msg is not None and msg.error() is not None:
+                errors.add(msg.error().code())
+        assert ck.KafkaError.TOPIC_AUTHORIZATION_FAILED in errors
+        assert members("kip848-group") == 0  # the heartbeat was refused, not just the fetch
+        hidden.close()
+        consumers.remove(hidden)
+        grant(broker, TOPIC, "kip848-hidden", "DESCRIBE", "READ", "WRITE")
+        ck_produce(broker.bootstrap, "kip848-hidden", [expected_record(0)])
+        seen = ck.Consumer(ck_conf(broker.bootstrap, **{"group.id": "kip848-group", **settings}))
+        consumers.append(seen)
+        seen.subscribe(["kip848-hidden"])
+        got = None
+        deadline = time.monotonic() + 30
+        while got is None and time.monotonic() < deadline:
+            msg = seen.poll(0.2)
+            if msg is not None and msg.error() is None:
+                got = msg
+        assert got is not None and members("kip848-group") == 1
+    finally:
+        for c in consumers:
+            c.close()
+        broker.stop()

@@ -26,7 +26,12 @@ from kwire.broker._acl import (
 )
 from kwire.broker._apis import Deferred, register
 from kwire.broker._context import RequestContext
-from kwire.broker._group_apis import GROUP_OPERATIONS, NO_OPERATIONS, _client_host
+from kwire.broker._group_apis import (
+    GROUP_OPERATIONS,
+    NO_OPERATIONS,
+    _client_host,
+    described_order,
+)
 from kwire.broker._routing import GROUP_KEY, coordinated_elsewhere, not_coordinator
 from kwire.broker._share_service import share_group_exists
 from kwire.broker._state import BrokerState
@@ -94,6 +99,14 @@ def _park(state: BrokerState, group_id: str, waiter: Waiter, wait_ms: int, answe
     return Deferred(state.now_ms() + wait_ms, {("group", group_id)}, complete)
 
 
+def _not_coordinator(state: BrokerState, ctx: RequestContext, request: Any) -> Any:
+    """NOT_COORDINATOR for a group coordinated elsewhere, unless ``GroupCoordinatorService``
+    rejects the group id first (INVALID_GROUP_ID, from the coordinator, on every node)."""
+    if group_coordinator(state).classic.request_error(request.group_id) is not ErrorCode.NONE:
+        return None
+    return not_coordinator(state, ctx, request, GROUP_KEY, request.group_id)
+
+
 @register(11, 0, 9)
 def handle_join_group(state: BrokerState, ctx: RequestContext, request: JoinGroupRequest) -> Any:
     version = ctx.api_version
@@ -109,7 +122,11 @@ def handle_join_group(state: BrokerState, ctx: RequestContext, request: JoinGrou
             member_id=request.member_id,
             members=[],
         )
-    if (elsewhere := not_coordinator(state, ctx, request, GROUP_KEY, request.group_id)) is not None:
+    # GroupCoordinatorService.joinGroup: the request's checks, then the group's coordinator
+    invalid = coordinator.classic.request_error(request.group_id, request.session_timeout_ms)
+    if invalid is ErrorCode.NONE and (
+        elsewhere := not_coordinator(state, ctx, request, GROUP_KEY, request.group_id)
+    ):
         return elsewhere
     protocols = [(p.name, bytes(p.metadata)) for p in request.protocols]
     instance_id = request.group_instance_id if version >= 5 else None
@@ -155,10 +172,14 @@ def handle_join_group(state: BrokerState, ctx: RequestContext, request: JoinGrou
 def handle_sync_group(state: BrokerState, ctx: RequestContext, request: SyncGroupRequest) -> Any:
     version = ctx.api_version
     coordinator = group_coordinator(state)
+    if version >= 5 and (request.protocol_type is None or request.protocol_name is None):
+        # KafkaApis.handleSyncGroupRequest: mandatory from v5, checked before the ACL
+        error = int(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+        return SYNC_GROUP_RESPONSE(throttle_time_ms=0, error_code=error, assignment=b"")
     if not authorize(state, ctx, "READ", GROUP, request.group_id):
         error = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
         return SYNC_GROUP_RESPONSE(throttle_time_ms=0, error_code=error, assignment=b"")
-    if (elsewhere := not_coordinator(state, ctx, request, GROUP_KEY, request.group_id)) is not None:
+    if (elsewhere := _not_coordinator(state, ctx, request)) is not None:
         return elsewhere
     waiter = coordinator.sync(
         request.group_id,
@@ -192,7 +213,7 @@ def handle_heartbeat(state: BrokerState, ctx: RequestContext, request: Heartbeat
     if not authorize(state, ctx, "READ", GROUP, request.group_id):
         error = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
         return HEARTBEAT_RESPONSE(throttle_time_ms=0, error_code=error)
-    if (elsewhere := not_coordinator(state, ctx, request, GROUP_KEY, request.group_id)) is not None:
+    if (elsewhere := _not_coordinator(state, ctx, request)) is not None:
         return elsewhere
     error = group_coordinator(state).heartbeat(
         request.group_id,
@@ -214,7 +235,7 @@ def handle_leave_group(state: BrokerState, ctx: RequestContext, request: LeaveGr
     if not authorize(state, ctx, "READ", GROUP, request.group_id):
         error = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
         return LEAVE_GROUP_RESPONSE(throttle_time_ms=0, error_code=error, members=[])
-    if (elsewhere := not_coordinator(state, ctx, request, GROUP_KEY, request.group_id)) is not None:
+    if (elsewhere := _not_coordinator(state, ctx, request)) is not None:
         return elsewhere
     error, results = group_coordinator(state).leave(request.group_id, leaving, state.now_ms())
     if version < 3 and error is ErrorCode.NONE and results:
@@ -252,12 +273,15 @@ def handle_describe_groups(
     ops = GROUP_OPERATIONS if version >= 3 and request.include_authorized_operations else None
     for group_id in request.groups:  # members whose session ended are gone (their timer fired)
         coordinator.expire_due(group_id, state.now_ms())
+    # KafkaApis.handleDescribeGroupsRequest: the ACL first, then the group's coordinator; the
+    # groups the principal may not describe are listed first (added while KafkaApis scans the
+    # request, before the coordinator's results)
+    denied = []
     out = []
-    for group_id in request.groups:
+    for group_id in described_order(state, ctx, list(request.groups), classic=True):
         group = coordinator.groups.get(group_id)
-        # KafkaApis.handleDescribeGroupsRequest: the ACL first, then the group's coordinator
         if not authorize(state, ctx, "DESCRIBE", GROUP, group_id):
-            out.append(_group_error(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED))
+            denied.append(_group_error(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED))
             continue
         if coordinated_elsewhere(state, ctx, GROUP_KEY, group_id):
             out.append(_group_error(group_id, ErrorCode.NOT_COORDINATOR))
@@ -326,4 +350,4 @@ def handle_describe_groups(
                 authorized_operations=ops if ops is not None else NO_OPERATIONS,
             )
         )
-    return DESCRIBE_GROUPS_RESPONSE(throttle_time_ms=0, groups=out)
+    return DESCRIBE_GROUPS_RESPONSE(throttle_time_ms=0, groups=denied + out)

@@ -17,12 +17,18 @@ from typing import Any, Final
 
 from kwire.broker._acl import (
     GROUP,
+    TOPIC,
     authorize,
     authorized_operations,
 )
 from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
-from kwire.broker._group_apis import GROUP_OPERATIONS, NO_OPERATIONS, _client_host
+from kwire.broker._group_apis import (
+    GROUP_OPERATIONS,
+    NO_OPERATIONS,
+    _client_host,
+    described_order,
+)
 from kwire.broker._routing import GROUP_KEY, coordinated_elsewhere, not_coordinator
 from kwire.broker._state import BrokerState
 from kwire.broker.group import (
@@ -51,6 +57,9 @@ CG_DESCRIBED_ASSIGNMENT: Final = ConsumerGroupDescribeResponse.Assignment
 CG_DESCRIBED_PARTITIONS: Final = ConsumerGroupDescribeResponse.TopicPartitions
 
 
+HIDDEN_TOPICS: Final = (
+    "The group has described topic(s) that the client is not authorized to describe."
+)
 CONSUMER_MEMBER_TYPE: Final = 1  # ConsumerGroupDescribe v1 MemberType: 1 = consumer protocol
 
 
@@ -60,6 +69,20 @@ def _heartbeat_assignment(assignment: Assignment) -> list[Any]:
         for topic_id, partitions in sorted(assignment.items())
         if partitions
     ]
+
+
+def _topics_checked(state: BrokerState) -> bool:
+    """Kafka 4.0 made KIP-848 GA with DESCRIBE checks on the topics a heartbeat names and a
+    described group holds (KAFKA-18813, also in 4.0.0); 3.7-3.9's early access checked only the
+    group."""
+    return int(state.personality.release.split(".")[0]) >= 4
+
+
+def _checked_first(state: BrokerState) -> bool:
+    """Kafka 4.1 moved ConsumerGroupHeartbeat's request checks from the group's shard to
+    ``GroupCoordinatorService``, before the coordinator is found (NOT_COORDINATOR)."""
+    major, minor = (int(p) for p in state.personality.release.split(".")[:2])
+    return (major, minor) >= (4, 1)
 
 
 @register(68, 0, 1)
@@ -76,14 +99,22 @@ def handle_consumer_group_heartbeat(
             member_epoch=0,
             heartbeat_interval_ms=0,
         )
-    if (elsewhere := not_coordinator(state, ctx, request, GROUP_KEY, request.group_id)) is not None:
-        return elsewhere
+    if _topics_checked(state) and request.subscribed_topic_names:
+        # KafkaApis 4.0+ (KAFKA-18813): a client may not subscribe to a topic it may not DESCRIBE
+        names = set(request.subscribed_topic_names)
+        if not all(authorize(state, ctx, "DESCRIBE", TOPIC, name) for name in names):
+            return CG_HEARTBEAT_RESPONSE(
+                throttle_time_ms=0,
+                error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+                member_epoch=0,
+                heartbeat_interval_ms=0,
+            )
     owned = (
         None
         if request.topic_partitions is None
         else [(t.topic_id, list(t.partitions)) for t in request.topic_partitions]
     )
-    result = coordinator.consumer.heartbeat(
+    fields = (
         version,
         request.group_id,
         request.member_id,
@@ -95,10 +126,17 @@ def handle_consumer_group_heartbeat(
         request.subscribed_topic_regex if version >= 1 else None,
         request.server_assignor,
         owned,
-        ctx.client_id or "",
-        _client_host(ctx),
-        state.now_ms(),
     )
+    # GroupCoordinatorService.consumerGroupHeartbeat (4.1+): the request's checks, then the
+    # coordinator; Kafka 4.0 checked the request in the coordinator (apache/kafka#19556)
+    result = coordinator.consumer.request_error(*fields) if _checked_first(state) else None
+    if result is None:
+        elsewhere = not_coordinator(state, ctx, request, GROUP_KEY, request.group_id)
+        if elsewhere is not None:
+            return elsewhere
+        result = coordinator.consumer.heartbeat(
+            *fields, ctx.client_id or "", _client_host(ctx), state.now_ms()
+        )
     if result.error is not ErrorCode.NONE:
         return CG_HEARTBEAT_RESPONSE(
             throttle_time_ms=0,
@@ -162,7 +200,7 @@ def handle_consumer_group_describe(
     # GROUP_AUTHORIZATION_FAILED whether it exists or not, listed before the described ones.
     denied = []
     out = []
-    for group_id in request.group_ids:
+    for group_id in described_order(state, ctx, list(request.group_ids)):
         if not authorize(state, ctx, "DESCRIBE", GROUP, group_id):
             denied.append(_undescribed(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED))
             continue
@@ -200,6 +238,17 @@ def handle_consumer_group_describe(
             )
             for m in group.members.values()
         ]
+        topics = {
+            p.topic_name
+            for m in members
+            for a in (m.assignment, m.target_assignment)
+            for p in a.topic_partitions
+        }
+        if _topics_checked(state) and not all(
+            authorize(state, ctx, "DESCRIBE", TOPIC, name) for name in topics
+        ):  # KafkaApis 4.0+ (KAFKA-18813): the group in its place, but nothing of it
+            out.append(_undescribed(group_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED, HIDDEN_TOPICS))
+            continue
         out.append(
             CG_DESCRIBED_GROUP(
                 error_code=0,

@@ -54,6 +54,7 @@ from kwire.protocol.messages import (
 __all__ = [
     "GROUP_OPERATIONS",
     "NO_OPERATIONS",
+    "described_order",
     "handle_delete_groups",
     "handle_find_coordinator",
     "handle_list_groups",
@@ -73,6 +74,18 @@ LIST_GROUPS_RESPONSE: Final = ListGroupsResponse
 LISTED_GROUP: Final = ListGroupsResponse.ListedGroup
 DELETE_GROUPS_RESPONSE: Final = DeleteGroupsResponse
 DELETED_GROUP: Final = DeleteGroupsResponse.DeletableGroupResult
+
+
+def described_order(
+    state: BrokerState, ctx: RequestContext, group_ids: list[str], *, classic: bool = False
+) -> list[str]:
+    """The order a batched describe answers ``group_ids`` in: the groups the principal may not
+    DESCRIBE first, in the request's order (KafkaApis adds them while scanning the request),
+    then the others as the group coordinator batches them (``GroupCoordinator.batched``)."""
+    refused = {g for g in group_ids if not authorize(state, ctx, "DESCRIBE", GROUP, g)}
+    denied = [g for g in group_ids if g in refused]
+    allowed = [g for g in group_ids if g not in refused]
+    return denied + group_coordinator(state).batched(allowed, classic=classic)
 
 
 def _client_host(ctx: RequestContext) -> str:
@@ -228,17 +241,21 @@ def handle_delete_groups(
     now = state.now_ms()
 
     def delete(group_id: str) -> ErrorCode:
-        # KafkaApis.handleDeleteGroupsRequest: the ACL, then the group's coordinator
-        if not authorize(state, ctx, "DELETE", GROUP, group_id):
-            return ErrorCode.GROUP_AUTHORIZATION_FAILED
         if coordinated_elsewhere(state, ctx, GROUP_KEY, group_id):
             return ErrorCode.NOT_COORDINATOR
         if share_group_exists(state, group_id):
             return delete_share_group(state, group_id)
         return coordinator.delete_group(group_id, now)
 
-    results = [
-        DELETED_GROUP(group_id=g, error_code=int(delete(g)))
-        for g in dict.fromkeys(request.groups_names)  # KafkaApis: each group once
+    # KafkaApis.handleDeleteGroupsRequest: each group once; the ACL, then the group's
+    # coordinator, whose results come first, the groups the principal may not delete after them
+    groups = list(dict.fromkeys(request.groups_names))
+    allowed = {g for g in groups if authorize(state, ctx, "DELETE", GROUP, g)}
+    batched = coordinator.batched([g for g in groups if g in allowed], classic=True)
+    results = [DELETED_GROUP(group_id=g, error_code=int(delete(g))) for g in batched]
+    results += [
+        DELETED_GROUP(group_id=g, error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED))
+        for g in groups
+        if g not in allowed
     ]
     return DELETE_GROUPS_RESPONSE(throttle_time_ms=0, results=results)

@@ -30,7 +30,7 @@ from kwire.broker._acl import (
 from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
 from kwire.broker._partition_check import partition_or_error
-from kwire.broker._routing import GROUP_KEY, coordinated_elsewhere, not_coordinator
+from kwire.broker._routing import GROUP_KEY, coordinated_elsewhere
 from kwire.broker._state import BrokerState
 from kwire.broker._txn_apis import add_group_partition_for_commit, uses_transaction_v2
 from kwire.broker.group import (
@@ -366,12 +366,15 @@ def handle_offset_fetch(
         topics = request.topics
         if version < 2 and topics is None:
             topics = []
+        # OffsetFetchResponse(groups, version): a group's error (the ACL's, the coordinator's
+        # NOT_COORDINATOR) is the top-level error (v2+) with no topics, whatever was asked
+        error = ErrorCode.NONE
         if not authorize(state, ctx, "DESCRIBE", GROUP, request.group_id):
-            error = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
-            return FETCH_RESPONSE(throttle_time_ms=0, topics=[], error_code=error)
-        elsewhere = not_coordinator(state, ctx, request, GROUP_KEY, request.group_id)
-        if elsewhere is not None:
-            return elsewhere
+            error = ErrorCode.GROUP_AUTHORIZATION_FAILED
+        elif coordinated_elsewhere(state, ctx, GROUP_KEY, request.group_id):
+            error = ErrorCode.NOT_COORDINATOR
+        if error is not ErrorCode.NONE:
+            return FETCH_RESPONSE(throttle_time_ms=0, topics=[], error_code=int(error))
         found = _fetch_group(state, coordinator, request.group_id, topics, False, stable, ctx)
         out_topics = [
             FETCH_TOPIC(
@@ -417,43 +420,45 @@ def handle_offset_fetch(
 def handle_offset_delete(
     state: BrokerState, ctx: RequestContext, request: OffsetDeleteRequest
 ) -> Any:
+    """``KafkaApis.handleOffsetDeleteRequest``: DELETE on the group, then READ on each topic and
+    the partition's existence; the partitions failing those checks are answered first (TOPIC_
+    AUTHORIZATION_FAILED, UNKNOWN_TOPIC_OR_PARTITION), the coordinator's answers for the others
+    merged in after them (``OffsetDeleteResponse.Builder``), unless the coordinator's top-level
+    error replaces them all."""
     coordinator = group_coordinator(state)
-    wanted: list[tuple[str, int]] = []
-    unknown: set[tuple[str, int]] = set()
-    for t in request.topics:
-        for p in t.partitions:
-            tp = (t.name, p.partition_index)
-            if _topic_error(state, *tp, ctx) is not ErrorCode.NONE:
-                unknown.add(tp)
-            else:
-                wanted.append(tp)
     if not authorize(state, ctx, "DELETE", GROUP, request.group_id):
         error = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
         return DELETE_OFFSETS_RESPONSE(error_code=error, throttle_time_ms=0, topics=[])
-    if coordinated_elsewhere(state, ctx, GROUP_KEY, request.group_id):
-        # the coordinator's top-level error replaces the topics' (OffsetDeleteResponse.Builder)
+    wanted: list[tuple[str, int]] = []
+    answered: dict[str, list[Any]] = {}  # topic -> its partitions' answers, in Kafka's order
+    for t in request.topics:
+        for p in t.partitions:
+            tp = (t.name, p.partition_index)
+            error = _topic_error(state, *tp, ctx)
+            if error is not ErrorCode.NONE:
+                answered.setdefault(t.name, []).append(
+                    DELETE_OFFSETS_PARTITION(
+                        partition_index=p.partition_index, error_code=int(error)
+                    )
+                )
+            else:
+                wanted.append(tp)
+    if coordinator.classic.request_error(request.group_id) is ErrorCode.NONE and (
+        coordinated_elsewhere(state, ctx, GROUP_KEY, request.group_id)
+    ):  # GroupCoordinatorService.deleteOffsets: an empty group id first, then the coordinator
         error = int(ErrorCode.NOT_COORDINATOR)
         return DELETE_OFFSETS_RESPONSE(error_code=error, throttle_time_ms=0, topics=[])
-    error, errors = coordinator.delete_offsets(request.group_id, wanted, state.now_ms())
-    if error is not ErrorCode.NONE:
-        return DELETE_OFFSETS_RESPONSE(error_code=int(error), throttle_time_ms=0, topics=[])
-    topics = [
-        DELETE_OFFSETS_TOPIC(
-            name=t.name,
-            partitions=[
-                DELETE_OFFSETS_PARTITION(
-                    partition_index=p.partition_index,
-                    error_code=int(
-                        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                        if (t.name, p.partition_index) in unknown
-                        else errors.get((t.name, p.partition_index), ErrorCode.NONE)
-                    ),
-                )
-                for p in t.partitions
-            ],
+    group_error, errors = coordinator.delete_offsets(request.group_id, wanted, state.now_ms())
+    if group_error is not ErrorCode.NONE:
+        return DELETE_OFFSETS_RESPONSE(error_code=int(group_error), throttle_time_ms=0, topics=[])
+    for name, index in wanted:
+        answered.setdefault(name, []).append(
+            DELETE_OFFSETS_PARTITION(
+                partition_index=index,
+                error_code=int(errors.get((name, index), ErrorCode.NONE)),
+            )
         )
-        for t in request.topics
-    ]
+    topics = [DELETE_OFFSETS_TOPIC(name=name, partitions=ps) for name, ps in answered.items()]
     return DELETE_OFFSETS_RESPONSE(error_code=0, throttle_time_ms=0, topics=topics)
 
 

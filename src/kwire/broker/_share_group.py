@@ -184,19 +184,13 @@ class ShareCoordinator:
 
     # --- membership -------------------------------------------------------------------------
 
-    def heartbeat(
-        self,
-        group_id: str,
-        member_id: str,
-        member_epoch: int,
-        rack_id: str | None,
-        subscribed: list[str] | None,
-        topics: Mapping[str, tuple[uuid.UUID, int]],
-        client_id: str,
-        client_host: str,
-        now_ms: int,
-    ) -> HeartbeatResult:
-        """``GroupMetadataManager.shareGroupHeartbeat``; ``topics``: the cluster's topics."""
+    @staticmethod
+    def request_error(
+        group_id: str, member_id: str, member_epoch: int, subscribed: list[str] | None
+    ) -> HeartbeatResult | None:
+        """The heartbeat's answer when the request itself is invalid (``None``: it is not):
+        ``GroupCoordinatorService.shareGroupHeartbeat`` checks it before it looks for the
+        group's coordinator, so the handler asks before routing."""
         if not group_id:
             return HeartbeatResult(ErrorCode.INVALID_REQUEST, "GroupId can't be empty.")
         if not member_id:
@@ -210,6 +204,24 @@ class ShareCoordinator:
                 ErrorCode.INVALID_REQUEST,
                 "SubscribedTopicNames must be set in first request.",
             )
+        return None
+
+    def heartbeat(
+        self,
+        group_id: str,
+        member_id: str,
+        member_epoch: int,
+        rack_id: str | None,
+        subscribed: list[str] | None,
+        topics: Mapping[str, tuple[uuid.UUID, int]],
+        client_id: str,
+        client_host: str,
+        now_ms: int,
+    ) -> HeartbeatResult:
+        """``GroupMetadataManager.shareGroupHeartbeat``; ``topics``: the cluster's topics."""
+        invalid = self.request_error(group_id, member_id, member_epoch, subscribed)
+        if invalid is not None:
+            return invalid
         group = self.groups.get(group_id)
         if member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
             if group is None or member_id not in group.members:

@@ -14,6 +14,7 @@ from typing import Any, Final
 from kwire.broker._acl import GROUP, authorize, authorized_operations
 from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
+from kwire.broker._group_apis import described_order
 from kwire.broker._routing import GROUP_KEY, coordinated_elsewhere
 from kwire.broker._share_group import Assignment
 from kwire.broker._share_service import share_coordinator
@@ -63,10 +64,11 @@ def handle_share_group_describe(
     state: BrokerState, ctx: RequestContext, request: ShareGroupDescribeRequest
 ) -> Any:
     coordinator = share_coordinator(state)
+    denied = []  # KafkaApis.handleShareGroupDescribe lists them before the coordinator's results
     groups = []
-    for group_id in request.group_ids:
+    for group_id in described_order(state, ctx, list(request.group_ids)):
         if not authorize(state, ctx, "DESCRIBE", GROUP, group_id):
-            groups.append(_missing(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED, None))
+            denied.append(_missing(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED, None))
             continue
         if coordinated_elsewhere(state, ctx, GROUP_KEY, group_id):
             groups.append(_missing(group_id, ErrorCode.NOT_COORDINATOR, None))
@@ -105,4 +107,4 @@ def handle_share_group_describe(
                 ),
             )
         )
-    return RESPONSE(throttle_time_ms=0, groups=groups)
+    return RESPONSE(throttle_time_ms=0, groups=denied + groups)

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from kwire.broker._acl import GROUP, authorize
+from kwire.broker._acl import GROUP, TOPIC, authorize
 from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
 from kwire.broker._routing import GROUP_KEY, coordinated_elsewhere
+from kwire.broker._share_group import ShareCoordinator
 from kwire.broker._share_service import client_host, share_coordinator, topic_metadata
 from kwire.broker._state import BrokerState
 from kwire.broker.group import DEAD
@@ -59,6 +60,18 @@ def handle_share_group_heartbeat(
 ) -> Any:
     if not authorize(state, ctx, "READ", GROUP, request.group_id):
         return _error(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    subscribed = (
+        None if request.subscribed_topic_names is None else list(request.subscribed_topic_names)
+    )
+    # KafkaApis (KAFKA-18817): a member may not subscribe to a topic it may not DESCRIBE
+    if subscribed and not all(authorize(state, ctx, "DESCRIBE", TOPIC, t) for t in subscribed):
+        return _error(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+    # GroupCoordinatorService.shareGroupHeartbeat: the request's checks, then the coordinator
+    invalid = ShareCoordinator.request_error(
+        request.group_id, request.member_id, request.member_epoch, subscribed
+    )
+    if invalid is not None:
+        return _error(invalid.error, invalid.message)
     if coordinated_elsewhere(state, ctx, GROUP_KEY, request.group_id):
         return _error(ErrorCode.NOT_COORDINATOR)
     if other_kind(state, request.group_id):

@@ -23,6 +23,7 @@ from typing import Any, Final
 from kwire.broker._acl import CLUSTER, CLUSTER_NAME, GROUP, authorize, authorized_operations
 from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
+from kwire.broker._group_apis import described_order
 from kwire.broker._routing import GROUP_KEY, coordinated_elsewhere, error_response
 from kwire.broker._share_service import share_group_exists
 from kwire.broker._state import BrokerError, BrokerState
@@ -115,6 +116,10 @@ def handle_streams_group_heartbeat(
 ) -> Any:
     if not authorize(state, ctx, "READ", GROUP, request.group_id):
         return _hb_error(int(ErrorCode.GROUP_AUTHORIZATION_FAILED))
+    # GroupCoordinatorService.streamsGroupHeartbeat: the request's checks, then the coordinator
+    invalid = streams_groups(state).request_error(request)
+    if invalid is not None:
+        return _hb_error(invalid.error, invalid.message)
     if coordinated_elsewhere(state, ctx, GROUP_KEY, request.group_id):
         return _hb_error(int(ErrorCode.NOT_COORDINATOR))
     if share_group_exists(state, request.group_id):  # one id space with share groups
@@ -204,11 +209,12 @@ def handle_streams_group_describe(
     """``GroupMetadataManager.streamsGroupDescribe`` / ``StreamsGroup.asDescribedGroup``."""
     groups = streams_groups(state)
     now = state.now_ms()
+    denied = []  # KafkaApis.handleStreamsGroupDescribe lists them before the coordinator's results
     out = []
-    for group_id in request.group_ids:
+    for group_id in described_order(state, ctx, list(request.group_ids)):
         groups.expire(group_id, now)
         if not authorize(state, ctx, "DESCRIBE", GROUP, group_id):
-            out.append(
+            denied.append(
                 D_GROUP(
                     error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED),
                     group_id=group_id,
@@ -279,4 +285,4 @@ def handle_streams_group_describe(
                 authorized_operations=ops,
             )
         )
-    return DESCRIBE_RESPONSE(throttle_time_ms=0, groups=out)
+    return DESCRIBE_RESPONSE(throttle_time_ms=0, groups=denied + out)

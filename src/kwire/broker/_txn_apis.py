@@ -42,6 +42,7 @@ from kwire.broker._txn import (
     TransactionMetadata,
     coordinator_for,
 )
+from kwire.broker._txn_shard import TransactionShard
 from kwire.errors import KwireError
 from kwire.log.internal_topics import CONSUMER_OFFSETS, TRANSACTION_STATE
 from kwire.protocol import ErrorCode
@@ -127,11 +128,17 @@ def init_transactional_producer_id(
             return answer(ErrorCode.INVALID_REQUEST)
         if pid != NO_PRODUCER_ID:
             expected = (pid, epoch)
+    coordinator = coordinator_for(state)
+    # handleInitProducerId: the request's checks, then the transaction's coordinator
+    invalid = coordinator.shard.init_error(
+        request.transactional_id or "", request.transaction_timeout_ms
+    )
+    if invalid is not ErrorCode.NONE:
+        return answer(invalid)
     elsewhere = not_coordinator(state, ctx, request, TRANSACTION_KEY, request.transactional_id)
     if elsewhere is not None:
         assert isinstance(elsewhere, InitProducerIdResponse)
         return elsewhere
-    coordinator = coordinator_for(state)
     result = coordinator.init_producer_id(
         request.transactional_id or "", request.transaction_timeout_ms, expected, state.now_ms()
     )
@@ -274,7 +281,9 @@ def handle_add_offsets_to_txn(
     ):
         if not allowed:
             return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=int(denied))
-    if coordinated_elsewhere(state, ctx, TRANSACTION_KEY, request.transactional_id):
+    if TransactionShard.id_error(request.transactional_id) is ErrorCode.NONE and (
+        coordinated_elsewhere(state, ctx, TRANSACTION_KEY, request.transactional_id)
+    ):  # an empty id is the coordinator's INVALID_REQUEST on any node
         return AddOffsetsToTxnResponse(
             throttle_time_ms=0, error_code=int(ErrorCode.NOT_COORDINATOR)
         )
@@ -360,7 +369,9 @@ def handle_end_txn(
     if not authorize(state, ctx, "WRITE", TRANSACTIONAL_ID, request.transactional_id):
         error = int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         return EndTxnResponse(throttle_time_ms=0, error_code=error)
-    if coordinated_elsewhere(state, ctx, TRANSACTION_KEY, request.transactional_id):
+    if TransactionShard.id_error(request.transactional_id) is ErrorCode.NONE and (
+        coordinated_elsewhere(state, ctx, TRANSACTION_KEY, request.transactional_id)
+    ):  # an empty id is the coordinator's INVALID_REQUEST on any node
         return EndTxnResponse(throttle_time_ms=0, error_code=int(ErrorCode.NOT_COORDINATOR))
     result = coordinator_for(state).end_txn(
         request.transactional_id,
@@ -441,7 +452,9 @@ def handle_describe_transactions(
         found: ErrorCode | TransactionMetadata
         if not authorize(state, ctx, "DESCRIBE", TRANSACTIONAL_ID, txn_id):
             found = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-        elif coordinated_elsewhere(state, ctx, TRANSACTION_KEY, txn_id):
+        elif TransactionShard.id_error(txn_id) is ErrorCode.NONE and coordinated_elsewhere(
+            state, ctx, TRANSACTION_KEY, txn_id
+        ):
             found = ErrorCode.NOT_COORDINATOR
         else:
             found = coordinator.describe(txn_id)

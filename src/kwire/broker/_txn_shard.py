@@ -111,6 +111,24 @@ class TransactionShard:
 
     # --- InitProducerId ---------------------------------------------------------------------
 
+    @staticmethod
+    def id_error(transactional_id: str | None) -> ErrorCode:
+        """An empty transactional id is INVALID_REQUEST: ``TransactionCoordinator`` rejects it
+        (InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, DescribeTransactions)
+        before it looks up the transaction (``getTransactionState``, NOT_COORDINATOR on another
+        node), so the handlers ask before routing."""
+        return ErrorCode.NONE if transactional_id else ErrorCode.INVALID_REQUEST
+
+    def init_error(self, transactional_id: str, timeout_ms: int) -> ErrorCode:
+        """What ``TransactionCoordinator.handleInitProducerId`` rejects before it looks up the
+        transaction: an empty transactional id, then a timeout above
+        ``transaction.max.timeout.ms``."""
+        if self.id_error(transactional_id) is not ErrorCode.NONE:
+            return ErrorCode.INVALID_REQUEST
+        if not 0 < timeout_ms <= self.max_timeout_ms:
+            return ErrorCode.INVALID_TRANSACTION_TIMEOUT
+        return ErrorCode.NONE
+
     def init_producer_id(
         self,
         transactional_id: str,
@@ -119,10 +137,9 @@ class TransactionShard:
         now_ms: int,
     ) -> Outcome[InitResult]:
         """``handleInitProducerId`` for a transactional id (``expected``: KIP-360's id and epoch)."""
-        if not transactional_id:
-            return Outcome(InitResult(ErrorCode.INVALID_REQUEST))
-        if not 0 < timeout_ms <= self.max_timeout_ms:
-            return Outcome(InitResult(ErrorCode.INVALID_TRANSACTION_TIMEOUT))
+        error = self.init_error(transactional_id, timeout_ms)
+        if error is not ErrorCode.NONE:
+            return Outcome(InitResult(error))
         meta = self.transactions.get(transactional_id)
         if meta is None:
             meta = TransactionMetadata(
@@ -182,7 +199,7 @@ class TransactionShard:
     def _check_producer(
         self, transactional_id: str, producer_id: int, producer_epoch: int
     ) -> TransactionMetadata | ErrorCode:
-        if not transactional_id:
+        if self.id_error(transactional_id) is not ErrorCode.NONE:
             return ErrorCode.INVALID_REQUEST
         meta = self.transactions.get(transactional_id)
         if meta is None or meta.producer_id != producer_id:
@@ -252,7 +269,7 @@ class TransactionShard:
     ) -> Outcome[InitResult]:
         """``handleEndTransaction`` from a client; ``epoch_bump``: the client uses transaction
         version 2 (EndTxn v5 with ``transaction.version`` 2 finalized)."""
-        if not transactional_id:
+        if self.id_error(transactional_id) is not ErrorCode.NONE:
             return Outcome(InitResult(ErrorCode.INVALID_REQUEST))
         meta = self.transactions.get(transactional_id)
         if meta is None or meta.producer_id != producer_id:
@@ -376,7 +393,7 @@ class TransactionShard:
     # --- Describe / List ----------------------------------------------------------------------
 
     def describe(self, transactional_id: str) -> TransactionMetadata | ErrorCode:
-        if not transactional_id:
+        if self.id_error(transactional_id) is not ErrorCode.NONE:
             return ErrorCode.INVALID_REQUEST
         meta = self.transactions.get(transactional_id)
         if meta is None or meta.state is TransactionState.DEAD:

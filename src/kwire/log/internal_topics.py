@@ -34,6 +34,7 @@ __all__ = [
     "TRANSACTION_STATE",
     "TransactionState",
     "coordinator_record_json",
+    "java_hash_map_order",
     "partition_for",
     "read_version",
     "read_versioned",
@@ -214,6 +215,27 @@ def scala_hash_set_order(partitions: list[tuple[str, int]]) -> list[tuple[str, i
         return h & (capacity - 1), signed
 
     return sorted(unique, key=position)
+
+
+def java_hash_map_order(partitions: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """The iteration order of a Java ``HashMap<TopicPartition, ...>`` filled by
+    ``computeIfAbsent`` with ``partitions`` in that order (how Kafka's ``GroupCoordinatorService``
+    batches a request's groups by ``__consumer_offsets`` partition): the table's buckets in order,
+    and in a bucket the newest first (``computeIfAbsent`` puts a new node at the head of its bin; a
+    resize keeps a bin's order). The hash is ``TopicPartition.hashCode`` spread as ``HashMap.hash``
+    does (``h ^ (h >>> 16)``); the table starts at 16 and doubles before an insertion finds more
+    than 0.75 of it used."""
+    unique = list(dict.fromkeys(partitions))
+    capacity = 16
+    while len(unique) - 1 > capacity * 0.75:
+        capacity *= 2
+
+    def position(item: tuple[int, tuple[str, int]]) -> tuple[int, int]:
+        index, (topic, partition) = item
+        h = (31 * (31 + partition) + java_string_hash(topic)) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & (capacity - 1), -index
+
+    return [tp for _, tp in sorted(enumerate(unique), key=position)]
 
 
 def transaction_log_text(key: Buffer, value: Buffer | None) -> tuple[str, str | None]:

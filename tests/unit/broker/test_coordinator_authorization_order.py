@@ -224,7 +224,11 @@ SINGLE = [
             "topic_partitions": [],
         },
         top,
-        [([], GAF), ([(GROUP, "group", "READ")], NC)],
+        [
+            ([], GAF),
+            ([(GROUP, "group", "READ")], TAF),  # Kafka 4.0+: DESCRIBE on its topics
+            ([(TOPIC, "topic", "DESCRIBE")], NC),
+        ],
     ),
     # KafkaApis.handleOffsetCommitRequest: READ on the group, then READ on each topic, and only
     # the partitions that pass meet the coordinator
@@ -283,7 +287,11 @@ SINGLE = [
             "subscribed_topic_names": [n["topic"]],
         },
         top,
-        [([], GAF), ([(GROUP, "group", "READ")], NC)],
+        [
+            ([], GAF),
+            ([(GROUP, "group", "READ")], TAF),  # DESCRIBE on its topics (KAFKA-18817)
+            ([(TOPIC, "topic", "DESCRIBE")], NC),
+        ],
     ),
     Single(
         "StreamsGroupHeartbeat",
@@ -292,7 +300,7 @@ SINGLE = [
         lambda n, v: {
             "group_id": n["group"],
             "member_id": "00000000-0000-0000-0000-00000000000c",
-            "member_epoch": 0,
+            "member_epoch": 1,  # a valid request: a join (epoch 0) needs a topology
             "rebalance_timeout_ms": 30000,
             "process_id": "p",
             "active_tasks": [],
@@ -516,3 +524,292 @@ def test_each_key_is_authorised_before_it_meets_its_coordinator(
     assert (after[denied], after[far]) == (case.denied, NC)
     assert after[near] not in (case.denied, NC)
     assert sorted(after) == sorted(keys)
+
+
+# KafkaApis builds these answers in two parts: the describes add each unauthorised group's
+# GROUP_AUTHORIZATION_FAILED while they scan the request and then append the coordinator's
+# results (batched by partition: test_coordinator_validation_order.py); handleDeleteGroupsRequest
+# sets the coordinator's results and then appends the unauthorised groups. OffsetFetch v8+ and
+# DescribeTransactions keep the request's order.
+ORDERED = (
+    [
+        (case, "denied-first")
+        for case in BATCHED
+        if case.api.endswith("Describe") or case.api == "DescribeGroups"
+    ]
+    + [(case, "denied-last") for case in BATCHED if case.api == "DeleteGroups"]
+    + [
+        (case, "as-asked")
+        for case in BATCHED
+        if case.api in ("OffsetFetch", "DescribeTransactions")
+    ]
+)
+
+
+@pytest.mark.parametrize("case,order", ORDERED, ids=lambda c: getattr(c, "api", c))
+def test_unauthorised_keys_are_listed_where_kafka_lists_them(
+    cluster: Cluster, case: Batched, order: str
+) -> None:
+    node = cluster.node_ids[0]
+    prefix = f"{case.api.lower()}-order"
+    near = placed(cluster, case.key_type, f"{prefix}-near", node, here=True)
+    denied = placed(cluster, case.key_type, f"{prefix}-denied", node, here=False)
+    far = placed(cluster, case.key_type, f"{prefix}-far", node, here=False)
+    resource = GROUP if case.key_type == GROUP_KEY else TRANSACTIONAL_ID
+    grant(cluster, resource, near, case.operation)
+    grant(cluster, resource, far, case.operation)
+    request = message_class(f"{case.api}Request")
+    keys = [near, denied, far]
+    answered = list(
+        case.errors(exchange(cluster, node, request(**case.fields(keys)), case.version))
+    )
+    # the allowed ones as Kafka 4.x's GroupCoordinatorService batches them (by partition)
+    from kwire.broker.group import group_coordinator
+
+    allowed = cluster.call(lambda state: group_coordinator(state).batched([near, far]))
+    expected = {
+        "denied-first": [denied, *allowed],
+        "denied-last": [*allowed, denied],
+        "as-asked": keys,
+    }[order]
+    assert answered == expected
+
+
+def test_offset_fetch_before_v8_not_coordinator_is_the_groups_error_only(cluster: Cluster) -> None:
+    """KafkaApis.handleOffsetFetchRequestFromCoordinator answers v1-7 through
+    ``OffsetFetchResponse(groups, version)``: the coordinator's NOT_COORDINATOR is a group with
+    no topics, so the response is the top-level error (v2+) and an empty topics array, whatever
+    the request asked for (byte for byte)."""
+    node = cluster.node_ids[0]
+    group = placed(cluster, GROUP_KEY, "fetch-shape", node, here=False)
+    cluster.create_topic("fetch-shape-topic", 2)
+    grant(cluster, GROUP, group, "DESCRIBE")
+    grant(cluster, TOPIC, "fetch-shape-topic", "DESCRIBE")
+    wanted = [_struct("OffsetFetch", "topics")(name="fetch-shape-topic", partition_indexes=[0, 1])]
+    response_cls = message_class("OffsetFetchResponse")
+    for version in range(1, 8):
+        for topics in [wanted] if version < 2 else [wanted, None]:
+            request = message_class("OffsetFetchRequest")(group_id=group, topics=topics)
+            response = exchange(cluster, node, request, version)
+            expected = response_cls(throttle_time_ms=0, error_code=int(NC), topics=[])
+            assert (version, response.encode(version)) == (version, expected.encode(version))
+
+
+def test_offset_delete_answers_each_partition_as_kafka(cluster: Cluster) -> None:
+    """KafkaApis.handleOffsetDeleteRequest: DELETE on the group, then READ on each topic: an
+    unreadable topic's partitions are TOPIC_AUTHORIZATION_FAILED, an unknown topic's or
+    partition's UNKNOWN_TOPIC_OR_PARTITION, listed first (``OffsetDeleteResponse.Builder``),
+    then the coordinator's answers for the rest merged in."""
+    node = cluster.node_ids[0]
+    group = placed(cluster, GROUP_KEY, "delete-mixed", node, here=True)
+    cluster.create_topic("delete-read", 1)
+    cluster.create_topic("delete-denied", 1)
+    for operation in ("READ", "DELETE"):
+        grant(cluster, GROUP, group, operation)
+    grant(cluster, TOPIC, "delete-read", "READ")
+    commit = message_class("OffsetCommitRequest")(
+        group_id=group,
+        generation_id_or_member_epoch=-1,
+        member_id="",
+        topics=_commit_topics({"topic": "delete-read"}, 8),
+    )
+    assert by_partition(exchange(cluster, node, commit, 8)) == {0}
+    topic_cls = _struct("OffsetDelete", "topics")
+    partition_cls = _struct("OffsetDelete", "topics", "partitions")
+    request = message_class("OffsetDeleteRequest")(
+        group_id=group,
+        topics=[
+            topic_cls(name=name, partitions=[partition_cls(partition_index=i) for i in indexes])
+            for name, indexes in (
+                ("delete-read", [0, 7]),
+                ("delete-denied", [0]),
+                ("delete-unknown", [0]),
+            )
+        ],
+    )
+    response = exchange(cluster, node, request, 0)
+    assert response.error_code == 0
+    assert [
+        (t.name, p.partition_index, p.error_code) for t in response.topics for p in t.partitions
+    ] == [
+        ("delete-read", 7, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+        ("delete-read", 0, 0),
+        ("delete-denied", 0, TAF),
+        ("delete-unknown", 0, TAF),
+    ]
+
+
+def test_sync_group_v5_needs_protocol_type_and_name_before_its_acl(cluster: Cluster) -> None:
+    """KafkaApis.handleSyncGroupRequest: from v5 a request without its protocol type or name is
+    INCONSISTENT_GROUP_PROTOCOL (``areMandatoryProtocolTypeAndNamePresent``) before the group's
+    ACL and its coordinator; v0-4 have no such fields."""
+    node = cluster.node_ids[0]
+    far = placed(cluster, GROUP_KEY, "sync-protocol-far", node, here=False)
+    denied = placed(cluster, GROUP_KEY, "sync-protocol-denied", node, here=False)
+    grant(cluster, GROUP, far, "READ")
+    request = message_class("SyncGroupRequest")
+    missing = [
+        {"protocol_type": None, "protocol_name": "range"},
+        {"protocol_type": "consumer", "protocol_name": None},
+    ]
+    for group in (far, denied):
+        for fields in missing:
+            sync = request(group_id=group, generation_id=1, member_id="m", assignments=[], **fields)
+            response = exchange(cluster, node, sync, 5)
+            assert (group, response.error_code) == (group, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+            assert (response.protocol_type, response.protocol_name) == (None, None)
+            assert bytes(response.assignment) == b""
+    sync = request(group_id=far, generation_id=1, member_id="m", assignments=[])
+    assert exchange(cluster, node, sync, 4).error_code == NC  # v4: nothing to check
+
+
+def _cgh_request(group: str, topics: list[str]) -> Any:
+    return message_class("ConsumerGroupHeartbeatRequest")(
+        group_id=group,
+        member_id="00000000-0000-0000-0000-00000000000d",
+        member_epoch=0,
+        rebalance_timeout_ms=30000,
+        subscribed_topic_names=topics,
+        topic_partitions=[],
+    )
+
+
+def test_consumer_group_heartbeat_needs_describe_on_its_subscribed_topics(
+    cluster: Cluster,
+) -> None:
+    """Kafka 4.0+ (KAFKA-18813, ``KafkaApis.handleConsumerGroupHeartbeatRequest``): after READ
+    on the group, a heartbeat naming a topic the principal may not DESCRIBE is
+    TOPIC_AUTHORIZATION_FAILED (no message), on every node: before the coordinator."""
+    node = cluster.node_ids[0]
+    near = placed(cluster, GROUP_KEY, "cgh-topics-near", node, here=True)
+    far = placed(cluster, GROUP_KEY, "cgh-topics-far", node, here=False)
+    for name in ("cgh-seen", "cgh-hidden"):
+        cluster.create_topic(name, 1)
+    grant(cluster, TOPIC, "cgh-seen", "DESCRIBE")
+    for group in (near, far):
+        grant(cluster, GROUP, group, "READ")
+        for version in (0, 1):
+            hidden = exchange(
+                cluster, node, _cgh_request(group, ["cgh-seen", "cgh-hidden"]), version
+            )
+            assert (hidden.error_code, hidden.error_message) == (TAF, None)
+            assert (hidden.member_id, hidden.member_epoch, hidden.assignment) == (None, 0, None)
+            missing = exchange(cluster, node, _cgh_request(group, ["cgh-unknown"]), version)
+            assert missing.error_code == TAF  # no ACL on a topic that does not exist either
+    seen = exchange(cluster, node, _cgh_request(far, ["cgh-seen"]), 1)
+    assert seen.error_code == NC
+    joined = exchange(cluster, node, _cgh_request(near, ["cgh-seen"]), 1)
+    assert (joined.error_code, joined.member_epoch) == (0, 1)
+
+
+def test_consumer_group_heartbeat_of_kafka_3_does_not_check_topics(tmp_path: Any) -> None:
+    """Kafka 3.7-3.9 (KIP-848's early access) check only READ on the group."""
+    from kwire.broker.testing import make_state
+
+    for release, expected in (("3.9", ErrorCode.NONE), ("4.0", TAF)):
+        state = make_state(tmp_path / release, release=release, config=SECURED)
+        state.create_topic("hidden", 1)
+        grant_state = call(
+            state,
+            "CreateAcls",
+            3,
+            context={"principal": "User:admin"},
+            creations=[
+                ACL(
+                    resource_type=GROUP,
+                    resource_name="g",
+                    resource_pattern_type=LITERAL,
+                    principal="User:ANONYMOUS",
+                    host="*",
+                    operation=OPERATIONS["READ"],
+                    permission_type=ALLOW,
+                )
+            ],
+        )
+        assert [r.error_code for r in grant_state.results] == [0]
+        fields = _cgh_request("g", ["hidden"])
+        response = call(
+            state,
+            "ConsumerGroupHeartbeat",
+            0,
+            context={"principal": "User:ANONYMOUS"},
+            **{f: getattr(fields, f) for f in (
+                "group_id", "member_id", "member_epoch", "rebalance_timeout_ms",
+                "subscribed_topic_names", "topic_partitions",
+            )},
+        )  # fmt: skip
+        assert (release, response.error_code) == (release, expected)
+
+
+def _grant_state(state: Any, principal: str, resource_type: int, name: str, operation: str) -> None:
+    created = call(
+        state,
+        "CreateAcls",
+        3,
+        context={"principal": "User:admin"},
+        creations=[
+            ACL(
+                resource_type=resource_type,
+                resource_name=name,
+                resource_pattern_type=LITERAL,
+                principal=principal,
+                host="*",
+                operation=OPERATIONS[operation],
+                permission_type=ALLOW,
+            )
+        ],
+    )
+    assert [r.error_code for r in created.results] == [0]
+
+
+def test_consumer_group_describe_hides_a_group_with_undescribable_topics(tmp_path: Any) -> None:
+    """Kafka 4.0+ (KAFKA-18813, ``KafkaApis.handleConsumerGroupDescribe``): a group whose
+    members' assignments or target assignments name a topic the principal may not DESCRIBE is
+    answered TOPIC_AUTHORIZATION_FAILED with a message and nothing else, in its place."""
+    from kwire.broker.testing import make_state
+
+    for release in ("4.0", "3.9"):
+        state = make_state(tmp_path / release, release=release, config=SECURED)
+        state.create_topic("assigned", 2)
+        member, viewer = "User:member", "User:viewer"
+        _grant_state(state, member, GROUP, "g", "READ")
+        _grant_state(state, member, TOPIC, "assigned", "DESCRIBE")
+        for group in ("g", "empty"):
+            _grant_state(state, viewer, GROUP, group, "DESCRIBE")
+        joined = call(
+            state,
+            "ConsumerGroupHeartbeat",
+            1,
+            context={"principal": member},
+            group_id="g",
+            member_id="00000000-0000-0000-0000-00000000000e",
+            member_epoch=0,
+            rebalance_timeout_ms=30000,
+            subscribed_topic_names=["assigned"],
+            topic_partitions=[],
+        )
+        assert joined.error_code == 0
+
+        def describe(state: Any = state, viewer: str = viewer) -> list[Any]:
+            response = call(
+                state,
+                "ConsumerGroupDescribe",
+                1,
+                context={"principal": viewer},
+                group_ids=["g", "empty"],
+                include_authorized_operations=False,
+            )
+            return sorted(  # the order is the coordinator's batching (tested elsewhere)
+                (g.group_id, g.error_code, g.error_message, len(g.members)) for g in response.groups
+            )
+
+        empty = ("empty", ErrorCode.GROUP_ID_NOT_FOUND, "Group empty not found.", 0)
+        if release == "4.0":
+            message = (
+                "The group has described topic(s) that the client is not authorized to describe."
+            )
+            assert describe() == [empty, ("g", TAF, message, 0)]
+        else:
+            assert describe() == [empty, ("g", 0, None, 1)]
+        _grant_state(state, viewer, TOPIC, "assigned", "DESCRIBE")
+        assert describe() == [empty, ("g", 0, None, 1)]

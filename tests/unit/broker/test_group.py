@@ -1063,7 +1063,18 @@ def test_request_level_checks_before_the_coordinator(state: BrokerState) -> None
     Heartbeat, LeaveGroup and TxnOffsetCommit; a LeaveGroup of a group that does not exist
     answers UNKNOWN_MEMBER_ID per member; DeleteGroups looks the empty id up like any other."""
     synced = settle(
-        call(state, "SyncGroup", 5, group_id="", generation_id=1, member_id="m", assignments=[]), 5
+        call(
+            state,
+            "SyncGroup",
+            5,
+            group_id="",
+            generation_id=1,
+            member_id="m",
+            assignments=[],
+            protocol_type="consumer",
+            protocol_name="range",
+        ),
+        5,
     )
     assert synced.error_code == ErrorCode.INVALID_GROUP_ID
     beat = call(state, "Heartbeat", 4, group_id="", generation_id=1, member_id="m")

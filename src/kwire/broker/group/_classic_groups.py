@@ -63,6 +63,21 @@ class ClassicGroups:
 
     # --- JoinGroup ----------------------------------------------------------------------------
 
+    def request_error(self, group_id: str, session_timeout_ms: int | None = None) -> ErrorCode:
+        """What ``GroupCoordinatorService`` rejects before it looks for the group's coordinator
+        (so on every node of a cluster; the handlers ask before routing): an empty group id
+        (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetDelete), then JoinGroup's session
+        timeout outside ``group.{min,max}.session.timeout.ms``."""
+        if not group_id:
+            return ErrorCode.INVALID_GROUP_ID
+        if session_timeout_ms is not None and not (
+            self.shard.conf("group.min.session.timeout.ms")
+            <= session_timeout_ms
+            <= self.shard.conf("group.max.session.timeout.ms")
+        ):
+            return ErrorCode.INVALID_SESSION_TIMEOUT
+        return ErrorCode.NONE
+
     def join(
         self,
         out: list[Write],
@@ -85,15 +100,9 @@ class ClassicGroups:
         ``supports_skip_assignment`` (JoinGroup v9+, KIP-814) lets a static leader that rejoins a
         Stable group keep the group's assignment instead of causing a rebalance."""
         waiter = Waiter()
-        if not group_id:
-            waiter.resolve(JoinResult(ErrorCode.INVALID_GROUP_ID, member_id=member_id))
-            return waiter
-        if not (
-            self.shard.conf("group.min.session.timeout.ms")
-            <= session_timeout_ms
-            <= self.shard.conf("group.max.session.timeout.ms")
-        ):
-            waiter.resolve(JoinResult(ErrorCode.INVALID_SESSION_TIMEOUT, member_id=member_id))
+        error = self.request_error(group_id, session_timeout_ms)
+        if error is not ErrorCode.NONE:
+            waiter.resolve(JoinResult(error, member_id=member_id))
             return waiter
         self.shard.expire_due(group_id, now_ms)
         found = self.shard.groups.get(group_id)
@@ -467,7 +476,7 @@ class ClassicGroups:
     ) -> Waiter:
         """``GroupMetadataManager.classicGroupSync``."""
         waiter = Waiter()
-        if not group_id:  # GroupCoordinatorService.syncGroup
+        if self.request_error(group_id) is not ErrorCode.NONE:
             waiter.resolve(SyncResult(ErrorCode.INVALID_GROUP_ID))
             return waiter
         self.shard.expire_due(group_id, now_ms)
@@ -539,7 +548,7 @@ class ClassicGroups:
         now_ms: int,
     ) -> ErrorCode:
         """``GroupMetadataManager.classicGroupHeartbeat``."""
-        if not group_id:  # GroupCoordinatorService.heartbeat
+        if self.request_error(group_id) is not ErrorCode.NONE:
             return ErrorCode.INVALID_GROUP_ID
         self.shard.expire_due(group_id, now_ms)
         group = self.shard.classic_group(group_id)  # a consumer group has no classic members
@@ -563,7 +572,7 @@ class ClassicGroups:
         self, out: list[Write], group_id: str, members: list[tuple[str, str | None]], now_ms: int
     ) -> tuple[ErrorCode, list[tuple[str, str | None, ErrorCode]]]:
         """``classicGroupLeave``: the top-level error and one error per leaving member."""
-        if not group_id:  # GroupCoordinatorService.leaveGroup
+        if self.request_error(group_id) is not ErrorCode.NONE:
             return ErrorCode.INVALID_GROUP_ID, []
         self.shard.expire_due(group_id, now_ms)
         group = self.shard.classic_group(group_id)  # a consumer group has no classic members

@@ -217,6 +217,32 @@ class ConsumerGroups:
         except ConsumerGroupError as exc:
             return HeartbeatResult(exc.error, exc.message)
 
+    def request_error(
+        self,
+        version: int,
+        group_id: str,
+        member_id: str,
+        member_epoch: int,
+        instance_id: str | None,
+        rack_id: str | None,
+        rebalance_timeout_ms: int,
+        names: list[str] | None,
+        regex: str | None,
+        assignor: str | None,
+        owned: list[tuple[uuid.UUID, list[int]]] | None,
+    ) -> HeartbeatResult | None:
+        """The heartbeat's answer when the request itself is invalid (``None``: it is not).
+        ``GroupCoordinatorService.consumerGroupHeartbeat`` checks it before it looks for the
+        group's coordinator (Kafka 4.1+; 4.0 in the shard), so the handler asks before routing."""
+        try:
+            self._validate(
+                version, group_id, member_id, member_epoch, instance_id, rack_id,
+                rebalance_timeout_ms, names, regex, assignor, owned,
+            )  # fmt: skip
+        except ConsumerGroupError as exc:
+            return HeartbeatResult(exc.error, exc.message)
+        return None
+
     def _validate(
         self,
         version: int,

@@ -303,6 +303,9 @@ class OffsetMetadataManager:
         self, out: list[Write], group_id: str, partitions: list[tuple[str, int]], now_ms: int
     ) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
         """``OffsetMetadataManager.deleteOffsets``."""
+        error = self.shard.classic.request_error(group_id)  # GroupCoordinatorService.deleteOffsets
+        if error is not ErrorCode.NONE:
+            return error, {}
         self.shard.expire_due(group_id, now_ms)
         group = self.shard.groups.get(group_id)
         if group is None or group.state == DEAD:

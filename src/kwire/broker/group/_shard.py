@@ -52,7 +52,7 @@ from kwire.broker.group._runtime import (
 from kwire.broker.group._streams import StreamsGroups
 from kwire.broker.group._streams_records import KEY_VERSIONS as STREAMS_KEY_VERSIONS
 from kwire.broker.group._streams_records import tombstones as streams_tombstones
-from kwire.log.internal_topics import read_version
+from kwire.log.internal_topics import CONSUMER_OFFSETS, java_hash_map_order, read_version
 from kwire.protocol import ErrorCode
 from kwire.records import Batch
 from kwire.records._control import parse_control_key
@@ -150,6 +150,23 @@ class GroupCoordinator:
 
     def now_ms(self) -> int:
         return self.state.now_ms() if self.state is not None else 0
+
+    def batched(self, group_ids: Iterable[str], *, classic: bool = False) -> list[str]:
+        """``group_ids`` in the order ``GroupCoordinatorService`` answers a batch of them
+        (DescribeGroups, DeleteGroups, Consumer/Share/StreamsGroupDescribe): grouped by
+        ``__consumer_offsets`` partition, the partitions in its ``HashMap``'s order
+        (``java_hash_map_order``), the request's order within a partition. ``classic``: an API
+        the old coordinator served before Kafka 4.0, in the request's order."""
+        ids = list(group_ids)
+        if classic and self.state is not None:
+            major = int(self.state.personality.release.split(".")[0])
+            if major < 4:
+                return ids
+        by_partition: dict[int, list[str]] = {}
+        for group_id in ids:
+            by_partition.setdefault(self.partition_for(group_id), []).append(group_id)
+        order = java_hash_map_order([(CONSUMER_OFFSETS, p) for p in by_partition])
+        return [group_id for _, p in order for group_id in by_partition[p]]
 
     def classic_group(self, group_id: str) -> Group | None:
         """The classic group of that id (None for a consumer group)."""

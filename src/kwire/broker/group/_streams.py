@@ -275,6 +275,16 @@ class StreamsGroups:
         except StreamsGroupError as exc:
             return StreamsResult(exc.error, exc.message)
 
+    def request_error(self, request: StreamsGroupHeartbeatRequest) -> StreamsResult | None:
+        """The heartbeat's answer when the request itself is invalid (``None``: it is not):
+        ``GroupCoordinatorService.streamsGroupHeartbeat`` checks it before it looks for the
+        group's coordinator, so the handler asks before routing."""
+        try:
+            self._validate(request)
+        except StreamsGroupError as exc:
+            return StreamsResult(exc.error, exc.message)
+        return None
+
     @staticmethod
     def _validate(request: StreamsGroupHeartbeatRequest) -> None:
         """``throwIfStreamsGroupHeartbeatRequestIsInvalid``."""
