@@ -163,3 +163,32 @@ def test_get_session_on_an_own_session_made_before_importing_kwire(
         """
     )
     assert out == {"same": True, "all": summary.records}
+
+
+def test_spark_submit_finds_both_formats_without_register(
+    user_job: Job, sample: tuple[Path, SampleSummary]
+) -> None:
+    """A spark-submit job that never imports kwire: Spark registers the Python data sources it
+    finds in top-level ``pyspark_*`` modules (pyspark.sql.worker.lookup_data_sources), so
+    ``kafka-log`` reads and ``kafka-wire`` answers with its own option error, not Spark's
+    DATA_SOURCE_NOT_FOUND."""
+    root, summary = sample
+    job = _docs_job(root)
+    job = job.replace("import kwire.spark\n", "").replace(
+        'kwire.spark.register(spark)                # adds the "kafka-log" format\n', ""
+    )
+    assert "kwire" not in job
+    job = job.replace(
+        "print(json.dumps({",
+        """try:
+            spark.read.format("kafka-wire").option("subscribe", "orders").load().count()
+            wire = "read"
+        except Exception as e:
+            wire = str(e)
+        print(json.dumps({"wire": wire, """,
+    )
+    out = user_job(job, submit=True)
+    assert {k: out[k] for k in ("all", "orders")} == _expected(summary)
+    assert out["latest"] > 0
+    assert "DATA_SOURCE_NOT_FOUND" not in out["wire"]
+    assert 'kafka-wire needs option("kafka.bootstrap.servers"' in out["wire"]
