@@ -124,6 +124,12 @@ def _warn_once(message: str) -> None:
         log.warning("kwire: %s", message)
 
 
+def _warn_unknown(name: str, known: Mapping[str, str], what: str) -> None:
+    close = difflib.get_close_matches(name.lower(), known, n=1, cutoff=0.75)
+    hint = f"; did you mean {known[close[0]]}?" if close else ""
+    _warn_once(f"option {name}: unknown to {what}, ignored{hint}")
+
+
 def warn_unknown_options(options: Mapping[str, str]) -> None:
     """Warn (once per process and option) about options no kafka-log reader reads."""
     for name in options:
@@ -133,9 +139,7 @@ def warn_unknown_options(options: Mapping[str, str]) -> None:
         if key in IGNORED_OPTIONS or key.startswith("kafka."):
             _warn_once(f"option {name}: has no effect on a log directory (ignored)")
             continue
-        close = difflib.get_close_matches(key, READ_OPTIONS, n=1, cutoff=0.75)
-        hint = f"; did you mean {READ_OPTIONS[close[0]]}?" if close else ""
-        _warn_once(f"option {name}: unknown to kafka-log, ignored{hint}")
+        _warn_unknown(str(name), READ_OPTIONS, "kafka-log")
 
 
 _DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|min|h|d)?\s*$", re.IGNORECASE)
@@ -501,7 +505,26 @@ class WriteOptions:
 COMPRESSION_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
 
 
+#: Every option of df.write.format("kafka-log"), lower-cased as Spark hands them over.
+WRITE_OPTIONS = {
+    name.lower(): name
+    for name in (
+        "path",
+        "magic",
+        "compression",
+        "recordsPerBatch",
+        "segmentBytes",
+        "indexIntervalBytes",
+        "topic",
+        "numPartitions",
+    )
+}
+
+
 def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
+    for name in options:  # a misspelt option would otherwise write the defaults without a word
+        if str(name).lower() not in WRITE_OPTIONS:
+            _warn_unknown(str(name), WRITE_OPTIONS, "the kafka-log writer")
     magic = _parse_int(options, "magic", 2, minimum=0)
     if magic > 2:
         raise OptionError(f"option magic: expected 0, 1 or 2, got {magic}")

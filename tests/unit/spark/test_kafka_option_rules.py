@@ -17,7 +17,7 @@ from kwire.log import LogWriter
 from kwire.records import BatchBuilder
 from kwire.spark import _options
 from kwire.spark._fs import list_files, read_bytes, resolve
-from kwire.spark._options import parse_duration_ms, parse_read_options
+from kwire.spark._options import parse_duration_ms, parse_read_options, parse_write_options
 from kwire.spark._plan import plan_splits
 
 T0 = 1_700_000_000_000
@@ -199,3 +199,38 @@ def test_several_copies_of_a_data_dir_are_refused(tmp_path: Path) -> None:
         _plan(tmp_path)
     # selecting what is in one copy only reads it once
     assert {s.topic for s in _plan(tmp_path, subscribe="other")} == {"other"}  # type: ignore[attr-defined]
+
+
+def test_unknown_write_options_are_warned_about(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """df.write.format("kafka-log").option("compresion", "zstd") wrote uncompressed batches
+    without a word; a read option given to the writer means nothing either."""
+    monkeypatch.setattr(_options, "_WARNED", set())
+    with caplog.at_level(logging.WARNING, logger="kwire.spark"):
+        options = parse_write_options(
+            {"path": "/out", "compresion": "zstd", "subscribe": "orders", "magic": "2"}
+        )
+    assert options.compression == "none"
+    messages = [r.getMessage() for r in caplog.records]
+    assert any(
+        "option compresion: unknown to the kafka-log writer, ignored; did you mean compression?"
+        in m
+        for m in messages
+    ), messages
+    assert any("option subscribe: unknown to the kafka-log writer" in m for m in messages)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="kwire.spark"):
+        parse_write_options(
+            {
+                "path": "/out",
+                "compression": "zstd",
+                "magic": "2",
+                "recordsPerBatch": "10",
+                "segmentBytes": "4096",
+                "indexIntervalBytes": "0",
+                "topic": "t",
+                "numPartitions": "3",
+            }
+        )
+    assert not caplog.records
