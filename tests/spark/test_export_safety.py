@@ -193,8 +193,9 @@ def test_save_modes_on_an_existing_table_are_sparks(
         assert rows.select("topic", "partition", "offset").distinct().count() == summary.records
     replaced = export(session, str(path), str(out), fmt, mode="overwrite", options=orders)
     assert replaced.records == 900 == count_output(session, str(out), fmt)
-    fresh = tmp_path / f"{fmt}-ignored"
-    assert export(session, str(path), str(fresh), fmt, mode="ignore").records == summary.records
+    for mode in ("ignore", "append", "overwrite"):  # an absent output is written in every mode
+        fresh = tmp_path / f"{fmt}-{mode}"
+        assert export(session, str(path), str(fresh), fmt, mode=mode).records == summary.records
 
 
 def test_cli_mode_of_an_existing_output(sample: tuple[Path, SampleSummary], tmp_path: Path) -> None:

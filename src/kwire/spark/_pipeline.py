@@ -16,9 +16,10 @@ tinyint/smallint (it has no 8/16-bit integers).
 
 Spark's save modes for an output that exists (errorifexists by default, ignore, append,
 overwrite), and nothing is destroyed: an output that is not a table of the asked format is refused
-in every mode but ignore, as are input and output that overlap; a full re-export (overwrite) writes a new table
-version (Delta overwrite commit, Iceberg delete+add transaction) and leaves the previous version's
-files to the user's retention (VACUUM, expire_snapshots), so time travel keeps working.
+in every mode but ignore, as are input and output that overlap; a full re-export (overwrite)
+writes a new table version (Delta overwrite commit, Iceberg delete+add transaction) and leaves
+the previous version's files to the user's retention (VACUUM, expire_snapshots), so time travel
+keeps working.
 
 export --incremental (Delta, Iceberg): exactly once. The table's own commit records the offset
 reached in every topic-partition (`kwire.offsets` in the Delta commit's metadata, beside an app
@@ -364,7 +365,8 @@ def export(
     if not check_paths(input_path, output, fmt, mode):
         result.notes.append(f"{output} exists: nothing written (mode ignore)")
         return result
-    already = count_output(spark, output, fmt) if mode == "append" else 0
+    appending = mode == "append" and table_kind(output) is not None
+    already = count_output(spark, output, fmt) if appending else 0
     result.input_bytes = selected_bytes(input_path, options or {})
     reports = tempfile.mkdtemp(prefix="kwire-skipped-")
     read_options = {"reportPath": reports, **(options or {})}
