@@ -521,10 +521,35 @@ WRITE_OPTIONS = {
 }
 
 
+#: Every option of the kafka-wire sink but the client's ``kafka.*``; Spark hands a streaming
+#: sink the query's own options too (queryName, checkpointLocation, path).
+WIRE_SINK_OPTIONS = {
+    name.lower(): name
+    for name in (
+        "path",
+        "checkpointLocation",
+        "queryName",
+        "topic",
+        "exactlyOnce",
+        "transactionalIdPrefix",
+    )
+}
+
+
+def warn_unknown_write_options(
+    options: Mapping[str, str], known: Mapping[str, str], what: str, *, client: bool = False
+) -> None:
+    """Warn (once per process and option) about options a sink does not read: a misspelt one
+    would otherwise write with the defaults without a word. ``client``: ``kafka.*`` options go to
+    the Kafka client."""
+    for name in options:
+        key = str(name).lower()
+        if key not in known and not (client and key.startswith("kafka.")):
+            _warn_unknown(str(name), known, what)
+
+
 def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
-    for name in options:  # a misspelt option would otherwise write the defaults without a word
-        if str(name).lower() not in WRITE_OPTIONS:
-            _warn_unknown(str(name), WRITE_OPTIONS, "the kafka-log writer")
+    warn_unknown_write_options(options, WRITE_OPTIONS, "the kafka-log writer")
     magic = _parse_int(options, "magic", 2, minimum=0)
     if magic > 2:
         raise OptionError(f"option magic: expected 0, 1 or 2, got {magic}")

@@ -234,3 +234,35 @@ def test_unknown_write_options_are_warned_about(
             }
         )
     assert not caplog.records
+
+
+def test_unknown_kafka_wire_sink_options_are_warned_about(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """df.write.format("kafka-wire").option("topc", "out") ignored the misspelt topic without a
+    word (then failed on the missing topic column, or wrote where the column said)."""
+    from pyspark.sql.types import BinaryType, StringType, StructField, StructType
+
+    from kwire.spark._wire_source import KafkaWireDataSource
+
+    monkeypatch.setattr(_options, "_WARNED", set())
+    schema = StructType([StructField("value", BinaryType()), StructField("topic", StringType())])
+    base = {"kafka.bootstrap.servers": "127.0.0.1:9", "kafka.acks": "all"}
+    with caplog.at_level(logging.WARNING, logger="kwire.spark"):
+        KafkaWireDataSource({**base, "topc": "out"}).writer(schema, False)
+        KafkaWireDataSource(
+            {**base, "exactlyonce": "true", "transactionalIdPrefx": "p"}
+        ).streamWriter(schema, False)
+    messages = [r.getMessage() for r in caplog.records]
+    assert any(
+        "option topc: unknown to the kafka-wire sink, ignored; did you mean topic?" in m
+        for m in messages
+    ), messages
+    assert any("option transactionalIdPrefx: unknown" in m for m in messages), messages
+    assert not any("exactlyonce" in m or "kafka." in m for m in messages), messages
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="kwire.spark"):
+        KafkaWireDataSource(
+            {**base, "topic": "t", "path": "/x", "checkpointLocation": "/c", "queryname": "q"}
+        ).streamWriter(schema, False)
+    assert not caplog.records
