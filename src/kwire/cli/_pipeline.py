@@ -234,20 +234,25 @@ def _export(args: argparse.Namespace) -> int:
     except KwireError as exc:  # OptionError, or a save mode Spark does not know
         print(f"kwire pipeline: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    with clean_interrupt():
+    # the session starts under the bar too: PySpark's own warnings at start-up (pandas
+    # versions) are held back with the job's, so a Ctrl-C still ends with one line
+    with (
+        clean_interrupt(),
+        progress_bar(f"export to {args.format}", not args.json) as update,
+        spark_errors(),
+    ):
         spark = get_session(args.master, app_name="kwire pipeline export", log_level="FATAL")
-        with progress_bar(f"export to {args.format}", not args.json) as update, spark_errors():
-            result = export(
-                spark,
-                args.input,
-                args.output,
-                args.format,
-                options=options,
-                progress=update,
-                engine=args.engine,
-                incremental=args.incremental,
-                mode=args.mode,
-            )
+        result = export(
+            spark,
+            args.input,
+            args.output,
+            args.format,
+            options=options,
+            progress=update,
+            engine=args.engine,
+            incremental=args.incremental,
+            mode=args.mode,
+        )
     _report(args, result)
     return EXIT_OK if not result.skipped_bytes else EXIT_PROBLEMS
 
@@ -256,18 +261,23 @@ def _convert(args: argparse.Namespace) -> int:
     from kwire.spark import get_session
     from kwire.spark._convert_log import convert_log
 
-    with clean_interrupt():
+    # the session starts under the bar too: PySpark's own warnings at start-up (pandas
+    # versions) are held back with the job's, so a Ctrl-C still ends with one line
+    with (
+        clean_interrupt(),
+        progress_bar("convert", not args.json) as update,
+        spark_errors(),
+    ):
         spark = get_session(args.master, app_name="kwire pipeline convert", log_level="FATAL")
-        with progress_bar("convert", not args.json) as update, spark_errors():
-            result = convert_log(
-                spark,
-                args.input,
-                args.output,
-                magic=args.magic,
-                compression=args.compression,
-                segment_bytes=args.segment_bytes,
-                progress=update,
-            )
+        result = convert_log(
+            spark,
+            args.input,
+            args.output,
+            magic=args.magic,
+            compression=args.compression,
+            segment_bytes=args.segment_bytes,
+            progress=update,
+        )
     _report(args, result)
     return EXIT_OK if not result.skipped_bytes else EXIT_PROBLEMS
 
