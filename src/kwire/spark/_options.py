@@ -130,16 +130,19 @@ def _warn_unknown(name: str, known: Mapping[str, str], what: str) -> None:
     _warn_once(f"option {name}: unknown to {what}, ignored{hint}")
 
 
-def warn_unknown_options(options: Mapping[str, str]) -> None:
-    """Warn (once per process and option) about options no kafka-log reader reads."""
+def warn_unknown_options(options: Mapping[str, str], source: str = "kafka-log") -> None:
+    """Warn (once per process and option) about options no reader of ``source`` reads (kafka-wire
+    hands over its options without the ``kafka.*`` ones, which go to its client)."""
     for name in options:
         key = str(name).lower()
         if key in READ_OPTIONS:
             continue
-        if key in IGNORED_OPTIONS or key.startswith("kafka."):
+        if source != "kafka-log" and key in IGNORED_OPTIONS:
+            _warn_once(f"option {name}: not supported by {source} (ignored)")
+        elif key in IGNORED_OPTIONS or key.startswith("kafka."):
             _warn_once(f"option {name}: has no effect on a log directory (ignored)")
-            continue
-        _warn_unknown(str(name), READ_OPTIONS, "kafka-log")
+        else:
+            _warn_unknown(str(name), READ_OPTIONS, source)
 
 
 _DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|min|h|d)?\s*$", re.IGNORECASE)
@@ -311,9 +314,12 @@ def _named(name: str, bounds: Bounds | None) -> tuple[str, frozenset[tuple[str, 
     return name, frozenset(k for k in bounds if k is not None)
 
 
-def parse_read_options(options: Mapping[str, str], *, streaming: bool = False) -> ReadOptions:
-    """Parse and check the options of a batch read, or of a streaming one (``streaming``)."""
-    warn_unknown_options(options)
+def parse_read_options(
+    options: Mapping[str, str], *, streaming: bool = False, source: str = "kafka-log"
+) -> ReadOptions:
+    """Parse and check the options of a batch read, or of a streaming one (``streaming``), of
+    ``source`` (the format named in warnings)."""
+    warn_unknown_options(options, source)
     mode = (_get(options, "mode") or "PERMISSIVE").upper()
     if mode not in MODES:
         raise OptionError(f"option mode: expected one of {', '.join(MODES)}, got {mode!r}")

@@ -297,7 +297,7 @@ class KafkaWireDataSource(DataSource):  # type: ignore[misc]
             if (not k.lower().startswith("kafka.") or k.lower() == "kafka.isolation.level")
             and k.lower() != "minpartitions"
         }
-        options = parse_read_options(plain, streaming=streaming)
+        options = parse_read_options(plain, streaming=streaming, source=WIRE_FORMAT)
         parse_min_partitions(self.options)  # a bad value fails when the DataFrame is defined
         if not options.subscribed:
             raise OptionError(

@@ -266,3 +266,24 @@ def test_unknown_kafka_wire_sink_options_are_warned_about(
             {**base, "topic": "t", "path": "/x", "checkpointLocation": "/c", "queryname": "q"}
         ).streamWriter(schema, False)
     assert not caplog.records
+
+
+def test_kafka_wire_reads_name_their_format_in_warnings(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kafka-wire read's misspelt option was said to be "unknown to kafka-log", and Spark's
+    maxRecordsPerPartition to have "no effect on a log directory"."""
+    from kwire.spark._wire_source import KafkaWireDataSource
+
+    monkeypatch.setattr(_options, "_WARNED", set())
+    base = {"kafka.bootstrap.servers": "127.0.0.1:9", "subscribe": "t"}
+    with caplog.at_level(logging.WARNING, logger="kwire.spark"):
+        KafkaWireDataSource({**base, "startingOffset": "earliest"}).schema()
+        KafkaWireDataSource({**base, "maxRecordsPerPartition": "10"}).schema()
+    messages = [r.getMessage() for r in caplog.records]
+    assert any(
+        "option startingOffset: unknown to kafka-wire, ignored; did you mean startingOffsets?" in m
+        for m in messages
+    ), messages
+    assert any("option maxRecordsPerPartition: not supported by kafka-wire" in m for m in messages)
+    assert not any("kafka-log" in m or "log directory" in m for m in messages), messages
