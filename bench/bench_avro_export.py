@@ -136,7 +136,9 @@ def run_jobs(
 
     def pipeline(engine: str, options: dict[str, str]) -> Any:
         def run() -> int:
-            result = export(spark, str(log_dir), str(out), options=options, engine=engine)
+            result = export(
+                spark, str(log_dir), str(out), options=options, engine=engine, mode="overwrite"
+            )
             assert not result.skipped_bytes
             return int(result.records)
 
@@ -203,6 +205,7 @@ def main() -> None:
                     str(work / "out-warm"),
                     options=options,
                     engine=engine,
+                    mode="overwrite",
                 )
         report["jobs"] = run_jobs(spark, work / "log", work / "out", data, args.repeat)
         report["loadavg_at_end"] = os.getloadavg()

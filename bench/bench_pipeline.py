@@ -193,7 +193,11 @@ def run_export(spark: Any, log_dir: Path, out: Path, info: dict[str, int]) -> di
     arrow_out = out.with_name(out.name + "-arrow")
     with WorkerMemory() as mem:
         seconds = min(
-            _timed(lambda: export(spark, str(log_dir), str(arrow_out), engine="arrow"))[0]
+            _timed(
+                lambda: export(
+                    spark, str(log_dir), str(arrow_out), engine="arrow", mode="overwrite"
+                )
+            )[0]
             for _ in range(2)
         )
     results["parquet_arrow_engine"] = _rates(seconds, info, mem.peak_kib)

@@ -1,6 +1,6 @@
-"""Exports never destroy: an output that exists and is not the export's own table is refused
-(Spark's errorifexists), input and output that overlap are refused, and a full re-export of a
-table writes a new version that leaves the previous one readable (Delta overwrite commit, Iceberg
+"""Exports never destroy: an output that exists is refused (Spark's default save mode,
+errorifexists), and one that is not a table of the format in every mode; input and output that
+overlap are refused, and a full re-export of a table (mode overwrite) writes a new version that leaves the previous one readable (Delta overwrite commit, Iceberg
 overwrite snapshot) until the user's own retention (VACUUM, expire_snapshots) removes it.
 
 The jobs run on the session a user's code gets from ``SparkSession.builder.getOrCreate()``.
@@ -8,6 +8,7 @@ The jobs run on the session a user's code gets from ``SparkSession.builder.getOr
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -96,7 +97,7 @@ def test_a_parquet_reexport_replaces_its_own_table(
     out = tmp_path / "parquet"
     session = _own_session(spark)
     export(session, str(path), str(out))
-    again = export(session, str(path), str(out), engine="spark")
+    again = export(session, str(path), str(out), engine="spark", mode="overwrite")
     assert again.records == summary.records == count_output(session, str(out))
 
 
@@ -120,11 +121,13 @@ def test_a_delta_reexport_is_a_new_version(
     with monkeypatch.context() as m:
         m.setattr(pipeline, "_commit_full_delta", interrupted)
         with pytest.raises(KeyboardInterrupt):
-            pipeline.export(session, str(path), str(out), "delta")
+            pipeline.export(session, str(path), str(out), "delta", mode="overwrite")
     assert DeltaTable(str(out)).version() == 0
     assert DeltaTable(str(out)).to_pyarrow_table().num_rows == summary.records
 
-    result = pipeline.export(session, str(path), str(out), "delta", options={"subscribe": "orders"})
+    result = pipeline.export(
+        session, str(path), str(out), "delta", options={"subscribe": "orders"}, mode="overwrite"
+    )
     table = DeltaTable(str(out))
     assert table.version() == 1 and result.records == 900
     assert table.to_pyarrow_table().num_rows == 900
@@ -144,9 +147,81 @@ def test_an_iceberg_reexport_keeps_the_previous_snapshot_readable(
     export(session, str(path), str(out), "iceberg")
     first = _iceberg_catalog(str(out)).load_table("kwire.records").current_snapshot()
     assert first is not None
-    export(session, str(path), str(out), "iceberg", options={"subscribe": "orders"})
+    export(
+        session, str(path), str(out), "iceberg", options={"subscribe": "orders"}, mode="overwrite"
+    )
     table = _iceberg_catalog(str(out)).load_table("kwire.records")
     assert table.scan().to_arrow().num_rows == 900
     old = table.scan(snapshot_id=first.snapshot_id)
     assert all(os.path.exists(t.file.file_path.removeprefix("file://")) for t in old.plan_files())
     assert old.to_arrow().num_rows == summary.records
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "delta", "iceberg"])
+def test_save_modes_on_an_existing_table_are_sparks(
+    spark: Any, sample: tuple[Path, SampleSummary], tmp_path: Path, fmt: str
+) -> None:
+    """DataFrameWriter's modes: errorifexists (the default; "error" too) refuses an output that
+    exists, ignore leaves it and writes nothing, append adds the rows to the table, overwrite
+    replaces them (a new version, above); a mode Spark does not know is refused."""
+    from kwire.spark._pipeline import count_output, export
+
+    path, summary = sample
+    out = tmp_path / fmt
+    session = _own_session(spark)
+    orders = {"subscribe": "orders"}
+    assert export(session, str(path), str(out), fmt, options=orders).records == 900
+    before = _tree(out)
+    for mode in (None, "error", "ErrorIfExists"):
+        with pytest.raises(KwireError, match="already exists"):
+            export(session, str(path), str(out), fmt, **({} if mode is None else {"mode": mode}))
+        assert _tree(out) == before
+    with pytest.raises(KwireError, match="save mode"):
+        export(session, str(path), str(out), fmt, mode="upsert")
+    ignored = export(session, str(path), str(out), fmt, mode="ignore")
+    assert ignored.records == 0 and _tree(out) == before
+    appended = export(session, str(path), str(out), fmt, mode="append", engine="spark")
+    assert appended.records == summary.records  # what this run wrote
+    assert count_output(session, str(out), fmt) == 900 + summary.records
+    if fmt == "delta":
+        from deltalake import DeltaTable
+
+        assert DeltaTable(str(out)).version() == 1
+    rows = session.read.parquet(str(out)) if fmt == "parquet" else None
+    if rows is not None:  # every record of both runs, once per run
+        assert rows.where("topic = 'orders'").count() == 2 * 900
+        assert rows.select("topic", "partition", "offset").distinct().count() == summary.records
+    replaced = export(session, str(path), str(out), fmt, mode="overwrite", options=orders)
+    assert replaced.records == 900 == count_output(session, str(out), fmt)
+    for mode in ("ignore", "append", "overwrite"):  # an absent output is written in every mode
+        fresh = tmp_path / f"{fmt}-{mode}"
+        assert export(session, str(path), str(fresh), fmt, mode=mode).records == summary.records
+
+
+def test_cli_mode_of_an_existing_output(sample: tuple[Path, SampleSummary], tmp_path: Path) -> None:
+    """`kwire pipeline export` twice to one --output: the second is refused (errorifexists) in one
+    line, a mode Spark does not know is a usage error, and --mode append adds the records."""
+    path, summary = sample
+    out = tmp_path / "out"
+
+    def kwire(*args: str) -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, "-m", "kwire", "pipeline", "export", "--input", str(path)]
+        return subprocess.run(
+            [*argv, "--output", str(out), "--json", *args],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+
+    assert kwire().returncode == 0
+    before = _tree(out)
+    again = kwire()
+    assert again.returncode != 0 and _tree(out) == before
+    lines = [line for line in again.stderr.splitlines() if "already exists" in line]
+    assert len(lines) == 1 and "Traceback" not in again.stderr, again.stderr[-3000:]
+    bad = kwire("--mode", "upsert")
+    assert bad.returncode == 2 and "save mode" in bad.stderr
+    appended = kwire("--mode", "append")
+    assert appended.returncode == 0, appended.stderr[-3000:]
+    assert json.loads(appended.stdout.splitlines()[-1])["records"] == summary.records

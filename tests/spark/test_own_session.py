@@ -137,3 +137,58 @@ def test_spark_submit_runs_the_readme_job(
     assert out["master"] == "local[2]"
     assert {k: out[k] for k in ("all", "orders")} == _expected(summary)
     assert out["latest"] > 0
+
+
+def test_get_session_on_an_own_session_made_before_importing_kwire(
+    user_job: Job, sample: tuple[Path, SampleSummary]
+) -> None:
+    """docs/spark.md: with a session already active, get_session() only registers the format on
+    it. The session was made before kwire was imported, by an unactivated venv's python without
+    PYSPARK_PYTHON: get_session() sets PYSPARK_PYTHON for sessions it builds, which must not stop
+    register() from giving kwire's workers this interpreter (they ran python3 from the PATH,
+    which has no kwire)."""
+    root, summary = sample
+    out = user_job(
+        f"""
+        import json
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.builder.master("local[2]").appName("mine").getOrCreate()
+        import kwire.spark
+
+        same = kwire.spark.get_session() is spark
+        df = spark.read.format("kafka-log").load({str(root)!r})
+        print(json.dumps({{"same": same, "all": df.count()}}))
+        spark.stop()
+        """
+    )
+    assert out == {"same": True, "all": summary.records}
+
+
+def test_spark_submit_finds_both_formats_without_register(
+    user_job: Job, sample: tuple[Path, SampleSummary]
+) -> None:
+    """A spark-submit job that never imports kwire: Spark registers the Python data sources it
+    finds in top-level ``pyspark_*`` modules (pyspark.sql.worker.lookup_data_sources), so
+    ``kafka-log`` reads and ``kafka-wire`` answers with its own option error, not Spark's
+    DATA_SOURCE_NOT_FOUND."""
+    root, summary = sample
+    job = _docs_job(root)
+    job = job.replace("import kwire.spark\n", "").replace(
+        'kwire.spark.register(spark)                # adds the "kafka-log" format\n', ""
+    )
+    assert "kwire" not in job
+    job = job.replace(
+        "print(json.dumps({",
+        """try:
+            spark.read.format("kafka-wire").option("subscribe", "orders").load().count()
+            wire = "read"
+        except Exception as e:
+            wire = str(e)
+        print(json.dumps({"wire": wire, """,
+    )
+    out = user_job(job, submit=True)
+    assert {k: out[k] for k in ("all", "orders")} == _expected(summary)
+    assert out["latest"] > 0
+    assert "DATA_SOURCE_NOT_FOUND" not in out["wire"]
+    assert 'kafka-wire needs option("kafka.bootstrap.servers"' in out["wire"]

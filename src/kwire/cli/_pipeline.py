@@ -73,6 +73,14 @@ def register(subparsers: Any) -> None:
         "spark: the kafka-log DataFrame into Spark's Parquet writer",
     )
     export.add_argument(
+        "--mode",
+        default=None,
+        metavar="MODE",
+        help="when --output exists, Spark's save modes: errorifexists (default, or error) refuses "
+        "it, ignore writes nothing, append adds the records, overwrite replaces them (a new "
+        "table version)",
+    )
+    export.add_argument(
         "--incremental",
         action="store_true",
         help="delta/iceberg: add only records not exported yet, exactly once (the table's commits "
@@ -207,29 +215,44 @@ def _export(args: argparse.Namespace) -> int:
     if args.incremental and args.format == "parquet":
         print("kwire pipeline: --incremental needs --format delta or iceberg", file=sys.stderr)
         return EXIT_USAGE
-    from kwire.spark import OptionError, get_session
+    if args.incremental and args.mode is not None:
+        print(
+            "kwire pipeline: --incremental appends what is new; --mode does not apply",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    from kwire.errors import KwireError
+    from kwire.spark import get_session
     from kwire.spark._options import parse_read_options
-    from kwire.spark._pipeline import export
+    from kwire.spark._pipeline import export, save_mode
 
     plain = {k: v for k, v in options.items() if not k.lower().startswith("kafka.")}
     try:
         parse_read_options(plain)  # a bad option is a usage error, found before Spark starts
-    except OptionError as exc:
+        if args.mode is not None:
+            save_mode(args.mode)
+    except KwireError as exc:  # OptionError, or a save mode Spark does not know
         print(f"kwire pipeline: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    with clean_interrupt():
+    # the session starts under the bar too: PySpark's own warnings at start-up (pandas
+    # versions) are held back with the job's, so a Ctrl-C still ends with one line
+    with (
+        clean_interrupt(),
+        progress_bar(f"export to {args.format}", not args.json) as update,
+        spark_errors(),
+    ):
         spark = get_session(args.master, app_name="kwire pipeline export", log_level="FATAL")
-        with progress_bar(f"export to {args.format}", not args.json) as update, spark_errors():
-            result = export(
-                spark,
-                args.input,
-                args.output,
-                args.format,
-                options=options,
-                progress=update,
-                engine=args.engine,
-                incremental=args.incremental,
-            )
+        result = export(
+            spark,
+            args.input,
+            args.output,
+            args.format,
+            options=options,
+            progress=update,
+            engine=args.engine,
+            incremental=args.incremental,
+            mode=args.mode,
+        )
     _report(args, result)
     return EXIT_OK if not result.skipped_bytes else EXIT_PROBLEMS
 
@@ -238,18 +261,23 @@ def _convert(args: argparse.Namespace) -> int:
     from kwire.spark import get_session
     from kwire.spark._convert_log import convert_log
 
-    with clean_interrupt():
+    # the session starts under the bar too: PySpark's own warnings at start-up (pandas
+    # versions) are held back with the job's, so a Ctrl-C still ends with one line
+    with (
+        clean_interrupt(),
+        progress_bar("convert", not args.json) as update,
+        spark_errors(),
+    ):
         spark = get_session(args.master, app_name="kwire pipeline convert", log_level="FATAL")
-        with progress_bar("convert", not args.json) as update, spark_errors():
-            result = convert_log(
-                spark,
-                args.input,
-                args.output,
-                magic=args.magic,
-                compression=args.compression,
-                segment_bytes=args.segment_bytes,
-                progress=update,
-            )
+        result = convert_log(
+            spark,
+            args.input,
+            args.output,
+            magic=args.magic,
+            compression=args.compression,
+            segment_bytes=args.segment_bytes,
+            progress=update,
+        )
     _report(args, result)
     return EXIT_OK if not result.skipped_bytes else EXIT_PROBLEMS
 

@@ -62,7 +62,10 @@ def _run(args: argparse.Namespace) -> int:
         console.print(f"   master {spark.sparkContext.master}, Spark {spark.version}")
         console.print(f"[bold]3.[/bold] export to Parquet -> {parquet}")
         with progress_bar("export to parquet", True) as update:
-            result = export(spark, str(log_dir), str(parquet), "parquet", progress=update)
+            # its own output: a run with the same --workdir replaces it
+            result = export(
+                spark, str(log_dir), str(parquet), "parquet", progress=update, mode="overwrite"
+            )
         print_results([result])
 
         console.print("[bold]4.[/bold] read the Parquet back with Spark")

@@ -125,18 +125,25 @@ def _warn_once(message: str) -> None:
         log.warning("kwire: %s", message)
 
 
-def warn_unknown_options(options: Mapping[str, str]) -> None:
-    """Warn (once per process and option) about options no kafka-log reader reads."""
+def _warn_unknown(name: str, known: Mapping[str, str], what: str) -> None:
+    close = difflib.get_close_matches(name.lower(), known, n=1, cutoff=0.75)
+    hint = f"; did you mean {known[close[0]]}?" if close else ""
+    _warn_once(f"option {name}: unknown to {what}, ignored{hint}")
+
+
+def warn_unknown_options(options: Mapping[str, str], source: str = "kafka-log") -> None:
+    """Warn (once per process and option) about options no reader of ``source`` reads (kafka-wire
+    hands over its options without the ``kafka.*`` ones, which go to its client)."""
     for name in options:
         key = str(name).lower()
         if key in READ_OPTIONS:
             continue
-        if key in IGNORED_OPTIONS or key.startswith("kafka."):
+        if source != "kafka-log" and key in IGNORED_OPTIONS:
+            _warn_once(f"option {name}: not supported by {source} (ignored)")
+        elif key in IGNORED_OPTIONS or key.startswith("kafka."):
             _warn_once(f"option {name}: has no effect on a log directory (ignored)")
-            continue
-        close = difflib.get_close_matches(key, READ_OPTIONS, n=1, cutoff=0.75)
-        hint = f"; did you mean {READ_OPTIONS[close[0]]}?" if close else ""
-        _warn_once(f"option {name}: unknown to kafka-log, ignored{hint}")
+        else:
+            _warn_unknown(str(name), READ_OPTIONS, source)
 
 
 _DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|min|h|d)?\s*$", re.IGNORECASE)
@@ -308,9 +315,12 @@ def _named(name: str, bounds: Bounds | None) -> tuple[str, frozenset[tuple[str, 
     return name, frozenset(k for k in bounds if k is not None)
 
 
-def parse_read_options(options: Mapping[str, str], *, streaming: bool = False) -> ReadOptions:
-    """Parse and check the options of a batch read, or of a streaming one (``streaming``)."""
-    warn_unknown_options(options)
+def parse_read_options(
+    options: Mapping[str, str], *, streaming: bool = False, source: str = "kafka-log"
+) -> ReadOptions:
+    """Parse and check the options of a batch read, or of a streaming one (``streaming``), of
+    ``source`` (the format named in warnings)."""
+    warn_unknown_options(options, source)
     mode = (_get(options, "mode") or "PERMISSIVE").upper()
     if mode not in MODES:
         raise OptionError(f"option mode: expected one of {', '.join(MODES)}, got {mode!r}")
@@ -502,7 +512,51 @@ class WriteOptions:
 COMPRESSION_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
 
 
+#: Every option of df.write.format("kafka-log"), lower-cased as Spark hands them over.
+WRITE_OPTIONS = {
+    name.lower(): name
+    for name in (
+        "path",
+        "magic",
+        "compression",
+        "recordsPerBatch",
+        "segmentBytes",
+        "indexIntervalBytes",
+        "topic",
+        "numPartitions",
+    )
+}
+
+
+#: Every option of the kafka-wire sink but the client's ``kafka.*``; Spark hands a streaming
+#: sink the query's own options too (queryName, checkpointLocation, path).
+WIRE_SINK_OPTIONS = {
+    name.lower(): name
+    for name in (
+        "path",
+        "checkpointLocation",
+        "queryName",
+        "topic",
+        "exactlyOnce",
+        "transactionalIdPrefix",
+    )
+}
+
+
+def warn_unknown_write_options(
+    options: Mapping[str, str], known: Mapping[str, str], what: str, *, client: bool = False
+) -> None:
+    """Warn (once per process and option) about options a sink does not read: a misspelt one
+    would otherwise write with the defaults without a word. ``client``: ``kafka.*`` options go to
+    the Kafka client."""
+    for name in options:
+        key = str(name).lower()
+        if key not in known and not (client and key.startswith("kafka.")):
+            _warn_unknown(str(name), known, what)
+
+
 def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
+    warn_unknown_write_options(options, WRITE_OPTIONS, "the kafka-log writer")
     magic = _parse_int(options, "magic", 2, minimum=0)
     if magic > 2:
         raise OptionError(f"option magic: expected 0, 1 or 2, got {magic}")

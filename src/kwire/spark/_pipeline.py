@@ -14,10 +14,12 @@ table of a local SQLite catalog; the data files are not rewritten. Timestamps ar
 microseconds (`spark.sql.parquet.outputTimestampType`), and Iceberg gets int instead of
 tinyint/smallint (it has no 8/16-bit integers).
 
-Nothing is destroyed: an output that exists and is not a table of the asked format is refused
-(Spark's errorifexists), as are input and output that overlap; a full re-export writes a new table
-version (Delta overwrite commit, Iceberg delete+add transaction) and leaves the previous version's
-files to the user's retention (VACUUM, expire_snapshots), so time travel keeps working.
+Spark's save modes for an output that exists (errorifexists by default, ignore, append,
+overwrite), and nothing is destroyed: an output that is not a table of the asked format is refused
+in every mode but ignore, as are input and output that overlap; a full re-export (overwrite)
+writes a new table version (Delta overwrite commit, Iceberg delete+add transaction) and leaves
+the previous version's files to the user's retention (VACUUM, expire_snapshots), so time travel
+keeps working.
 
 export --incremental (Delta, Iceberg): exactly once. The table's own commit records the offset
 reached in every topic-partition (`kwire.offsets` in the Delta commit's metadata, beside an app
@@ -248,33 +250,65 @@ def _iceberg_table_at(uri: str) -> bool:
     return str(table.location()).rstrip("/").startswith(uri.rstrip("/"))
 
 
-def check_paths(input_path: str | None, output: str, fmt: str) -> None:
+#: Spark's SaveMode names, as DataFrameWriter.mode reads them (case-insensitive; "error" and
+#: "default" are errorifexists).
+SAVE_MODES = ("errorifexists", "append", "overwrite", "ignore")
+
+
+def save_mode(mode: str | None) -> str:
+    """``mode`` as one of SAVE_MODES (None: Spark's default, errorifexists)."""
+    name = (mode or "errorifexists").lower()
+    name = {"error": "errorifexists", "default": "errorifexists"}.get(name, name)
+    if name not in SAVE_MODES:
+        raise KwireError(
+            f'the save mode "{mode}" is invalid: use append, overwrite, ignore, error, '
+            "errorifexists or default (Spark's save modes)"
+        )
+    return name
+
+
+def check_paths(input_path: str | None, output: str, fmt: str, mode: str = "overwrite") -> bool:
     """Refuse an export that could destroy data: input and output overlapping, or an output that
-    exists and is not a ``fmt`` table (Spark's errorifexists; a table of that format is the
-    export's own and gets a new version)."""
+    exists and is not a ``fmt`` table, whatever the mode (Spark's overwrite would delete it, its
+    append would mix files into it). Then Spark's save modes on an existing table:
+    errorifexists refuses it, ignore writes nothing (returns False), append adds to it and
+    overwrite replaces its rows with a new version."""
     if input_path is not None and overlaps(input_path, output):
         raise KwireError(f"--output {output} overlaps --input {input_path}: choose another output")
     kind = table_kind(output)
-    if kind is not None and kind != fmt:
+    if kind is None:
+        return True
+    if mode == "ignore":
+        return False
+    if kind != fmt:
         held = "files that are not a table" if kind == "other" else f"a {kind} table"
         raise KwireError(
             f"--output {output} exists and is not a {fmt} table (it holds {held}): choose a new "
             "path, or remove it yourself"
         )
+    if mode == "errorifexists":
+        raise KwireError(
+            f"--output {output} already exists (a {fmt} table): choose a new path, or set the "
+            "mode (--mode) to overwrite (a new version of the table) or append"
+        )
+    return True
 
 
-def _replace_parquet(out_uri: str, data_uri: str) -> None:
+def _replace_parquet(out_uri: str, data_uri: str, *, append: bool = False) -> None:
     """Parquet has no versions: the run folder's files replace the output's Parquet files (and
-    only those; the check before the export made sure the output holds nothing else)."""
+    only those; the check before the export made sure the output holds nothing else), or with
+    ``append`` join them, named after the run so that no file of an earlier run is replaced."""
     import pyarrow.fs as pafs
 
     fs, root = resolve(out_uri)
     _, staged = resolve(data_uri)
-    for entry in fs.get_file_info(pafs.FileSelector(root, recursive=False)):
-        if entry.type == pafs.FileType.File:
-            fs.delete_file(entry.path)
+    prefix = staged.rstrip("/").rsplit("/", 1)[-1].removeprefix("_kwire_") + "-" if append else ""
+    if not append:
+        for entry in fs.get_file_info(pafs.FileSelector(root, recursive=False)):
+            if entry.type == pafs.FileType.File:
+                fs.delete_file(entry.path)
     for path in list_files(fs, staged):
-        fs.move(path, f"{root.rstrip('/')}/{path.rsplit('/', 1)[-1]}")
+        fs.move(path, f"{root.rstrip('/')}/{prefix}{path.rsplit('/', 1)[-1]}")
     fs.delete_dir(staged)
 
 
@@ -296,12 +330,18 @@ def export(
     progress: ProgressCallback | None = None,
     engine: str = "arrow",
     incremental: bool = False,
+    mode: str | None = None,
 ) -> JobResult:
     """Export the records of a log directory (or, ``input_path=None``, of the cluster the
     ``kafka.*`` options name) to Parquet, Delta or Iceberg at ``output``.
 
+    ``mode``: Spark's save modes for an output that exists: ``errorifexists`` (the default, or
+    ``error``) refuses it, ``ignore`` writes nothing, ``append`` adds the records to the table,
+    ``overwrite`` replaces its rows (a new table version). An output that is not a table of
+    ``fmt`` is refused in every mode but ignore.
+
     ``incremental=True``: ``export_incremental`` (Delta or Iceberg; only records not exported
-    yet, exactly once).
+    yet, exactly once; it appends by nature, and takes no ``mode``).
 
     ``engine="arrow"`` (default): the kafka-log source's splits, planned on the driver as for a
     DataFrame, each read by a Spark task that writes its Arrow batches (decoded values and views
@@ -314,11 +354,20 @@ def export(
     if engine not in ENGINES:
         raise KwireError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
     if incremental:
+        if mode is not None:
+            raise KwireError(
+                f"an incremental export adds what is new to its table: mode {mode} does not apply"
+            )
         return export_incremental(
             spark, input_path, output, fmt, options=options, progress=progress
         )
-    check_paths(input_path, output, fmt)
+    mode = save_mode(mode)
     result = JobResult(f"export to {fmt}" + (" (arrow)" if engine == "arrow" else ""))
+    if not check_paths(input_path, output, fmt, mode):
+        result.notes.append(f"{output} exists: nothing written (mode ignore)")
+        return result
+    appending = mode == "append" and table_kind(output) is not None
+    already = count_output(spark, output, fmt) if appending else 0
     result.input_bytes = selected_bytes(input_path, options or {})
     reports = tempfile.mkdtemp(prefix="kwire-skipped-")
     read_options = {"reportPath": reports, **(options or {})}
@@ -345,14 +394,15 @@ def export(
             with track_progress(spark, progress):
                 df.write.mode("errorifexists").parquet(data_uri)
         _drop_markers(data_uri)
+        append = mode == "append"
         if fmt == "delta":
-            _commit_full_delta(out_uri, data_uri)
+            _commit_full_delta(out_uri, data_uri, append=append)
         elif fmt == "iceberg":
-            result.notes.append(_to_iceberg(out_uri, data_uri))
+            result.notes.append(_to_iceberg(out_uri, data_uri, append=append))
         else:
-            _replace_parquet(out_uri, data_uri)
+            _replace_parquet(out_uri, data_uri, append=append)
         result.seconds = time.perf_counter() - started
-        result.records = count_output(spark, output, fmt)
+        result.records = count_output(spark, output, fmt) - already  # what this run wrote
         result.output_bytes = _dir_bytes(out_uri)
         _collect_reports(result, reports)
     finally:
@@ -446,9 +496,10 @@ def _drop_markers(data_uri: str) -> None:
             fs.delete_file(path)
 
 
-def _commit_full_delta(out_uri: str, data_uri: str) -> None:
+def _commit_full_delta(out_uri: str, data_uri: str, *, append: bool = False) -> None:
     """The files of ``data_uri`` as the table's content: a new table, or an overwrite commit on
-    the existing one (its previous versions stay readable until the user's VACUUM)."""
+    the existing one (its previous versions stay readable until the user's VACUUM), or with
+    ``append`` an append commit adding them."""
     try:
         import pyarrow.parquet as pq
         from deltalake import DeltaTable, Schema
@@ -476,7 +527,7 @@ def _commit_full_delta(out_uri: str, data_uri: str) -> None:
     except TableNotFoundError:
         create_table_with_add_actions(out_uri, Schema.from_arrow(schema), actions, mode="error")
     else:
-        table.create_write_transaction(actions, "overwrite", schema)
+        table.create_write_transaction(actions, "append" if append else "overwrite", schema)
 
 
 ICEBERG_CATALOG_ENV = "KWIRE_ICEBERG_CATALOG"  # the local SQLite file of an object-store table
@@ -529,11 +580,11 @@ def _iceberg_catalog(warehouse: str) -> Any:
 ICEBERG_TABLE = "kwire.records"
 
 
-def _to_iceberg(uri: str, data_uri: str) -> str:
+def _to_iceberg(uri: str, data_uri: str, *, append: bool = False) -> str:
     """Register the Parquet files of ``data_uri`` as table kwire.records; an existing table is
     replaced in one atomic commit (a transaction deleting its rows and adding the new files), never
     dropped and recreated, so readers see the old table or the new one, and the old snapshot's
-    files are left for time travel."""
+    files are left for time travel. ``append`` adds the files to the existing table instead."""
     try:
         import pyarrow.parquet as pq
         from pyiceberg.exceptions import NamespaceAlreadyExistsError, NoSuchTableError
@@ -560,7 +611,8 @@ def _to_iceberg(uri: str, data_uri: str) -> str:
         from pyiceberg.expressions import AlwaysTrue
 
         with table.transaction() as tx:
-            tx.delete(AlwaysTrue())
+            if not append:
+                tx.delete(AlwaysTrue())
             tx.add_files(file_paths=files)
     # the previous snapshots keep their files: time travel reads them until the user expires
     # those snapshots (pyiceberg's expire_snapshots, then an orphan-file cleanup)

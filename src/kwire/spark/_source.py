@@ -216,16 +216,20 @@ def register(spark: SparkSession) -> None:
     The source needs no session setting. Its Python workers run the interpreter PySpark recorded
     when the source was registered: PYSPARK_PYTHON, else ``python3`` from the PATH, which outside
     an activated environment is not the one kwire is installed in. On a local master, with neither
-    PYSPARK_PYTHON nor ``spark.pyspark.python`` given, kwire's workers run this interpreter (its
+    PYSPARK_PYTHON (when the session was made) nor ``spark.pyspark.python`` given, kwire's
+    workers run this interpreter (its
     function alone: the session's other Python functions are left as they are). On a cluster the
     executors' Python is the user's to give (``spark.pyspark.python``, ``--archives``).
     """
     import sys
 
     sc = spark.sparkContext
+    # What the context recorded when it was made, not os.environ now: PYSPARK_PYTHON set later
+    # (get_session's prepare_environment, a user's script) never reaches sc.pythonExec, which
+    # stays "python3" (SparkContext's default when PYSPARK_PYTHON was unset).
     own_python = (
         (sc.master or "").startswith("local")
-        and "PYSPARK_PYTHON" not in os.environ
+        and sc.pythonExec == "python3"
         and not sc.getConf().get("spark.pyspark.python")
     )
     saved_exec, saved_env = sc.pythonExec, dict(sc.environment)

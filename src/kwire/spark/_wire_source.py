@@ -39,10 +39,12 @@ from kwire._lazy import lazy_dataclass
 from kwire.client import EARLIEST, LATEST, ClientConfig, KafkaClient
 from kwire.errors import OptionError
 from kwire.spark._options import (
+    WIRE_SINK_OPTIONS,
     ReadOptions,
     bound_for,
     parse_min_partitions,
     parse_read_options,
+    warn_unknown_write_options,
 )
 from kwire.spark._schema import CORRUPT_RECORD, schema_for
 from kwire.spark._stream import (
@@ -295,7 +297,7 @@ class KafkaWireDataSource(DataSource):  # type: ignore[misc]
             if (not k.lower().startswith("kafka.") or k.lower() == "kafka.isolation.level")
             and k.lower() != "minpartitions"
         }
-        options = parse_read_options(plain, streaming=streaming)
+        options = parse_read_options(plain, streaming=streaming, source=WIRE_FORMAT)
         parse_min_partitions(self.options)  # a bad value fails when the DataFrame is defined
         if not options.subscribed:
             raise OptionError(
@@ -317,6 +319,9 @@ class KafkaWireDataSource(DataSource):  # type: ignore[misc]
                 'kafka-wire sink: a Kafka topic is appended to; use mode("append") (Spark\'s '
                 "Kafka sink refuses other modes too)"
             )
+        warn_unknown_write_options(
+            self.options, WIRE_SINK_OPTIONS, "the kafka-wire sink", client=True
+        )
         if self._option("exactlyOnce") is not None or self._option("transactionalIdPrefix"):
             raise OptionError(
                 "kafka-wire sink: exactlyOnce / transactionalIdPrefix are for writeStream (a "
@@ -336,6 +341,9 @@ class KafkaWireDataSource(DataSource):  # type: ignore[misc]
             raise OptionError(
                 'kafka-wire sink: a Kafka topic is appended to; use outputMode("append")'
             )
+        warn_unknown_write_options(
+            self.options, WIRE_SINK_OPTIONS, "the kafka-wire sink", client=True
+        )
         exactly_once = (self._option("exactlyOnce") or "false").strip().lower()
         if exactly_once not in ("true", "false"):
             raise OptionError(f"exactlyOnce must be true or false, not {exactly_once!r}")

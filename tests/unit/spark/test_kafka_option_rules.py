@@ -17,7 +17,7 @@ from kwire.log import LogWriter
 from kwire.records import BatchBuilder
 from kwire.spark import _options
 from kwire.spark._fs import list_files, read_bytes, resolve
-from kwire.spark._options import parse_duration_ms, parse_read_options
+from kwire.spark._options import parse_duration_ms, parse_read_options, parse_write_options
 from kwire.spark._plan import plan_splits
 
 T0 = 1_700_000_000_000
@@ -199,3 +199,91 @@ def test_several_copies_of_a_data_dir_are_refused(tmp_path: Path) -> None:
         _plan(tmp_path)
     # selecting what is in one copy only reads it once
     assert {s.topic for s in _plan(tmp_path, subscribe="other")} == {"other"}  # type: ignore[attr-defined]
+
+
+def test_unknown_write_options_are_warned_about(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """df.write.format("kafka-log").option("compresion", "zstd") wrote uncompressed batches
+    without a word; a read option given to the writer means nothing either."""
+    monkeypatch.setattr(_options, "_WARNED", set())
+    with caplog.at_level(logging.WARNING, logger="kwire.spark"):
+        options = parse_write_options(
+            {"path": "/out", "compresion": "zstd", "subscribe": "orders", "magic": "2"}
+        )
+    assert options.compression == "none"
+    messages = [r.getMessage() for r in caplog.records]
+    assert any(
+        "option compresion: unknown to the kafka-log writer, ignored; did you mean compression?"
+        in m
+        for m in messages
+    ), messages
+    assert any("option subscribe: unknown to the kafka-log writer" in m for m in messages)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="kwire.spark"):
+        parse_write_options(
+            {
+                "path": "/out",
+                "compression": "zstd",
+                "magic": "2",
+                "recordsPerBatch": "10",
+                "segmentBytes": "4096",
+                "indexIntervalBytes": "0",
+                "topic": "t",
+                "numPartitions": "3",
+            }
+        )
+    assert not caplog.records
+
+
+def test_unknown_kafka_wire_sink_options_are_warned_about(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """df.write.format("kafka-wire").option("topc", "out") ignored the misspelt topic without a
+    word (then failed on the missing topic column, or wrote where the column said)."""
+    from pyspark.sql.types import BinaryType, StringType, StructField, StructType
+
+    from kwire.spark._wire_source import KafkaWireDataSource
+
+    monkeypatch.setattr(_options, "_WARNED", set())
+    schema = StructType([StructField("value", BinaryType()), StructField("topic", StringType())])
+    base = {"kafka.bootstrap.servers": "127.0.0.1:9", "kafka.acks": "all"}
+    with caplog.at_level(logging.WARNING, logger="kwire.spark"):
+        KafkaWireDataSource({**base, "topc": "out"}).writer(schema, False)
+        KafkaWireDataSource(
+            {**base, "exactlyonce": "true", "transactionalIdPrefx": "p"}
+        ).streamWriter(schema, False)
+    messages = [r.getMessage() for r in caplog.records]
+    assert any(
+        "option topc: unknown to the kafka-wire sink, ignored; did you mean topic?" in m
+        for m in messages
+    ), messages
+    assert any("option transactionalIdPrefx: unknown" in m for m in messages), messages
+    assert not any("exactlyonce" in m or "kafka." in m for m in messages), messages
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="kwire.spark"):
+        KafkaWireDataSource(
+            {**base, "topic": "t", "path": "/x", "checkpointLocation": "/c", "queryname": "q"}
+        ).streamWriter(schema, False)
+    assert not caplog.records
+
+
+def test_kafka_wire_reads_name_their_format_in_warnings(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kafka-wire read's misspelt option was said to be "unknown to kafka-log", and Spark's
+    maxRecordsPerPartition to have "no effect on a log directory"."""
+    from kwire.spark._wire_source import KafkaWireDataSource
+
+    monkeypatch.setattr(_options, "_WARNED", set())
+    base = {"kafka.bootstrap.servers": "127.0.0.1:9", "subscribe": "t"}
+    with caplog.at_level(logging.WARNING, logger="kwire.spark"):
+        KafkaWireDataSource({**base, "startingOffset": "earliest"}).schema()
+        KafkaWireDataSource({**base, "maxRecordsPerPartition": "10"}).schema()
+    messages = [r.getMessage() for r in caplog.records]
+    assert any(
+        "option startingOffset: unknown to kafka-wire, ignored; did you mean startingOffsets?" in m
+        for m in messages
+    ), messages
+    assert any("option maxRecordsPerPartition: not supported by kafka-wire" in m for m in messages)
+    assert not any("kafka-log" in m or "log directory" in m for m in messages), messages
