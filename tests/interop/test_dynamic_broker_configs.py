@@ -7,11 +7,10 @@ kafka-python both refuse an empty resource name."""
 
 from __future__ import annotations
 
-import socket
-import time
 from typing import Any
 
 import pytest
+import raw_requests
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import (
     AdminClient,
@@ -22,7 +21,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from kwire.protocol import ClientConnection, message_class, struct_class
+from kwire.protocol import message_class, struct_class
 
 
 def alter(bootstrap: str, node: str, *ops: tuple[str, str | None, Any]) -> None:
@@ -34,19 +33,7 @@ def alter(bootstrap: str, node: str, *ops: tuple[str, str | None, Any]) -> None:
 
 def raw_call(port: int, message: Any, version: int) -> Any:
     """One request on its own connection with kwire.protocol (bounded in time)."""
-    conn = ClientConnection("dynamic-config-test")
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-        sock.sendall(conn.send(message, version))
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            response = conn.next_response()
-            if response is not None:
-                return response.message
-            chunk = sock.recv(1 << 16)
-            if not chunk:
-                raise ConnectionError("closed by the broker")
-            conn.receive_data(chunk)
-    raise TimeoutError
+    return raw_requests.exchange(port, message, version)
 
 
 def alter_default(port: int, name: str, value: str) -> None:

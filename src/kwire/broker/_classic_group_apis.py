@@ -251,10 +251,11 @@ def handle_leave_group(state: BrokerState, ctx: RequestContext, request: LeaveGr
     )
 
 
-def _group_error(group_id: str, error: ErrorCode) -> Any:
+def _group_error(group_id: str, error: ErrorCode, message: str | None = None) -> Any:
     """A group DescribeGroups could not describe (``DescribeGroupsResponse.groupError``)."""
     return DESCRIBED_GROUP(
         error_code=int(error),
+        error_message=message,
         group_id=group_id,
         group_state="",
         protocol_type="",
@@ -298,22 +299,12 @@ def handle_describe_groups(
                     or streams
                     or share_group_exists(state, group_id)
                 )
-                out.append(
-                    DESCRIBED_GROUP(
-                        error_code=int(ErrorCode.GROUP_ID_NOT_FOUND),
-                        error_message=(
-                            f"Group {group_id} is not a classic group."
-                            if not_classic
-                            else f"Group {group_id} not found."
-                        ),
-                        group_id=group_id,
-                        group_state="",
-                        protocol_type="",
-                        protocol_data="",
-                        members=[],
-                        authorized_operations=NO_OPERATIONS,
-                    )
+                message = (
+                    f"Group {group_id} is not a classic group."
+                    if not_classic
+                    else f"Group {group_id} not found."
                 )
+                out.append(_group_error(group_id, ErrorCode.GROUP_ID_NOT_FOUND, message))
                 continue
             out.append(
                 DESCRIBED_GROUP(

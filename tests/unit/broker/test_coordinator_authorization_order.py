@@ -17,19 +17,18 @@ are ``User:ANONYMOUS``, with no ACL until a test grants one (each test on names 
 
 from __future__ import annotations
 
-import socket
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+import raw_requests
 
 from kwire.broker import Cluster
 from kwire.broker._acl import ALLOW, GROUP, LITERAL, OPERATIONS, TOPIC, TRANSACTIONAL_ID
 from kwire.broker._routing import GROUP_KEY, TRANSACTION_KEY, coordinator_node
 from kwire.broker.testing import call
-from kwire.protocol import ClientConnection, ErrorCode, message_class, struct_class
+from kwire.protocol import ErrorCode, message_class, struct_class
 
 SECURED = {"authorizer.class.name": "StandardAuthorizer", "super.users": "User:admin"}
 ACL = struct_class(message_class("CreateAclsRequest"), "creations")
@@ -47,19 +46,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 def exchange(cluster: Cluster, node: int, message: Any, version: int) -> Any:
     """One request to ``node`` over a socket, its decoded response (bounded in time)."""
-    host, port = cluster.node_bootstrap(node).rsplit(":", 1)
-    conn = ClientConnection("coordinator-order-test")
-    with socket.create_connection((host, int(port)), timeout=10) as sock:
-        sock.sendall(conn.send(message, version))
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            response = conn.next_response()
-            if response is not None:
-                return response.message
-            chunk = sock.recv(1 << 16)
-            assert chunk, "closed by the broker"
-            conn.receive_data(chunk)
-    raise TimeoutError
+    return raw_requests.exchange(cluster.node_bootstrap(node), message, version)
 
 
 def grant(cluster: Cluster, resource_type: int, name: str, operation: str) -> None:

@@ -19,16 +19,15 @@ does not coordinate its key.
 
 from __future__ import annotations
 
-import socket
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import raw_requests
 
 from kwire.broker import Cluster
 from kwire.broker._routing import GROUP_KEY, TRANSACTION_KEY, coordinator_node
-from kwire.protocol import ClientConnection, ErrorCode, message_class, struct_class
+from kwire.protocol import ErrorCode, message_class, struct_class
 
 NC = ErrorCode.NOT_COORDINATOR
 
@@ -41,19 +40,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 def exchange(cluster: Cluster, node: int, message: Any, version: int) -> Any:
     """One request to ``node`` over a socket, its decoded response (bounded in time)."""
-    host, port = cluster.node_bootstrap(node).rsplit(":", 1)
-    conn = ClientConnection("coordinator-validation-test")
-    with socket.create_connection((host, int(port)), timeout=10) as sock:
-        sock.sendall(conn.send(message, version))
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            response = conn.next_response()
-            if response is not None:
-                return response.message
-            chunk = sock.recv(1 << 16)
-            assert chunk, "closed by the broker"
-            conn.receive_data(chunk)
-    raise TimeoutError
+    return raw_requests.exchange(cluster.node_bootstrap(node), message, version)
 
 
 def elsewhere(cluster: Cluster, key_type: int, key: str) -> int:

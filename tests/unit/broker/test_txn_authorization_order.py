@@ -11,16 +11,16 @@ Over the wire, to an in-process cluster with the StandardAuthorizer: PLAINTEXT c
 
 from __future__ import annotations
 
-import socket
-import time
 from pathlib import Path
 from typing import Any
+
+import raw_requests
 
 from kwire.broker import Cluster
 from kwire.broker._acl import ALLOW, CLUSTER, CLUSTER_NAME, LITERAL, OPERATIONS
 from kwire.broker._routing import TRANSACTION_KEY, coordinator_node
 from kwire.broker.testing import call
-from kwire.protocol import ClientConnection, ErrorCode, message_class, struct_class
+from kwire.protocol import ErrorCode, message_class, struct_class
 
 SECURED = {"authorizer.class.name": "StandardAuthorizer", "super.users": "User:admin"}
 REQUEST = message_class("AddPartitionsToTxnRequest")
@@ -31,19 +31,7 @@ ACL = struct_class(message_class("CreateAclsRequest"), "creations")
 
 def exchange(cluster: Cluster, node: int, message: Any, version: int) -> Any:
     """One request to ``node`` over a socket, its decoded response (bounded in time)."""
-    host, port = cluster.node_bootstrap(node).rsplit(":", 1)
-    conn = ClientConnection("txn-order-test")
-    with socket.create_connection((host, int(port)), timeout=10) as sock:
-        sock.sendall(conn.send(message, version))
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            response = conn.next_response()
-            if response is not None:
-                return response.message
-            chunk = sock.recv(1 << 16)
-            assert chunk, "closed by the broker"
-            conn.receive_data(chunk)
-    raise TimeoutError
+    return raw_requests.exchange(cluster.node_bootstrap(node), message, version)
 
 
 def verify(transactional_id: str) -> Any:

@@ -201,12 +201,14 @@ class ConsumerGroups:
     ) -> HeartbeatResult:
         """``GroupMetadataManager.consumerGroupHeartbeat``: a result, never an exception."""
         self.shard.expire_due(group_id, now_ms)  # the session timers due by now
+        invalid = self.request_error(
+            version, group_id, member_id, member_epoch, instance_id, rack_id,
+            rebalance_timeout_ms, subscribed_topic_names, subscribed_topic_regex,
+            server_assignor, owned,
+        )  # fmt: skip
+        if invalid is not None:
+            return invalid
         try:
-            self._validate(
-                version, group_id, member_id, member_epoch, instance_id, rack_id,
-                rebalance_timeout_ms, subscribed_topic_names, subscribed_topic_regex,
-                server_assignor, owned,
-            )  # fmt: skip
             if member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
                 return self._leave(out, group_id, instance_id, member_id, member_epoch, now_ms)
             return self._heartbeat(
@@ -231,77 +233,55 @@ class ConsumerGroups:
         assignor: str | None,
         owned: list[tuple[uuid.UUID, list[int]]] | None,
     ) -> HeartbeatResult | None:
-        """The heartbeat's answer when the request itself is invalid (``None``: it is not).
-        ``GroupCoordinatorService.consumerGroupHeartbeat`` checks it before it looks for the
-        group's coordinator (Kafka 4.1+; 4.0 in the shard), so the handler asks before routing."""
-        try:
-            self._validate(
-                version, group_id, member_id, member_epoch, instance_id, rack_id,
-                rebalance_timeout_ms, names, regex, assignor, owned,
-            )  # fmt: skip
-        except ConsumerGroupError as exc:
-            return HeartbeatResult(exc.error, exc.message)
-        return None
+        """The heartbeat's answer when the request itself is invalid (``None``: it is not):
+        ``throwIfConsumerGroupHeartbeatRequestIsInvalid``. ``GroupCoordinatorService.
+        consumerGroupHeartbeat`` checks it before it looks for the group's coordinator (Kafka
+        4.1+; 4.0 in the shard), so the handler asks before routing."""
 
-    def _validate(
-        self,
-        version: int,
-        group_id: str,
-        member_id: str,
-        member_epoch: int,
-        instance_id: str | None,
-        rack_id: str | None,
-        rebalance_timeout_ms: int,
-        names: list[str] | None,
-        regex: str | None,
-        assignor: str | None,
-        owned: list[tuple[uuid.UUID, list[int]]] | None,
-    ) -> None:
-        """``throwIfConsumerGroupHeartbeatRequestIsInvalid``."""
-
-        def invalid(message: str) -> ConsumerGroupError:
-            return ConsumerGroupError(ErrorCode.INVALID_REQUEST, message)
+        def invalid(message: str) -> HeartbeatResult:
+            return HeartbeatResult(ErrorCode.INVALID_REQUEST, message)
 
         if group_id == "":
-            raise invalid("GroupId can't be empty.")
+            return invalid("GroupId can't be empty.")
         if instance_id == "":
-            raise invalid("InstanceId can't be empty.")
+            return invalid("InstanceId can't be empty.")
         if rack_id == "":
-            raise invalid("RackId can't be empty.")
+            return invalid("RackId can't be empty.")
         if regex is not None:
             try:
                 re.compile(regex)
             except re.error as exc:
-                raise invalid(
+                return invalid(
                     f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {exc}."
-                ) from None
+                )
         # KIP-1082: from v1 the client makes its member id, also when joining
         if (
             version >= 1 or member_epoch > 0 or member_epoch == LEAVE_GROUP_MEMBER_EPOCH
         ) and not member_id:
-            raise invalid("MemberId can't be empty.")
+            return invalid("MemberId can't be empty.")
         if member_epoch == 0:
             if rebalance_timeout_ms == -1:
-                raise invalid("RebalanceTimeoutMs must be provided in first request.")
+                return invalid("RebalanceTimeoutMs must be provided in first request.")
             if owned is None or owned:
-                raise invalid("TopicPartitions must be empty when (re-)joining.")
+                return invalid("TopicPartitions must be empty when (re-)joining.")
             if not names and not regex:
-                raise invalid(
+                return invalid(
                     "SubscribedTopicNames or SubscribedTopicRegex must be set in first request."
                 )
         elif member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             if not member_id:
-                raise invalid("MemberId can't be empty.")
+                return invalid("MemberId can't be empty.")
             if instance_id is None:
-                raise invalid("InstanceId can't be null.")
+                return invalid("InstanceId can't be null.")
         elif member_epoch < 0 and member_epoch != LEAVE_GROUP_MEMBER_EPOCH:
-            raise invalid("MemberEpoch is invalid.")
+            return invalid("MemberEpoch is invalid.")
         if assignor is not None and assignor not in self.assignors:
-            raise ConsumerGroupError(
+            return HeartbeatResult(
                 ErrorCode.UNSUPPORTED_ASSIGNOR,
                 f"ServerAssignor {assignor} is not supported. Supported assignors: "
                 f"{', '.join(self.assignors)}.",
             )
+        return None
 
     def _group_for(self, group_id: str, create: bool, records: list[Record]) -> ConsumerGroup:
         """``getOrMaybeCreateConsumerGroup``: an empty classic group is replaced (tombstoned)."""
