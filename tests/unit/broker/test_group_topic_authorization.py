@@ -1,0 +1,102 @@
+"""Share and streams group APIs check DESCRIBE on the topics a group uses, as Kafka's ``KafkaApis``
+does for KIP-848 consumer groups (KAFKA-18813): ShareGroupDescribe (KAFKA-18817) hides a group
+whose members' assignments name a topic the principal may not DESCRIBE; StreamsGroupHeartbeat
+(KAFKA-18819) refuses a topology naming such a topic (source, repartition sink, repartition
+source, changelog) with TOPIC_AUTHORIZATION_FAILED before the coordinator; StreamsGroupDescribe
+hides a group whose topology names one. All three came with the APIs' 4.1 releases.
+
+Requests are encoded, decoded and handled as the server does (``kwire.broker.testing.call``) on a
+state with the StandardAuthorizer: a member principal that may use the group and its topics, and
+a viewer that may DESCRIBE the group, then the topics too.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kwire.broker._acl import ALLOW, GROUP, LITERAL, OPERATIONS, TOPIC
+from kwire.broker.testing import call, make_state
+from kwire.protocol import ErrorCode, message_class, struct_class
+
+SECURED = {"authorizer.class.name": "StandardAuthorizer", "super.users": "User:admin"}
+ACL = struct_class(message_class("CreateAclsRequest"), "creations")
+TOPOLOGY = struct_class(message_class("StreamsGroupHeartbeatRequest"), "topology")
+SUBTOPOLOGY = struct_class(
+    message_class("StreamsGroupHeartbeatRequest"), "topology", "subtopologies"
+)
+TOPIC_INFO = struct_class(
+    message_class("StreamsGroupHeartbeatRequest"),
+    "topology",
+    "subtopologies",
+    "state_changelog_topics",
+)
+TAF = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+MEMBER, VIEWER = "User:member", "User:viewer"
+SHARE_HIDDEN = "The group has described topic(s) that the client is not authorized to describe."
+STREAMS_HIDDEN = "The described group uses topics that the client is not authorized to describe."
+
+
+def grant(state: Any, principal: str, resource_type: int, name: str, operation: str) -> None:
+    created = call(
+        state,
+        "CreateAcls",
+        3,
+        context={"principal": "User:admin"},
+        creations=[
+            ACL(
+                resource_type=resource_type,
+                resource_name=name,
+                resource_pattern_type=LITERAL,
+                principal=principal,
+                host="*",
+                operation=OPERATIONS[operation],
+                permission_type=ALLOW,
+            )
+        ],
+    )
+    assert [r.error_code for r in created.results] == [0]
+
+
+def test_share_group_describe_hides_a_group_with_undescribable_topics(tmp_path: Path) -> None:
+    """``KafkaApis.handleShareGroupDescribe`` (KAFKA-18817): a group whose members' assignments
+    name a topic the principal may not DESCRIBE is TOPIC_AUTHORIZATION_FAILED with Kafka's
+    message and no members, in its place; the others are described."""
+    state = make_state(tmp_path, release="4.3", config=SECURED)
+    state.create_topic("assigned", 2)
+    grant(state, MEMBER, GROUP, "sg", "READ")
+    grant(state, MEMBER, TOPIC, "assigned", "DESCRIBE")
+    for group in ("sg", "empty"):
+        grant(state, VIEWER, GROUP, group, "DESCRIBE")
+    member_id = "00000000-0000-0000-0000-00000000000a"
+    joined = call(
+        state,
+        "ShareGroupHeartbeat",
+        1,
+        settle=True,
+        context={"principal": MEMBER},
+        group_id="sg",
+        member_id=member_id,
+        member_epoch=0,
+        subscribed_topic_names=["assigned"],
+    )
+    assert joined.error_code == 0
+    assert [t.partitions for t in joined.assignment.topic_partitions] == [[0, 1]]
+
+    def describe() -> list[Any]:
+        response = call(
+            state,
+            "ShareGroupDescribe",
+            1,
+            context={"principal": VIEWER},
+            group_ids=["sg", "empty"],
+            include_authorized_operations=False,
+        )
+        return sorted(  # the response's order is the coordinator's batches' (tested elsewhere)
+            (g.group_id, g.error_code, g.error_message, len(g.members)) for g in response.groups
+        )
+
+    empty = ("empty", ErrorCode.GROUP_ID_NOT_FOUND, "Group empty not found.", 0)
+    assert describe() == [empty, ("sg", TAF, SHARE_HIDDEN, 0)]
+    grant(state, VIEWER, TOPIC, "assigned", "DESCRIBE")
+    assert describe() == [empty, ("sg", 0, None, 1)]
