@@ -18,9 +18,17 @@ level. As for share groups, the APIs stay advertised whatever the level.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
-from kwire.broker._acl import CLUSTER, CLUSTER_NAME, GROUP, authorize, authorized_operations
+from kwire.broker._acl import (
+    CLUSTER,
+    CLUSTER_NAME,
+    GROUP,
+    authorize,
+    authorized_operations,
+    topics_describable,
+)
 from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
 from kwire.broker._group_apis import described_order
@@ -97,6 +105,22 @@ def _tasks(cls: Any, tasks: TaskSet) -> list[Any]:
 
 def _hb_error(error: int, message: str | None = None) -> Any:
     return HB_RESPONSE(throttle_time_ms=0, error_code=error, error_message=message)
+
+
+#: KafkaApis.handleStreamsGroupDescribe's message for a group hidden by ``topics_describable``.
+HIDDEN_TOPOLOGY_TOPICS: Final = (
+    "The described group uses topics that the client is not authorized to describe."
+)
+
+
+def _topology_topics(subtopologies: Iterable[Any]) -> Iterator[str]:
+    """The topics KafkaApis checks for DESCRIBE in a heartbeat's or a described topology
+    (KAFKA-18819): every source, repartition sink, repartition source and changelog topic."""
+    for s in subtopologies:
+        yield from s.source_topics
+        yield from s.repartition_sink_topics
+        yield from (t.name for t in s.repartition_source_topics)
+        yield from (t.name for t in s.state_changelog_topics)
 
 
 def _create_internal(state: BrokerState, topics: tuple[TopicInfo, ...]) -> None:
@@ -267,6 +291,21 @@ def handle_streams_group_describe(
                     else None
                 ),
             )
+        if (
+            topology is not None
+            and topology.subtopologies
+            and not topics_describable(state, ctx, _topology_topics(topology.subtopologies))
+        ):  # KafkaApis (KAFKA-18819): the group in its place, but nothing of it
+            out.append(
+                D_GROUP(
+                    error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+                    error_message=HIDDEN_TOPOLOGY_TOPICS,
+                    group_id=group_id,
+                    group_state="",
+                    authorized_operations=NO_OPERATIONS,
+                )
+            )
+            continue
         ops = NO_OPERATIONS
         if request.include_authorized_operations:
             ops = authorized_operations(state, ctx, GROUP, group_id)

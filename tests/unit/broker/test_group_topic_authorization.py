@@ -100,3 +100,72 @@ def test_share_group_describe_hides_a_group_with_undescribable_topics(tmp_path: 
     assert describe() == [empty, ("sg", TAF, SHARE_HIDDEN, 0)]
     grant(state, VIEWER, TOPIC, "assigned", "DESCRIBE")
     assert describe() == [empty, ("sg", 0, None, 1)]
+
+
+# a streams topology naming one topic of each kind KafkaApis checks
+SOURCE, SINK, CHANGELOG = "st-in", "st-app-rp", "st-app-store-changelog"
+STREAMS_TOPICS = (SOURCE, SINK, CHANGELOG)  # SINK is also the repartition source below
+
+
+def _streams_join(state: Any, principal: str, group: str, member_id: str, **fields: Any) -> Any:
+    sub = SUBTOPOLOGY(
+        subtopology_id="0",
+        source_topics=[SOURCE],
+        repartition_sink_topics=[SINK],
+        state_changelog_topics=[TOPIC_INFO(name=CHANGELOG, partitions=0, replication_factor=0)],
+    )
+    down = SUBTOPOLOGY(  # reads what subtopology 0 repartitions
+        subtopology_id="1", source_topics=[SINK], repartition_source_topics=[TOPIC_INFO(name=SINK)]
+    )
+    request = {
+        "group_id": group,
+        "member_id": member_id,
+        "member_epoch": 0,
+        "rebalance_timeout_ms": 30000,
+        "process_id": "p",
+        "topology": TOPOLOGY(epoch=1, subtopologies=[sub, down]),
+        "active_tasks": [],
+        "standby_tasks": [],
+        "warmup_tasks": [],
+    }
+    request.update(fields)
+    return call(state, "StreamsGroupHeartbeat", 0, context={"principal": principal}, **request)
+
+
+def test_streams_group_describe_hides_a_group_with_undescribable_topics(tmp_path: Path) -> None:
+    """``KafkaApis.handleStreamsGroupDescribe`` (KAFKA-18819): a group whose topology names a topic
+    the principal may not DESCRIBE (any kind) is TOPIC_AUTHORIZATION_FAILED with Kafka's message
+    and nothing else, in its place; the others are described."""
+    state = make_state(tmp_path, release="4.3", config=SECURED)
+    for name in STREAMS_TOPICS:
+        state.create_topic(name, 1)
+    grant(state, MEMBER, GROUP, "app", "READ")
+    for name in STREAMS_TOPICS:
+        grant(state, MEMBER, TOPIC, name, "DESCRIBE")
+    assert _streams_join(state, MEMBER, "app", "m-1").error_code == 0
+
+    def describe(principal: str) -> list[Any]:
+        response = call(
+            state,
+            "StreamsGroupDescribe",
+            0,
+            context={"principal": principal},
+            group_ids=["app", "none"],
+            include_authorized_operations=False,
+        )
+        return sorted(
+            (g.group_id, g.error_code, g.error_message, len(g.members), g.topology is None)
+            for g in response.groups
+        )
+
+    none = ("none", ErrorCode.GROUP_ID_NOT_FOUND, "Group none not found.", 0, True)
+    for missing in STREAMS_TOPICS:
+        principal = f"User:no-{missing}"
+        for group in ("app", "none"):
+            grant(state, principal, GROUP, group, "DESCRIBE")
+        for name in STREAMS_TOPICS:
+            if name != missing:
+                grant(state, principal, TOPIC, name, "DESCRIBE")
+        assert describe(principal) == [("app", TAF, STREAMS_HIDDEN, 0, True), none], missing
+        grant(state, principal, TOPIC, missing, "DESCRIBE")
+        assert describe(principal) == [("app", 0, None, 1, False), none], missing
