@@ -1,7 +1,9 @@
 """StreamsGroupHeartbeat (API 88) and StreamsGroupDescribe (API 89): KIP-1071 streams groups.
 
 Versions: v0 only (Kafka 4.1 early access, GA in 4.2; 4.3 serves v0). ``KafkaApis``
-``handleStreamsGroupHeartbeat`` checks READ on the group (and, for a member that joins with
+``handleStreamsGroupHeartbeat`` checks READ on the group, then DESCRIBE on every topic the
+request's topology names (TOPIC_AUTHORIZATION_FAILED, KAFKA-18819; StreamsGroupDescribe hides a
+group whose topology names one the same way) (and, for a member that joins with
 internal topics to create, CREATE on the cluster or the topics, ``AutoTopicCreationManager``),
 then the group coordinator decides (``_streams_group``; in a cluster NOT_COORDINATOR on a node not
 coordinating the group, after the ACL, ``_routing``). Internal topics (changelog and
@@ -140,6 +142,11 @@ def handle_streams_group_heartbeat(
 ) -> Any:
     if not authorize(state, ctx, "READ", GROUP, request.group_id):
         return _hb_error(int(ErrorCode.GROUP_AUTHORIZATION_FAILED))
+    # KafkaApis (KAFKA-18819): a member may not name a topic it may not DESCRIBE in its topology
+    if request.topology is not None and not topics_describable(
+        state, ctx, _topology_topics(request.topology.subtopologies)
+    ):
+        return _hb_error(int(ErrorCode.TOPIC_AUTHORIZATION_FAILED))
     # GroupCoordinatorService.streamsGroupHeartbeat: the request's checks, then the coordinator
     invalid = streams_groups(state).request_error(request)
     if invalid is not None:

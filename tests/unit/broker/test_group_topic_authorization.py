@@ -132,6 +132,41 @@ def _streams_join(state: Any, principal: str, group: str, member_id: str, **fiel
     return call(state, "StreamsGroupHeartbeat", 0, context={"principal": principal}, **request)
 
 
+def test_streams_group_heartbeat_needs_describe_on_its_topologys_topics(tmp_path: Path) -> None:
+    """``KafkaApis.handleStreamsGroupHeartbeat`` (KAFKA-18819): after READ on the group, a
+    topology naming a topic the principal may not DESCRIBE, whether source, repartition sink,
+    repartition source or changelog (and whether it exists), is TOPIC_AUTHORIZATION_FAILED with no
+    message, before the coordinator and before the request's own checks: no group is made."""
+    state = make_state(tmp_path, release="4.3", config=SECURED)
+    for name in (SOURCE, SINK, CHANGELOG):
+        state.create_topic(name, 1)
+    # the repartition topic is both SINK (subtopology 0) and a repartition source (subtopology 1)
+    for missing in (SOURCE, SINK, CHANGELOG, "st-unknown"):
+        principal = f"User:no-{missing}"
+        grant(state, principal, GROUP, "app", "READ")
+        for name in STREAMS_TOPICS:
+            if name != missing:
+                grant(state, principal, TOPIC, name, "DESCRIBE")
+        extra = {}
+        if missing == "st-unknown":  # a topic that does not exist needs its ACL too
+            sub = SUBTOPOLOGY(subtopology_id="0", source_topics=[SOURCE, missing])
+            extra["topology"] = TOPOLOGY(epoch=1, subtopologies=[sub])
+        denied = _streams_join(state, principal, "app", "m-1", **extra)
+        assert (missing, denied.error_code, denied.error_message) == (missing, TAF, None)
+        assert (denied.member_id, denied.member_epoch) == ("", 0)
+        invalid = _streams_join(state, principal, "app", "", **extra)  # MemberId can't be empty
+        assert (missing, invalid.error_code) == (missing, TAF)
+    admin = call(
+        state, "StreamsGroupDescribe", 0, context={"principal": "User:admin"}, group_ids=["app"]
+    )
+    assert [g.error_code for g in admin.groups] == [ErrorCode.GROUP_ID_NOT_FOUND]
+    grant(state, MEMBER, GROUP, "app", "READ")
+    for name in STREAMS_TOPICS:
+        grant(state, MEMBER, TOPIC, name, "DESCRIBE")
+    joined = _streams_join(state, MEMBER, "app", "m-1")
+    assert (joined.error_code, joined.member_epoch) == (0, 1)
+
+
 def test_streams_group_describe_hides_a_group_with_undescribable_topics(tmp_path: Path) -> None:
     """``KafkaApis.handleStreamsGroupDescribe`` (KAFKA-18819): a group whose topology names a topic
     the principal may not DESCRIBE (any kind) is TOPIC_AUTHORIZATION_FAILED with Kafka's message
