@@ -27,6 +27,7 @@ from kwire.broker._acl import (
     CLUSTER,
     CLUSTER_NAME,
     GROUP,
+    TOPIC,
     authorize,
     authorized_operations,
     topics_describable,
@@ -40,7 +41,7 @@ from kwire.broker._state import BrokerError, BrokerState
 from kwire.broker.group import group_coordinator
 from kwire.broker.group._streams import GROUP_ID_NOT_FOUND, StreamsGroups
 from kwire.broker.group._streams_group import StreamsMember, TaskSet
-from kwire.broker.group._streams_topology import TopicInfo
+from kwire.broker.group._streams_topology import STATUS_MISSING_INTERNAL_TOPICS, TopicInfo
 from kwire.protocol import ErrorCode
 from kwire.protocol.messages import (
     StreamsGroupDescribeRequest,
@@ -125,6 +126,18 @@ def _topology_topics(subtopologies: Iterable[Any]) -> Iterator[str]:
         yield from (t.name for t in s.state_changelog_topics)
 
 
+def _unauthorized_to_create(
+    status: list[tuple[int, str]], denied: list[str]
+) -> list[tuple[int, str]]:
+    """The heartbeat's status with KafkaApis' note on the internal topics it may not CREATE."""
+    note = f"Unauthorized to CREATE on topics {','.join(denied)}."
+    for i, (code, detail) in enumerate(status):
+        if code == STATUS_MISSING_INTERNAL_TOPICS:
+            status[i] = (code, f"{detail}; {note}")
+            return status
+    return [*status, (STATUS_MISSING_INTERNAL_TOPICS, note)]
+
+
 def _create_internal(state: BrokerState, topics: tuple[TopicInfo, ...]) -> None:
     """``AutoTopicCreationManager.createStreamsInternalTopics``: best effort, as Kafka's."""
     for t in topics:
@@ -160,8 +173,20 @@ def handle_streams_group_heartbeat(
     )
     if result.error:
         return _hb_error(result.error, result.message)
-    if result.create_topics and authorize(state, ctx, "CREATE", CLUSTER, CLUSTER_NAME):
-        _create_internal(state, result.create_topics)
+    status = list(result.status)
+    if result.create_topics:
+        # KafkaApis: CREATE on the cluster, else on each internal topic; one missing and none is
+        # created, the MISSING_INTERNAL_TOPICS status says why, and the heartbeat goes on
+        names = [t.name for t in result.create_topics]
+        denied = (
+            []
+            if authorize(state, ctx, "CREATE", CLUSTER, CLUSTER_NAME)
+            else [n for n in names if not authorize(state, ctx, "CREATE", TOPIC, n)]
+        )
+        if denied:
+            status = _unauthorized_to_create(status, denied)
+        else:
+            _create_internal(state, result.create_topics)
     member = result.member
     assert member is not None
     response: Any = HB_RESPONSE(
@@ -173,7 +198,7 @@ def handle_streams_group_heartbeat(
         heartbeat_interval_ms=result.heartbeat_interval_ms,
         acceptable_recovery_lag=10000,
         task_offset_interval_ms=60000,
-        status=[HB_STATUS(status_code=c, status_detail=d) for c, d in result.status] or None,
+        status=[HB_STATUS(status_code=c, status_detail=d) for c, d in status] or None,
         endpoint_information_epoch=0,
         active_tasks=None,  # null: unchanged since the last heartbeat
         standby_tasks=None,

@@ -204,3 +204,29 @@ def test_streams_group_describe_hides_a_group_with_undescribable_topics(tmp_path
         assert describe(principal) == [("app", TAF, STREAMS_HIDDEN, 0, True), none], missing
         grant(state, principal, TOPIC, missing, "DESCRIBE")
         assert describe(principal) == [("app", 0, None, 1, False), none], missing
+
+
+def test_streams_group_heartbeat_creates_internal_topics_with_create_on_them(
+    tmp_path: Path,
+) -> None:
+    """``KafkaApis.handleStreamsGroupHeartbeat`` (KIP-1071 authorization): the internal topics a
+    topology lacks are created with CREATE on the cluster or, failing that, on each of them; a
+    principal missing it gets none created and ``Unauthorized to CREATE on topics <names>.``
+    after the MISSING_INTERNAL_TOPICS status's detail, and the heartbeat itself succeeds."""
+    state = make_state(tmp_path, release="4.3", config=SECURED)
+    for name in (SOURCE, SINK):
+        state.create_topic(name, 1)
+    grant(state, MEMBER, GROUP, "app", "READ")
+    for name in STREAMS_TOPICS:
+        grant(state, MEMBER, TOPIC, name, "DESCRIBE")
+    joined = _streams_join(state, MEMBER, "app", "m-1")
+    assert (joined.error_code, joined.member_epoch) == (0, 1)
+    [status] = joined.status
+    assert status.status_code == 3  # MISSING_INTERNAL_TOPICS
+    assert status.status_detail.endswith(f"; Unauthorized to CREATE on topics {CHANGELOG}.")
+    assert state.topic(CHANGELOG) is None
+    grant(state, MEMBER, TOPIC, CHANGELOG, "CREATE")  # on the topic, not the cluster
+    again = _streams_join(state, MEMBER, "app", "m-1", member_epoch=1, topology=None)
+    assert again.error_code == 0
+    assert "Unauthorized" not in " ".join(s.status_detail for s in again.status)
+    assert state.topic(CHANGELOG) is not None
