@@ -117,7 +117,7 @@ def _streams_join(state: Any, principal: str, group: str, member_id: str, **fiel
     down = SUBTOPOLOGY(  # reads what subtopology 0 repartitions
         subtopology_id="1", source_topics=[SINK], repartition_source_topics=[TOPIC_INFO(name=SINK)]
     )
-    request = {
+    request: dict[str, Any] = {
         "group_id": group,
         "member_id": member_id,
         "member_epoch": 0,
