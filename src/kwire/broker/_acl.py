@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CLUSTER",
     "GROUP",
+    "HIDDEN_GROUP_TOPICS",
     "OPERATIONS",
     "TOPIC",
     "TRANSACTIONAL_ID",
@@ -53,6 +54,7 @@ __all__ = [
     "authorized_operations",
     "authorizer",
     "config_resource_error",
+    "topics_describable",
 ]
 
 # ResourceType codes
@@ -301,6 +303,21 @@ def authorize_any(
     if auth is None:
         return True
     return auth.authorize_any(ctx.principal, _host(ctx), OPERATIONS[operation], resource_type)
+
+
+#: KafkaApis' message for a consumer or share group hidden by ``topics_describable``.
+HIDDEN_GROUP_TOPICS: Final = (
+    "The group has described topic(s) that the client is not authorized to describe."
+)
+
+
+def topics_describable(state: BrokerState, ctx: RequestContext, names: Iterable[str]) -> bool:
+    """Whether the principal may DESCRIBE every topic of ``names``: the rule the KIP-848, KIP-932
+    and KIP-1071 group APIs share (``KafkaApis``' ``filterByAuthorized(DESCRIBE, TOPIC, ...)``,
+    KAFKA-18813 / 18817 / 18819): a heartbeat naming such a topic is TOPIC_AUTHORIZATION_FAILED and
+    a described group using one is hidden, so a group never reveals a topic its reader may not
+    see. A topic that does not exist needs its ACL too."""
+    return all(authorize(state, ctx, "DESCRIBE", TOPIC, name) for name in set(names))
 
 
 def authorized_operations(

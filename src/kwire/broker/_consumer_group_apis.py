@@ -17,9 +17,10 @@ from typing import Any, Final
 
 from kwire.broker._acl import (
     GROUP,
-    TOPIC,
+    HIDDEN_GROUP_TOPICS,
     authorize,
     authorized_operations,
+    topics_describable,
 )
 from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
@@ -57,9 +58,6 @@ CG_DESCRIBED_ASSIGNMENT: Final = ConsumerGroupDescribeResponse.Assignment
 CG_DESCRIBED_PARTITIONS: Final = ConsumerGroupDescribeResponse.TopicPartitions
 
 
-HIDDEN_TOPICS: Final = (
-    "The group has described topic(s) that the client is not authorized to describe."
-)
 CONSUMER_MEMBER_TYPE: Final = 1  # ConsumerGroupDescribe v1 MemberType: 1 = consumer protocol
 
 
@@ -99,16 +97,18 @@ def handle_consumer_group_heartbeat(
             member_epoch=0,
             heartbeat_interval_ms=0,
         )
-    if _topics_checked(state) and request.subscribed_topic_names:
-        # KafkaApis 4.0+ (KAFKA-18813): a client may not subscribe to a topic it may not DESCRIBE
-        names = set(request.subscribed_topic_names)
-        if not all(authorize(state, ctx, "DESCRIBE", TOPIC, name) for name in names):
-            return CG_HEARTBEAT_RESPONSE(
-                throttle_time_ms=0,
-                error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED),
-                member_epoch=0,
-                heartbeat_interval_ms=0,
-            )
+    # KafkaApis 4.0+ (KAFKA-18813): a client may not subscribe to a topic it may not DESCRIBE
+    if (
+        _topics_checked(state)
+        and request.subscribed_topic_names
+        and not topics_describable(state, ctx, request.subscribed_topic_names)
+    ):
+        return CG_HEARTBEAT_RESPONSE(
+            throttle_time_ms=0,
+            error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+            member_epoch=0,
+            heartbeat_interval_ms=0,
+        )
     owned = (
         None
         if request.topic_partitions is None
@@ -244,10 +244,11 @@ def handle_consumer_group_describe(
             for a in (m.assignment, m.target_assignment)
             for p in a.topic_partitions
         }
-        if _topics_checked(state) and not all(
-            authorize(state, ctx, "DESCRIBE", TOPIC, name) for name in topics
-        ):  # KafkaApis 4.0+ (KAFKA-18813): the group in its place, but nothing of it
-            out.append(_undescribed(group_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED, HIDDEN_TOPICS))
+        if _topics_checked(state) and not topics_describable(state, ctx, topics):
+            # KafkaApis 4.0+ (KAFKA-18813): the group in its place, but nothing of it
+            out.append(
+                _undescribed(group_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED, HIDDEN_GROUP_TOPICS)
+            )
             continue
         out.append(
             CG_DESCRIBED_GROUP(

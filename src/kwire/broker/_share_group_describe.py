@@ -4,14 +4,22 @@ Versions: v0 was 4.0's early access; v1 (4.1) is the GA form, the only one 4.1-4
 After ``KafkaApis.handleShareGroupDescribe`` and ``ShareGroup.asDescribedGroup``: DESCRIBE on the
 group or GROUP_AUTHORIZATION_FAILED, then in a cluster NOT_COORDINATOR for a group another node
 coordinates (``_routing``); a group that does not exist, or is not a share group, is
-GROUP_ID_NOT_FOUND; the assignor is ``simple``; topic names are resolved from the topic ids.
+GROUP_ID_NOT_FOUND; the assignor is ``simple``; topic names are resolved from the topic ids. A
+group whose members' assignments name a topic the principal may not DESCRIBE is
+TOPIC_AUTHORIZATION_FAILED with Kafka's message and nothing else (KAFKA-18817, in 4.1's v1).
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
 
-from kwire.broker._acl import GROUP, authorize, authorized_operations
+from kwire.broker._acl import (
+    GROUP,
+    HIDDEN_GROUP_TOPICS,
+    authorize,
+    authorized_operations,
+    topics_describable,
+)
 from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
 from kwire.broker._group_apis import described_order
@@ -79,6 +87,25 @@ def handle_share_group_describe(
                 _missing(group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
             )
             continue
+        members = [
+            MEMBER(
+                member_id=m.member_id,
+                rack_id=m.rack_id,
+                member_epoch=m.member_epoch,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                subscribed_topic_names=sorted(m.subscribed),
+                assignment=_assignment(state, m.assignment),
+            )
+            for m in group.members.values()
+        ]
+        assigned = (p.topic_name for m in members for p in m.assignment.topic_partitions)
+        if not topics_describable(state, ctx, assigned):
+            # KafkaApis (KAFKA-18817): the group in its place, but nothing of it
+            groups.append(
+                _missing(group_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED, HIDDEN_GROUP_TOPICS)
+            )
+            continue
         groups.append(
             DESCRIBED(
                 error_code=0,
@@ -88,18 +115,7 @@ def handle_share_group_describe(
                 group_epoch=group.group_epoch,
                 assignment_epoch=group.assignment_epoch,
                 assignor_name=ASSIGNOR,
-                members=[
-                    MEMBER(
-                        member_id=m.member_id,
-                        rack_id=m.rack_id,
-                        member_epoch=m.member_epoch,
-                        client_id=m.client_id,
-                        client_host=m.client_host,
-                        subscribed_topic_names=sorted(m.subscribed),
-                        assignment=_assignment(state, m.assignment),
-                    )
-                    for m in group.members.values()
-                ],
+                members=members,
                 authorized_operations=(
                     authorized_operations(state, ctx, GROUP, group_id)
                     if request.include_authorized_operations

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from kwire.broker._acl import GROUP, TOPIC, authorize
+from kwire.broker._acl import GROUP, authorize, topics_describable
 from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
 from kwire.broker._routing import GROUP_KEY, coordinated_elsewhere
@@ -64,7 +64,7 @@ def handle_share_group_heartbeat(
         None if request.subscribed_topic_names is None else list(request.subscribed_topic_names)
     )
     # KafkaApis (KAFKA-18817): a member may not subscribe to a topic it may not DESCRIBE
-    if subscribed and not all(authorize(state, ctx, "DESCRIBE", TOPIC, t) for t in subscribed):
+    if subscribed and not topics_describable(state, ctx, subscribed):
         return _error(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     # GroupCoordinatorService.shareGroupHeartbeat: the request's checks, then the coordinator
     invalid = ShareCoordinator.request_error(

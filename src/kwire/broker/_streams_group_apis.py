@@ -1,7 +1,9 @@
 """StreamsGroupHeartbeat (API 88) and StreamsGroupDescribe (API 89): KIP-1071 streams groups.
 
 Versions: v0 only (Kafka 4.1 early access, GA in 4.2; 4.3 serves v0). ``KafkaApis``
-``handleStreamsGroupHeartbeat`` checks READ on the group (and, for a member that joins with
+``handleStreamsGroupHeartbeat`` checks READ on the group, then DESCRIBE on every topic the
+request's topology names (TOPIC_AUTHORIZATION_FAILED, KAFKA-18819; StreamsGroupDescribe hides a
+group whose topology names one the same way) (and, for a member that joins with
 internal topics to create, CREATE on the cluster or the topics, ``AutoTopicCreationManager``),
 then the group coordinator decides (``_streams_group``; in a cluster NOT_COORDINATOR on a node not
 coordinating the group, after the ACL, ``_routing``). Internal topics (changelog and
@@ -18,9 +20,18 @@ level. As for share groups, the APIs stay advertised whatever the level.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
-from kwire.broker._acl import CLUSTER, CLUSTER_NAME, GROUP, authorize, authorized_operations
+from kwire.broker._acl import (
+    CLUSTER,
+    CLUSTER_NAME,
+    GROUP,
+    TOPIC,
+    authorize,
+    authorized_operations,
+    topics_describable,
+)
 from kwire.broker._apis import register
 from kwire.broker._context import RequestContext
 from kwire.broker._group_apis import described_order
@@ -30,7 +41,7 @@ from kwire.broker._state import BrokerError, BrokerState
 from kwire.broker.group import group_coordinator
 from kwire.broker.group._streams import GROUP_ID_NOT_FOUND, StreamsGroups
 from kwire.broker.group._streams_group import StreamsMember, TaskSet
-from kwire.broker.group._streams_topology import TopicInfo
+from kwire.broker.group._streams_topology import STATUS_MISSING_INTERNAL_TOPICS, TopicInfo
 from kwire.protocol import ErrorCode
 from kwire.protocol.messages import (
     StreamsGroupDescribeRequest,
@@ -99,6 +110,34 @@ def _hb_error(error: int, message: str | None = None) -> Any:
     return HB_RESPONSE(throttle_time_ms=0, error_code=error, error_message=message)
 
 
+#: KafkaApis.handleStreamsGroupDescribe's message for a group hidden by ``topics_describable``.
+HIDDEN_TOPOLOGY_TOPICS: Final = (
+    "The described group uses topics that the client is not authorized to describe."
+)
+
+
+def _topology_topics(subtopologies: Iterable[Any]) -> Iterator[str]:
+    """The topics KafkaApis checks for DESCRIBE in a heartbeat's or a described topology
+    (KAFKA-18819): every source, repartition sink, repartition source and changelog topic."""
+    for s in subtopologies:
+        yield from s.source_topics
+        yield from s.repartition_sink_topics
+        yield from (t.name for t in s.repartition_source_topics)
+        yield from (t.name for t in s.state_changelog_topics)
+
+
+def _unauthorized_to_create(
+    status: list[tuple[int, str]], denied: list[str]
+) -> list[tuple[int, str]]:
+    """The heartbeat's status with KafkaApis' note on the internal topics it may not CREATE."""
+    note = f"Unauthorized to CREATE on topics {','.join(denied)}."
+    for i, (code, detail) in enumerate(status):
+        if code == STATUS_MISSING_INTERNAL_TOPICS:
+            status[i] = (code, f"{detail}; {note}")
+            return status
+    return [*status, (STATUS_MISSING_INTERNAL_TOPICS, note)]
+
+
 def _create_internal(state: BrokerState, topics: tuple[TopicInfo, ...]) -> None:
     """``AutoTopicCreationManager.createStreamsInternalTopics``: best effort, as Kafka's."""
     for t in topics:
@@ -116,6 +155,11 @@ def handle_streams_group_heartbeat(
 ) -> Any:
     if not authorize(state, ctx, "READ", GROUP, request.group_id):
         return _hb_error(int(ErrorCode.GROUP_AUTHORIZATION_FAILED))
+    # KafkaApis (KAFKA-18819): a member may not name a topic it may not DESCRIBE in its topology
+    if request.topology is not None and not topics_describable(
+        state, ctx, _topology_topics(request.topology.subtopologies)
+    ):
+        return _hb_error(int(ErrorCode.TOPIC_AUTHORIZATION_FAILED))
     # GroupCoordinatorService.streamsGroupHeartbeat: the request's checks, then the coordinator
     invalid = streams_groups(state).request_error(request)
     if invalid is not None:
@@ -129,8 +173,20 @@ def handle_streams_group_heartbeat(
     )
     if result.error:
         return _hb_error(result.error, result.message)
-    if result.create_topics and authorize(state, ctx, "CREATE", CLUSTER, CLUSTER_NAME):
-        _create_internal(state, result.create_topics)
+    status = list(result.status)
+    if result.create_topics:
+        # KafkaApis: CREATE on the cluster, else on each internal topic; one missing and none is
+        # created, the MISSING_INTERNAL_TOPICS status says why, and the heartbeat goes on
+        names = [t.name for t in result.create_topics]
+        denied = (
+            []
+            if authorize(state, ctx, "CREATE", CLUSTER, CLUSTER_NAME)
+            else [n for n in names if not authorize(state, ctx, "CREATE", TOPIC, n)]
+        )
+        if denied:
+            status = _unauthorized_to_create(status, denied)
+        else:
+            _create_internal(state, result.create_topics)
     member = result.member
     assert member is not None
     response: Any = HB_RESPONSE(
@@ -142,7 +198,7 @@ def handle_streams_group_heartbeat(
         heartbeat_interval_ms=result.heartbeat_interval_ms,
         acceptable_recovery_lag=10000,
         task_offset_interval_ms=60000,
-        status=[HB_STATUS(status_code=c, status_detail=d) for c, d in result.status] or None,
+        status=[HB_STATUS(status_code=c, status_detail=d) for c, d in status] or None,
         endpoint_information_epoch=0,
         active_tasks=None,  # null: unchanged since the last heartbeat
         standby_tasks=None,
@@ -267,6 +323,21 @@ def handle_streams_group_describe(
                     else None
                 ),
             )
+        if (
+            topology is not None
+            and topology.subtopologies
+            and not topics_describable(state, ctx, _topology_topics(topology.subtopologies))
+        ):  # KafkaApis (KAFKA-18819): the group in its place, but nothing of it
+            out.append(
+                D_GROUP(
+                    error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+                    error_message=HIDDEN_TOPOLOGY_TOPICS,
+                    group_id=group_id,
+                    group_state="",
+                    authorized_operations=NO_OPERATIONS,
+                )
+            )
+            continue
         ops = NO_OPERATIONS
         if request.include_authorized_operations:
             ops = authorized_operations(state, ctx, GROUP, group_id)

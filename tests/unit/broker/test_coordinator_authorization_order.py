@@ -800,3 +800,42 @@ def test_consumer_group_describe_hides_a_group_with_undescribable_topics(tmp_pat
             assert describe() == [empty, ("g", 0, None, 1)]
         _grant_state(state, viewer, TOPIC, "assigned", "DESCRIBE")
         assert describe() == [empty, ("g", 0, None, 1)]
+
+
+def test_streams_group_heartbeat_needs_describe_on_its_topology_before_its_coordinator(
+    cluster: Cluster,
+) -> None:
+    """KAFKA-18819 (``KafkaApis.handleStreamsGroupHeartbeat``): after READ on the group, a topology
+    naming a topic the principal may not DESCRIBE is TOPIC_AUTHORIZATION_FAILED on every node,
+    before NOT_COORDINATOR; with DESCRIBE the far node answers NOT_COORDINATOR."""
+    request_class = message_class("StreamsGroupHeartbeatRequest")
+    topology = _struct("StreamsGroupHeartbeat", "topology")
+    subtopology = _struct("StreamsGroupHeartbeat", "topology", "subtopologies")
+
+    def join(group: str) -> Any:
+        return request_class(
+            group_id=group,
+            member_id="00000000-0000-0000-0000-00000000000f",
+            member_epoch=0,
+            rebalance_timeout_ms=30000,
+            process_id="p",
+            topology=topology(
+                epoch=1, subtopologies=[subtopology(subtopology_id="0", source_topics=["sgh-in"])]
+            ),
+            active_tasks=[],
+            standby_tasks=[],
+            warmup_tasks=[],
+        )
+
+    node = cluster.node_ids[0]
+    near = placed(cluster, GROUP_KEY, "sgh-topics-near", node, here=True)
+    far = placed(cluster, GROUP_KEY, "sgh-topics-far", node, here=False)
+    cluster.create_topic("sgh-in", 1)
+    for group in (near, far):
+        grant(cluster, GROUP, group, "READ")
+        hidden = exchange(cluster, node, join(group), 0)
+        assert (group, hidden.error_code, hidden.error_message) == (group, TAF, None)
+    grant(cluster, TOPIC, "sgh-in", "DESCRIBE")
+    assert exchange(cluster, node, join(far), 0).error_code == NC
+    joined = exchange(cluster, node, join(near), 0)
+    assert (joined.error_code, joined.member_epoch) == (0, 1)
