@@ -88,7 +88,15 @@ class FetchSession:
 
     session_id: int
     epoch: int
-    partitions: OrderedDict[tuple[str, int], CachedPartition] = field(default_factory=OrderedDict)
+    partitions: OrderedDict[tuple[str | uuid.UUID, int], CachedPartition] = field(
+        default_factory=OrderedDict
+    )
+
+
+def _key(cp: CachedPartition) -> tuple[str | uuid.UUID, int]:
+    """A cached partition's key: its topic id from v13 (Kafka's ``TopicIdPartition``), so a
+    topic deleted and recreated under the same name is another partition of the session."""
+    return (cp.topic_id if cp.topic_id is not None else cp.topic), cp.partition
 
 
 class FetchSessionCache:
@@ -174,7 +182,7 @@ def handle_fetch(state: BrokerState, ctx: RequestContext, request: FetchRequest)
     if session_id == 0 and epoch == INITIAL_EPOCH and version >= 7:
         session = cache.new_session()
         for cp in requested:
-            session.partitions[(cp.topic, cp.partition)] = cp
+            session.partitions[_key(cp)] = cp
         partitions = list(session.partitions.values())
     elif epoch in (INITIAL_EPOCH, FINAL_EPOCH):
         if session_id != 0:
@@ -188,7 +196,7 @@ def handle_fetch(state: BrokerState, ctx: RequestContext, request: FetchRequest)
             return _error_response(ErrorCode.INVALID_FETCH_SESSION_EPOCH)
         session.epoch = epoch + 1 if epoch < 2**31 - 1 else 1
         for cp in requested:
-            key = (cp.topic, cp.partition)
+            key = _key(cp)
             old = session.partitions.get(key)
             if old is not None:
                 cp.high_watermark = old.high_watermark
@@ -196,12 +204,9 @@ def handle_fetch(state: BrokerState, ctx: RequestContext, request: FetchRequest)
                 cp.log_start_offset = old.log_start_offset
             session.partitions[key] = cp
         for forgotten in request.forgotten_topics_data:
-            name = forgotten.topic
-            if by_id:
-                found = state.topics_by_id.get(forgotten.topic_id)
-                name = found.name if found else ""
+            topic: str | uuid.UUID = forgotten.topic_id if by_id else forgotten.topic
             for index in forgotten.partitions:
-                session.partitions.pop((name, index), None)
+                session.partitions.pop((topic, index), None)
         partitions = list(session.partitions.values())
         incremental = True
 
@@ -274,12 +279,18 @@ class _FetchPlan:
             records=b"",
         )
         by_id = self.version >= 13
+        name: str | None = cp.topic
+        if by_id:
+            # Resolved at every read, not when the session cached it: once the id is deleted
+            # the partition is UNKNOWN_TOPIC_ID (the client drops it), and a topic recreated
+            # under the name is not served to offsets of the old one. None is Kafka's null
+            # name, not authorised; by name, "" is authorised like any name.
+            found = self.state.topics_by_id.get(cp.topic_id) if cp.topic_id else None
+            name = found.name if found is not None else None
         error, partition = partition_or_error(
             self.state,
             self.ctx,
-            # By id, "" stands for an id no topic has (Kafka's null name: UNKNOWN_TOPIC_ID, not
-            # authorised); by name, "" is authorised like any name (KafkaApis.handleFetchRequest).
-            (cp.topic or None) if by_id else cp.topic,
+            name,
             cp.partition,
             operation="READ",
             by_id=by_id,

@@ -48,6 +48,7 @@ __all__ = [
     "apply",
     "delete_state",
     "initialize_state",
+    "on_topic_deleted",
     "read_state",
     "read_state_summary",
     "write_state",
@@ -215,6 +216,18 @@ def delete_state(
         changes.records.append((key, *tombstone(key)))
     changes.reset.append(key)
     return None
+
+
+def on_topic_deleted(coordinator: ShareCoordinator, changes: Changes, topic_id: uuid.UUID) -> None:
+    """``ShareCoordinatorShard.onTopicsDeleted`` (KAFKA-19201, Kafka 4.1): tombstones for the
+    state of every share partition of a deleted topic, in every group, and its live share
+    partitions go (the partition check of ``delete_state`` would refuse a topic already gone)."""
+    keys = {k for k in coordinator.stored if k[1] == topic_id}
+    keys |= {k for k in coordinator.partitions if k[1] == topic_id}
+    for key in sorted(keys, key=lambda k: (k[0], k[2])):
+        if key in coordinator.stored:
+            changes.records.append((key, *tombstone(key)))
+        changes.reset.append(key)
 
 
 def read_state_summary(

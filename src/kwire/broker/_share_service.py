@@ -16,11 +16,17 @@ from kwire.broker import _metadata_image as mimage
 from kwire.broker._apis import on_startup
 from kwire.broker._context import RequestContext
 from kwire.broker._partition_check import partition_or_error
-from kwire.broker._share_coordinator import Changes, apply, delete_state, write_state
+from kwire.broker._share_coordinator import (
+    Changes,
+    apply,
+    delete_state,
+    on_topic_deleted,
+    write_state,
+)
 from kwire.broker._share_group import DEFAULTS, GROUP_CONFIG_DEFAULTS, ShareCoordinator
 from kwire.broker._share_partition import RELEASE, RENEW
 from kwire.broker._share_state import STATE_TOPIC, replay, state_batches
-from kwire.broker._state import BrokerState
+from kwire.broker._state import BrokerState, Topic
 from kwire.protocol import ErrorCode
 
 __all__ = [
@@ -79,6 +85,14 @@ def share_coordinator(state: BrokerState) -> ShareCoordinator:
         flush_share_state(state)
 
     state.add_ticker(tick)
+
+    def topic_deleted(topic: Topic) -> None:
+        changes = Changes()
+        on_topic_deleted(coordinator, changes, topic.topic_id)
+        if changes.records or changes.reset:
+            apply(state, coordinator, changes)
+
+    state.on_topic_deleted(topic_deleted)
     return coordinator
 
 

@@ -249,6 +249,7 @@ class BrokerState:
         self.next_producer_id = 1000
         self._listeners: list[Callable[[Hashable], None]] = []
         self._tickers: list[Callable[[int], None]] = []
+        self._deletion_listeners: list[Callable[[Topic], None]] = []
         #: Coordinators and other services that plug into the state, as named fields.
         self.services = Services()
         legacy = self._read_metadata()
@@ -358,6 +359,11 @@ class BrokerState:
     def add_ticker(self, ticker: Callable[[int], None]) -> None:
         """Run ``ticker(now_ms)`` periodically (every 100 ms: session timeouts, expiries)."""
         self._tickers.append(ticker)
+
+    def on_topic_deleted(self, listener: Callable[[Topic], None]) -> None:
+        """Call ``listener(topic)`` after a topic is deleted: the services that keep state of
+        it clean up (Kafka's coordinators' ``onTopicsDeleted``, from the metadata publisher)."""
+        self._deletion_listeners.append(listener)
 
     def run_tickers(self) -> None:
         now = self.now_ms()
@@ -633,6 +639,8 @@ class BrokerState:
             # the deleted partitions' committed offsets go too (GroupCoordinatorShard.
             # onPartitionsDeleted, run when the metadata image no longer has them)
             groups.on_partitions_deleted([(name, p.index) for p in topic.partitions], self.now_ms())
+        for listener in self._deletion_listeners:
+            listener(topic)
 
     def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:
         """Replace a topic's overrides (validated by the caller) and reconfigure its logs."""

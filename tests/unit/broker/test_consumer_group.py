@@ -464,6 +464,36 @@ def test_new_partitions_bump_the_group_epoch(state: BrokerState) -> None:
     assert a.count() + b.count() == 10 and abs(a.count() - b.count()) <= 1
 
 
+def test_a_deleted_topic_leaves_the_assignment(state: BrokerState) -> None:
+    """A deleted topic leaves the subscription metadata at the next heartbeat (the metadata
+    image no longer has it): the group epoch moves, the new target has none of its partitions,
+    and the members revoke them as any others (CurrentAssignmentBuilder); a recreated topic of
+    the name is a new id, assigned afresh."""
+    state.create_topic("u", 2)
+    a, b = Consumer(state, ("t", "u")), Consumer(state, ("t", "u"))
+    a.join()
+    b.join()
+    converge(state, [a, b])
+    old = state.topics["t"].topic_id
+    u_id = state.topics["u"].topic_id
+    assert a.count() + b.count() == 8
+    epoch = cgroup(state).group_epoch
+    state.delete_topic("t")
+    a.heartbeat()
+    group = cgroup(state)
+    assert group.group_epoch == epoch + 1
+    assert all(old not in target for target in group.target.values())
+    converge(state, [a, b])
+    assert {t for c in (a, b) for t in c.owned} == {u_id}
+    assert all(old not in m.assigned and not m.pending_revocation for m in group.members.values())
+    assert old not in {t for t, _ in cgroup(state).owners}
+    state.create_topic("t", 2)
+    converge(state, [a, b])
+    new = state.topics["t"].topic_id
+    assert {t for c in (a, b) for t in c.owned} == {u_id, new}
+    assert a.count() + b.count() == 4
+
+
 def test_regex_subscription(state: BrokerState) -> None:
     state.create_topic("orders-eu", 2)
     state.create_topic("orders-us", 2)

@@ -342,3 +342,39 @@ def test_alter_and_delete_frames_against_kio(state: BrokerState) -> None:
         delete_resp.DeleteShareGroupOffsetsResponse,
     )
     assert [(t.topic_name, t.error_code) for t in deleted.responses] == [("t", 0)]
+
+
+def test_deleting_a_topic_deletes_its_share_partitions_state(
+    state: BrokerState, tmp_path: Path
+) -> None:
+    """KAFKA-19201 (``ShareCoordinatorShard.onTopicsDeleted``): a deleted topic's share-partition
+    state goes with it, tombstoned in ``__share_group_state`` so a restart agrees, and its live
+    share partitions are dropped; another topic's state stays."""
+    from kwire.broker._share_service import share_coordinator
+
+    state.create_topic("u", 1)
+    join(state, "m1")
+    fetch(state, "m1", 0)
+    produce(state, 0, 5)
+    assert fetch(state, "m1", 1) == [(0, 0, 4)]
+    state.run_tickers()  # persisted
+    coordinator = share_coordinator(state)
+    old = topic_id(state)
+    u_id = state.topics["u"].topic_id
+    u_key = ("sg", u_id, 0)
+    coordinator.share_partition(*u_key).initialize(3)
+    state.run_tickers()
+    assert {k[1] for k in coordinator.stored} == {old, u_id}
+    state.delete_topic("t")
+
+    def ids(keys: Any) -> set[uuid.UUID]:
+        return {k[1] for k in keys}
+
+    assert ids(coordinator.stored) == {u_id}
+    assert ids(coordinator.partitions) == {u_id}
+    state.close()
+    reopened = open_state(tmp_path / "data")
+    try:
+        assert ids(share_coordinator(reopened).stored) == {u_id}
+    finally:
+        reopened.close()

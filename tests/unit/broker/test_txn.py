@@ -382,6 +382,23 @@ def test_commit_writes_commit_markers_and_moves_the_lso(state: BrokerState) -> N
     assert stored(state, "t", 1) == []
 
 
+def test_end_txn_completes_after_a_partition_s_topic_was_deleted(state: BrokerState) -> None:
+    """A transaction that added a partition of a topic deleted since commits: its marker is
+    skipped (Kafka's TransactionMarkerChannelManager drops the markers of a partition the
+    metadata no longer has) and the other partitions get theirs."""
+    state.create_topic("u", 1)
+    pid, epoch = begin(state, [b"a"])
+    assert add_partitions(state, pid, epoch, {"u": [0]}) == {("u", 0): 0}
+    state.delete_topic("t")
+    assert end_txn(state, pid, epoch, True) == 0
+    assert describe(state).transaction_state == "CompleteCommit"
+    [marker_batch] = stored(state, "u", 0)
+    assert marker_batch.is_control and marker_batch.producer_id == pid
+    assert decode_control_record(next(iter(marker_batch))).type is ControlRecordType.COMMIT
+    # the id goes on: the next transaction starts at once
+    assert add_partitions(state, pid, epoch, {"u": [0]}) == {("u", 0): 0}
+
+
 def test_abort_writes_abort_markers_txnindex_and_read_committed_hides_it(
     state: BrokerState,
 ) -> None:
