@@ -258,6 +258,17 @@ def _info(rows: tuple[TopicInfo, ...], sizes: dict[str, int]) -> list[Any]:
     ]
 
 
+def _undescribed(group_id: str, error: int, message: str | None = None) -> Any:
+    """A group StreamsGroupDescribe answers with an error only."""
+    return D_GROUP(
+        error_code=int(error),
+        error_message=message,
+        group_id=group_id,
+        group_state="",
+        authorized_operations=NO_OPERATIONS,
+    )
+
+
 @register(89, 0, 0)
 def handle_streams_group_describe(
     state: BrokerState, ctx: RequestContext, request: StreamsGroupDescribeRequest
@@ -270,36 +281,14 @@ def handle_streams_group_describe(
     for group_id in described_order(state, ctx, list(request.group_ids)):
         groups.expire(group_id, now)
         if not authorize(state, ctx, "DESCRIBE", GROUP, group_id):
-            denied.append(
-                D_GROUP(
-                    error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED),
-                    group_id=group_id,
-                    group_state="",
-                    authorized_operations=NO_OPERATIONS,
-                )
-            )
+            denied.append(_undescribed(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED))
             continue
         if coordinated_elsewhere(state, ctx, GROUP_KEY, group_id):
-            out.append(
-                D_GROUP(
-                    error_code=int(ErrorCode.NOT_COORDINATOR),
-                    group_id=group_id,
-                    group_state="",
-                    authorized_operations=NO_OPERATIONS,
-                )
-            )
+            out.append(_undescribed(group_id, ErrorCode.NOT_COORDINATOR))
             continue
         group = groups.groups.get(group_id)
         if group is None:
-            out.append(
-                D_GROUP(
-                    error_code=GROUP_ID_NOT_FOUND,
-                    error_message=f"Group {group_id} not found.",
-                    group_id=group_id,
-                    group_state="",
-                    authorized_operations=NO_OPERATIONS,
-                )
-            )
+            out.append(_undescribed(group_id, GROUP_ID_NOT_FOUND, f"Group {group_id} not found."))
             continue
         configured = groups.configured(group)
         topology = None
@@ -329,13 +318,7 @@ def handle_streams_group_describe(
             and not topics_describable(state, ctx, _topology_topics(topology.subtopologies))
         ):  # KafkaApis (KAFKA-18819): the group in its place, but nothing of it
             out.append(
-                D_GROUP(
-                    error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED),
-                    error_message=HIDDEN_TOPOLOGY_TOPICS,
-                    group_id=group_id,
-                    group_state="",
-                    authorized_operations=NO_OPERATIONS,
-                )
+                _undescribed(group_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED, HIDDEN_TOPOLOGY_TOPICS)
             )
             continue
         ops = NO_OPERATIONS
