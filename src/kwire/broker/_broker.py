@@ -27,14 +27,30 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any, TypeVar
 
+from kwire._lazy import build
 from kwire.broker._apis import implemented_versions
 from kwire.broker._apis import start as run_startup
 from kwire.broker._config import check_broker_config
+from kwire.broker._metadata_image import BrokerImage, MetadataImage, NodeInfo
 from kwire.broker._releases import Personality, personality
 from kwire.broker._server import KafkaServer
+from kwire.broker._services import Services
 from kwire.broker._state import BrokerError, BrokerState, Clock, Topic
-from kwire.protocol import ErrorCode
-from kwire.protocol.releases import NEWEST, parse_release
+from kwire.log._meta_properties import MetaProperties
+from kwire.log._rules import SegmentIndexer
+from kwire.log.storage import LogAppendInfo, LogConfig
+from kwire.protocol import ErrorCode, Request, Response
+from kwire.protocol.releases import NEWEST, BrokerPersonality, parse_release
+
+# The value types every start makes (the personality, the services, the metadata image and
+# meta.properties, the metadata log's config and first append, the frames): built with this
+# module, which every start imports, so that a start itself (the pytest fixture's first test)
+# does not build them; every other lazy_dataclass waits for its first use.
+for _value_type in (
+    BrokerPersonality, Personality, Services, MetaProperties, NodeInfo, MetadataImage,
+    BrokerImage, LogConfig, SegmentIndexer, LogAppendInfo, Request, Response,
+):  # fmt: skip
+    build(_value_type)
 
 __all__ = ["Broker"]
 
