@@ -111,7 +111,7 @@ def test_iceberg_full_export_replaces_the_table_atomically(spark: Any, tmp_path:
     export(spark, str(log), str(out), "iceberg")
     table = _iceberg_catalog(str(out)).load_table(ICEBERG_TABLE)
     first_uuid = table.metadata.table_uuid
-    export(spark, str(log), str(out), "iceberg")
+    export(spark, str(log), str(out), "iceberg", mode="overwrite")  # Spark's save mode
     table = _iceberg_catalog(str(out)).load_table(ICEBERG_TABLE)
     assert table.metadata.table_uuid == first_uuid  # the same table: replaced, not recreated
     assert len(table.history()) >= 2
