@@ -16,44 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from acl_grants import SECURED, grant
 from interop_helpers import ck_conf, ck_produce, expected_record
 
 from kwire.broker import Broker, Cluster
-from kwire.broker._acl import ALLOW, GROUP, LITERAL, OPERATIONS, TOPIC
+from kwire.broker._acl import GROUP, TOPIC
 from kwire.broker._state import partition_for
-from kwire.broker.testing import call
-from kwire.protocol import message_class, struct_class
 
 pytestmark = pytest.mark.interop
-
-SECURED = {"authorizer.class.name": "StandardAuthorizer", "super.users": "User:admin"}
-ACL = struct_class(message_class("CreateAclsRequest"), "creations")
-
-
-def grant(cluster: Cluster | Broker, resource_type: int, name: str, *operations: str) -> None:
-    """ALLOW ``operations`` on one literal resource to ``User:ANONYMOUS`` (PLAINTEXT)."""
-
-    def create(state: Any) -> Any:
-        return call(
-            state,
-            "CreateAcls",
-            3,
-            context={"principal": "User:admin"},
-            creations=[
-                ACL(
-                    resource_type=resource_type,
-                    resource_name=name,
-                    resource_pattern_type=LITERAL,
-                    principal="User:ANONYMOUS",
-                    host="*",
-                    operation=OPERATIONS[operation],
-                    permission_type=ALLOW,
-                )
-                for operation in operations
-            ],
-        )
-
-    assert {r.error_code for r in cluster.call(create).results} == {0}
 
 
 def commit(consumer: Any, msg: Any) -> None:

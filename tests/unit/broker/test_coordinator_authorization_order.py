@@ -23,15 +23,14 @@ from typing import Any
 
 import pytest
 import raw_requests
+from acl_grants import SECURED, grant, grant_state
 
 from kwire.broker import Cluster
-from kwire.broker._acl import ALLOW, GROUP, LITERAL, OPERATIONS, TOPIC, TRANSACTIONAL_ID
+from kwire.broker._acl import GROUP, TOPIC, TRANSACTIONAL_ID
 from kwire.broker._routing import GROUP_KEY, TRANSACTION_KEY, coordinator_node
 from kwire.broker.testing import call
 from kwire.protocol import ErrorCode, message_class, struct_class
 
-SECURED = {"authorizer.class.name": "StandardAuthorizer", "super.users": "User:admin"}
-ACL = struct_class(message_class("CreateAclsRequest"), "creations")
 GAF = ErrorCode.GROUP_AUTHORIZATION_FAILED
 TIAF = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 TAF = ErrorCode.TOPIC_AUTHORIZATION_FAILED
@@ -47,31 +46,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 def exchange(cluster: Cluster, node: int, message: Any, version: int) -> Any:
     """One request to ``node`` over a socket, its decoded response (bounded in time)."""
     return raw_requests.exchange(cluster.node_bootstrap(node), message, version)
-
-
-def grant(cluster: Cluster, resource_type: int, name: str, operation: str) -> None:
-    """ALLOW ``operation`` on one literal resource to ``User:ANONYMOUS``."""
-
-    def create(state: Any) -> Any:
-        return call(
-            state,
-            "CreateAcls",
-            3,
-            context={"principal": "User:admin"},
-            creations=[
-                ACL(
-                    resource_type=resource_type,
-                    resource_name=name,
-                    resource_pattern_type=LITERAL,
-                    principal="User:ANONYMOUS",
-                    host="*",
-                    operation=OPERATIONS[operation],
-                    permission_type=ALLOW,
-                )
-            ],
-        )
-
-    assert [r.error_code for r in cluster.call(create).results] == [0]
 
 
 def placed(cluster: Cluster, key_type: int, prefix: str, node: int, *, here: bool) -> str:
@@ -696,24 +670,7 @@ def test_consumer_group_heartbeat_of_kafka_3_does_not_check_topics(tmp_path: Any
     for release, expected in (("3.9", ErrorCode.NONE), ("4.0", TAF)):
         state = make_state(tmp_path / release, release=release, config=SECURED)
         state.create_topic("hidden", 1)
-        grant_state = call(
-            state,
-            "CreateAcls",
-            3,
-            context={"principal": "User:admin"},
-            creations=[
-                ACL(
-                    resource_type=GROUP,
-                    resource_name="g",
-                    resource_pattern_type=LITERAL,
-                    principal="User:ANONYMOUS",
-                    host="*",
-                    operation=OPERATIONS["READ"],
-                    permission_type=ALLOW,
-                )
-            ],
-        )
-        assert [r.error_code for r in grant_state.results] == [0]
+        grant_state(state, "User:ANONYMOUS", GROUP, "g", "READ")
         fields = _cgh_request("g", ["hidden"])
         response = call(
             state,
@@ -728,27 +685,6 @@ def test_consumer_group_heartbeat_of_kafka_3_does_not_check_topics(tmp_path: Any
         assert (release, response.error_code) == (release, expected)
 
 
-def _grant_state(state: Any, principal: str, resource_type: int, name: str, operation: str) -> None:
-    created = call(
-        state,
-        "CreateAcls",
-        3,
-        context={"principal": "User:admin"},
-        creations=[
-            ACL(
-                resource_type=resource_type,
-                resource_name=name,
-                resource_pattern_type=LITERAL,
-                principal=principal,
-                host="*",
-                operation=OPERATIONS[operation],
-                permission_type=ALLOW,
-            )
-        ],
-    )
-    assert [r.error_code for r in created.results] == [0]
-
-
 def test_consumer_group_describe_hides_a_group_with_undescribable_topics(tmp_path: Any) -> None:
     """Kafka 4.0+ (KAFKA-18813, ``KafkaApis.handleConsumerGroupDescribe``): a group whose
     members' assignments or target assignments name a topic the principal may not DESCRIBE is
@@ -759,10 +695,10 @@ def test_consumer_group_describe_hides_a_group_with_undescribable_topics(tmp_pat
         state = make_state(tmp_path / release, release=release, config=SECURED)
         state.create_topic("assigned", 2)
         member, viewer = "User:member", "User:viewer"
-        _grant_state(state, member, GROUP, "g", "READ")
-        _grant_state(state, member, TOPIC, "assigned", "DESCRIBE")
+        grant_state(state, member, GROUP, "g", "READ")
+        grant_state(state, member, TOPIC, "assigned", "DESCRIBE")
         for group in ("g", "empty"):
-            _grant_state(state, viewer, GROUP, group, "DESCRIBE")
+            grant_state(state, viewer, GROUP, group, "DESCRIBE")
         joined = call(
             state,
             "ConsumerGroupHeartbeat",
@@ -798,7 +734,7 @@ def test_consumer_group_describe_hides_a_group_with_undescribable_topics(tmp_pat
             assert describe() == [empty, ("g", TAF, message, 0)]
         else:
             assert describe() == [empty, ("g", 0, None, 1)]
-        _grant_state(state, viewer, TOPIC, "assigned", "DESCRIBE")
+        grant_state(state, viewer, TOPIC, "assigned", "DESCRIBE")
         assert describe() == [empty, ("g", 0, None, 1)]
 
 

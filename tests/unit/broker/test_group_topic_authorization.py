@@ -15,12 +15,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kwire.broker._acl import ALLOW, GROUP, LITERAL, OPERATIONS, TOPIC
+from acl_grants import SECURED, grant_state
+
+from kwire.broker._acl import GROUP, TOPIC
 from kwire.broker.testing import call, make_state
 from kwire.protocol import ErrorCode, message_class, struct_class
 
-SECURED = {"authorizer.class.name": "StandardAuthorizer", "super.users": "User:admin"}
-ACL = struct_class(message_class("CreateAclsRequest"), "creations")
 TOPOLOGY = struct_class(message_class("StreamsGroupHeartbeatRequest"), "topology")
 SUBTOPOLOGY = struct_class(
     message_class("StreamsGroupHeartbeatRequest"), "topology", "subtopologies"
@@ -37,37 +37,16 @@ SHARE_HIDDEN = "The group has described topic(s) that the client is not authoriz
 STREAMS_HIDDEN = "The described group uses topics that the client is not authorized to describe."
 
 
-def grant(state: Any, principal: str, resource_type: int, name: str, operation: str) -> None:
-    created = call(
-        state,
-        "CreateAcls",
-        3,
-        context={"principal": "User:admin"},
-        creations=[
-            ACL(
-                resource_type=resource_type,
-                resource_name=name,
-                resource_pattern_type=LITERAL,
-                principal=principal,
-                host="*",
-                operation=OPERATIONS[operation],
-                permission_type=ALLOW,
-            )
-        ],
-    )
-    assert [r.error_code for r in created.results] == [0]
-
-
 def test_share_group_describe_hides_a_group_with_undescribable_topics(tmp_path: Path) -> None:
     """``KafkaApis.handleShareGroupDescribe`` (KAFKA-18817): a group whose members' assignments
     name a topic the principal may not DESCRIBE is TOPIC_AUTHORIZATION_FAILED with Kafka's
     message and no members, in its place; the others are described."""
     state = make_state(tmp_path, release="4.3", config=SECURED)
     state.create_topic("assigned", 2)
-    grant(state, MEMBER, GROUP, "sg", "READ")
-    grant(state, MEMBER, TOPIC, "assigned", "DESCRIBE")
+    grant_state(state, MEMBER, GROUP, "sg", "READ")
+    grant_state(state, MEMBER, TOPIC, "assigned", "DESCRIBE")
     for group in ("sg", "empty"):
-        grant(state, VIEWER, GROUP, group, "DESCRIBE")
+        grant_state(state, VIEWER, GROUP, group, "DESCRIBE")
     member_id = "00000000-0000-0000-0000-00000000000a"
     joined = call(
         state,
@@ -98,7 +77,7 @@ def test_share_group_describe_hides_a_group_with_undescribable_topics(tmp_path: 
 
     empty = ("empty", ErrorCode.GROUP_ID_NOT_FOUND, "Group empty not found.", 0)
     assert describe() == [empty, ("sg", TAF, SHARE_HIDDEN, 0)]
-    grant(state, VIEWER, TOPIC, "assigned", "DESCRIBE")
+    grant_state(state, VIEWER, TOPIC, "assigned", "DESCRIBE")
     assert describe() == [empty, ("sg", 0, None, 1)]
 
 
@@ -143,10 +122,10 @@ def test_streams_group_heartbeat_needs_describe_on_its_topologys_topics(tmp_path
     # the repartition topic is both SINK (subtopology 0) and a repartition source (subtopology 1)
     for missing in (SOURCE, SINK, CHANGELOG, "st-unknown"):
         principal = f"User:no-{missing}"
-        grant(state, principal, GROUP, "app", "READ")
+        grant_state(state, principal, GROUP, "app", "READ")
         for name in STREAMS_TOPICS:
             if name != missing:
-                grant(state, principal, TOPIC, name, "DESCRIBE")
+                grant_state(state, principal, TOPIC, name, "DESCRIBE")
         extra = {}
         if missing == "st-unknown":  # a topic that does not exist needs its ACL too
             sub = SUBTOPOLOGY(subtopology_id="0", source_topics=[SOURCE, missing])
@@ -160,9 +139,9 @@ def test_streams_group_heartbeat_needs_describe_on_its_topologys_topics(tmp_path
         state, "StreamsGroupDescribe", 0, context={"principal": "User:admin"}, group_ids=["app"]
     )
     assert [g.error_code for g in admin.groups] == [ErrorCode.GROUP_ID_NOT_FOUND]
-    grant(state, MEMBER, GROUP, "app", "READ")
+    grant_state(state, MEMBER, GROUP, "app", "READ")
     for name in STREAMS_TOPICS:
-        grant(state, MEMBER, TOPIC, name, "DESCRIBE")
+        grant_state(state, MEMBER, TOPIC, name, "DESCRIBE")
     joined = _streams_join(state, MEMBER, "app", "m-1")
     assert (joined.error_code, joined.member_epoch) == (0, 1)
 
@@ -174,9 +153,9 @@ def test_streams_group_describe_hides_a_group_with_undescribable_topics(tmp_path
     state = make_state(tmp_path, release="4.3", config=SECURED)
     for name in STREAMS_TOPICS:
         state.create_topic(name, 1)
-    grant(state, MEMBER, GROUP, "app", "READ")
+    grant_state(state, MEMBER, GROUP, "app", "READ")
     for name in STREAMS_TOPICS:
-        grant(state, MEMBER, TOPIC, name, "DESCRIBE")
+        grant_state(state, MEMBER, TOPIC, name, "DESCRIBE")
     assert _streams_join(state, MEMBER, "app", "m-1").error_code == 0
 
     def describe(principal: str) -> list[Any]:
@@ -197,12 +176,12 @@ def test_streams_group_describe_hides_a_group_with_undescribable_topics(tmp_path
     for missing in STREAMS_TOPICS:
         principal = f"User:no-{missing}"
         for group in ("app", "none"):
-            grant(state, principal, GROUP, group, "DESCRIBE")
+            grant_state(state, principal, GROUP, group, "DESCRIBE")
         for name in STREAMS_TOPICS:
             if name != missing:
-                grant(state, principal, TOPIC, name, "DESCRIBE")
+                grant_state(state, principal, TOPIC, name, "DESCRIBE")
         assert describe(principal) == [("app", TAF, STREAMS_HIDDEN, 0, True), none], missing
-        grant(state, principal, TOPIC, missing, "DESCRIBE")
+        grant_state(state, principal, TOPIC, missing, "DESCRIBE")
         assert describe(principal) == [("app", 0, None, 1, False), none], missing
 
 
@@ -216,16 +195,16 @@ def test_streams_group_heartbeat_creates_internal_topics_with_create_on_them(
     state = make_state(tmp_path, release="4.3", config=SECURED)
     for name in (SOURCE, SINK):
         state.create_topic(name, 1)
-    grant(state, MEMBER, GROUP, "app", "READ")
+    grant_state(state, MEMBER, GROUP, "app", "READ")
     for name in STREAMS_TOPICS:
-        grant(state, MEMBER, TOPIC, name, "DESCRIBE")
+        grant_state(state, MEMBER, TOPIC, name, "DESCRIBE")
     joined = _streams_join(state, MEMBER, "app", "m-1")
     assert (joined.error_code, joined.member_epoch) == (0, 1)
     [status] = joined.status
     assert status.status_code == 3  # MISSING_INTERNAL_TOPICS
     assert status.status_detail.endswith(f"; Unauthorized to CREATE on topics {CHANGELOG}.")
     assert state.topic(CHANGELOG) is None
-    grant(state, MEMBER, TOPIC, CHANGELOG, "CREATE")  # on the topic, not the cluster
+    grant_state(state, MEMBER, TOPIC, CHANGELOG, "CREATE")  # on the topic, not the cluster
     again = _streams_join(state, MEMBER, "app", "m-1", member_epoch=1, topology=None)
     assert again.error_code == 0
     assert "Unauthorized" not in " ".join(s.status_detail for s in again.status)

@@ -15,18 +15,16 @@ from pathlib import Path
 from typing import Any
 
 import raw_requests
+from acl_grants import SECURED, grant
 
 from kwire.broker import Cluster
-from kwire.broker._acl import ALLOW, CLUSTER, CLUSTER_NAME, LITERAL, OPERATIONS
+from kwire.broker._acl import CLUSTER, CLUSTER_NAME
 from kwire.broker._routing import TRANSACTION_KEY, coordinator_node
-from kwire.broker.testing import call
 from kwire.protocol import ErrorCode, message_class, struct_class
 
-SECURED = {"authorizer.class.name": "StandardAuthorizer", "super.users": "User:admin"}
 REQUEST = message_class("AddPartitionsToTxnRequest")
 TRANSACTION = struct_class(REQUEST, "transactions")
 TOPIC = struct_class(REQUEST, "transactions", "topics")
-ACL = struct_class(message_class("CreateAclsRequest"), "creations")
 
 
 def exchange(cluster: Cluster, node: int, message: Any, version: int) -> Any:
@@ -46,30 +44,6 @@ def verify(transactional_id: str) -> Any:
             )
         ]
     )
-
-
-def grant_cluster_action(cluster: Cluster, principal: str) -> None:
-    def create(state: Any) -> Any:
-        return call(
-            state,
-            "CreateAcls",
-            3,
-            context={"principal": "User:admin"},
-            creations=[
-                ACL(
-                    resource_type=CLUSTER,
-                    resource_name=CLUSTER_NAME,
-                    resource_pattern_type=LITERAL,
-                    principal=principal,
-                    host="*",
-                    operation=OPERATIONS["CLUSTER_ACTION"],
-                    permission_type=ALLOW,
-                )
-            ],
-        )
-
-    response = cluster.call(create)
-    assert [r.error_code for r in response.results] == [0]
 
 
 def test_add_partitions_to_txn_v4_is_authorised_before_it_is_routed(tmp_path: Path) -> None:
@@ -102,7 +76,7 @@ def test_add_partitions_to_txn_v4_is_authorised_before_it_is_routed(tmp_path: Pa
                 )
                 for t in response.results_by_topic_v3_and_below
             ] == [("t", [(0, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)])]
-        grant_cluster_action(cluster, "User:ANONYMOUS")
+        grant(cluster, CLUSTER, CLUSTER_NAME, "CLUSTER_ACTION")
         for version in (4, 5):
             for node in others:
                 response = exchange(cluster, node, verify("tx-1"), version)
