@@ -1,8 +1,8 @@
 """What kwire builds on first use rather than at import. Dataclasses whose methods are built with
 their first instance (``lazy_dataclass``), and names a module loads on first use (PEP 562 module
-``__getattr__``), so importing a package costs only what its caller uses: ``kwire.log``, ``kwire.log.storage``, ``kwire.records``,
-``kwire.protocol`` and the broker's start-up (``tests/unit/cli/test_broker_startup_imports.py``)
-rely on it. ``kwire`` and ``kwire.broker`` keep their own few lines: the pytest plugin's import
+``__getattr__``), so importing a package costs only what its caller uses: ``kwire.log``,
+``kwire.log.storage``, ``kwire.records``, ``kwire.protocol`` and the broker's start-up
+(``tests/unit/cli/test_broker_startup_imports.py``) rely on it. ``kwire`` and ``kwire.broker`` keep their own few lines: the pytest plugin's import
 must load no module beyond them.
 """
 

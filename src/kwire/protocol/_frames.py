@@ -233,8 +233,8 @@ class FrameReader:
     grows fourfold as the bytes arrive, so a size prefix alone allocates nothing large (Kafka's
     ``NetworkReceive`` allocates the announced size at once); a larger frame is moved a few
     times, a third of its size in all. Small frames that arrive together land in one staging
-    buffer and are cut from it (one short copy each). A frame's size is checked against the limit passed to
-    ``next_frame`` (the broker passes ``socket.request.max.bytes``, or
+    buffer and are cut from it (one short copy each). A frame's size is checked against the
+    limit passed to ``next_frame`` (the broker passes ``socket.request.max.bytes``, or
     ``sasl.server.max.receive.size`` before authentication) before anything of its size is
     allocated. Read-ahead is bounded: while the staging buffer is full and no frame is taken
     (the broker is handling the connection's request; Kafka mutes the channel meanwhile),
