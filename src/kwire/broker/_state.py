@@ -634,12 +634,9 @@ class BrokerState:
             # the fetches parked on it answer now (ReplicaManager.stopPartitions completes the
             # delayed fetches of a partition it removes): UNKNOWN_TOPIC_OR_PARTITION
             self.notify(partition)
-        groups = self.services.group  # None: no __consumer_offsets, so no offset to delete
-        if groups is not None and name not in COORDINATOR_TOPICS:
-            # the deleted partitions' committed offsets go too (GroupCoordinatorShard.
-            # onPartitionsDeleted, run when the metadata image no longer has them)
-            groups.on_partitions_deleted([(name, p.index) for p in topic.partitions], self.now_ms())
-        for listener in self._deletion_listeners:
+        for (
+            listener
+        ) in self._deletion_listeners:  # the coordinators: committed offsets, share state
             listener(topic)
 
     def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:

@@ -25,7 +25,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Final
 
 from kwire._wire import random_uuid
-from kwire.broker._state import BrokerState, Partition, partition_for
+from kwire.broker._state import BrokerState, Partition, Topic, partition_for
 from kwire.broker.group._classic import DEAD, EMPTY, STABLE, Group, Member
 from kwire.broker.group._classic_groups import ClassicGroups
 from kwire.broker.group._consumer import ConsumerGroup
@@ -52,7 +52,12 @@ from kwire.broker.group._runtime import (
 from kwire.broker.group._streams import StreamsGroups
 from kwire.broker.group._streams_records import KEY_VERSIONS as STREAMS_KEY_VERSIONS
 from kwire.broker.group._streams_records import tombstones as streams_tombstones
-from kwire.log.internal_topics import CONSUMER_OFFSETS, java_hash_map_order, read_version
+from kwire.log.internal_topics import (
+    CONSUMER_OFFSETS,
+    COORDINATOR_TOPICS,
+    java_hash_map_order,
+    read_version,
+)
 from kwire.protocol import ErrorCode
 from kwire.records import Batch
 from kwire.records._control import parse_control_key
@@ -391,4 +396,13 @@ def group_coordinator(state: BrokerState) -> GroupCoordinator:
     coordinator.load()
     state.services.group = coordinator
     state.add_ticker(coordinator.tick)
+
+    def offsets_deleted(topic: Topic) -> None:
+        # a deleted topic's committed offsets go too (GroupCoordinatorShard.onPartitionsDeleted,
+        # run when the metadata image no longer has them)
+        if topic.name not in COORDINATOR_TOPICS:
+            deleted = [(topic.name, p.index) for p in topic.partitions]
+            coordinator.on_partitions_deleted(deleted, state.now_ms())
+
+    state.on_topic_deleted(offsets_deleted)
     return coordinator
